@@ -1,0 +1,17 @@
+// Package table reads and writes the tables that flow between pramkit tools:
+// CSV (RFC 4180 with a header row), Parquet and the Arrow IPC stream format.
+//
+// Readers stream Arrow record batches of bounded size, so memory does not
+// grow with the number of rows. The input format is detected from the
+// content (Parquet magic, Arrow IPC, else CSV); the output format comes from
+// the output file's extension or an explicit choice. pramkit's metadata
+// (Meta) travels in the schema key-value metadata of Parquet and Arrow, and
+// beside a CSV file in a sidecar <file>.meta.json (or, on a CSV stream with no
+// file, in a first line "#pramkit {…}").
+//
+// Writers never leave a partial file: output goes to a temporary file in the
+// destination folder and is renamed over the destination only by Commit.
+//
+// One file per format, one factory for readers (Open) and one for writers
+// (Create), as miller's pkg/input and pkg/output do.
+package table

@@ -1,0 +1,44 @@
+package table
+
+import (
+	"fmt"
+	"strings"
+)
+
+// DataError locates a problem in an input table: the file, the data row
+// (1-based, header not counted; 0 when not about one row), the CSV line
+// (0 when not known) and the column ("" when not about one column).
+// Err says what is wrong and how to fix it.
+type DataError struct {
+	File   string
+	Row    int64
+	Line   int
+	Column string
+	Err    error
+}
+
+func (e *DataError) Error() string {
+	var b strings.Builder
+	b.WriteString(e.File)
+	switch {
+	case e.Line > 0 && e.Row > 0:
+		fmt.Fprintf(&b, ": line %d (row %d)", e.Line, e.Row)
+	case e.Line > 0:
+		fmt.Fprintf(&b, ": line %d", e.Line)
+	case e.Row > 0:
+		fmt.Fprintf(&b, ": row %d", e.Row)
+	}
+	if e.Column != "" {
+		fmt.Fprintf(&b, ", column %q", e.Column)
+	}
+	b.WriteString(": ")
+	b.WriteString(e.Err.Error())
+	return b.String()
+}
+
+func (e *DataError) Unwrap() error { return e.Err }
+
+// errorf makes a DataError about a whole file.
+func errorf(file string, format string, args ...any) error {
+	return &DataError{File: file, Err: fmt.Errorf(format, args...)}
+}

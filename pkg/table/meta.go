@@ -1,0 +1,165 @@
+package table
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+
+	"github.com/apache/arrow-go/v18/arrow"
+)
+
+// MetaPrefix starts every pramkit key in a schema's key-value metadata, so
+// our keys never collide with those of other tools (pandas, Spark…).
+const MetaPrefix = "pramkit."
+
+// Meta is the metadata a later stage needs: codebook hash, n, m, γ, ε,
+// mechanism, sample fingerprint, tool version… Keys are given without
+// MetaPrefix; values are strings (numbers in Go's shortest round-trip form,
+// structures as JSON).
+type Meta map[string]string
+
+// Clone returns a copy that can be changed without touching m.
+func (m Meta) Clone() Meta {
+	if m == nil {
+		return Meta{}
+	}
+	return maps.Clone(m)
+}
+
+// SetInt stores an integer.
+func (m Meta) SetInt(key string, v int64) { m[key] = strconv.FormatInt(v, 10) }
+
+// SetFloat stores a float so that it parses back to the same float64.
+func (m Meta) SetFloat(key string, v float64) { m[key] = strconv.FormatFloat(v, 'g', -1, 64) }
+
+// SetJSON stores v as JSON.
+func (m Meta) SetJSON(key string, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("table.Meta.SetJSON %s: %w", key, err)
+	}
+	m[key] = string(b)
+	return nil
+}
+
+// MissingError says that a stage needs a metadata item the input lacks, and
+// which flag supplies it.
+type MissingError struct {
+	Key  string
+	Flag string // the flag that supplies the value, "" when none does
+}
+
+func (e *MissingError) Error() string {
+	if e.Flag == "" {
+		return fmt.Sprintf("no %q in the metadata: the file was not written by the pramkit stage that sets it", e.Key)
+	}
+	return fmt.Sprintf("no %q in the metadata: pass %s", e.Key, e.Flag)
+}
+
+// Int reads an integer; flag names the flag that can supply it when absent.
+func (m Meta) Int(key, flag string) (int64, error) {
+	s, ok := m[key]
+	if !ok {
+		return 0, &MissingError{key, flag}
+	}
+	v, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("metadata %q = %q is not an integer", key, s)
+	}
+	return v, nil
+}
+
+// Float reads a float; flag names the flag that can supply it when absent.
+func (m Meta) Float(key, flag string) (float64, error) {
+	s, ok := m[key]
+	if !ok {
+		return 0, &MissingError{key, flag}
+	}
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return 0, fmt.Errorf("metadata %q = %q is not a number", key, s)
+	}
+	return v, nil
+}
+
+// String reads a string; flag names the flag that can supply it when absent.
+func (m Meta) String(key, flag string) (string, error) {
+	s, ok := m[key]
+	if !ok {
+		return "", &MissingError{key, flag}
+	}
+	return s, nil
+}
+
+// JSON decodes a JSON value into v.
+func (m Meta) JSON(key, flag string, v any) error {
+	s, ok := m[key]
+	if !ok {
+		return &MissingError{key, flag}
+	}
+	if err := json.Unmarshal([]byte(s), v); err != nil {
+		return fmt.Errorf("metadata %q is not valid: %v", key, err)
+	}
+	return nil
+}
+
+// metaFromSchema extracts the pramkit keys of a schema's metadata.
+func metaFromSchema(s *arrow.Schema) Meta {
+	m := Meta{}
+	md := s.Metadata()
+	for i, k := range md.Keys() {
+		if len(k) > len(MetaPrefix) && k[:len(MetaPrefix)] == MetaPrefix {
+			m[k[len(MetaPrefix):]] = md.Values()[i]
+		}
+	}
+	return m
+}
+
+// withMeta returns schema s carrying meta (replacing pramkit keys it had and
+// keeping other tools' keys).
+func withMeta(s *arrow.Schema, meta Meta) *arrow.Schema {
+	var keys, vals []string
+	md := s.Metadata()
+	for i, k := range md.Keys() {
+		if len(k) < len(MetaPrefix) || k[:len(MetaPrefix)] != MetaPrefix {
+			keys = append(keys, k)
+			vals = append(vals, md.Values()[i])
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(meta)) {
+		keys = append(keys, MetaPrefix+k)
+		vals = append(vals, meta[k])
+	}
+	md2 := arrow.NewMetadata(keys, vals)
+	return arrow.NewSchema(s.Fields(), &md2)
+}
+
+// sidecarPath is where a CSV file's metadata lives.
+func sidecarPath(csvPath string) string { return csvPath + ".meta.json" }
+
+// sidecar is the JSON layout of a metadata sidecar and of the "#pramkit"
+// line: a version tag so the layout can change later, and the items.
+type sidecar struct {
+	Pramkit int  `json:"pramkit"`
+	Meta    Meta `json:"meta"`
+}
+
+func encodeSidecar(m Meta) ([]byte, error) {
+	return json.Marshal(sidecar{Pramkit: 1, Meta: m})
+}
+
+func decodeSidecar(b []byte) (Meta, error) {
+	var s sidecar
+	if err := json.Unmarshal(b, &s); err != nil {
+		return nil, err
+	}
+	if s.Pramkit != 1 {
+		return nil, fmt.Errorf("metadata layout version %d is not supported (want 1)", s.Pramkit)
+	}
+	if s.Meta == nil {
+		s.Meta = Meta{}
+	}
+	return s.Meta, nil
+}

@@ -1,0 +1,161 @@
+package table
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/apache/arrow-go/v18/arrow"
+)
+
+// DefaultBatchSize is the number of rows per record batch: large enough to
+// amortise per-batch costs, small enough that a batch of a few string
+// columns stays within a few MB.
+const DefaultBatchSize = 64 * 1024
+
+// Reader streams the record batches of one table.
+type Reader interface {
+	// Name is the file name used in messages ("stdin" for standard input).
+	Name() string
+	// Format is the detected input format.
+	Format() Format
+	// Schema is the table's schema, without pramkit metadata.
+	Schema() *arrow.Schema
+	// Meta is the pramkit metadata that came with the table (never nil).
+	Meta() Meta
+	// Next returns the next batch, or io.EOF after the last one. The batch
+	// is valid until the next call to Next or Close; Retain it to keep it.
+	Next() (arrow.RecordBatch, error)
+	// RowsRead counts the rows returned so far, the current batch included.
+	RowsRead() int64
+	// NumRows is the total row count when the format records it (Parquet),
+	// else -1.
+	NumRows() int64
+	Close() error
+}
+
+// ReadOptions tunes Open.
+type ReadOptions struct {
+	// BatchSize is the rows per batch; 0 means DefaultBatchSize.
+	BatchSize int
+	// Stdin is read for "-" or ""; nil means os.Stdin.
+	Stdin io.Reader
+	// TempDir holds the spool file that a Parquet or Arrow file format
+	// arriving on a pipe needs (they are read from the end); "" means the
+	// system default.
+	TempDir string
+}
+
+// IsStdio reports whether path names standard input or output.
+func IsStdio(path string) bool { return path == "" || path == "-" }
+
+// DisplayName is the name used in messages for path.
+func DisplayName(path string) string {
+	if IsStdio(path) {
+		return "stdin"
+	}
+	return path
+}
+
+// Open opens a table, detecting its format from the first bytes.
+func Open(path string, opt ReadOptions) (Reader, error) {
+	if opt.BatchSize <= 0 {
+		opt.BatchSize = DefaultBatchSize
+	}
+	name := DisplayName(path)
+	var (
+		src  io.Reader
+		file *os.File
+	)
+	if IsStdio(path) {
+		src = opt.Stdin
+		if src == nil {
+			src = os.Stdin
+		}
+	} else {
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, fmt.Errorf("%s: cannot open: %w", name, unwrapPathError(err))
+		}
+		st, err := f.Stat()
+		if err != nil {
+			f.Close()
+			return nil, fmt.Errorf("%s: %w", name, unwrapPathError(err))
+		}
+		if st.IsDir() {
+			f.Close()
+			return nil, errorf(name, "is a folder, not a table file")
+		}
+		src, file = f, f
+	}
+	br := bufio.NewReaderSize(src, 1<<20)
+	head, err := br.Peek(8)
+	if len(head) == 0 {
+		if file != nil {
+			file.Close()
+		}
+		if err != nil && !errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		return nil, errorf(name, "the file is empty: a table needs at least a header row")
+	}
+	format := sniff(head)
+	switch format {
+	case Parquet:
+		return openParquet(name, file, br, opt)
+	case Arrow:
+		if string(head[:min(len(head), 6)]) == string(arrowFileMagic) {
+			return openArrowFile(name, file, br, opt)
+		}
+		return openArrowStream(name, file, br, opt)
+	}
+	return openCSV(name, path, file, br, opt)
+}
+
+// unwrapPathError drops the operation and path that *fs.PathError repeats,
+// since our messages name the file already.
+func unwrapPathError(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// seekable returns a file that can be read at any offset: the input file
+// itself, or, for a pipe, a spool copy in a temporary file that is removed
+// as soon as it is open (the open descriptor keeps it readable).
+func seekable(name string, file *os.File, br *bufio.Reader, opt ReadOptions) (*os.File, error) {
+	if file != nil {
+		if _, err := file.Seek(0, io.SeekStart); err == nil {
+			return file, nil
+		}
+	}
+	tmp, err := os.CreateTemp(opt.TempDir, "pramkit-spool-*")
+	if err != nil {
+		return nil, fmt.Errorf("%s: cannot spool the input to a temporary file: %w", name, err)
+	}
+	os.Remove(tmp.Name())
+	if _, err := io.Copy(tmp, br); err != nil {
+		tmp.Close()
+		return nil, fmt.Errorf("%s: spooling the input: %w", name, err)
+	}
+	if file != nil {
+		file.Close()
+	}
+	if _, err := tmp.Seek(0, io.SeekStart); err != nil {
+		tmp.Close()
+		return nil, err
+	}
+	return tmp, nil
+}
+
+// recovered turns a panic inside a third-party decoder (which corrupt input
+// can trigger) into an error naming the file.
+func recovered(name string, err *error) {
+	if r := recover(); r != nil {
+		*err = errorf(name, "the file is corrupt or truncated (%v)", r)
+	}
+}

@@ -1,0 +1,139 @@
+package table
+
+import (
+	"bufio"
+	"errors"
+	"io"
+	"os"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+)
+
+// arrowStreamReader reads the Arrow IPC stream format, batch by batch.
+type arrowStreamReader struct {
+	name   string
+	f      *os.File
+	r      *ipc.Reader
+	schema *arrow.Schema
+	meta   Meta
+	rows   int64
+	cur    arrow.RecordBatch
+}
+
+func openArrowStream(name string, f *os.File, br *bufio.Reader, _ ReadOptions) (rd Reader, err error) {
+	defer recovered(name, &err)
+	r, err := ipc.NewReader(br)
+	if err != nil {
+		if f != nil {
+			f.Close()
+		}
+		return nil, errorf(name, "not a readable Arrow IPC stream (%v)", err)
+	}
+	s := r.Schema()
+	return &arrowStreamReader{name: name, f: f, r: r, schema: withMeta(s, nil), meta: metaFromSchema(s)}, nil
+}
+
+func (a *arrowStreamReader) Name() string          { return a.name }
+func (a *arrowStreamReader) Format() Format        { return Arrow }
+func (a *arrowStreamReader) Schema() *arrow.Schema { return a.schema }
+func (a *arrowStreamReader) Meta() Meta            { return a.meta }
+func (a *arrowStreamReader) RowsRead() int64       { return a.rows }
+func (a *arrowStreamReader) NumRows() int64        { return -1 }
+
+func (a *arrowStreamReader) Next() (rec arrow.RecordBatch, err error) {
+	defer recovered(a.name, &err)
+	if a.cur != nil {
+		a.cur.Release()
+		a.cur = nil
+	}
+	if !a.r.Next() {
+		if err := a.r.Err(); err != nil && !errors.Is(err, io.EOF) {
+			return nil, errorf(a.name, "reading after row %d: %v; the stream is corrupt or truncated", a.rows, err)
+		}
+		return nil, io.EOF
+	}
+	a.cur = rebatch(a.schema, a.r.RecordBatch())
+	a.rows += a.cur.NumRows()
+	return a.cur, nil
+}
+
+func (a *arrowStreamReader) Close() error {
+	if a.cur != nil {
+		a.cur.Release()
+	}
+	a.r.Release()
+	if a.f != nil {
+		return a.f.Close()
+	}
+	return nil
+}
+
+// arrowFileReader reads the Arrow IPC file format (random access).
+type arrowFileReader struct {
+	name   string
+	f      *os.File
+	r      *ipc.FileReader
+	schema *arrow.Schema
+	meta   Meta
+	next   int
+	rows   int64
+	cur    arrow.RecordBatch
+}
+
+func openArrowFile(name string, f *os.File, br *bufio.Reader, opt ReadOptions) (rd Reader, err error) {
+	defer recovered(name, &err)
+	sf, err := seekable(name, f, br, opt)
+	if err != nil {
+		return nil, err
+	}
+	r, err := ipc.NewFileReader(sf)
+	if err != nil {
+		sf.Close()
+		return nil, errorf(name, "not a readable Arrow file (%v)", err)
+	}
+	s := r.Schema()
+	return &arrowFileReader{name: name, f: sf, r: r, schema: withMeta(s, nil), meta: metaFromSchema(s)}, nil
+}
+
+func (a *arrowFileReader) Name() string          { return a.name }
+func (a *arrowFileReader) Format() Format        { return Arrow }
+func (a *arrowFileReader) Schema() *arrow.Schema { return a.schema }
+func (a *arrowFileReader) Meta() Meta            { return a.meta }
+func (a *arrowFileReader) RowsRead() int64       { return a.rows }
+func (a *arrowFileReader) NumRows() int64        { return -1 }
+
+func (a *arrowFileReader) Next() (rec arrow.RecordBatch, err error) {
+	defer recovered(a.name, &err)
+	if a.cur != nil {
+		a.cur.Release()
+		a.cur = nil
+	}
+	if a.next >= a.r.NumRecords() {
+		return nil, io.EOF
+	}
+	r, err := a.r.RecordBatch(a.next)
+	if err != nil {
+		return nil, errorf(a.name, "reading batch %d: %v", a.next+1, err)
+	}
+	a.next++
+	a.cur = rebatch(a.schema, r)
+	a.rows += a.cur.NumRows()
+	return a.cur, nil
+}
+
+func (a *arrowFileReader) Close() error {
+	if a.cur != nil {
+		a.cur.Release()
+	}
+	a.r.Close()
+	return a.f.Close()
+}
+
+// rebatch returns rec's columns under schema s (same fields, different
+// metadata) as a new batch holding its own references; rec stays owned by
+// the decoder that returned it.
+func rebatch(s *arrow.Schema, rec arrow.RecordBatch) arrow.RecordBatch {
+	return array.NewRecordBatch(s, rec.Columns(), rec.NumRows())
+}
