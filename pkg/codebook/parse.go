@@ -1,0 +1,297 @@
+package codebook
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// Parse reads a codebook file's contents (format in the package
+// documentation). It is strict: anything it does not understand is an error
+// naming the column and the fix, because a codebook that silently differs
+// between parties makes their indices disagree.
+func Parse(data []byte) (*Codebook, error) {
+	cb, err := parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("codebook.Parse: %w", err)
+	}
+	return cb, nil
+}
+
+// Load reads and parses the codebook file at path.
+func Load(path string) (*Codebook, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("codebook.Load: %w", err)
+	}
+	cb, err := parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("codebook.Load: %s: %w", path, err)
+	}
+	return cb, nil
+}
+
+func parse(data []byte) (*Codebook, error) {
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil, fmt.Errorf(`the codebook is empty; write {"columns": [{"name": ..., "categories": [...]}, ...]}`)
+	}
+	p := &parser{data: data, dec: json.NewDecoder(bytes.NewReader(data))}
+	p.dec.UseNumber()
+	specs, err := p.file()
+	if err != nil {
+		return nil, err
+	}
+	cb := &Codebook{Columns: make([]Column, len(specs))}
+	for i, s := range specs {
+		c, err := newColumn(s)
+		if err != nil {
+			return nil, fmt.Errorf("column %q (#%d): %w", s.Name, i+1, err)
+		}
+		cb.Columns[i] = c
+	}
+	if err := checkColumns(cb.Columns); err != nil {
+		return nil, err
+	}
+	return cb, nil
+}
+
+// parser reads the file token by token rather than with json.Unmarshal,
+// which would accept keys in any letter case, let a repeated key override
+// the first, and turn null into "" or 0 without a word.
+type parser struct {
+	data []byte
+	dec  *json.Decoder
+}
+
+var columnKeys = []string{"name", "categories", "cuts", "labels", "missing"}
+
+func (p *parser) file() ([]Spec, error) {
+	if err := p.delim('{', `a codebook file is a JSON object {"columns": [...]}`); err != nil {
+		return nil, err
+	}
+	var specs []Spec
+	seenColumns := false
+	for p.dec.More() {
+		key, err := p.key()
+		if err != nil {
+			return nil, err
+		}
+		if key != "columns" {
+			return nil, p.errorf(`unknown key %q at the top level; the only key is "columns"`, key)
+		}
+		if seenColumns {
+			return nil, p.errorf(`key "columns" appears twice; merge the lists`)
+		}
+		seenColumns = true
+		if err := p.delim('[', `"columns" must be a list of column objects`); err != nil {
+			return nil, err
+		}
+		for p.dec.More() {
+			s, err := p.column(len(specs) + 1)
+			if err != nil {
+				return nil, err
+			}
+			specs = append(specs, s)
+		}
+		if err := p.delim(']', ""); err != nil {
+			return nil, err
+		}
+	}
+	if err := p.delim('}', ""); err != nil {
+		return nil, err
+	}
+	if _, err := p.dec.Token(); err != io.EOF {
+		return nil, p.errorf("unexpected data after the codebook object; a file holds one codebook")
+	}
+	if !seenColumns {
+		return nil, fmt.Errorf(`no "columns" key; write {"columns": [{"name": ..., "categories": [...]}, ...]}`)
+	}
+	if len(specs) == 0 {
+		return nil, fmt.Errorf(`"columns" is empty; a codebook needs at least one column`)
+	}
+	return specs, nil
+}
+
+// column reads the column object number nth (from 1).
+func (p *parser) column(nth int) (Spec, error) {
+	var s Spec
+	where := fmt.Sprintf("column #%d", nth)
+	if err := p.delim('{', where+` must be an object {"name": ..., "categories": [...]}`); err != nil {
+		return s, err
+	}
+	seen := make(map[string]bool, len(columnKeys))
+	for p.dec.More() {
+		key, err := p.key()
+		if err != nil {
+			return s, err
+		}
+		known := false
+		for _, k := range columnKeys {
+			known = known || k == key
+		}
+		if !known {
+			return s, p.errorf("%s: unknown key %q (known: %s; keys are case-sensitive)", where, key, strings.Join(columnKeys, ", "))
+		}
+		if seen[key] {
+			return s, p.errorf("%s: key %q appears twice; keep one", where, key)
+		}
+		seen[key] = true
+		field := fmt.Sprintf("%s: %q", where, key)
+		switch key {
+		case "name":
+			s.Name, err = p.str(field)
+			if err == nil {
+				where = fmt.Sprintf("column %q (#%d)", s.Name, nth)
+			}
+		case "categories":
+			s.Categories, err = p.strs(field)
+		case "labels":
+			s.Labels, err = p.strs(field)
+		case "cuts":
+			s.Cuts, err = p.nums(field)
+		case "missing":
+			s.Missing, err = p.str(field)
+			if err == nil && s.Missing == "" {
+				err = p.errorf(`%s: "missing" is empty; empty cells are always missing, give a visible token such as "?" or "NA" (or remove the key if the column has no missing values)`, where)
+			}
+		}
+		if err != nil {
+			return s, err
+		}
+	}
+	return s, p.delim('}', "")
+}
+
+func (p *parser) token() (json.Token, error) {
+	tok, err := p.dec.Token()
+	if err == nil {
+		return tok, nil
+	}
+	var se *json.SyntaxError
+	switch {
+	case errors.As(err, &se):
+		return nil, fmt.Errorf("invalid JSON at %s: %s", p.position(se.Offset), se.Error())
+	case err == io.EOF || errors.Is(err, io.ErrUnexpectedEOF):
+		return nil, fmt.Errorf("the JSON ends early, at %s; an object or list is not closed", p.position(int64(len(p.data))))
+	}
+	return nil, fmt.Errorf("invalid JSON at %s: %w", p.position(p.dec.InputOffset()), err)
+}
+
+func (p *parser) delim(want json.Delim, hint string) error {
+	tok, err := p.token()
+	if err != nil {
+		return err
+	}
+	if d, ok := tok.(json.Delim); ok && d == want {
+		return nil
+	}
+	if hint == "" {
+		hint = fmt.Sprintf("want %q", want.String())
+	}
+	return p.errorf("%s, got %s", hint, describe(tok))
+}
+
+func (p *parser) key() (string, error) {
+	tok, err := p.token()
+	if err != nil {
+		return "", err
+	}
+	// Inside an object the decoder only returns strings as keys.
+	return tok.(string), nil
+}
+
+func (p *parser) str(field string) (string, error) {
+	tok, err := p.token()
+	if err != nil {
+		return "", err
+	}
+	s, ok := tok.(string)
+	if !ok {
+		return "", p.errorf("%s must be a string, got %s", field, describe(tok))
+	}
+	return s, nil
+}
+
+// strs reads a list of strings; an empty list gives a non-nil empty slice so
+// that "categories": [] is reported as empty rather than as absent.
+func (p *parser) strs(field string) ([]string, error) {
+	if err := p.delim('[', field+" must be a list of strings"); err != nil {
+		return nil, err
+	}
+	out := []string{}
+	for p.dec.More() {
+		tok, err := p.token()
+		if err != nil {
+			return nil, err
+		}
+		s, ok := tok.(string)
+		if !ok {
+			return nil, p.errorf("%s must be a list of strings, but item #%d is %s", field, len(out)+1, describe(tok))
+		}
+		out = append(out, s)
+	}
+	return out, p.delim(']', "")
+}
+
+func (p *parser) nums(field string) ([]float64, error) {
+	if err := p.delim('[', field+" must be a list of numbers"); err != nil {
+		return nil, err
+	}
+	out := []float64{}
+	for p.dec.More() {
+		tok, err := p.token()
+		if err != nil {
+			return nil, err
+		}
+		n, ok := tok.(json.Number)
+		if !ok {
+			return nil, p.errorf("%s must be a list of numbers, but item #%d is %s", field, len(out)+1, describe(tok))
+		}
+		x, err := strconv.ParseFloat(string(n), 64)
+		if err != nil || math.IsInf(x, 0) {
+			return nil, p.errorf("%s: item #%d (%s) is out of the float64 range", field, len(out)+1, n)
+		}
+		out = append(out, x)
+	}
+	return out, p.delim(']', "")
+}
+
+func (p *parser) errorf(format string, args ...any) error {
+	return fmt.Errorf("%s: %s", p.position(p.dec.InputOffset()), fmt.Sprintf(format, args...))
+}
+
+// position turns a byte offset into "line L, column C" (both from 1).
+func (p *parser) position(off int64) string {
+	off = max(0, min(off, int64(len(p.data))))
+	before := p.data[:off]
+	line := 1 + bytes.Count(before, []byte{'\n'})
+	col := len(before) - bytes.LastIndexByte(before, '\n')
+	return fmt.Sprintf("line %d, column %d", line, col)
+}
+
+func describe(tok json.Token) string {
+	switch t := tok.(type) {
+	case nil:
+		return "null"
+	case json.Delim:
+		switch t {
+		case '{', '}':
+			return "an object"
+		default:
+			return "a list"
+		}
+	case string:
+		return fmt.Sprintf("the string %q", t)
+	case json.Number:
+		return "the number " + t.String()
+	case bool:
+		return fmt.Sprintf("%t", t)
+	}
+	return fmt.Sprintf("%v", tok)
+}
