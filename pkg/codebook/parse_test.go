@@ -243,7 +243,7 @@ func TestHashIgnoresLayoutAndSeesEveryLabel(t *testing.T) {
 		t.Fatalf("Hash() = %q, want 64 hex digits", h)
 	}
 	same := map[string]string{
-		"one line": strings.ReplaceAll(docExample, "\n", ""),
+		"one line":   strings.ReplaceAll(docExample, "\n", ""),
 		"spread out": strings.NewReplacer("{", "{\n\t", ",", " ,\n ", ":", " : ").Replace(docExample),
 		"keys reordered": `{"columns": [
 			{"categories": ["Female", "Male"], "name": "sex"},
@@ -254,7 +254,7 @@ func TestHashIgnoresLayoutAndSeesEveryLabel(t *testing.T) {
 		"generated labels written out": strings.Replace(docExample, `[25, 35, 45, 55, 65]}`,
 			`[25, 35, 45, 55, 65], "labels": ["<25", "25-34", "35-44", "45-54", "55-64", "65+"]}`, 1),
 		"cuts spelled differently": strings.Replace(docExample, `[25, 35, 45, 55, 65]`, `[2.5e1, 35.0, 45, 55, 65]`, 1),
-		"escaped letters": strings.Replace(docExample, `"Female"`, `"\u0046emale"`, 1),
+		"escaped letters":          strings.Replace(docExample, `"Female"`, `"\u0046emale"`, 1),
 	}
 	for name, s := range same {
 		if got := mustParse(t, s).Hash(); got != h {
