@@ -1,0 +1,37 @@
+package cli
+
+import (
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/pramkit/pramkit/pkg/table"
+	"github.com/pramkit/pramkit/pkg/version"
+)
+
+// Open opens an input table; "-" or "" reads the command's stdin.
+func (s *Streams) Open(path string) (table.Reader, error) {
+	return table.Open(path, table.ReadOptions{Stdin: s.In})
+}
+
+// Create opens the output table o with the given schema and metadata. The
+// format comes from --output-format, else -o's extension, else the input's
+// format (inputFormat). Writing over any of inputs is refused. The pramkit
+// version is recorded in the metadata.
+func (s *Streams) Create(o Output, schema *arrow.Schema, meta table.Meta, inputFormat table.Format, inputs []string) (table.Writer, error) {
+	f, err := table.ParseFormat(o.Format)
+	if err != nil {
+		return nil, &UsageError{err}
+	}
+	if table.IsStdio(o.Path) && s.OutIsTerminal {
+		if rf := table.ResolveFormat(o.Path, table.WriteOptions{Format: f, Fallback: inputFormat}); rf != table.CSV {
+			return nil, Usagef("refusing to write %s to a terminal: give -o FILE, pipe the output, or pass --output-format csv", rf)
+		}
+	}
+	meta = meta.Clone()
+	meta["version"] = version.String()
+	return table.Create(o.Path, schema, meta, table.WriteOptions{
+		Format:   f,
+		Fallback: inputFormat,
+		Stdout:   s.Out,
+		Inputs:   inputs,
+	})
+}

@@ -1,0 +1,548 @@
+// Package sample is the `sample` command: coordinated bottom-m sampling of
+// a table's rows, the first stage of the release pipeline (SPEC §3.1), and
+// the planning of the sample size m for a privacy target (SPEC §3.5).
+package sample
+
+import (
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/pramkit/pramkit/pkg/cli"
+	"github.com/pramkit/pramkit/pkg/codebook"
+	"github.com/pramkit/pramkit/pkg/pram"
+	"github.com/pramkit/pramkit/pkg/sample"
+	"github.com/pramkit/pramkit/pkg/table"
+)
+
+// Options are the parsed flags of one run.
+type Options struct {
+	Streams *cli.Streams
+	Input   string
+
+	Size      string  // -m: a row count or "optimal"
+	Fraction  float64 // --fraction; 0 when not given
+	ID        string  // --id column; "" samples by row position
+	Secret    string  // --secret FILE
+	NewSecret string  // --new-secret FILE
+	KeepID    bool
+	Columns   []string
+
+	Plan       bool
+	Epsilon    float64
+	N          int64
+	DomainSize string
+	Codebook   string
+
+	Output cli.Output
+	Seed   cli.Seed
+	cmd    *cobra.Command
+}
+
+// NewCmd builds the command; runF replaces the run function in tests.
+func NewCmd(s *cli.Streams, runF func(*Options) error) *cobra.Command {
+	opts := &Options{Streams: s}
+	cmd := &cobra.Command{
+		Use:   "sample [<file>] (-m N | -m optimal --epsilon E | --fraction F) [flags]",
+		Short: "Draw the same uniform sample of rows at every curator",
+		Long: `Sample keeps m rows of a table, chosen uniformly without replacement, and
+writes them in an order that every curator holding other columns of the same
+people reproduces exactly: the first stage of the release pipeline.
+
+Each row's id (its position, or the --id column) gets a priority from a keyed
+pseudo-random function (AES-128) under a secret the curators share; the rows
+of the m smallest priorities are the sample (bottom-m), written in priority
+order, so that curators' samples line up row by row. Memory is O(m) whatever
+the input size. The id column is dropped unless --keep-id: the server need
+not know who was sampled.
+
+The output's metadata records n, m and a fingerprint of (secret, n, m) that
+does not reveal the secret; later stages use it to check that the curators'
+files come from the same sampling.
+
+Without --secret a fresh random secret is used, which no other curator can
+reproduce. Create a shared one with --new-secret and give it to the other
+curators over a secure channel.
+
+With --plan, sample prints the sample size m* that minimises the error bound
+of the estimate for a privacy level ε (Lin–Wang–Rane Theorem III.4):
+  m* = n(e^ε − 1)(√K + 1)/K^{3/2}, γ = 1 + (n/m*)(e^ε − 1),
+  bound = (c√K + 1)/√m*, c = 1 + K/(γ − 1),
+where K is the size of the joint domain of ALL curators' released columns.`,
+		Example: `  # create a secret once and share it with the other curators
+  $ sample --new-secret shared.secret
+
+  # how many rows to sample for ε = 1 when the joint domain has 32 values
+  $ sample --plan --epsilon 1 --domain-size 32 adult.csv
+  {"n":32561,"K":32,"epsilon":1,"m_opt":2057,"gamma":16.6,"bound":0.53}
+
+  # each curator samples the same 2057 rows of its own columns
+  $ sample --secret shared.secret -m 2057 --columns education alice.csv -o alice.sample.csv
+  $ sample --secret shared.secret -m 2057 --columns income bob.csv -o bob.sample.csv
+
+  # or let sample choose m* itself, and pipe into encryption
+  $ sample --secret shared.secret -m optimal --epsilon 1 --domain-size 32 --columns education alice.csv \
+      | encrypt --codebook codebook.json --key-out alice.key -o alice.enc.parquet`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			opts.cmd = c
+			if len(args) == 1 {
+				opts.Input = args[0]
+			}
+			if runF != nil {
+				return runF(opts)
+			}
+			return run(opts)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&opts.Size, "sample-size", "m", "", "sample `N` rows, or 'optimal' for m* at --epsilon")
+	f.Float64Var(&opts.Fraction, "fraction", 0, "sample the fraction `F` of the rows, 0 < F ≤ 1 (m = round(F·n))")
+	f.StringVar(&opts.ID, "id", "", "row-id `COLUMN` (default: the row's position in the file)")
+	f.StringVar(&opts.Secret, "secret", "", "shared secret `FILE` that fixes which rows are sampled")
+	f.StringVar(&opts.NewSecret, "new-secret", "", "create a new secret `FILE` (mode 0600, never overwritten) and use it")
+	f.BoolVar(&opts.KeepID, "keep-id", false, "keep the --id column in the output")
+	f.StringSliceVar(&opts.Columns, "columns", nil, "columns to keep, in this order (default: all but the id)")
+	f.BoolVar(&opts.Plan, "plan", false, "print the optimal sample size as JSON and exit")
+	f.Float64Var(&opts.Epsilon, "epsilon", 0, "privacy level `E` > 0 for --plan and -m optimal")
+	f.Int64VarP(&opts.N, "rows", "n", 0, "the table's row count `N` for --plan (default: count the input)")
+	f.StringVar(&opts.DomainSize, "domain-size", "", "joint domain size `K` of all curators' columns, for --plan and -m optimal")
+	f.StringVar(&opts.Codebook, "codebook", "", "codebook `FILE`: K is the product of the --columns' category counts")
+	cli.AddOutputFlags(cmd, &opts.Output)
+	cli.AddSeedFlag(cmd, &opts.Seed)
+	return cli.Root(cmd)
+}
+
+// Main runs the command on the process's arguments and returns the exit code.
+func Main() int { return cli.Run(NewCmd(cli.StdStreams(), nil), os.Args[1:], cli.StdStreams()) }
+
+func run(o *Options) error {
+	if o.Plan {
+		return runPlan(o)
+	}
+	secret, err := o.secret()
+	if err != nil {
+		return err
+	}
+	if secret == nil { // --new-secret alone
+		return nil
+	}
+	return runSample(o, secret)
+}
+
+// secret reads, creates or draws the sampling secret. It returns nil, nil
+// when the run only creates a secret.
+func (o *Options) secret() ([]byte, error) {
+	sizeGiven := o.Size != "" || o.cmd.Flags().Changed("fraction")
+	switch {
+	case o.Secret != "" && o.NewSecret != "":
+		return nil, cli.Usagef("give either --secret or --new-secret, not both")
+	case o.Secret != "":
+		b, err := os.ReadFile(o.Secret)
+		if err != nil {
+			return nil, fmt.Errorf("cannot read the secret %s: %w; check the path, or create one with --new-secret", o.Secret, unwrap(err))
+		}
+		s, err := sample.ParseSecret(b)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", o.Secret, err)
+		}
+		return s, nil
+	}
+	s := o.drawSecret()
+	if o.NewSecret != "" {
+		f, err := os.OpenFile(o.NewSecret, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if errors.Is(err, os.ErrExist) {
+			return nil, fmt.Errorf("%s already exists; a secret is never overwritten: use it with --secret, or remove it first", o.NewSecret)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("cannot create the secret %s: %w", o.NewSecret, unwrap(err))
+		}
+		_, err = f.Write(sample.FormatSecret(s))
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			os.Remove(o.NewSecret)
+			return nil, fmt.Errorf("writing the secret %s: %w", o.NewSecret, err)
+		}
+		if !sizeGiven && o.Input == "" {
+			fmt.Fprintf(o.Streams.Err, "sample: created %s (share it with the other curators over a secure channel)\n", o.NewSecret)
+			return nil, nil
+		}
+		return s, nil
+	}
+	o.Streams.Warnf("sample", "no --secret: using a fresh random secret, so no other curator can draw the same rows")
+	return s, nil
+}
+
+// drawSecret returns 32 random bytes: from crypto/rand, or from the --seed
+// generator in tests.
+func (o *Options) drawSecret() []byte {
+	s := make([]byte, 32)
+	if o.cmd.Flags().Changed("seed") {
+		r := o.Seed.Rand(o.cmd)
+		for i := range s {
+			s[i] = byte(r.Uint32())
+		}
+		return s
+	}
+	rand.Read(s)
+	return s
+}
+
+func unwrap(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// sizer decides m once n is known.
+type sizer struct {
+	m        int64   // fixed -m N
+	fraction float64 // --fraction F, or m*/n for -m optimal
+	optimal  bool
+	epsilon  float64
+	k        uint64
+}
+
+func (o *Options) sizer() (*sizer, error) {
+	f := o.cmd.Flags()
+	switch {
+	case o.Size != "" && f.Changed("fraction"):
+		return nil, cli.Usagef("give either -m or --fraction, not both")
+	case o.Size == "optimal":
+		k, err := o.domainSize()
+		if err != nil {
+			return nil, err
+		}
+		if err := checkEpsilon(o.Epsilon, f.Changed("epsilon")); err != nil {
+			return nil, err
+		}
+		// m* is linear in n: m* = n·r with r = (e^ε−1)(√K+1)/K^{3/2}.
+		r := optimalFraction(o.Epsilon, float64(k))
+		return &sizer{fraction: min(r, 1), optimal: true, epsilon: o.Epsilon, k: k}, nil
+	case o.Size != "":
+		m, err := strconv.ParseInt(o.Size, 10, 64)
+		if err != nil {
+			return nil, cli.Usagef("-m %q is not a row count; give a whole number or 'optimal'", o.Size)
+		}
+		if m <= 0 {
+			return nil, cli.Usagef("-m must be at least 1, got %d", m)
+		}
+		return &sizer{m: m}, nil
+	case f.Changed("fraction"):
+		if !(o.Fraction > 0 && o.Fraction <= 1) {
+			return nil, cli.Usagef("--fraction must be in (0, 1], got %v", o.Fraction)
+		}
+		return &sizer{fraction: o.Fraction}, nil
+	}
+	return nil, cli.Usagef("say how many rows to sample: -m N, -m optimal --epsilon E, or --fraction F")
+}
+
+func checkEpsilon(eps float64, given bool) error {
+	if !given {
+		return cli.Usagef("--epsilon is required with --plan and -m optimal")
+	}
+	if !(eps > 0) || eps > 700 {
+		return cli.Usagef("--epsilon must be a number in (0, 700], got %v", eps)
+	}
+	return nil
+}
+
+// domainSize is K from --domain-size or from the codebook's --columns.
+func (o *Options) domainSize() (uint64, error) {
+	switch {
+	case o.DomainSize != "" && o.Codebook != "":
+		return 0, cli.Usagef("give either --domain-size or --codebook, not both")
+	case o.DomainSize != "":
+		k, err := strconv.ParseUint(o.DomainSize, 10, 64)
+		if err != nil || k < 1 {
+			return 0, cli.Usagef("--domain-size %q is not a positive whole number", o.DomainSize)
+		}
+		return k, nil
+	case o.Codebook != "":
+		cb, err := codebook.Load(o.Codebook)
+		if err != nil {
+			return 0, err
+		}
+		names := o.Columns
+		if len(names) == 0 {
+			names = cb.Names()
+		}
+		sel, err := cb.Select(names)
+		if err != nil {
+			return 0, fmt.Errorf("%s: %w", o.Codebook, err)
+		}
+		ks := make([]uint32, len(sel.Columns))
+		for i := range sel.Columns {
+			ks[i] = uint32(sel.Columns[i].K())
+		}
+		d, err := pram.NewDomain(ks)
+		if err != nil {
+			return 0, fmt.Errorf("%s: %w", o.Codebook, err)
+		}
+		return d.Size(), nil
+	}
+	return 0, cli.Usagef("K is needed: give --domain-size K (all curators' columns together) or --codebook FILE --columns a,b")
+}
+
+// planJSON is what --plan prints.
+type planJSON struct {
+	N       int64   `json:"n"`
+	K       uint64  `json:"K"`
+	Epsilon float64 `json:"epsilon"`
+	MOpt    int64   `json:"m_opt"`
+	Gamma   float64 `json:"gamma"`
+	Bound   float64 `json:"bound"`
+}
+
+func runPlan(o *Options) error {
+	if err := checkEpsilon(o.Epsilon, o.cmd.Flags().Changed("epsilon")); err != nil {
+		return err
+	}
+	k, err := o.domainSize()
+	if err != nil {
+		return err
+	}
+	n := o.N
+	if !o.cmd.Flags().Changed("rows") {
+		if n, err = countRows(o); err != nil {
+			return err
+		}
+	} else if n < 1 {
+		return cli.Usagef("-n must be at least 1, got %d", n)
+	}
+	p, err := plan(n, float64(k), o.Epsilon)
+	if err != nil {
+		return err
+	}
+	b, _ := json.Marshal(planJSON{N: n, K: k, Epsilon: o.Epsilon, MOpt: p.M, Gamma: p.Gamma, Bound: p.Bound})
+	_, err = fmt.Fprintf(o.Streams.Out, "%s\n", b)
+	return err
+}
+
+// countRows counts the input's rows (Parquet knows; others are read).
+func countRows(o *Options) (int64, error) {
+	r, err := o.Streams.Open(o.Input)
+	if err != nil {
+		return 0, err
+	}
+	defer r.Close()
+	if n := r.NumRows(); n >= 0 {
+		return n, nil
+	}
+	for {
+		if _, err := r.Next(); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			return 0, err
+		}
+	}
+	if r.RowsRead() == 0 {
+		return 0, fmt.Errorf("%s has no data rows; give -n N to plan without it", r.Name())
+	}
+	return r.RowsRead(), nil
+}
+
+// keeper is what both samplers offer: BottomM and Fraction.
+type keeper interface {
+	Wants(sample.Priority) bool
+	Offer(sample.Priority, func() []string)
+}
+
+func runSample(o *Options, secret []byte) error {
+	sz, err := o.sizer()
+	if err != nil {
+		return err
+	}
+	prf, err := sample.NewPRF(secret)
+	if err != nil {
+		return err
+	}
+	in, err := o.Streams.Open(o.Input)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	idCol, keep, err := o.layout(in)
+	if err != nil {
+		return err
+	}
+	var (
+		bottom *sample.BottomM
+		frac   *sample.Fraction
+		k      keeper
+	)
+	if sz.m > 0 {
+		bottom, err = sample.NewBottomM(int(min(sz.m, 1<<40)))
+		k = bottom
+	} else {
+		frac, err = sample.NewFraction(sz.fraction)
+		k = frac
+	}
+	if err != nil {
+		return err
+	}
+	meter := o.Streams.Progress("sample: read")
+	var pos uint64
+	for {
+		rec, err := in.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		cols := make([]table.Values, len(keep))
+		for j, c := range keep {
+			cols[j] = table.ValuesOf(rec.Column(c))
+		}
+		var ids table.Values
+		if idCol >= 0 {
+			ids = table.ValuesOf(rec.Column(idCol))
+		}
+		rows := int(rec.NumRows())
+		for i := 0; i < rows; i++ {
+			var p sample.Priority
+			if idCol >= 0 {
+				id := ids.String(i)
+				if id == "" {
+					return &table.DataError{File: in.Name(), Row: int64(pos) + 1, Column: o.ID, Err: errors.New("the row id is empty; every row needs an id, or omit --id to sample by position")}
+				}
+				p = prf.ID(id)
+			} else {
+				p = prf.Position(pos)
+			}
+			pos++
+			row := i
+			k.Offer(p, func() []string {
+				out := make([]string, len(cols))
+				for j := range cols {
+					out[j] = strings.Clone(cols[j].String(row))
+				}
+				return out
+			})
+		}
+		meter.Add(int64(rows))
+	}
+	meter.Done()
+	n := int64(pos)
+	var items []sample.Item
+	switch {
+	case n == 0:
+		return fmt.Errorf("%s has no data rows: nothing to sample", in.Name())
+	case bottom != nil:
+		if sz.m > n {
+			return fmt.Errorf("cannot sample m = %d rows: %s has n = %d rows; choose -m ≤ %d", sz.m, in.Name(), n, n)
+		}
+		items, err = bottom.Sample()
+	case sz.optimal:
+		var p planResult
+		if p, err = plan(n, float64(sz.k), sz.epsilon); err == nil {
+			items, err = frac.Sample(p.M)
+		}
+	default:
+		m := max(int64(sz.fraction*float64(n)+0.5), 1)
+		items, err = frac.Sample(m)
+	}
+	if err != nil {
+		return err
+	}
+	m := int64(len(items))
+	names := make([]string, len(keep))
+	for j, c := range keep {
+		names[j] = in.Schema().Field(c).Name
+	}
+	meta := in.Meta().Clone()
+	meta["stage"] = "sample"
+	meta.SetInt("n", n)
+	meta.SetInt("m", m)
+	meta["fingerprint"] = sample.Fingerprint(secret, n, m)
+	if idCol >= 0 {
+		meta["sample_id"] = "column"
+	} else {
+		meta["sample_id"] = "position"
+	}
+	schema := table.StringSchema(names)
+	w, err := o.Streams.Create(o.Output, schema, meta, in.Format(), []string{o.Input, o.Secret})
+	if err != nil {
+		return err
+	}
+	defer w.Abort()
+	bb := table.NewBatchBuilder(schema)
+	defer bb.Release()
+	for i, it := range items {
+		bb.AppendStrings(it.Row)
+		if bb.Rows() == table.DefaultBatchSize || i == len(items)-1 {
+			rec := bb.NewBatch()
+			err := w.Write(rec)
+			rec.Release()
+			if err != nil {
+				return err
+			}
+		}
+	}
+	return w.Commit()
+}
+
+// layout finds the id column and the columns to keep, in output order.
+func (o *Options) layout(in table.Reader) (idCol int, keep []int, err error) {
+	schema := in.Schema()
+	index := func(name string) (int, error) {
+		idx := schema.FieldIndices(name)
+		if len(idx) == 0 {
+			known := make([]string, schema.NumFields())
+			for i, f := range schema.Fields() {
+				known[i] = f.Name
+			}
+			return 0, fmt.Errorf("%s has no column %q (columns: %s)", in.Name(), name, strings.Join(known, ", "))
+		}
+		return idx[0], nil
+	}
+	idCol = -1
+	if o.ID != "" {
+		if idCol, err = index(o.ID); err != nil {
+			return 0, nil, err
+		}
+	} else if o.KeepID {
+		return 0, nil, cli.Usagef("--keep-id needs --id COLUMN")
+	}
+	if len(o.Columns) > 0 {
+		for _, name := range o.Columns {
+			c, err := index(name)
+			if err != nil {
+				return 0, nil, err
+			}
+			if slices.Contains(keep, c) {
+				return 0, nil, cli.Usagef("--columns names %q twice", name)
+			}
+			keep = append(keep, c)
+		}
+		if o.KeepID && !slices.Contains(keep, idCol) {
+			keep = append([]int{idCol}, keep...)
+		}
+		if !o.KeepID && slices.Contains(keep, idCol) {
+			return 0, nil, cli.Usagef("--columns includes the id column %q: pass --keep-id to keep it", o.ID)
+		}
+		return idCol, keep, nil
+	}
+	for c := 0; c < schema.NumFields(); c++ {
+		if c != idCol || o.KeepID {
+			keep = append(keep, c)
+		}
+	}
+	if len(keep) == 0 {
+		return 0, nil, fmt.Errorf("%s: nothing to output once the id column is dropped; pass --keep-id or give other columns", in.Name())
+	}
+	return idCol, keep, nil
+}

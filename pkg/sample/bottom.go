@@ -1,0 +1,163 @@
+package sample
+
+import (
+	"container/heap"
+	"fmt"
+	"math"
+	"slices"
+)
+
+// Item is a kept row with its priority.
+type Item struct {
+	Priority Priority
+	Row      []string
+}
+
+// BottomM keeps the m rows of smallest priority seen so far in a max-heap
+// of size m: a row enters only if it beats the current m-th best, which
+// happens O(m log(n/m)) times over n rows, so only those rows are copied.
+type BottomM struct {
+	m    int
+	h    maxHeap
+	seen int64
+}
+
+// NewBottomM returns a sampler of m rows; m must be ≥ 1.
+func NewBottomM(m int) (*BottomM, error) {
+	if m < 1 {
+		return nil, fmt.Errorf("sample.NewBottomM: m must be at least 1, got %d", m)
+	}
+	return &BottomM{m: m, h: make(maxHeap, 0, min(m, 1<<20))}, nil
+}
+
+// Wants reports whether a row of priority p would be kept; only then need
+// the caller build the row.
+func (b *BottomM) Wants(p Priority) bool {
+	return len(b.h) < b.m || p.Less(b.h[0].Priority)
+}
+
+// Offer counts a row and keeps it if it is among the m best so far. row is
+// called only when the row is kept and must return a copy the sampler can
+// own.
+func (b *BottomM) Offer(p Priority, row func() []string) {
+	b.seen++
+	if len(b.h) < b.m {
+		heap.Push(&b.h, Item{p, row()})
+		return
+	}
+	if p.Less(b.h[0].Priority) {
+		b.h[0] = Item{p, row()}
+		heap.Fix(&b.h, 0)
+	}
+}
+
+// Seen is the number of rows offered (n).
+func (b *BottomM) Seen() int64 { return b.seen }
+
+// Sample returns the kept rows in increasing priority order, the order that
+// aligns every curator's sample by position. It fails if fewer than m rows
+// were offered.
+func (b *BottomM) Sample() ([]Item, error) {
+	if int64(b.m) > b.seen {
+		return nil, fmt.Errorf("cannot sample m = %d rows from a table of n = %d rows; choose m ≤ n", b.m, b.seen)
+	}
+	items := slices.Clone(b.h)
+	slices.SortFunc(items, func(x, y Item) int { return cmpPriority(x.Priority, y.Priority) })
+	return items, nil
+}
+
+func cmpPriority(x, y Priority) int {
+	switch {
+	case x.Less(y):
+		return -1
+	case y.Less(x):
+		return 1
+	}
+	return 0
+}
+
+type maxHeap []Item
+
+func (h maxHeap) Len() int           { return len(h) }
+func (h maxHeap) Less(i, j int) bool { return h[j].Priority.Less(h[i].Priority) }
+func (h maxHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *maxHeap) Push(x any)        { *h = append(*h, x.(Item)) }
+func (h *maxHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+// Fraction samples m = round(f·n) rows when n is not known in advance (a
+// CSV stream). Priorities are uniform on [0, 2^128), so the m-th smallest
+// sits near f·2^128; the sampler keeps every row whose priority is below
+//
+//	bound(n) = f + z·√(f(1−f)/n) + z/n   (as a fraction of 2^128, z = 6)
+//
+// for the rows seen so far. bound shrinks as n grows, so every row below
+// the final bound was kept, and the bottom-m set is exact whenever at least
+// m rows fall below the final bound; that fails only if a Binomial(n,
+// bound) count falls 6 standard deviations short, probability < 1e-9, and
+// then Sample says so rather than return a wrong sample. Memory: about
+// f·n + 6√n rows.
+type Fraction struct {
+	f     float64
+	items []Item
+	seen  int64
+	limit int // prune when items grows past this
+}
+
+// NewFraction returns a sampler of the fraction f ∈ (0, 1] of the rows.
+func NewFraction(f float64) (*Fraction, error) {
+	if !(f > 0 && f <= 1) {
+		return nil, fmt.Errorf("sample.NewFraction: the fraction must be in (0, 1], got %v", f)
+	}
+	return &Fraction{f: f, limit: 1024}, nil
+}
+
+const boundZ = 6
+
+func (s *Fraction) bound() uint64 {
+	n := float64(max(s.seen, 1))
+	b := s.f + boundZ*math.Sqrt(s.f*(1-s.f)/n) + boundZ/n
+	if b >= 1 {
+		return math.MaxUint64
+	}
+	return uint64(b * (1 << 64))
+}
+
+// Wants reports whether a row of priority p would be kept.
+func (s *Fraction) Wants(p Priority) bool { return p.Hi < s.bound() }
+
+// Offer counts a row and keeps it if it may be in the sample.
+func (s *Fraction) Offer(p Priority, row func() []string) {
+	s.seen++
+	if p.Hi >= s.bound() {
+		return
+	}
+	s.items = append(s.items, Item{p, row()})
+	if len(s.items) > s.limit {
+		b := s.bound()
+		s.items = slices.DeleteFunc(s.items, func(it Item) bool { return it.Priority.Hi >= b })
+		s.limit = max(2*len(s.items), 1024)
+	}
+}
+
+// Seen is the number of rows offered (n).
+func (s *Fraction) Seen() int64 { return s.seen }
+
+// Sample returns the m rows of smallest priority in increasing order, m
+// given by mOf(n) (round(f·n), or a planned m* ≤ that).
+func (s *Fraction) Sample(m int64) ([]Item, error) {
+	if m < 1 || m > s.seen {
+		return nil, fmt.Errorf("cannot sample m = %d rows from a table of n = %d rows; choose 1 ≤ m ≤ n", m, s.seen)
+	}
+	b := s.bound()
+	kept := slices.DeleteFunc(s.items, func(it Item) bool { return it.Priority.Hi >= b })
+	if int64(len(kept)) < m {
+		return nil, fmt.Errorf("sampling by fraction kept %d rows below its bound but needs %d (a 6-sigma event): run again, or give -m with the row count", len(kept), m)
+	}
+	slices.SortFunc(kept, func(x, y Item) int { return cmpPriority(x.Priority, y.Priority) })
+	return kept[:m], nil
+}

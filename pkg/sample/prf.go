@@ -1,0 +1,125 @@
+package sample
+
+import (
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"strings"
+)
+
+// MinSecretBytes is the least secret material accepted: 128 bits, the
+// strength of the AES-128 key derived from it.
+const MinSecretBytes = 16
+
+// ParseSecret reads a shared secret file's content: 64 hex digits (as
+// --new-secret writes), or any other content of at least MinSecretBytes
+// bytes (for example 32 bytes from /dev/urandom), used as is.
+func ParseSecret(content []byte) ([]byte, error) {
+	s := strings.TrimSpace(string(content))
+	if len(s) == 64 {
+		if b, err := hex.DecodeString(s); err == nil {
+			return b, nil
+		}
+	}
+	if len(content) < MinSecretBytes {
+		return nil, fmt.Errorf("the secret has %d bytes, fewer than %d; create one with 'sample --new-secret FILE'", len(content), MinSecretBytes)
+	}
+	return content, nil
+}
+
+// FormatSecret is the file content --new-secret writes for secret.
+func FormatSecret(secret []byte) []byte { return []byte(hex.EncodeToString(secret) + "\n") }
+
+// Priority is a row's 128-bit priority; smaller is sampled first. 128 bits
+// make ties between distinct ids negligible even at 10^12 rows.
+type Priority struct{ Hi, Lo uint64 }
+
+// Less orders priorities.
+func (p Priority) Less(q Priority) bool {
+	return p.Hi < q.Hi || (p.Hi == q.Hi && p.Lo < q.Lo)
+}
+
+// PRF maps row ids to priorities with AES-128 under a key derived from the
+// shared secret: one AES block per row position, and prefix-free CBC-MAC
+// (the id's length in the first block) for string ids, a secure PRF on
+// variable-length input. AES was chosen over HMAC-SHA-256 for speed: one
+// block costs ~20–70 ns here against ~300 ns for HMAC, so sampling keeps up
+// with CSV parsing (BenchmarkPRF).
+type PRF struct {
+	block cipher.Block
+	in    [16]byte
+	out   [16]byte
+}
+
+// domain tags keep the two id kinds' inputs apart.
+const (
+	tagPosition = 1
+	tagID       = 2
+)
+
+// NewPRF derives the AES-128 key from the secret:
+//
+//	key = SHA-256("pramkit/sample/prf/v1" ‖ secret)[:16]
+func NewPRF(secret []byte) (*PRF, error) {
+	if len(secret) < MinSecretBytes {
+		return nil, fmt.Errorf("sample.NewPRF: secret of %d bytes, need at least %d", len(secret), MinSecretBytes)
+	}
+	h := sha256.New()
+	h.Write([]byte("pramkit/sample/prf/v1"))
+	h.Write(secret)
+	block, err := aes.NewCipher(h.Sum(nil)[:16])
+	if err != nil {
+		return nil, fmt.Errorf("sample.NewPRF: %w", err)
+	}
+	return &PRF{block: block}, nil
+}
+
+func (p *PRF) result() Priority {
+	return Priority{binary.BigEndian.Uint64(p.out[:8]), binary.BigEndian.Uint64(p.out[8:])}
+}
+
+// Position returns the priority of the row at 0-based position pos:
+// AES_k(tag ‖ 0⁷ ‖ pos).
+func (p *PRF) Position(pos uint64) Priority {
+	p.in = [16]byte{0: tagPosition}
+	binary.BigEndian.PutUint64(p.in[8:], pos)
+	p.block.Encrypt(p.out[:], p.in[:])
+	return p.result()
+}
+
+// ID returns the priority of a row with string id: the CBC-MAC of the
+// blocks (tag ‖ 0⁷ ‖ len(id)), then id zero-padded to a multiple of 16.
+// Fixing the length up front makes the encoding prefix-free, which is what
+// CBC-MAC needs to be a PRF on inputs of varying length.
+func (p *PRF) ID(id string) Priority {
+	p.in = [16]byte{0: tagID}
+	binary.BigEndian.PutUint64(p.in[8:], uint64(len(id)))
+	p.block.Encrypt(p.out[:], p.in[:])
+	for len(id) > 0 {
+		n := min(len(id), 16)
+		for i := 0; i < n; i++ {
+			p.out[i] ^= id[i]
+		}
+		id = id[n:]
+		p.block.Encrypt(p.out[:], p.out[:])
+	}
+	return p.result()
+}
+
+// Fingerprint identifies a sampling (secret, n, m) so that later stages can
+// check that curators' files belong together, without revealing the secret:
+//
+//	fingerprint = hex(HMAC-SHA-256(secret, "pramkit/sample/fingerprint/v1" ‖ n ‖ m)[:16])
+func Fingerprint(secret []byte, n, m int64) string {
+	mac := hmac.New(sha256.New, secret)
+	mac.Write([]byte("pramkit/sample/fingerprint/v1"))
+	var b [16]byte
+	binary.BigEndian.PutUint64(b[:8], uint64(n))
+	binary.BigEndian.PutUint64(b[8:], uint64(m))
+	mac.Write(b[:])
+	return hex.EncodeToString(mac.Sum(nil)[:16])
+}
