@@ -1,0 +1,35 @@
+// Package estimate recovers the joint distribution (type) of the full table
+// from a decrypted γ-diagonal PRAM release, plans the sample size, and
+// measures errors (Lin, Wang, Rane, "On the Benefits of Sampling in Privacy
+// Preserving Statistical Analysis on Distributed Databases", §III-A
+// "Release" and §III-C; SPEC §3.5).
+//
+// Notation. G is the joint alphabet (package pram's Domain), K = |G|; the
+// release has m rows; T(g) is the observed frequency of joint value g among
+// them; A is the PRAM matrix A[x̄, x̌] = γ/q if x̄ = x̌ else 1/q with
+// q = γ + K − 1. Given the sample, each released row has the law A·T̃ where
+// T̃ is the sample's type, and E[T] = A·t for the full table's type t.
+//
+// Three estimators of t:
+//
+//   - Inverse, the paper's T̂ = A⁻¹T, in closed form
+//     T̂(g) = (q·T(g) − 1)/(γ − 1). Unbiased, sums to 1, may be negative.
+//   - Projected: the Euclidean projection of T̂ onto the probability simplex.
+//     Never further from t than T̂ (projection onto a convex set holding t
+//     is non-expansive).
+//   - MLE: the maximum-likelihood t under the PRAM model, by EM (iterative
+//     Bayesian update), on the simplex by construction.
+//
+// Sparse representation. K may be astronomically larger than m (up to 2^62),
+// but at most m joint values are observed, and the estimators treat all
+// never-observed values alike: A is invariant under relabelling G, so they
+// share one value by symmetry. Counts holds only the observed (index, count)
+// pairs and Vector the estimates of listed cells plus one value Rest for
+// each of the K − len(Index) others. Every function here runs in time and
+// memory O(observed) (times log or the number of iterations), never O(K).
+//
+// Also here: confidence intervals (InverseInterval; BootstrapInterval for
+// Projected and MLE), the Theorem III.4 error bound and the optimal sample
+// size (Bound, NewPlan), ℓ2 error against a known distribution (L2) and
+// marginals (Marginal).
+package estimate
