@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# make bench: rows/s and peak RSS of each pramkit tool on generated
+# Adult-like tables (6 categorical columns, deterministic generator).
+# BENCH_ROWS overrides the sizes, e.g. BENCH_ROWS="100000" make bench.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+B=$PWD/bin
+OUT=${BENCH_DIR:-$PWD/out/bench}
+mkdir -p "$OUT"
+go build -o "$OUT/benchtool" ./internal/cmd/benchtool
+T="$OUT/benchtool"
+secret="$OUT/bench.secret"
+[ -f "$secret" ] || "$B/sample" --new-secret "$secret" 2>/dev/null
+
+"$T" run -header
+for n in ${BENCH_ROWS:-1000000 10000000}; do
+  csv="$OUT/gen-$n.csv"
+  if [ ! -f "$csv" ]; then
+    "$T" gen -n "$n" -o "$csv" -codebook "$OUT/gen.codebook.json"
+  fi
+  size=$(du -m "$csv" | cut -f1)
+  echo "# $n rows, CSV $size MB"
+  m=$((n / 100))
+  # Format conversion through the table layer (sample of every row would
+  # hold them all; a 1% sample streams).
+  "$T" run -rows "$n" -label "sample -m 1% (CSV in, CSV out)" -- \
+    "$B/sample" --secret "$secret" -m "$m" "$csv" -o "$OUT/s-$n.csv"
+  "$T" run -rows "$n" -label "sample --fraction 0.01 (CSV in)" -- \
+    "$B/sample" --secret "$secret" --fraction 0.01 "$csv" -o "$OUT/f-$n.parquet"
+  "$T" run -rows "$n" -label "sample -m 1% (CSV stdin, Arrow out)" -in "$csv" -out "$OUT/s-$n.arrow" -- \
+    "$B/sample" --secret "$secret" -m "$m" --output-format arrow
+  "$T" run -rows "$n" -label "sample -m 100 (CSV in)" -- \
+    "$B/sample" --secret "$secret" -m 100 "$csv" -o "$OUT/s100-$n.csv"
+done
