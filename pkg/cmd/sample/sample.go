@@ -18,6 +18,7 @@ import (
 
 	"github.com/pramkit/pramkit/pkg/cli"
 	"github.com/pramkit/pramkit/pkg/codebook"
+	"github.com/pramkit/pramkit/pkg/estimate"
 	"github.com/pramkit/pramkit/pkg/pram"
 	"github.com/pramkit/pramkit/pkg/sample"
 	"github.com/pramkit/pramkit/pkg/table"
@@ -228,9 +229,13 @@ func (o *Options) sizer() (*sizer, error) {
 		if err := checkEpsilon(o.Epsilon, f.Changed("epsilon")); err != nil {
 			return nil, err
 		}
-		// m* is linear in n: m* = n·r with r = (e^ε−1)(√K+1)/K^{3/2}.
-		r := optimalFraction(o.Epsilon, float64(k))
-		return &sizer{fraction: min(r, 1), optimal: true, epsilon: o.Epsilon, k: k}, nil
+		// m* is linear in n: m* = n·r with r = (e^ε−1)(√K+1)/K^{3/2}, the
+		// unrounded optimum at n = 1; sample that fraction, then cut to m*.
+		p, err := estimate.NewPlan(1, k, o.Epsilon)
+		if err != nil {
+			return nil, err
+		}
+		return &sizer{fraction: min(p.MStar, 1), optimal: true, epsilon: o.Epsilon, k: k}, nil
 	case o.Size != "":
 		m, err := strconv.ParseInt(o.Size, 10, 64)
 		if err != nil {
@@ -322,11 +327,11 @@ func runPlan(o *Options) error {
 	} else if n < 1 {
 		return cli.Usagef("-n must be at least 1, got %d", n)
 	}
-	p, err := plan(n, float64(k), o.Epsilon)
+	p, err := estimate.NewPlan(int(n), k, o.Epsilon)
 	if err != nil {
 		return err
 	}
-	b, _ := json.Marshal(planJSON{N: n, K: k, Epsilon: o.Epsilon, MOpt: p.M, Gamma: p.Gamma, Bound: p.Bound})
+	b, _ := json.Marshal(planJSON{N: n, K: k, Epsilon: o.Epsilon, MOpt: int64(p.M), Gamma: p.Gamma, Bound: p.Bound})
 	_, err = fmt.Fprintf(o.Streams.Out, "%s\n", b)
 	return err
 }
@@ -447,9 +452,9 @@ func runSample(o *Options, secret []byte) error {
 		}
 		items, err = bottom.Sample()
 	case sz.optimal:
-		var p planResult
-		if p, err = plan(n, float64(sz.k), sz.epsilon); err == nil {
-			items, err = frac.Sample(p.M)
+		var p estimate.Plan
+		if p, err = estimate.NewPlan(int(n), sz.k, sz.epsilon); err == nil {
+			items, err = frac.Sample(int64(p.M))
 		}
 	default:
 		m := max(int64(sz.fraction*float64(n)+0.5), 1)
