@@ -121,6 +121,9 @@ func newCategorical(s Spec) (Column, error) {
 			c.missing = i
 		}
 	}
+	if c.missing == 0 && len(c.labels) == 1 {
+		return Column{}, fmt.Errorf(`"categories" lists only the missing token %q; list at least one value besides it`, s.Missing)
+	}
 	if s.Missing != "" && c.missing < 0 {
 		c.missing = len(c.labels)
 		c.index[s.Missing] = uint32(c.missing)
@@ -176,6 +179,9 @@ func newNumeric(s Spec) (Column, error) {
 	if s.Missing != "" {
 		if j, dup := seen[s.Missing]; dup {
 			return Column{}, fmt.Errorf("missing token %q is also the label of bucket #%d; choose another token or label", s.Missing, j+1)
+		}
+		if _, isNumber := number(s.Missing); isNumber {
+			return Column{}, fmt.Errorf(`missing token %q is a number, which would then never be bucketed; choose a token that is not a number, such as "?" or "NA"`, s.Missing)
 		}
 		c.missing = len(c.labels)
 		c.labels = append(c.labels, s.Missing)

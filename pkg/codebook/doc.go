@@ -58,8 +58,9 @@
 // its own. Values equal to the token, and the empty string, map to it. The
 // token's category keeps its position if it is listed among the categories,
 // and is appended last otherwise (always last for numeric columns, after the
-// buckets); its label is the token itself. The token must be non-empty and
-// must not equal a bucket label. A column without a missing token has no
+// buckets); its label is the token itself. The token must be non-empty; in a
+// numeric column it must not be a number (that number could never be
+// bucketed) nor equal a bucket label. A column without a missing token has no
 // missing category: an empty value is an error unless the caller's
 // MissingPolicy drops the row.
 //

@@ -105,6 +105,8 @@ func TestParseRejectsInvalidCodebooks(t *testing.T) {
 		{"neither kind", col(`{"name": "a"}`), []string{`column "a" (#1): has neither "categories" nor "cuts"`}},
 		{"labels on categories", col(`{"name": "a", "categories": ["x"], "labels": ["y"]}`), []string{`"labels" names the buckets of a numeric column`}},
 		{"empty categories", col(`{"name": "a", "categories": []}`), []string{`column "a" (#1): "categories" is empty`}},
+		{"only the missing token", col(`{"name": "a", "categories": ["?"], "missing": "?"}`), []string{`"categories" lists only the missing token "?"`}},
+		{"numeric token in a numeric column", col(`{"name": "age", "cuts": [25], "missing": "-1"}`), []string{`missing token "-1" is a number`}},
 		{"empty category", col(`{"name": "a", "categories": ["x", ""]}`), []string{"category #2 is empty", `declare a "missing" token`}},
 		{"padded category", col(`{"name": "sex", "categories": [" Male"]}`), []string{`category #1 " Male" has leading or trailing spaces`}},
 		{"duplicate category", col(`{"name": "sex", "categories": ["Male", "Female", "Male"]}`), []string{`column "sex" (#1): category "Male" appears twice (#1 and #3)`}},
