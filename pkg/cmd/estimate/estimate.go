@@ -1,23 +1,119 @@
-// Package estimate is the `estimate` command (not built yet).
+// Package estimate is the `estimate` command: the researcher's end of every
+// pramkit mechanism. It reads a released table, finds in its metadata which
+// mechanism produced it, and runs that mechanism's estimators:
+//
+//	gamma-diagonal         joint and marginal distributions (pram.go)
+//	diverted, anatomy,     count queries (counts.go)
+//	global
+//	bitflip                per-bit frequencies, anonymity (bitflip.go)
+//	ddps                   per-value counts (ddps.go)
 package estimate
 
 import (
+	"fmt"
 	"os"
+	"sort"
+	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/pramkit/pramkit/pkg/cli"
+	"github.com/pramkit/pramkit/pkg/table"
 )
 
-// NewCmd builds the command.
-func NewCmd() *cobra.Command {
-	return cli.Root(&cobra.Command{
-		Use:     "estimate [<file>] [flags]",
-		Short:   "Estimate distributions and counts from a release (not implemented yet)",
-		Example: "  $ estimate --method mle release.csv",
-		RunE:    cli.NotImplemented,
-	})
+// Options are the parsed flags of one run. Flags shared by several
+// mechanisms live here; each mechanism file adds its own.
+type Options struct {
+	Streams *cli.Streams
+	Input   string
+
+	JSON     bool     // --json: a JSON summary instead of a table
+	Truth    []string // --truth: the original table(s), for error measures
+	Columns  []string // --columns: restrict to these columns
+	Codebook string   // --codebook: labels when the metadata lacks them
+
+	PRAM    pramOptions
+	Counts  countOptions
+	Bitflip bitflipOptions
+	DDPS    ddpsOptions
+
+	Output cli.Output
+	Seed   cli.Seed
+	cmd    *cobra.Command
 }
 
-// Main runs the command and returns the exit code.
-func Main() int { return cli.Run(NewCmd(), os.Args[1:], cli.StdStreams()) }
+// runner estimates from one mechanism's release.
+type runner func(o *Options, in table.Reader) error
+
+// runners maps the metadata's "mechanism" to its estimator.
+var runners = map[string]runner{
+	"gamma-diagonal": runPRAM,
+	"diverted":       runCounts,
+	"anatomy":        runCounts,
+	"global":         runCounts,
+	"bitflip":        runBitflip,
+	"ddps":           runDDPS,
+}
+
+// NewCmd builds the command; runF replaces the run function in tests.
+func NewCmd(s *cli.Streams, runF func(*Options) error) *cobra.Command {
+	opts := &Options{Streams: s}
+	cmd := &cobra.Command{
+		Use:   "estimate [<file>] [flags]",
+		Short: "Estimate distributions and counts from a pramkit release",
+		Long: `Estimate reads a table released by a pramkit mechanism and estimates what
+the mechanism hid: the joint and marginal distributions of a decrypted PRAM
+release, count queries on an anonymized table, bit frequencies of a bitflip
+release, value counts of a DDPS release. The mechanism and its parameters
+come from the file's metadata.` + pramHelp + countsHelp + bitflipHelp + ddpsHelp,
+		Example: pramExample + countsExample + bitflipExample + ddpsExample,
+		Args:    cobra.MaximumNArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			opts.cmd = c
+			if len(args) == 1 {
+				opts.Input = args[0]
+			}
+			if runF != nil {
+				return runF(opts)
+			}
+			return run(opts)
+		},
+	}
+	f := cmd.Flags()
+	f.BoolVar(&opts.JSON, "json", false, "print a JSON summary")
+	f.StringArrayVar(&opts.Truth, "truth", nil, "original table `FILE` (repeat for each curator's), to report the estimation error")
+	f.StringSliceVar(&opts.Columns, "columns", nil, "estimate over these columns only")
+	f.StringVar(&opts.Codebook, "codebook", "", "codebook `FILE` for labels the metadata does not carry")
+	addPRAMFlags(cmd, &opts.PRAM)
+	addCountFlags(cmd, &opts.Counts)
+	addBitflipFlags(cmd, &opts.Bitflip)
+	addDDPSFlags(cmd, &opts.DDPS)
+	cli.AddOutputFlags(cmd, &opts.Output)
+	cli.AddSeedFlag(cmd, &opts.Seed)
+	return cli.Root(cmd)
+}
+
+// Main runs the command on the process's arguments and returns the exit code.
+func Main() int { return cli.Run(NewCmd(cli.StdStreams(), nil), os.Args[1:], cli.StdStreams()) }
+
+func run(o *Options) error {
+	in, err := o.Streams.Open(o.Input)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	mech, ok := in.Meta()["mechanism"]
+	if !ok {
+		return fmt.Errorf("%s is not a pramkit release: its metadata names no mechanism; estimate reads the output of perturb, decrypt or anonymize", in.Name())
+	}
+	r, ok := runners[mech]
+	if !ok {
+		known := make([]string, 0, len(runners))
+		for k := range runners {
+			known = append(known, k)
+		}
+		sort.Strings(known)
+		return fmt.Errorf("%s: mechanism %q is not one estimate knows (%s); is pramkit older than the file?", in.Name(), mech, strings.Join(known, ", "))
+	}
+	return r(o, in)
+}

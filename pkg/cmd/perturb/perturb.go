@@ -1,7 +1,14 @@
-// Package perturb is the `perturb` command (not built yet).
+// Package perturb is the `perturb` command: it applies a randomization
+// mechanism to a table, one row at a time.
+//
+//	gamma-diagonal (default)  γ-diagonal PRAM on curators' encrypted tables,
+//	                          at an untrusted server (gamma.go)
+//	bitflip                   K-randomization of bit vectors (bitflip.go)
+//	ddps                      DDPS two-round sampling reports (ddps.go)
 package perturb
 
 import (
+	"fmt"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -9,15 +16,74 @@ import (
 	"github.com/pramkit/pramkit/pkg/cli"
 )
 
-// NewCmd builds the command.
-func NewCmd() *cobra.Command {
-	return cli.Root(&cobra.Command{
-		Use:     "perturb [<file>] [flags]",
-		Short:   "Perturb encrypted rows with gamma-diagonal PRAM (not implemented yet)",
-		Example: "  $ perturb --epsilon 1 alice.enc.parquet bob.enc.parquet -o release.parquet",
-		RunE:    cli.NotImplemented,
-	})
+// Options are the parsed flags of one run. Flags shared by several
+// mechanisms live here; each mechanism file adds its own.
+type Options struct {
+	Streams *cli.Streams
+	Inputs  []string
+
+	Mechanism string   // --mechanism
+	Columns   []string // --columns
+	Codebook  string   // --codebook
+
+	Gamma   gammaOptions
+	Bitflip bitflipOptions
+	DDPS    ddpsOptions
+
+	Output cli.Output
+	Seed   cli.Seed
+	cmd    *cobra.Command
 }
 
-// Main runs the command and returns the exit code.
-func Main() int { return cli.Run(NewCmd(), os.Args[1:], cli.StdStreams()) }
+// mechanisms maps --mechanism to its run function.
+var mechanisms = map[string]func(*Options) error{
+	"gamma-diagonal": runGamma,
+	"bitflip":        runBitflip,
+	"ddps":           runDDPS,
+}
+
+// NewCmd builds the command; runF replaces the run function in tests.
+func NewCmd(s *cli.Streams, runF func(*Options) error) *cobra.Command {
+	opts := &Options{Streams: s}
+	cmd := &cobra.Command{
+		Use:   "perturb [<file>...] [--mechanism gamma-diagonal|bitflip|ddps] [flags]",
+		Short: "Randomize a table's rows with a privacy mechanism",
+		Long: `Perturb randomizes every row of a table independently with a mechanism whose
+privacy loss ε is recorded in the output's metadata.` + gammaHelp + bitflipHelp + ddpsHelp,
+		Example: gammaExample + bitflipExample + ddpsExample,
+		RunE: func(c *cobra.Command, args []string) error {
+			opts.cmd = c
+			opts.Inputs = cli.Inputs(args)
+			if runF != nil {
+				return runF(opts)
+			}
+			return run(opts)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&opts.Mechanism, "mechanism", "gamma-diagonal", "`NAME` of the mechanism: gamma-diagonal, bitflip or ddps")
+	f.StringSliceVar(&opts.Columns, "columns", nil, "columns to randomize (bitflip)")
+	f.StringVar(&opts.Codebook, "codebook", "", "codebook `FILE` for the columns' categories (bitflip, ddps)")
+	addGammaFlags(cmd, &opts.Gamma)
+	addBitflipFlags(cmd, &opts.Bitflip)
+	addDDPSFlags(cmd, &opts.DDPS)
+	cli.AddOutputFlags(cmd, &opts.Output)
+	cli.AddSeedFlag(cmd, &opts.Seed)
+	return cli.Root(cmd)
+}
+
+// Main runs the command on the process's arguments and returns the exit code.
+func Main() int { return cli.Run(NewCmd(cli.StdStreams(), nil), os.Args[1:], cli.StdStreams()) }
+
+func run(o *Options) error {
+	r, ok := mechanisms[o.Mechanism]
+	if !ok {
+		return cli.Usagef("unknown --mechanism %q: use gamma-diagonal, bitflip or ddps", o.Mechanism)
+	}
+	return r(o)
+}
+
+// notImplemented is the run function of a mechanism not built yet.
+func notImplemented(name string) error {
+	return fmt.Errorf("--mechanism %s is not implemented yet", name)
+}
