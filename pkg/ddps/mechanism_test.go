@@ -1,0 +1,251 @@
+package ddps
+
+import (
+	"fmt"
+	"math"
+	"testing"
+
+	"gonum.org/v1/gonum/stat/distuv"
+
+	"github.com/pramkit/pramkit/internal/stattest"
+	"github.com/pramkit/pramkit/pkg/rng"
+)
+
+func relErr(got, want float64) float64 {
+	if got == want {
+		return 0
+	}
+	return math.Abs(got-want) / math.Abs(want)
+}
+
+func TestNewRejectsInvalidParameters(t *testing.T) {
+	nan, inf := math.NaN(), math.Inf(1)
+	cases := []struct {
+		name string
+		o    Options
+	}{
+		{"V zero", Options{Values: 0, PiS: 0.2}},
+		{"V negative", Options{Values: -2, PiS: 0.2}},
+		{"V too large", Options{Values: MaxValues + 1, PiS: 0.2}},
+		{"π_s zero", Options{Values: 3, PiS: 0}},
+		{"π_s one", Options{Values: 3, PiS: 1}},
+		{"π_s negative", Options{Values: 3, PiS: -0.1}},
+		{"π_s NaN", Options{Values: 3, PiS: nan}},
+		{"π_s +Inf", Options{Values: 3, PiS: inf}},
+		{"π_s -Inf", Options{Values: 3, PiS: -inf}},
+		{"π_⊥ too short", Options{Values: 3, PiS: 0.2, PiBottom: []float64{0.4, 0.2, 0.2}}},
+		{"π_⊥ too long", Options{Values: 3, PiS: 0.2, PiBottom: []float64{0.2, 0.2, 0.2, 0.1, 0.1}}},
+		{"π_⊥ negative", Options{Values: 3, PiS: 0.2, PiBottom: []float64{0.5, 0.2, 0.2, -0.1}}},
+		{"π_⊥ NaN", Options{Values: 3, PiS: 0.2, PiBottom: []float64{nan, 0.2, 0.2, 0.2}}},
+		{"π_⊥ +Inf", Options{Values: 3, PiS: 0.2, PiBottom: []float64{inf, 0.2, 0.2, 0.2}}},
+		{"sum below 1", Options{Values: 3, PiS: 0.2, PiBottom: []float64{0.2, 0.2, 0.2, 0.1}}},
+		{"sum above 1", Options{Values: 3, PiS: 0.2, PiBottom: []float64{0.3, 0.2, 0.2, 0.2}}},
+		{"zero mass on a value", Options{Values: 3, PiS: 0.2, PiBottom: []float64{0.4, 0.4, 0, 0}}},
+		{"zero ⊥0 with non-participants", Options{Values: 3, PiS: 0.2, PiBottom: []float64{0, 0.3, 0.3, 0.2}, NonParticipants: true}},
+	}
+	for _, c := range cases {
+		if _, err := New(c.o); err == nil {
+			t.Errorf("%s: New(%+v) accepted", c.name, c.o)
+		}
+	}
+	// Zero ⊥0 mass is fine when nobody can be a non-participant, and a
+	// single-valued domain needs no noise at all.
+	for _, o := range []Options{
+		{Values: 3, PiS: 0.2, PiBottom: []float64{0, 0.3, 0.3, 0.2}},
+		{Values: 1, PiS: 0.2, PiBottom: []float64{0.8, 0}},
+		{Values: 3, PiS: 0.2, PiBottom: []float64{0.2, 0.2, 0.2, 0.2 + 5e-10}},
+	} {
+		if _, err := New(o); err != nil {
+			t.Errorf("New(%+v): %v", o, err)
+		}
+	}
+}
+
+func TestDefaultMassesAreUniformAndSumToOne(t *testing.T) {
+	m, err := New(Options{Values: 4, PiS: 0.5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := m.PiS()
+	for o, p := range m.PiBottom() {
+		if p != 0.1 {
+			t.Errorf("π_⊥%d = %v, want 0.1", o, p)
+		}
+		sum += p
+	}
+	if math.Abs(sum-1) > 1e-15 {
+		t.Errorf("masses sum to %v", sum)
+	}
+}
+
+func TestEpsilonMatchesHandValues(t *testing.T) {
+	cases := []struct {
+		name string
+		o    Options
+		want float64
+	}{
+		// Default π_⊥ = 0.8/4 = 0.2: ln((0.2 + 0.2)/0.2) = ln 2.
+		{"uniform", Options{Values: 3, PiS: 0.2}, math.Ln2},
+		// Worst value is ⊥3 (π_⊥3 = 0.2): ln 2; ⊥0 (0.05) does not count.
+		{"participants only", Options{Values: 3, PiS: 0.2, PiBottom: []float64{0.05, 0.3, 0.25, 0.2}}, math.Ln2},
+		// With non-participants ⊥0 counts: ln(0.25/0.05) = ln 5.
+		{"with non-participants", Options{Values: 3, PiS: 0.2, PiBottom: []float64{0.05, 0.3, 0.25, 0.2}, NonParticipants: true}, math.Log(5)},
+		// V = 2, π_s = 0.05: π_⊥ = 0.95/3, ε = ln(1 + 0.05·3/0.95) = ln(1.1/0.95).
+		{"small π_s", Options{Values: 2, PiS: 0.05}, math.Log(1.1 / 0.95)},
+		{"one value", Options{Values: 1, PiS: 0.3}, 0},
+	}
+	for _, c := range cases {
+		m, err := New(c.o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := m.Epsilon(); relErr(got, c.want) > 1e-14 && !(c.want == 0 && got == 0) {
+			t.Errorf("%s: ε = %.17g, want %.17g", c.name, got, c.want)
+		}
+	}
+}
+
+func TestRoundTwoWorstRatioIsExpEpsilon(t *testing.T) {
+	// Exact, from the probability vectors: the largest P[⊥o | a]/P[⊥o | b]
+	// over outputs o and true values a, b equals e^ε; round one's ratio is 1.
+	configs := []Options{
+		{Values: 5, PiS: 0.3},
+		{Values: 3, PiS: 0.2, PiBottom: []float64{0.05, 0.3, 0.25, 0.2}},
+		{Values: 3, PiS: 0.2, PiBottom: []float64{0.05, 0.3, 0.25, 0.2}, NonParticipants: true},
+		{Values: 4, PiS: 0.6, PiBottom: []float64{0.01, 0.09, 0.1, 0.15, 0.05}, NonParticipants: true},
+	}
+	for _, o := range configs {
+		m, err := New(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := 1
+		if o.NonParticipants {
+			start = 0
+		}
+		worst := 0.0
+		for a := start; a <= o.Values; a++ {
+			pa, _ := m.RoundTwo(a)
+			for b := start; b <= o.Values; b++ {
+				pb, _ := m.RoundTwo(b)
+				for out := range pa {
+					worst = max(worst, pa[out]/pb[out])
+				}
+			}
+		}
+		if e := math.Exp(m.Epsilon()); relErr(worst, e) > 1e-12 {
+			t.Errorf("%+v: worst round-two ratio %.17g, e^ε = %.17g", o, worst, e)
+		}
+		var sum float64
+		for _, p := range m.RoundOne() {
+			sum += p
+		}
+		if math.Abs(sum-1) > 1e-12 {
+			t.Errorf("%+v: round one sums to %v", o, sum)
+		}
+	}
+}
+
+func TestReportsFollowRoundOneAndRoundTwoDistributions(t *testing.T) {
+	const draws = 200000
+	configs := []Options{
+		{Values: 4, PiS: 0.3},
+		{Values: 3, PiS: 0.2, PiBottom: []float64{0.05, 0.3, 0.25, 0.2}, NonParticipants: true},
+		{Values: 3, PiS: 0.5, PiBottom: []float64{0, 0.2, 0.2, 0.1}}, // ⊥0 only via π_s
+	}
+	for k, o := range configs {
+		m, _ := New(o)
+		g := rng.NewSeeded(uint64(k + 1))
+		for _, v := range []int{o.Values, 1, 0} {
+			if v == 0 && !o.NonParticipants {
+				if _, _, err := m.Report(g, 0); err == nil {
+					t.Errorf("%+v: true value 0 accepted without NonParticipants", o)
+				}
+				continue
+			}
+			tally := m.NewTally()
+			for range draws {
+				one, two, err := m.Report(g, v)
+				if err != nil {
+					t.Fatal(err)
+				}
+				_ = tally.Add(one, two)
+			}
+			p2, _ := m.RoundTwo(v)
+			// False-alarm probability 1e-6 per check.
+			stattest.AssertChiSquare(t, fmt.Sprintf("config %d v %d round one", k, v), tally.RoundOne, m.RoundOne(), 1e-6)
+			stattest.AssertChiSquare(t, fmt.Sprintf("config %d v %d round two", k, v), tally.RoundTwo, p2, 1e-6)
+		}
+		if _, _, err := m.Report(g, o.Values+1); err == nil {
+			t.Errorf("%+v: true value V + 1 accepted", o)
+		}
+	}
+}
+
+func TestRoundOneDoesNotDependOnTheTrueValue(t *testing.T) {
+	// Homogeneity chi-square of the 2 × (V + 1) table of round-one reports of
+	// owners with true values 1 and V: (V − 1)·1 = V degrees of freedom
+	// (one per output beyond the first), false-alarm probability 1e-6.
+	const draws = 100000
+	m, _ := New(Options{Values: 5, PiS: 0.4})
+	g := rng.NewSeeded(8)
+	rows := [2][]int64{make([]int64, 6), make([]int64, 6)}
+	for i, v := range []int{1, 5} {
+		for range draws {
+			one, _, _ := m.Report(g, v)
+			rows[i][one]++
+		}
+	}
+	var stat float64
+	for o := range 6 {
+		col := float64(rows[0][o] + rows[1][o])
+		for i := range 2 {
+			e := col / 2 // equal row totals
+			d := float64(rows[i][o]) - e
+			stat += d * d / e
+		}
+	}
+	if p := (distuv.ChiSquared{K: 5}).Survival(stat); p < 1e-6 {
+		t.Errorf("round one differs between true values 1 and 5: chi-square %.1f, p = %.3g\n%v\n%v", stat, p, rows[0], rows[1])
+	}
+}
+
+func TestRoundsAreDrawnIndependently(t *testing.T) {
+	// The pair (round one, round two) must have the product distribution;
+	// a shared draw would put all π_s mass on the pair (⊥0, ⊥v).
+	const draws = 300000
+	m, _ := New(Options{Values: 3, PiS: 0.3})
+	g := rng.NewSeeded(13)
+	const v = 2
+	joint := make([]int64, 16)
+	for range draws {
+		one, two, _ := m.Report(g, v)
+		joint[one*4+two]++
+	}
+	p1 := m.RoundOne()
+	p2, _ := m.RoundTwo(v)
+	probs := make([]float64, 16)
+	for a := range 4 {
+		for b := range 4 {
+			probs[a*4+b] = p1[a] * p2[b]
+		}
+	}
+	// False-alarm probability 1e-6.
+	stattest.AssertChiSquare(t, "joint of rounds one and two", joint, probs, 1e-6)
+}
+
+func BenchmarkReport(b *testing.B) {
+	for _, V := range []int{2, 16, 1000} {
+		b.Run(fmt.Sprintf("V%d", V), func(b *testing.B) {
+			m, _ := New(Options{Values: V, PiS: 0.3})
+			g := rng.NewSeeded(1)
+			v := 1
+			for b.Loop() {
+				_, _, _ = m.Report(g, v)
+				if v++; v > V {
+					v = 1
+				}
+			}
+		})
+	}
+}
