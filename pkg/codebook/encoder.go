@@ -246,9 +246,13 @@ func (e *Encoder) Index(v string) (uint32, error) {
 	if v == "" || (e.hasMissing && v == e.token) {
 		return e.onMissing(v, KindMissing)
 	}
-	x, err := strconv.ParseFloat(v, 64)
-	if err != nil || math.IsNaN(x) || math.IsInf(x, 0) {
-		return e.onUnknown(v, KindNotNumber)
+	x, ok := parseSmallInt(v)
+	if !ok {
+		var err error
+		x, err = strconv.ParseFloat(v, 64)
+		if err != nil || math.IsNaN(x) || math.IsInf(x, 0) {
+			return e.onUnknown(v, KindNotNumber)
+		}
 	}
 	// The index is the number of cuts ≤ x.
 	lo, hi := 0, len(e.cuts)
@@ -282,4 +286,33 @@ func (e *Encoder) onUnknown(v string, kind ErrorKind) (uint32, error) {
 		return e.onMissing(v, kind)
 	}
 	return 0, &ValueError{Column: e.col.name, Value: v, Kind: kind, col: e.col, policy: e.policy}
+}
+
+// parseSmallInt parses an optional '-' and 1 to 15 ASCII digits, the usual
+// spelling of numeric census fields, about three times faster than
+// strconv.ParseFloat. Below 10^15 < 2^53 every integer is a float64, so the
+// result is exactly ParseFloat's; other spellings report false and take the
+// general path.
+func parseSmallInt(v string) (float64, bool) {
+	neg := len(v) > 0 && v[0] == '-'
+	digits := v
+	if neg {
+		digits = v[1:]
+	}
+	if len(digits) == 0 || len(digits) > 15 {
+		return 0, false
+	}
+	var n int64
+	for i := 0; i < len(digits); i++ {
+		c := digits[i]
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	x := float64(n)
+	if neg {
+		x = -x
+	}
+	return x, true
 }

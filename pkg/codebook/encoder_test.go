@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/pramkit/pramkit/pkg/rng"
 )
 
 func mustEncoder(t testing.TB, cb *Codebook, name string, p Policy) *Encoder {
@@ -307,3 +309,24 @@ func BenchmarkIndexNumeric(b *testing.B) {
 // adultCountries is native-country from adult.names, the largest Adult
 // column (k = 42).
 const adultCountries = `{"columns": [{"name": "native-country", "categories": ["United-States", "Cambodia", "England", "Puerto-Rico", "Canada", "Germany", "Outlying-US(Guam-USVI-etc)", "India", "Japan", "Greece", "South", "China", "Cuba", "Iran", "Honduras", "Philippines", "Italy", "Poland", "Jamaica", "Vietnam", "Mexico", "Portugal", "Ireland", "France", "Dominican-Republic", "Laos", "Ecuador", "Taiwan", "Haiti", "Columbia", "Hungary", "Guatemala", "Nicaragua", "Scotland", "Thailand", "Yugoslavia", "El-Salvador", "Trinadad&Tobago", "Peru", "Hong", "Holand-Netherlands"], "missing": "?"}]}`
+
+func TestParseSmallIntAgreesWithParseFloat(t *testing.T) {
+	values := []string{"0", "-0", "7", "-7", "007", "90", "999999999999999", "-999999999999999",
+		"1000000000000000", "", "-", "+5", "5.", "1e3", "12a", "--1", "0x10", " 5"}
+	r := rng.NewSeeded(3)
+	for range 2000 {
+		values = append(values, strconv.FormatInt(r.Int64N(2e15)-1e15, 10))
+	}
+	for _, v := range values {
+		got, ok := parseSmallInt(v)
+		want, err := strconv.ParseFloat(v, 64)
+		if ok && (err != nil || got != want || math.Signbit(got) != math.Signbit(want)) {
+			t.Errorf("parseSmallInt(%q) = %v, ParseFloat gives %v, %v", v, got, want, err)
+		}
+		digits := strings.TrimPrefix(v, "-")
+		short := len(digits) > 0 && len(digits) <= 15 && strings.Trim(digits, "0123456789") == ""
+		if ok != short {
+			t.Errorf("parseSmallInt(%q) ok = %v, want %v", v, ok, short)
+		}
+	}
+}
