@@ -7,7 +7,9 @@
 //
 //	G = Z_{k_1} × … × Z_{k_d}
 //
-// (Lin, Wang, Rane §III). Curators, the server and the researcher must all use
+// Lin, Wang, Rane (§II, "Database Model") take each curator's values from a
+// finite alphabet 𝒳 and (§III-A, footnote 1) encrypt by adding in a group on
+// 𝒳; the codebook fixes 𝒳 = Z_k by numbering the values. Curators, the server and the researcher must all use
 // the same codebook; Hash gives a short fingerprint they can compare. The
 // codebook is schema, not data: it is published, so it must not be derived
 // from the data without saying so (see Infer).
