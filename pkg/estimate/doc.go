@@ -25,8 +25,10 @@
 // never-observed values alike: A is invariant under relabelling G, so they
 // share one value by symmetry. Counts holds only the observed (index, count)
 // pairs and Vector the estimates of listed cells plus one value Rest for
-// each of the K − len(Index) others. Every function here runs in time and
-// memory O(observed) (times log or the number of iterations), never O(K).
+// each of the K − len(Index) others. The estimators, intervals, L2 and
+// Marginal run in memory O(observed) and time O(observed) up to a log
+// factor (times the iterations for MLE, the replicates for the bootstrap);
+// only Vector.Dense expands to K cells.
 //
 // Also here: confidence intervals (InverseInterval; BootstrapInterval for
 // Projected and MLE), the Theorem III.4 error bound and the optimal sample

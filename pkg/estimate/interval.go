@@ -37,7 +37,9 @@ func checkLevel(level float64) error {
 // row) and pairwise non-positively correlated across the uniform sample
 // without replacement (Cov = ((Σ_a h_a)² − n Σ_a h_a²)/(n²(n − 1)) ≤ 0 with
 // h_a = A[g, x_a]), so the multinomial (binomial) variance p_g(1 − p_g)/m
-// bounds Var T(g) and the interval is conservative for the full table. We
+// bounds Var T(g) and the interval is conservative for the full table.
+// (Exactly, Var T(g) = [p_g(1 − p_g) − ((m − 1)/(n − 1))((γ − 1)/q)² t(g)(1 − t(g))]/m;
+// the dropped term needs the unknown t(g) and n.) We
 // solve |T(g) − p_g| ≤ z·sqrt(p_g(1 − p_g)/m) for p_g (the Wilson score
 // interval, E. B. Wilson, JASA 22, 1927) rather than plugging in p_g ≈
 // T(g): the plug-in (Wald) interval has zero width at every unobserved

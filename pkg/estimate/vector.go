@@ -1,10 +1,10 @@
 package estimate
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
-	"sort"
 
 	"github.com/pramkit/pramkit/pkg/pram"
 )
@@ -187,7 +187,7 @@ func Marginal(v Vector, d pram.Domain, keep []int) (Vector, pram.Domain, error) 
 		h, _ := sd.Encode(y) // components come from d, so they are in range
 		terms[i] = term{h, v.Value[i] - v.Rest}
 	}
-	sort.Slice(terms, func(a, b int) bool { return terms[a].h < terms[b].h })
+	slices.SortFunc(terms, func(a, b term) int { return cmp.Compare(a.h, b.h) })
 	out := Vector{K: sd.Size(), Rest: v.Rest * mult}
 	for _, t := range terms {
 		if n := len(out.Index); n > 0 && out.Index[n-1] == t.h {

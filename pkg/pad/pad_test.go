@@ -152,7 +152,6 @@ func TestCiphertextIsUniformForConstantPlaintext(t *testing.T) {
 func BenchmarkDrawPads(b *testing.B) {
 	r := rng.NewSeeded(1)
 	v := make([]uint32, 4096)
-	b.SetBytes(4)
 	for b.Loop() {
 		_ = DrawPads(r, 16, v)
 	}

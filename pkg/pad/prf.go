@@ -29,7 +29,8 @@ func NewKey() Key {
 
 // Deriver computes pads as a pseudorandom function of (key, row, column).
 // Secrecy is computational (AES-256 as a PRF), not information-theoretic:
-// see the package documentation. A Deriver is safe for concurrent use.
+// see the package documentation. A Deriver is safe for concurrent use: it
+// holds only the expanded AES key, which enciphering only reads.
 //
 // Construction. For row i, column j and counter t, the 16-byte block
 //
