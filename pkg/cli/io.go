@@ -35,3 +35,22 @@ func (s *Streams) Create(o Output, schema *arrow.Schema, meta table.Meta, inputF
 		Inputs:   inputs,
 	})
 }
+
+// CreateKey opens a table that holds key material (a key file) at path:
+// created owner-only (mode 0600) and never written to standard output,
+// where it would reach whatever reads the pipe. An existing file is never
+// replaced unless force. The format comes from path's extension, else
+// fallback. The pramkit version is recorded in the metadata.
+func (s *Streams) CreateKey(path string, schema *arrow.Schema, meta table.Meta, fallback table.Format, inputs []string, force bool) (table.Writer, error) {
+	if table.IsStdio(path) {
+		return nil, Usagef("a key file must be a file: give a path, not standard output")
+	}
+	meta = meta.Clone()
+	meta["version"] = version.String()
+	return table.Create(path, schema, meta, table.WriteOptions{
+		Fallback:  fallback,
+		Inputs:    inputs,
+		Perm:      0o600,
+		NoClobber: !force,
+	})
+}

@@ -1,0 +1,175 @@
+package encfile
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/pramkit/pramkit/pkg/table"
+)
+
+// Cursor reads some integer columns of a table in blocks of rows of the
+// caller's choosing, whatever the batch boundaries of the underlying
+// reader, so that several tables (curators' ciphertexts, a release and its
+// keys) can be read in lockstep. Every value is checked to lie in its
+// alphabet Z_k. Memory is one reader batch plus the caller's block.
+type Cursor struct {
+	r     table.Reader
+	idx   []int
+	ks    []uint32
+	names []string
+	// secret: the values are pads, so errors never quote them.
+	secret bool
+	rec    arrow.RecordBatch
+	off    int
+	rows   int64
+	eof    bool
+}
+
+// NewCursor returns a cursor over the columns called names of r, whose
+// values must lie in Z_{ks[j]}. secret marks key material (pads), which
+// errors never quote.
+func NewCursor(r table.Reader, names []string, ks []uint32, secret bool) (*Cursor, error) {
+	if len(names) != len(ks) || len(names) == 0 {
+		return nil, fmt.Errorf("encfile.NewCursor: %d names and %d alphabet sizes", len(names), len(ks))
+	}
+	schema := r.Schema()
+	idx := make([]int, len(names))
+	for j, name := range names {
+		ix := schema.FieldIndices(name)
+		if len(ix) == 0 {
+			have := make([]string, schema.NumFields())
+			for i, f := range schema.Fields() {
+				have[i] = f.Name
+			}
+			return nil, fmt.Errorf("%s: the metadata lists column %q but the table has no such column (columns: %s); the file was edited: re-create it", r.Name(), name, strings.Join(have, ", "))
+		}
+		idx[j] = ix[0]
+	}
+	return &Cursor{r: r, idx: idx, ks: ks, names: names, secret: secret}, nil
+}
+
+// Rows is the number of rows delivered so far.
+func (c *Cursor) Rows() int64 { return c.rows }
+
+// Read fills dst[j][:n] with the next n rows of column j, n = len(dst[0])
+// unless the table ends first; it returns n (0 at the end, with a nil
+// error).
+func (c *Cursor) Read(dst [][]uint32) (int, error) {
+	want := len(dst[0])
+	filled := 0
+	for filled < want {
+		if c.rec == nil || c.off == int(c.rec.NumRows()) {
+			if c.eof {
+				break
+			}
+			rec, err := c.r.Next()
+			if errors.Is(err, io.EOF) {
+				c.eof, c.rec = true, nil
+				break
+			}
+			if err != nil {
+				return filled, err
+			}
+			c.rec, c.off = rec, 0
+			continue
+		}
+		t := min(want-filled, int(c.rec.NumRows())-c.off)
+		for j, ci := range c.idx {
+			if err := c.copyColumn(dst[j][filled:filled+t], c.rec.Column(ci), j); err != nil {
+				return filled, err
+			}
+		}
+		c.off += t
+		c.rows += int64(t)
+		filled += t
+	}
+	return filled, nil
+}
+
+// copyColumn copies len(dst) cells of column j from the current offset,
+// with a fast path for int32 columns (what encrypt and perturb write).
+func (c *Cursor) copyColumn(dst []uint32, a arrow.Array, j int) error {
+	k := c.ks[j]
+	if ints, ok := a.(*array.Int32); ok && ints.NullN() == 0 {
+		vals := ints.Int32Values()[c.off : c.off+len(dst)]
+		for i, v := range vals {
+			// A negative int32 becomes ≥ 2^31 ≥ k as uint32: one compare.
+			if uint32(v) >= k {
+				return c.valueError(j, i, int64(v), true)
+			}
+			dst[i] = uint32(v)
+		}
+		return nil
+	}
+	vs := table.ValuesOf(a)
+	for i := range dst {
+		v, ok := vs.Int(c.off + i)
+		if !ok || v < 0 || v >= int64(k) {
+			return c.valueError(j, i, v, ok)
+		}
+		dst[i] = uint32(v)
+	}
+	return nil
+}
+
+// valueError reports cell i of the current block in column j: value v, or
+// isInt false when the cell is empty or not an integer.
+func (c *Cursor) valueError(j, i int, v int64, isInt bool) error {
+	e := &table.DataError{File: c.r.Name(), Row: c.rows + int64(i) + 1, Column: c.names[j]}
+	k := c.ks[j]
+	switch {
+	case c.secret:
+		// Never quote a pad, not even a damaged one.
+		e.Err = fmt.Errorf("the pad is not an integer in 0..%d (value not shown: it is key material); the key file is damaged: use the key file encrypt wrote", k-1)
+	case !isInt:
+		e.Err = fmt.Errorf("the cell is empty or not an integer, but ciphertext cells are integers in 0..%d; the file was damaged or not written by encrypt: re-create it with encrypt", k-1)
+	default:
+		e.Err = fmt.Errorf("ciphertext value %d is outside 0..%d (k = %d in the metadata); the file was damaged or not written by encrypt for this codebook: re-create it with encrypt", v, k-1, k)
+	}
+	return e
+}
+
+// Int32Schema returns a schema of int32 columns with the given names: the
+// shape of encrypted tables, releases and key files.
+func Int32Schema(names []string) *arrow.Schema {
+	fields := make([]arrow.Field, len(names))
+	for i, n := range names {
+		fields[i] = arrow.Field{Name: n, Type: arrow.PrimitiveTypes.Int32}
+	}
+	return arrow.NewSchema(fields, nil)
+}
+
+// Int32Batch returns the first n values of each of cols as a batch of
+// schema's int32 columns, sharing cols' memory (no copy). Values must be
+// below 2^31, which every k ≤ codebook.MaxK guarantees, so a uint32 reads
+// as the same int32. cols must not change until the batch is written and
+// released.
+func Int32Batch(schema *arrow.Schema, cols [][]uint32, n int) arrow.RecordBatch {
+	arrs := make([]arrow.Array, len(cols))
+	for j, col := range cols {
+		buf := memory.NewBufferBytes(arrow.Uint32Traits.CastToBytes(col[:n]))
+		data := array.NewData(arrow.PrimitiveTypes.Int32, n, []*memory.Buffer{nil, buf}, nil, 0, 0)
+		arrs[j] = array.NewInt32Data(data)
+		data.Release()
+	}
+	rec := array.NewRecordBatch(schema, arrs, int64(n))
+	for _, a := range arrs {
+		a.Release()
+	}
+	return rec
+}
+
+// Block is a reusable block of rows of d uint32 columns.
+func Block(d, rows int) [][]uint32 {
+	b := make([][]uint32, d)
+	for j := range b {
+		b[j] = make([]uint32, rows)
+	}
+	return b
+}

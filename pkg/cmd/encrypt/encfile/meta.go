@@ -1,0 +1,271 @@
+package encfile
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/pramkit/pramkit/pkg/codebook"
+	"github.com/pramkit/pramkit/pkg/pad"
+	"github.com/pramkit/pramkit/pkg/table"
+)
+
+// Stages written in the "stage" metadata item.
+const (
+	StageSample  = "sample"
+	StageEncrypt = "encrypt"
+	StageKey     = "key"
+	StagePerturb = "perturb"
+	StageDecrypt = "decrypt"
+)
+
+// Pad kinds, in the "pad" item and in each Column.
+const (
+	// PadOTP: pads drawn independently and uniformly, stored in the key
+	// file; information-theoretic secrecy.
+	PadOTP = "otp"
+	// PadPRF: pads computed by AES-256 from a key (package pad's Deriver);
+	// the key file is compact but secrecy is only computational.
+	PadPRF = "prf"
+	// PadMixed: a joined release whose columns use both kinds.
+	PadMixed = "mixed"
+)
+
+// Metadata keys used by these stages (besides n, m, fingerprint, stage).
+const (
+	KeyColumns  = "columns"
+	KeyPad      = "pad"
+	KeyCodebook = "codebook"
+	// KeyPRFKey holds, in a PRF key file only, the hex of the per-run pad
+	// key (DeriveRunKey). It is key material: never print it.
+	KeyPRFKey = "prf_key"
+)
+
+// Column describes one ciphertext column. The "columns" metadata item is
+// the JSON list of them in the table's column order.
+type Column struct {
+	Name string `json:"name"`
+	// K is the alphabet size k_j: the codebook length of the column.
+	K uint32 `json:"k"`
+	// CodebookHash is the Hash of the column's one-column codebook.
+	CodebookHash string `json:"codebook_hash"`
+	// KeyID identifies the encrypt run (random, independent of the pads),
+	// so that decrypt can tell the right key from a key of another run on
+	// the same sample.
+	KeyID string `json:"key_id"`
+	// Pad is PadOTP or PadPRF.
+	Pad string `json:"pad"`
+}
+
+// SetColumns stores cols as the "columns" item.
+func SetColumns(meta table.Meta, cols []Column) error {
+	return meta.SetJSON(KeyColumns, cols)
+}
+
+// ReadColumns reads and checks the "columns" item of file's metadata: at
+// least one column, distinct non-empty names, 1 ≤ k ≤ codebook.MaxK, a known
+// pad kind. notFrom says what to do when the item is missing.
+func ReadColumns(meta table.Meta, file, notFrom string) ([]Column, error) {
+	var cols []Column
+	if err := meta.JSON(KeyColumns, "", &cols); err != nil {
+		var me *table.MissingError
+		if errors.As(err, &me) {
+			return nil, fmt.Errorf("%s: no %q in the metadata: %s", file, KeyColumns, notFrom)
+		}
+		return nil, fmt.Errorf("%s: %v; the file was damaged: re-create it with the stage that wrote it", file, err)
+	}
+	if len(cols) == 0 {
+		return nil, fmt.Errorf("%s: the metadata lists no columns; re-create the file with encrypt", file)
+	}
+	seen := make(map[string]bool, len(cols))
+	for _, c := range cols {
+		switch {
+		case c.Name == "":
+			return nil, fmt.Errorf("%s: the metadata lists a column without a name; re-create the file with encrypt", file)
+		case seen[c.Name]:
+			return nil, fmt.Errorf("%s: the metadata lists column %q twice; re-create the file with encrypt", file, c.Name)
+		case c.K < 1 || c.K > codebook.MaxK:
+			return nil, fmt.Errorf("%s: column %q has alphabet size k = %d in the metadata, outside 1..2^31; re-create the file with encrypt", file, c.Name, c.K)
+		case c.Pad != PadOTP && c.Pad != PadPRF:
+			return nil, fmt.Errorf("%s: column %q has pad kind %q in the metadata (want %q or %q); re-create the file with encrypt", file, c.Name, c.Pad, PadOTP, PadPRF)
+		}
+		seen[c.Name] = true
+	}
+	return cols, nil
+}
+
+// Names returns the columns' names in order.
+func Names(cols []Column) []string {
+	out := make([]string, len(cols))
+	for i, c := range cols {
+		out[i] = c.Name
+	}
+	return out
+}
+
+// Alphabets returns the columns' alphabet sizes k_j in order.
+func Alphabets(cols []Column) []uint32 {
+	out := make([]uint32, len(cols))
+	for i, c := range cols {
+		out[i] = c.K
+	}
+	return out
+}
+
+// PadKind summarises the pad kinds of cols: PadOTP, PadPRF or PadMixed.
+func PadKind(cols []Column) string {
+	kind := ""
+	for _, c := range cols {
+		switch {
+		case kind == "":
+			kind = c.Pad
+		case kind != c.Pad:
+			return PadMixed
+		}
+	}
+	return kind
+}
+
+// Sample is what the sample stage records about the sampling: n rows in
+// the table, m sampled, and the fingerprint of (secret, n, m).
+type Sample struct {
+	N, M        int64
+	Fingerprint string
+}
+
+// ReadSample reads n, m and fingerprint from file's metadata and checks
+// n ≥ m ≥ 1. notFrom says what to do when an item is missing.
+func ReadSample(meta table.Meta, file, notFrom string) (Sample, error) {
+	var s Sample
+	var err error
+	for _, k := range []string{"n", "m", "fingerprint"} {
+		if _, ok := meta[k]; !ok {
+			return s, fmt.Errorf("%s: no sample %q in the metadata: %s", file, k, notFrom)
+		}
+	}
+	if s.N, err = meta.Int("n", ""); err != nil {
+		return s, fmt.Errorf("%s: %v; the file was damaged: re-create it", file, err)
+	}
+	if s.M, err = meta.Int("m", ""); err != nil {
+		return s, fmt.Errorf("%s: %v; the file was damaged: re-create it", file, err)
+	}
+	if s.M < 1 || s.N < s.M {
+		return s, fmt.Errorf("%s: the metadata says n = %d, m = %d, but a sample needs n ≥ m ≥ 1; re-create the file with sample", file, s.N, s.M)
+	}
+	s.Fingerprint = meta["fingerprint"]
+	if s.Fingerprint == "" {
+		return s, fmt.Errorf("%s: the sample fingerprint in the metadata is empty; re-create the file with sample", file)
+	}
+	return s, nil
+}
+
+// Set stores n, m and fingerprint in meta.
+func (s Sample) Set(meta table.Meta) {
+	meta.SetInt("n", s.N)
+	meta.SetInt("m", s.M)
+	meta["fingerprint"] = s.Fingerprint
+}
+
+// History is the privacy history of a table that was perturbed before:
+// the number of γ-diagonal releases of its sample and the product of their
+// γ. A fresh encrypted table has Releases = 0.
+type History struct {
+	Releases int
+	// GammaProduct Γ = Π γ_i over the releases; 1 when there are none.
+	GammaProduct float64
+}
+
+// ReadHistory reads the "releases", "gamma" and "gamma_composed" items.
+// Releases after the first record gamma_composed = Γ; a single release
+// only gamma.
+func ReadHistory(meta table.Meta, file string) (History, error) {
+	h := History{GammaProduct: 1}
+	if _, ok := meta["releases"]; !ok {
+		return h, nil
+	}
+	r, err := meta.Int("releases", "")
+	if err != nil || r < 0 || r > math.MaxInt32 {
+		return h, fmt.Errorf("%s: the release counter in the metadata is not valid; the file was damaged: re-create it", file)
+	}
+	h.Releases = int(r)
+	if r == 0 {
+		return h, nil
+	}
+	key := "gamma"
+	if r > 1 {
+		key = "gamma_composed"
+	}
+	g, err := meta.Float(key, "")
+	if err != nil || !(g > 1) || math.IsInf(g, 0) {
+		return h, fmt.Errorf("%s: release %d has no valid %q in the metadata; the file was damaged: re-create it", file, r, key)
+	}
+	h.GammaProduct = g
+	return h, nil
+}
+
+// Set stores the history: releases, and gamma_composed after the first.
+func (h History) Set(meta table.Meta) {
+	if h.Releases == 0 {
+		return
+	}
+	meta.SetInt("releases", int64(h.Releases))
+	if h.Releases > 1 {
+		meta.SetFloat("gamma_composed", h.GammaProduct)
+	} else {
+		delete(meta, "gamma_composed")
+	}
+}
+
+// DeriveRunKey returns the pad key of one encrypt run from the curator's
+// long-term PRF key and the run's key id:
+//
+//	k_run = HMAC-SHA-256(master, "pramkit/encrypt/prf-pad/v1" ‖ keyID)
+//
+// A fresh key per run means two encryptions never share pads (reusing a
+// pad on two different plaintexts would reveal their difference), and the
+// key file handed to a researcher opens this run only, not the curator's
+// other releases.
+func DeriveRunKey(master []byte, keyID string) pad.Key {
+	mac := hmac.New(sha256.New, master)
+	mac.Write([]byte("pramkit/encrypt/prf-pad/v1"))
+	mac.Write([]byte(keyID))
+	var k pad.Key
+	copy(k[:], mac.Sum(nil))
+	return k
+}
+
+// ParsePRFKey reads a long-term PRF key file's content: 32 raw bytes, or 64
+// hex digits with optional surrounding white space. Errors never quote the
+// content.
+func ParsePRFKey(content []byte) ([]byte, error) {
+	if len(content) == pad.KeySize {
+		return content, nil
+	}
+	s := strings.TrimSpace(string(content))
+	if len(s) == 2*pad.KeySize {
+		if b, err := hex.DecodeString(s); err == nil {
+			return b, nil
+		}
+	}
+	return nil, fmt.Errorf("a PRF key must be %d bytes or %d hex digits, and this file is neither", pad.KeySize, 2*pad.KeySize)
+}
+
+// RunKeyFromMeta reads a PRF key file's per-run pad key. Errors never quote
+// the value.
+func RunKeyFromMeta(meta table.Meta, file string) (pad.Key, error) {
+	var k pad.Key
+	s, ok := meta[KeyPRFKey]
+	if !ok {
+		return k, fmt.Errorf("%s: the key file holds PRF pads but no %q; use the key file encrypt wrote", file, KeyPRFKey)
+	}
+	b, err := hex.DecodeString(s)
+	if err != nil || len(b) != pad.KeySize {
+		return k, fmt.Errorf("%s: the PRF pad key in the metadata is damaged (value not shown); use the key file encrypt wrote", file)
+	}
+	copy(k[:], b)
+	return k, nil
+}
