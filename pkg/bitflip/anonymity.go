@@ -8,7 +8,7 @@ import (
 )
 
 // MaxExactBits is the largest L for which Anonymity computes A_p exactly.
-// It needs about 21·2^L bytes (350 MB at L = 24) and O(L·2^L) time.
+// It needs about 22·2^L bytes (370 MB at L = 24) and O(L·2^L) time.
 const MaxExactBits = 24
 
 // AnonymityResult is A_p and where it is attained.
@@ -21,6 +21,10 @@ type AnonymityResult struct {
 	// Report is the report s attaining the minimum.
 	Report uint64
 }
+
+// minLogProbability is the smallest log P[R(v) = s] the exact computation
+// handles: p(d) stays a normal float64 with room for the sums.
+const minLogProbability = -700
 
 // seriesMax is where the exact computation switches from the series to the
 // Walsh–Hadamard convolution (see Anonymity): below it at most 9 series
@@ -84,14 +88,17 @@ func seriesLength(e float64) int {
 //     with absolute error about L·n·2^−53·Σ_x|g(x)|; then
 //     S′(s) = S(s) − g(D(s)).
 //
-// Memory is about 21·2^L bytes.
+// Memory is about 22·2^L bytes.
 func (m *Mechanism) Anonymity(records []uint64) (AnonymityResult, error) {
 	L := m.bits
 	if L > MaxExactBits {
-		return AnonymityResult{}, fmt.Errorf("bitflip.Mechanism.Anonymity: exact A_p needs L ≤ %d (memory ~21·2^L bytes), got L = %d; use AnonymityMonteCarlo", MaxExactBits, L)
+		return AnonymityResult{}, fmt.Errorf("bitflip.Mechanism.Anonymity: exact A_p needs L ≤ %d (memory ~22·2^L bytes), got L = %d; use AnonymityMonteCarlo", MaxExactBits, L)
 	}
 	if len(records) == 0 {
 		return AnonymityResult{}, fmt.Errorf("bitflip.Mechanism.Anonymity: no records")
+	}
+	if lp := m.logReportProbability(L); lp < minLogProbability {
+		return AnonymityResult{}, fmt.Errorf("bitflip.Mechanism.Anonymity: P[R(v) = ¬v] = q^L = e^%.0f is below float64 range; use AnonymityMonteCarlo", lp)
 	}
 	for i, v := range records {
 		if v>>uint(L) != 0 {
@@ -156,8 +163,7 @@ func (m *Mechanism) ratios(records []uint64) (ratio []float64, nearest []uint32)
 
 	// Step 2: acc(s) = Σ_{j≤J(s)} E′_j(s)/j by positive product-kernel sums.
 	// terms[s] = J(s), the number of series terms report s needs: 0 for a
-	// near report (step 3 handles it), else the least J with
-	// E′^J/((J+1)(1 − E′)) below 2^−53·… (tail bound relative to E′).
+	// near report (step 3 handles it), else seriesLength(E′(s)).
 	r := q / (1 - q)
 	a := make([]float64, size)
 	acc := make([]float64, size)
@@ -221,10 +227,12 @@ func (m *Mechanism) ratios(records []uint64) (ratio []float64, nearest []uint32)
 		}
 	}
 
-	// g(d) = log1p(−p(d)).
+	// p(d) and g(d) = log1p(−p(d)).
+	p := make([]float64, L+1)
 	g := make([]float64, L+1)
 	for d := range g {
-		g[d] = math.Log1p(-m.ReportProbability(d))
+		p[d] = m.ReportProbability(d)
+		g[d] = math.Log1p(-p[d])
 	}
 
 	// Step 3: S(s) by Walsh–Hadamard convolution, into a.
@@ -254,7 +262,7 @@ func (m *Mechanism) ratios(records []uint64) (ratio []float64, nearest []uint32)
 		} else {
 			sp = -acc[s]
 		}
-		acc[s] = -math.Expm1(sp) / m.ReportProbability(int(d))
+		acc[s] = -math.Expm1(sp) / p[d]
 	}
 	return acc, nearest
 }

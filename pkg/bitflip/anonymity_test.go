@@ -279,3 +279,25 @@ func TestMonteCarloWideVectors(t *testing.T) {
 		t.Errorf("degenerate result %+v", mc)
 	}
 }
+
+func TestAnonymityRejectsUnderflowingProbabilities(t *testing.T) {
+	// q^L = (1e-19)^24 = 1e-456 is not a float64, so the exact form refuses;
+	// the Monte Carlo form works with differences of logarithms and still
+	// answers for records {0, 1}: with no flips in practice every report is
+	// a record, and its ratio is r = q/(1 − q).
+	const q = 1e-19
+	m, err := New(Options{LieProbability: q, Bits: 24})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Anonymity([]uint64{0, 1}); err == nil {
+		t.Error("underflowing q^L accepted")
+	}
+	mc, err := m.AnonymityMonteCarlo(rng.NewSeeded(1), []uint64{0, 1}, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if relErr(mc.Min, q/(1-q)) > 1e-12 || relErr(mc.Mean, q/(1-q)) > 1e-12 {
+		t.Errorf("Monte Carlo min %v mean %v, want r = %v", mc.Min, mc.Mean, q/(1-q))
+	}
+}

@@ -19,7 +19,9 @@
 //	ε_bit    = ln((1 − q)/q)           (one bit, d = 1),
 //	ε_record = L · ln((1 − q)/q)       (any two vectors in {0,1}^L, SPEC §5).
 //
-// When every record is a valid encoding of a Layout, two records differ in
+// (The paper's §2 first writes the bound as P ≤ ε·P′ and then as
+// log(P/P′) ≤ ε; ε here is the logarithmic, standard one.) When every
+// record is a valid encoding of a Layout, two records differ in
 // at most D = 2·(one-hot groups of width ≥ 2) + (binary groups) bits, and
 // D·ln((1 − q)/q) is the tight bound (Mechanism.EpsilonEncoded).
 //

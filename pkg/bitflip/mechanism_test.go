@@ -246,3 +246,21 @@ func BenchmarkRandomize(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkRandomizeOneFloatPerBit is the reference the bit-sliced flips
+// replace: one Float64 draw and comparison per bit.
+func BenchmarkRandomizeOneFloatPerBit(b *testing.B) {
+	for _, L := range []int{8, 64} {
+		b.Run(fmt.Sprintf("q0.1_L%d", L), func(b *testing.B) {
+			g := rng.NewSeeded(1)
+			row := make([]uint64, (L+63)/64)
+			for b.Loop() {
+				for i := range L {
+					if g.Float64() < 0.1 {
+						row[i/64] ^= 1 << (i % 64)
+					}
+				}
+			}
+		})
+	}
+}
