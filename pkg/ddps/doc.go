@@ -9,8 +9,10 @@
 //
 //	π_s > 0,   π_⊥o ≥ 0,   π_⊥0 + π_⊥1 + … + π_⊥V + π_s = 1
 //
-// (the last case of Eq. 36 gives ⊥V the remaining mass, so the π_⊥ and π_s
-// exhaust the distribution). By default π_⊥o = (1 − π_s)/(V + 1).
+// (the last case of Eq. 36 gives ⊥V the remaining mass; its formula also
+// subtracts π_⊥V, a slip for 1 − π_⊥0 − … − π_⊥(V−1) − π_s, so the π_⊥ and
+// π_s exhaust the distribution). By default π_⊥o = (1 − π_s)/(V + 1).
+// Category j of a codebook (0-based) is true value and output j + 1.
 //
 // Every data owner with true value v sends two reports, drawn independently:
 //

@@ -170,9 +170,10 @@ func (m *Mechanism) checkValue(v int) error {
 	return nil
 }
 
-// Report draws the two reports of an owner with true value v (1..V, or 0
-// for a non-participant when allowed): one from round one, two from round
-// two, independently. Outputs are 0..V for ⊥0..⊥V.
+// Report draws the two reports of an owner with true value v (1..V, i.e.
+// codebook index + 1, or 0 for a non-participant when allowed): one from
+// round one, two from round two, independently. Outputs are 0..V for
+// ⊥0..⊥V.
 func (m *Mechanism) Report(r *rand.Rand, v int) (one, two int, err error) {
 	if err := m.checkValue(v); err != nil {
 		return 0, 0, fmt.Errorf("ddps.Mechanism.Report: %w", err)
