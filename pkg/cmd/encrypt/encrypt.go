@@ -1,23 +1,443 @@
-// Package encrypt is the `encrypt` command (not built yet).
+// Package encrypt is the `encrypt` command: each curator replaces the value
+// indices of its sampled columns by additive one-time-pad ciphertexts before
+// the server sees them (Lin–Wang–Rane §III-A "Encryption", SPEC §3.2).
+//
+// For row i and column j with codebook length k_j,
+//
+//	c_ij = (x_ij + v_ij) mod k_j,   v_ij uniform on Z_{k_j}, independent per cell,
+//
+// where x_ij is the cell's value index. c is then uniform on Z_{k_j}
+// whatever x is, so the encrypted table is independent of the data; the
+// pads v form the key file that the curator keeps and later hands to the
+// researcher. The layout of both files is in package encfile.
 package encrypt
 
 import (
+	crand "crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
 	"os"
+	"slices"
+	"strings"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/spf13/cobra"
 
 	"github.com/pramkit/pramkit/pkg/cli"
+	"github.com/pramkit/pramkit/pkg/cmd/encrypt/encfile"
+	"github.com/pramkit/pramkit/pkg/codebook"
+	"github.com/pramkit/pramkit/pkg/pad"
+	"github.com/pramkit/pramkit/pkg/rng"
+	"github.com/pramkit/pramkit/pkg/table"
 )
 
-// NewCmd builds the command.
-func NewCmd() *cobra.Command {
-	return cli.Root(&cobra.Command{
-		Use:     "encrypt [<file>] [flags]",
-		Short:   "Encrypt sampled columns with a one-time pad (not implemented yet)",
-		Example: "  $ sample --secret s.key -m 4000 alice.csv | encrypt --key-out alice.key -o alice.enc.parquet",
-		RunE:    cli.NotImplemented,
-	})
+// Options are the parsed flags of one run.
+type Options struct {
+	Streams *cli.Streams
+	Input   string
+
+	Codebook string   // --codebook FILE; "" takes the input's "codebook" item
+	Columns  []string // --columns; nil encrypts every column
+	KeyOut   string   // --key-out FILE (required)
+	Force    bool     // --force: replace an existing key file
+	PRFKey   string   // --prf-key FILE: PRF pads (computational secrecy)
+	Unknown  codebook.UnknownPolicy
+	Missing  codebook.MissingPolicy
+
+	Output cli.Output
+	Seed   cli.Seed
+	cmd    *cobra.Command
 }
 
-// Main runs the command and returns the exit code.
-func Main() int { return cli.Run(NewCmd(), os.Args[1:], cli.StdStreams()) }
+// NewCmd builds the command; runF replaces the run function in tests.
+func NewCmd(s *cli.Streams, runF func(*Options) error) *cobra.Command {
+	opts := &Options{Streams: s}
+	cmd := &cobra.Command{
+		Use:   "encrypt [<file>] --codebook FILE --key-out KEY [--columns a,b] [flags]",
+		Short: "Encrypt sampled columns with a one-time pad, keeping the pads as the key",
+		Long: `Encrypt hides a curator's sampled columns from the server that will perturb
+them: the second stage of the release pipeline.
+
+Every cell becomes its value index in the codebook plus a random pad,
+  c = (x + v) mod k,   v uniform on 0..k−1, drawn afresh for every cell,
+where k is the number of categories of the column. Whatever x is, c is then
+uniform on 0..k−1: the encrypted table says nothing about the data
+(information-theoretic secrecy). The output has one integer column per
+encrypted column, named like it, and metadata that a server needs and
+nothing that depends on the values: column names, k, codebook hash, and the
+sample's n, m and fingerprint. Columns not encrypted are left out: the
+server never sees a plaintext.
+
+The pads are the key. They go to --key-out (Parquet unless the name ends in
+.csv or .arrow), created owner-only (mode 0600) and never overwritten
+without --force. Keep it; give it only to the researcher who will decrypt
+the release. The key file also records the codebook of its columns, so
+decrypt can turn indices back into labels.
+
+With --prf-key FILE the pads are computed instead by a pseudo-random
+function (AES-256) of a key, the row and the column, and the key file holds
+one 32-byte key per run instead of m pads per column. This is COMPUTATIONAL
+secrecy only (it rests on AES being a pseudo-random permutation), and the
+metadata says pad=prf. FILE holds 32 bytes or 64 hex digits; create it with
+  head -c 32 /dev/urandom > alice.prf && chmod 600 alice.prf
+Each run derives its own pad key from FILE, so runs never share pads.
+
+Values outside the codebook stop the run with the file, row, column and
+value, unless --unknown missing maps them to the missing category. Missing
+values are a category of their own (--missing keep) or an error (--missing
+fail); rows are never dropped, since that would misalign this curator's rows
+with the other curators'.`,
+		Example: `  # Alice and Bob sample the same people, then encrypt their own columns
+  $ sample --secret shared.secret -m 2057 --columns education adult.csv \
+      | encrypt --codebook codebook.json --key-out alice.key -o alice.enc.parquet
+  $ sample --secret shared.secret -m 2057 --columns income adult.csv \
+      | encrypt --codebook codebook.json --key-out bob.key -o bob.enc.parquet
+
+  # the server perturbs the joined ciphertexts; the researcher decrypts
+  $ perturb --epsilon 1 alice.enc.parquet bob.enc.parquet -o release.parquet
+  $ decrypt --key alice.key --key bob.key release.parquet -o sanitized.csv
+
+  # compact keys with PRF pads (computational secrecy)
+  $ encrypt --codebook codebook.json --prf-key alice.prf --key-out alice.key alice.sample.csv -o alice.enc.parquet`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			opts.cmd = c
+			if len(args) == 1 {
+				opts.Input = args[0]
+			}
+			if runF != nil {
+				return runF(opts)
+			}
+			return run(opts)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&opts.Codebook, "codebook", "", "codebook `FILE` of the columns (default: the codebook in the input's metadata)")
+	f.StringSliceVar(&opts.Columns, "columns", nil, "`COLUMNS` to encrypt, in this order, comma-separated (default: all)")
+	f.StringVar(&opts.KeyOut, "key-out", "", "write the pads to the key `FILE` (mode 0600; .parquet, .csv or .arrow; default Parquet)")
+	f.BoolVar(&opts.Force, "force", false, "replace an existing key file")
+	f.StringVar(&opts.PRFKey, "prf-key", "", "derive the pads from the 256-bit key in `FILE` by AES-256: compact keys, COMPUTATIONAL secrecy only")
+	f.Var(&opts.Unknown, "unknown", "what to do with a value outside the codebook: fail, or treat it as missing")
+	f.Var(&opts.Missing, "missing", "what to do with a missing value: keep it as its category, or fail (drop is refused: it would misalign the curators' rows)")
+	cli.AddOutputFlags(cmd, &opts.Output)
+	cli.AddSeedFlag(cmd, &opts.Seed)
+	return cli.Root(cmd)
+}
+
+// Main runs the command on the process's arguments and returns the exit code.
+func Main() int { return cli.Run(NewCmd(cli.StdStreams(), nil), os.Args[1:], cli.StdStreams()) }
+
+// padSource produces the pads of one block of rows.
+type padSource interface {
+	pads(dst []uint32, row0 uint64, column uint32, k uint32) error
+}
+
+// otpPads draws independent uniform pads (the one-time pad).
+type otpPads struct{ r *rand.Rand }
+
+func (p otpPads) pads(dst []uint32, _ uint64, _ uint32, k uint32) error {
+	return pad.DrawPads(p.r, k, dst)
+}
+
+// prfPads computes pads as AES-256 of (row, column) under the run's key.
+type prfPads struct{ d *pad.Deriver }
+
+func (p prfPads) pads(dst []uint32, row0 uint64, column uint32, k uint32) error {
+	return p.d.Pads(dst, row0, column, k)
+}
+
+func run(o *Options) error {
+	if o.KeyOut == "" {
+		return cli.Usagef("--key-out FILE is required: the pads are the only way to decrypt")
+	}
+	if table.IsStdio(o.KeyOut) {
+		return cli.Usagef("--key-out must be a file, not standard output: the key must not travel with the ciphertext")
+	}
+	if o.Missing == codebook.MissingDrop {
+		return cli.Usagef("--missing drop is refused: dropping rows at one curator misaligns its rows with the other curators' (rows are joined by position); keep missing values as a category (--missing keep, with a \"missing\" token in the codebook) or remove such rows from every curator's table before sampling")
+	}
+	var master []byte
+	if o.PRFKey != "" {
+		var err error
+		if master, err = readPRFKey(o); err != nil {
+			return err
+		}
+	}
+
+	in, err := o.Streams.Open(o.Input)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	meta := in.Meta()
+	smp, err := encfile.ReadSample(meta, in.Name(), "encrypt works on the output of sample; pipe the table through `sample --secret FILE -m N` first (--fraction 1 keeps every row)")
+	if err != nil {
+		return err
+	}
+	hist, err := encfile.ReadHistory(meta, in.Name())
+	if err != nil {
+		return err
+	}
+	if n := in.NumRows(); n >= 0 && n != smp.M {
+		return fmt.Errorf("%s has %d rows but its metadata says m = %d: the sample was truncated or edited; sample again", in.Name(), n, smp.M)
+	}
+	cb, err := o.codebook(in)
+	if err != nil {
+		return err
+	}
+	names, srcIdx, err := o.layout(in, cb)
+	if err != nil {
+		return err
+	}
+	sel, err := cb.Select(names)
+	if err != nil {
+		return fmt.Errorf("%s: %w", o.codebookName(), err)
+	}
+	encs, err := sel.Encoders(codebook.Policy{Unknown: o.Unknown, Missing: o.Missing})
+	if err != nil {
+		return err
+	}
+
+	keyID, src, runKey := o.pads(master)
+	kind := encfile.PadOTP
+	if master != nil {
+		kind = encfile.PadPRF
+	}
+	cols := make([]encfile.Column, len(names))
+	ks := make([]uint32, len(names))
+	for j := range sel.Columns {
+		c := &sel.Columns[j]
+		one, _ := sel.Select([]string{c.Name()})
+		ks[j] = uint32(c.K())
+		cols[j] = encfile.Column{Name: c.Name(), K: ks[j], CodebookHash: one.Hash(), KeyID: keyID, Pad: kind}
+	}
+
+	// Only what the server needs, and nothing that depends on the values:
+	// the input's other items (a codebook, say) are not carried over.
+	outMeta := table.Meta{"stage": encfile.StageEncrypt, encfile.KeyPad: kind}
+	smp.Set(outMeta)
+	if id, ok := meta["sample_id"]; ok {
+		outMeta["sample_id"] = id
+	}
+	hist.Set(outMeta)
+	if hist.Releases == 1 {
+		outMeta["gamma"] = meta["gamma"]
+	}
+	if err := encfile.SetColumns(outMeta, cols); err != nil {
+		return err
+	}
+	keyMeta := table.Meta{"stage": encfile.StageKey, encfile.KeyPad: kind}
+	smp.Set(keyMeta)
+	if err := encfile.SetColumns(keyMeta, cols); err != nil {
+		return err
+	}
+	cbJSON, err := sel.MarshalJSON()
+	if err != nil {
+		return err
+	}
+	keyMeta[encfile.KeyCodebook] = string(cbJSON)
+	if runKey != nil {
+		keyMeta[encfile.KeyPRFKey] = hex.EncodeToString(runKey[:])
+	}
+
+	schema := encfile.Int32Schema(names)
+	inputs := []string{o.Input, o.Codebook, o.PRFKey}
+	kw, err := o.Streams.CreateKey(o.KeyOut, schema, keyMeta, table.Parquet, inputs, o.Force)
+	if err != nil {
+		return err
+	}
+	defer kw.Abort()
+	w, err := o.Streams.Create(o.Output, schema, outMeta, in.Format(), append(inputs, o.KeyOut))
+	if err != nil {
+		return err
+	}
+	defer w.Abort()
+
+	if err := encryptRows(o, in, srcIdx, encs, ks, src, schema, w, kw, runKey == nil); err != nil {
+		return err
+	}
+	if in.RowsRead() != smp.M {
+		return fmt.Errorf("%s has %d rows but its metadata says m = %d: the sample was truncated or edited; sample again", in.Name(), in.RowsRead(), smp.M)
+	}
+	// The key first: a ciphertext without its key could never be opened.
+	if err := kw.Commit(); err != nil {
+		return err
+	}
+	if err := w.Commit(); err != nil {
+		removeKey(o.KeyOut)
+		return err
+	}
+	return nil
+}
+
+// encryptRows streams the input batch by batch: encode, pad, write the
+// ciphertext block and (for one-time pads) the pad block. Memory is one
+// input batch plus two blocks of 4 bytes per cell.
+func encryptRows(o *Options, in table.Reader, srcIdx []int, encs []*codebook.Encoder, ks []uint32, src padSource, schema *arrow.Schema, w, kw table.Writer, storePads bool) error {
+	d := len(encs)
+	ct := encfile.Block(d, table.DefaultBatchSize)
+	pads := encfile.Block(d, table.DefaultBatchSize)
+	meter := o.Streams.Progress("encrypt: rows")
+	defer meter.Done()
+	var row0 int64
+	for {
+		rec, err := in.Next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		total := int(rec.NumRows())
+		for start := 0; start < total; start += table.DefaultBatchSize {
+			n := min(table.DefaultBatchSize, total-start)
+			for j, enc := range encs {
+				vals := table.ValuesOf(rec.Column(srcIdx[j]))
+				x := ct[j][:n]
+				for i := range x {
+					idx, err := enc.Index(vals.String(start + i))
+					if err != nil {
+						return &table.DataError{File: in.Name(), Row: row0 + int64(start+i) + 1, Column: enc.Column().Name(), Err: err}
+					}
+					x[i] = idx
+				}
+				if err := src.pads(pads[j][:n], uint64(row0)+uint64(start), uint32(j), ks[j]); err != nil {
+					return err
+				}
+				if err := pad.EncryptColumn(x, x, pads[j][:n], ks[j]); err != nil {
+					return err
+				}
+			}
+			if err := writeBlock(schema, w, kw, ct, pads, n, storePads); err != nil {
+				return err
+			}
+		}
+		row0 += int64(total)
+		meter.Add(int64(total))
+	}
+}
+
+// writeBlock writes n rows of ciphertexts, and of pads when they are stored.
+func writeBlock(schema *arrow.Schema, w, kw table.Writer, ct, pads [][]uint32, n int, storePads bool) error {
+	rec := encfile.Int32Batch(schema, ct, n)
+	err := w.Write(rec)
+	rec.Release()
+	if err != nil || !storePads {
+		return err
+	}
+	rec = encfile.Int32Batch(schema, pads, n)
+	err = kw.Write(rec)
+	rec.Release()
+	return err
+}
+
+// codebook loads --codebook, or the codebook the input's metadata carries
+// (a decrypted release does).
+func (o *Options) codebook(in table.Reader) (*codebook.Codebook, error) {
+	if o.Codebook != "" {
+		return codebook.Load(o.Codebook)
+	}
+	s, ok := in.Meta()[encfile.KeyCodebook]
+	if !ok {
+		return nil, cli.Usagef("no codebook: pass --codebook FILE (for UCI Adult, testdata/adult/codebook.json); every curator must use the same one")
+	}
+	cb, err := codebook.Parse([]byte(s))
+	if err != nil {
+		return nil, fmt.Errorf("%s: the codebook in the metadata is not valid: %v; pass --codebook FILE", in.Name(), err)
+	}
+	return cb, nil
+}
+
+func (o *Options) codebookName() string {
+	if o.Codebook != "" {
+		return o.Codebook
+	}
+	return "the input's codebook"
+}
+
+// layout returns the names of the columns to encrypt, in output order, and
+// their indices in the input.
+func (o *Options) layout(in table.Reader, cb *codebook.Codebook) ([]string, []int, error) {
+	schema := in.Schema()
+	have := make([]string, schema.NumFields())
+	for i, f := range schema.Fields() {
+		have[i] = f.Name
+	}
+	names := o.Columns
+	if len(names) == 0 {
+		names = have
+	}
+	idx := make([]int, len(names))
+	for j, name := range names {
+		if slices.Contains(names[:j], name) {
+			return nil, nil, cli.Usagef("--columns names %q twice", name)
+		}
+		ix := schema.FieldIndices(name)
+		if len(ix) == 0 {
+			return nil, nil, fmt.Errorf("%s has no column %q (columns: %s); check --columns", in.Name(), name, strings.Join(have, ", "))
+		}
+		if _, ok := cb.Column(name); !ok {
+			hint := "add it to the codebook"
+			if len(o.Columns) == 0 {
+				hint = "add it to the codebook, or choose the columns to encrypt with --columns"
+			}
+			return nil, nil, fmt.Errorf("%s has no column %q (codebook columns: %s); %s", o.codebookName(), name, strings.Join(cb.Names(), ", "), hint)
+		}
+		idx[j] = ix[0]
+	}
+	return names, idx, nil
+}
+
+// pads returns the run's key id, its pad source and, for PRF pads, the
+// run's pad key. The key id is drawn apart from the pads (crypto/rand, or
+// its own --seed stream), so publishing it says nothing about them.
+func (o *Options) pads(master []byte) (keyID string, src padSource, runKey *pad.Key) {
+	var id [8]byte
+	seeded := o.cmd != nil && o.cmd.Flags().Changed("seed")
+	if seeded {
+		r := rng.Derive(o.Seed.Value, "encrypt/key-id")
+		for i := range id {
+			id[i] = byte(r.Uint32())
+		}
+	} else {
+		crand.Read(id[:])
+	}
+	keyID = hex.EncodeToString(id[:])
+	if master == nil {
+		return keyID, otpPads{o.Seed.Rand(o.cmd)}, nil
+	}
+	k := encfile.DeriveRunKey(master, keyID)
+	d, _ := pad.NewDeriver(k) // NewDeriver fails only for a bad AES key size
+	return keyID, prfPads{d}, &k
+}
+
+// readPRFKey reads --prf-key; errors never quote the file's content.
+func readPRFKey(o *Options) ([]byte, error) {
+	b, err := os.ReadFile(o.PRFKey)
+	if err != nil {
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return nil, fmt.Errorf("cannot read the PRF key %s: %v; check the path, or create a key with: head -c 32 /dev/urandom > %s && chmod 600 %s", o.PRFKey, err, o.PRFKey, o.PRFKey)
+	}
+	k, err := encfile.ParsePRFKey(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v; create a key with: head -c 32 /dev/urandom > FILE", o.PRFKey, err)
+	}
+	if st, err := os.Stat(o.PRFKey); err == nil && st.Mode().Perm()&0o077 != 0 {
+		o.Streams.Warnf("encrypt", "the PRF key %s can be read by other users (mode %s): chmod 600 %s", o.PRFKey, st.Mode().Perm(), o.PRFKey)
+	}
+	return k, nil
+}
+
+// removeKey deletes a key file whose ciphertext could not be written.
+func removeKey(path string) {
+	os.Remove(path)
+	if table.ResolveFormat(path, table.WriteOptions{Fallback: table.Parquet}) == table.CSV {
+		os.Remove(path + ".meta.json")
+	}
+}
