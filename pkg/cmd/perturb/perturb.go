@@ -25,6 +25,7 @@ type Options struct {
 	Mechanism string   // --mechanism
 	Columns   []string // --columns
 	Codebook  string   // --codebook
+	Epsilon   float64  // --epsilon; check o.cmd.Flags().Changed("epsilon")
 
 	Gamma   gammaOptions
 	Bitflip bitflipOptions
@@ -64,6 +65,7 @@ privacy loss ε is recorded in the output's metadata.` + gammaHelp + bitflipHelp
 	f.StringVar(&opts.Mechanism, "mechanism", "gamma-diagonal", "`NAME` of the mechanism: gamma-diagonal, bitflip or ddps")
 	f.StringSliceVar(&opts.Columns, "columns", nil, "columns to randomize (bitflip)")
 	f.StringVar(&opts.Codebook, "codebook", "", "codebook `FILE` for the columns' categories (bitflip, ddps)")
+	f.Float64Var(&opts.Epsilon, "epsilon", 0, "privacy level `E` > 0 that the mechanism's parameter is chosen for")
 	addGammaFlags(cmd, &opts.Gamma)
 	addBitflipFlags(cmd, &opts.Bitflip)
 	addDDPSFlags(cmd, &opts.DDPS)
