@@ -2,8 +2,8 @@
 # make demo: the pramkit toolchain on UCI Adult, step by step.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-B=$PWD/bin
-D=$PWD/out/demo
+B=bin
+D=out/demo
 rm -rf "$D"; mkdir -p "$D"
 bash scripts/fetch-adult.sh
 CB=testdata/adult/codebook.json
