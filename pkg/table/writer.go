@@ -317,3 +317,17 @@ func (w *writer) Abort() {
 	w.fw.close()
 	w.abortFiles()
 }
+
+// WriteFileAtomic writes data to path through a temporary file and a
+// rename, refusing to replace any of inputs.
+func WriteFileAtomic(path string, data []byte, perm os.FileMode, inputs []string) error {
+	af, err := createAtomic(path, WriteOptions{Perm: perm, Inputs: inputs})
+	if err != nil {
+		return err
+	}
+	if _, err := af.Write(data); err != nil {
+		af.abort()
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return af.commit()
+}
