@@ -1,23 +1,403 @@
-// Package decrypt is the `decrypt` command (not built yet).
+// Package decrypt is the `decrypt` command: the researcher removes the
+// curators' pads from a perturbed release and gets the sanitized sample
+// back as codebook labels (Lin–Wang–Rane §III-A, SPEC §3.4).
+//
+// For row i and column j with pad v_ij from the curator's key,
+//
+//	x̂_ij = (c̄_ij − v_ij) mod k_j,
+//
+// where c̄ is the perturbed ciphertext. Since the server's PRAM offset o_i
+// was added to c = x + v, x̂_i = x_i + o_i: the sampled row perturbed by the
+// γ-diagonal matrix A (Lemma III.1), which estimate then inverts.
 package decrypt
 
 import (
+	"fmt"
 	"os"
+	"strings"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/spf13/cobra"
 
 	"github.com/pramkit/pramkit/pkg/cli"
+	"github.com/pramkit/pramkit/pkg/cmd/encrypt/encfile"
+	"github.com/pramkit/pramkit/pkg/codebook"
+	"github.com/pramkit/pramkit/pkg/pad"
+	"github.com/pramkit/pramkit/pkg/table"
 )
 
-// NewCmd builds the command.
-func NewCmd() *cobra.Command {
-	return cli.Root(&cobra.Command{
-		Use:     "decrypt [<file>] [flags]",
-		Short:   "Decrypt a perturbed release with the curators' keys (not implemented yet)",
-		Example: "  $ decrypt --key alice.key --key bob.key release.parquet | estimate",
-		RunE:    cli.NotImplemented,
-	})
+// Options are the parsed flags of one run.
+type Options struct {
+	Streams *cli.Streams
+	Input   string
+
+	Keys        []string // --key, one per curator, any order
+	Unperturbed bool     // --unperturbed: accept an encrypted table never perturbed
+
+	Output cli.Output
+	cmd    *cobra.Command
 }
 
-// Main runs the command and returns the exit code.
-func Main() int { return cli.Run(NewCmd(), os.Args[1:], cli.StdStreams()) }
+// NewCmd builds the command; runF replaces the run function in tests.
+func NewCmd(s *cli.Streams, runF func(*Options) error) *cobra.Command {
+	opts := &Options{Streams: s}
+	cmd := &cobra.Command{
+		Use:   "decrypt [<release>] --key KEY [--key KEY…] [flags]",
+		Short: "Remove the curators' pads from a perturbed release",
+		Long: `Decrypt turns a release written by perturb back into codebook labels, with
+the key files that the curators' encrypt runs wrote (--key, once per key, in
+any order): the fourth stage of the release pipeline.
+
+Each cell becomes x̂ = (c̄ − v) mod k, the perturbed ciphertext c̄ minus the
+cell's pad v, and then the label of x̂ in the codebook that the key file
+carries. Because the server's perturbation commutes with the pads, the
+output is exactly the curators' sample perturbed by γ-diagonal PRAM
+(Lin–Wang–Rane Lemma III.1): it is what may be published, and what estimate
+reads to recover distributions.
+
+Keys are matched to the release's columns by name and checked: same
+sampling (fingerprint), same codebook (hash), and the same encrypt run (key
+id), so a key of another release or of another column is refused rather
+than producing garbage. The output keeps γ, ε, K, n, m, the fingerprint and
+the release counter in its metadata, and adds the codebook, for estimate.
+
+Release and keys are read in lockstep, so memory does not grow with m.`,
+		Example: `  # the researcher decrypts the server's release with both curators' keys
+  $ decrypt --key alice.key --key bob.key release.parquet -o sanitized.csv
+
+  # and estimates the joint distribution
+  $ decrypt --key bob.key --key alice.key release.parquet | estimate --method mle
+
+  # a curator checks a key against the encrypted file before sending it
+  $ decrypt --unperturbed --key alice.key alice.enc.parquet | head`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			opts.cmd = c
+			if len(args) == 1 {
+				opts.Input = args[0]
+			}
+			if runF != nil {
+				return runF(opts)
+			}
+			return run(opts)
+		},
+	}
+	f := cmd.Flags()
+	f.StringArrayVar(&opts.Keys, "key", nil, "key `FILE` written by encrypt --key-out; repeat for each curator")
+	f.BoolVar(&opts.Unperturbed, "unperturbed", false, "decrypt an encrypted table that was never perturbed (the output has NO privacy protection: for curators checking their keys)")
+	cli.AddOutputFlags(cmd, &opts.Output)
+	return cli.Root(cmd)
+}
+
+// Main runs the command on the process's arguments and returns the exit code.
+func Main() int { return cli.Run(NewCmd(cli.StdStreams(), nil), os.Args[1:], cli.StdStreams()) }
+
+// key is one curator's key file.
+type key struct {
+	r    table.Reader
+	cols []encfile.Column
+	cb   *codebook.Codebook
+	// deriver computes PRF pads; nil for one-time pads stored in the file.
+	deriver *pad.Deriver
+	cur     *encfile.Cursor
+	block   [][]uint32 // pads of the current block, one slice per key column
+}
+
+// slot says where release column j finds its pads.
+type slot struct {
+	key *key
+	col int // index among the key's columns
+}
+
+func run(o *Options) error {
+	if len(o.Keys) == 0 {
+		return cli.Usagef("--key FILE is required: pass the key file of every curator whose columns are in the release")
+	}
+	for _, k := range o.Keys {
+		if table.IsStdio(k) {
+			return cli.Usagef("--key must name a file; the release is the one input that may come from standard input")
+		}
+	}
+	rel, err := o.Streams.Open(o.Input)
+	if err != nil {
+		return err
+	}
+	defer rel.Close()
+	name, meta := rel.Name(), rel.Meta()
+	if err := o.checkStage(rel); err != nil {
+		return err
+	}
+	smp, err := encfile.ReadSample(meta, name, "the release was not written by perturb; decrypt reads perturb's output")
+	if err != nil {
+		return err
+	}
+	cols, err := encfile.ReadColumns(meta, name, "the release was not written by perturb; decrypt reads perturb's output")
+	if err != nil {
+		return err
+	}
+	if n := rel.NumRows(); n >= 0 && n != smp.M {
+		return fmt.Errorf("%s has %d rows but its metadata says m = %d: the release is truncated or was edited; get it again from the server", name, n, smp.M)
+	}
+
+	keys := make([]*key, 0, len(o.Keys))
+	defer func() {
+		for _, k := range keys {
+			k.r.Close()
+		}
+	}()
+	slots := make([]slot, len(cols))
+	byName := make(map[string]int, len(cols))
+	for j, c := range cols {
+		byName[c.Name] = j
+	}
+	for _, p := range o.Keys {
+		k, err := openKey(o, p, smp, name)
+		if err != nil {
+			return err
+		}
+		keys = append(keys, k)
+		for i, kc := range k.cols {
+			j, ok := byName[kc.Name]
+			if !ok {
+				return fmt.Errorf("%s holds the pads of column %q, which %s does not have (its columns: %s): it is a key for another release; pass the keys of this release's curators", p, kc.Name, name, strings.Join(encfile.Names(cols), ", "))
+			}
+			rc := cols[j]
+			switch {
+			case slots[j].key != nil:
+				return fmt.Errorf("column %q is in two keys, %s and %s: pass each curator's key once", kc.Name, slots[j].key.r.Name(), p)
+			case rc.KeyID != kc.KeyID || rc.K != kc.K || rc.Pad != kc.Pad:
+				return fmt.Errorf("%s is the key of another encrypt run on the same sample (column %q): pass the key written together with the encrypted file that the server perturbed", p, kc.Name)
+			case rc.CodebookHash != kc.CodebookHash:
+				return fmt.Errorf("%s and %s disagree on the codebook of column %q: the key was made with another codebook; pass the key written together with the encrypted file", p, name, kc.Name)
+			}
+			slots[j] = slot{key: k, col: i}
+		}
+	}
+	var missing []string
+	for j, s := range slots {
+		if s.key == nil {
+			missing = append(missing, cols[j].Name)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("no key for column %s of %s: pass --key with the key file of the curator who encrypted it", strings.Join(missing, ", "), name)
+	}
+
+	// Labels, and the codebook of the release's columns for estimate.
+	labels := make([][]string, len(cols))
+	cbCols := make([]codebook.Column, len(cols))
+	for j, s := range slots {
+		c, _ := s.key.cb.Column(cols[j].Name)
+		cbCols[j] = *c
+		labels[j] = c.Labels()
+	}
+	cb, err := codebook.New(cbCols...)
+	if err != nil {
+		return err
+	}
+	cbJSON, err := cb.MarshalJSON()
+	if err != nil {
+		return err
+	}
+	outMeta := meta.Clone()
+	outMeta["stage"] = encfile.StageDecrypt
+	outMeta[encfile.KeyCodebook] = string(cbJSON)
+	schema := table.StringSchema(encfile.Names(cols))
+	w, err := o.Streams.Create(o.Output, schema, outMeta, rel.Format(), append([]string{o.Input}, o.Keys...))
+	if err != nil {
+		return err
+	}
+	defer w.Abort()
+	if err := decryptRows(o, rel, cols, keys, slots, labels, schema, w, smp.M); err != nil {
+		return err
+	}
+	return w.Commit()
+}
+
+// checkStage accepts a release written by perturb (with γ and ε), or with
+// --unperturbed an encrypted table.
+func (o *Options) checkStage(rel table.Reader) error {
+	name, meta := rel.Name(), rel.Meta()
+	switch stage := meta["stage"]; stage {
+	case encfile.StagePerturb:
+		for _, item := range []string{"gamma", "epsilon", "mechanism"} {
+			if _, ok := meta[item]; !ok {
+				return fmt.Errorf("%s: no %q in the metadata: the release is damaged or incomplete, and estimate could not undo the perturbation; get the release again from the server (perturb writes it)", name, item)
+			}
+		}
+		if o.Unperturbed {
+			return cli.Usagef("--unperturbed is for encrypted tables that were never perturbed, and %s is a release: drop --unperturbed", name)
+		}
+		return nil
+	case encfile.StageEncrypt:
+		if !o.Unperturbed {
+			return fmt.Errorf("%s was never perturbed (stage encrypt, no \"gamma\" in the metadata): have the server perturb it (perturb --epsilon E), or pass --unperturbed to decrypt it as is, without any privacy protection", name)
+		}
+		o.Streams.Warnf("decrypt", "%s was never perturbed: the output is the curators' plaintext sample, with no privacy protection; do not publish it", name)
+		return nil
+	case encfile.StageKey:
+		return fmt.Errorf("%s is a key file: give the release as the argument and the keys with --key", name)
+	case "":
+		return fmt.Errorf("%s is not a pramkit release (no stage in the metadata): decrypt reads the output of perturb", name)
+	default:
+		return fmt.Errorf("%s is not a release (stage %s): decrypt reads the output of perturb", name, stage)
+	}
+}
+
+// openKey opens and checks one key file against the release's sampling.
+// Errors never quote key material.
+func openKey(o *Options, path string, smp encfile.Sample, relName string) (*key, error) {
+	r, err := o.Streams.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	k := &key{r: r}
+	fail := func(err error) (*key, error) {
+		r.Close()
+		return nil, err
+	}
+	meta := r.Meta()
+	if stage := meta["stage"]; stage != encfile.StageKey {
+		if stage == "" {
+			stage = "none"
+		}
+		return fail(fmt.Errorf("%s is not a key file (stage: %s): pass the file that encrypt wrote with --key-out", path, stage))
+	}
+	notKey := "the key file is damaged; use the key file encrypt wrote with --key-out"
+	ks, err := encfile.ReadSample(meta, path, notKey)
+	if err != nil {
+		return fail(err)
+	}
+	if ks != smp {
+		return fail(fmt.Errorf("%s was made for another sampling than %s (sample fingerprints differ): it is a key for another release; pass the key written when this release's columns were encrypted", path, relName))
+	}
+	if k.cols, err = encfile.ReadColumns(meta, path, notKey); err != nil {
+		return fail(err)
+	}
+	cbText, ok := meta[encfile.KeyCodebook]
+	if !ok {
+		return fail(fmt.Errorf("%s: no codebook in the metadata: %s", path, notKey))
+	}
+	if k.cb, err = codebook.Parse([]byte(cbText)); err != nil {
+		return fail(fmt.Errorf("%s: the codebook in the metadata is not valid (%v): %s", path, err, notKey))
+	}
+	for _, c := range k.cols {
+		one, err := k.cb.Select([]string{c.Name})
+		if err != nil || one.Hash() != c.CodebookHash || uint32(one.Columns[0].K()) != c.K {
+			return fail(fmt.Errorf("%s: the codebook of column %q does not match its hash: %s", path, c.Name, notKey))
+		}
+	}
+	switch encfile.PadKind(k.cols) {
+	case encfile.PadOTP:
+		if n := r.NumRows(); n >= 0 && n != smp.M {
+			return fail(fmt.Errorf("%s has %d rows of pads but the release has m = %d rows: the key file is truncated or belongs to another release; use the key file encrypt wrote", path, n, smp.M))
+		}
+		if k.cur, err = encfile.NewCursor(r, encfile.Names(k.cols), encfile.Alphabets(k.cols), true); err != nil {
+			return fail(err)
+		}
+	case encfile.PadPRF:
+		runKey, err := encfile.RunKeyFromMeta(meta, path)
+		if err != nil {
+			return fail(err)
+		}
+		if k.deriver, err = pad.NewDeriver(runKey); err != nil {
+			return fail(fmt.Errorf("%s: %s", path, notKey))
+		}
+	default:
+		return fail(fmt.Errorf("%s mixes pad kinds: %s", path, notKey))
+	}
+	k.block = encfile.Block(len(k.cols), table.DefaultBatchSize)
+	return k, nil
+}
+
+// decryptRows reads the release and the one-time-pad keys in lockstep, one
+// block of rows at a time, removes the pads and writes labels. Memory: one
+// batch per file plus blocks of 4 bytes per cell, whatever m is.
+func decryptRows(o *Options, rel table.Reader, cols []encfile.Column, keys []*key, slots []slot, labels [][]string, schema *arrow.Schema, w table.Writer, m int64) error {
+	cur, err := encfile.NewCursor(rel, encfile.Names(cols), encfile.Alphabets(cols), false)
+	if err != nil {
+		return err
+	}
+	block := encfile.Block(len(cols), table.DefaultBatchSize)
+	bb := table.NewBatchBuilder(schema)
+	defer bb.Release()
+	meter := o.Streams.Progress("decrypt: rows")
+	defer meter.Done()
+	for {
+		n, err := cur.Read(block)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			break
+		}
+		if cur.Rows() > m {
+			return fmt.Errorf("%s has more rows than its metadata's m = %d: the release was edited; get it again from the server", rel.Name(), m)
+		}
+		row0 := cur.Rows() - int64(n)
+		for _, k := range keys {
+			if err := k.pads(row0, n, m); err != nil {
+				return err
+			}
+		}
+		for j, s := range slots {
+			x, v, kj := block[j][:n], s.key.block[s.col][:n], cols[j].K
+			if err := pad.DecryptColumn(x, x, v, kj); err != nil {
+				return err
+			}
+			lab := labels[j]
+			for _, xi := range x {
+				bb.String(j, lab[xi])
+			}
+		}
+		for range n {
+			bb.EndRow()
+		}
+		rec := bb.NewBatch()
+		err = w.Write(rec)
+		rec.Release()
+		if err != nil {
+			return err
+		}
+		meter.Add(int64(n))
+	}
+	if cur.Rows() != m {
+		return fmt.Errorf("%s ended after %d rows but its metadata says m = %d: the release is truncated; get it again from the server", rel.Name(), cur.Rows(), m)
+	}
+	for _, k := range keys {
+		if k.cur == nil {
+			continue
+		}
+		if got, err := k.cur.Read(encfile.Block(len(k.cols), 1)); err != nil {
+			return err
+		} else if got > 0 {
+			return fmt.Errorf("%s has more rows of pads than the release's m = %d: it is a key for another release; pass the key written when this release's columns were encrypted", k.r.Name(), m)
+		}
+	}
+	return nil
+}
+
+// pads fills k.block[·][:n] with the pads of rows row0 … row0+n−1: read
+// from the key file in lockstep with the release, or computed by the PRF.
+func (k *key) pads(row0 int64, n int, m int64) error {
+	views := make([][]uint32, len(k.block))
+	for i := range views {
+		views[i] = k.block[i][:n]
+	}
+	if k.cur == nil {
+		for i, c := range k.cols {
+			if err := k.deriver.Pads(views[i], uint64(row0), uint32(i), c.K); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	got, err := k.cur.Read(views)
+	if err != nil {
+		return err
+	}
+	if got < n {
+		return fmt.Errorf("%s ended after %d rows of pads but the release has m = %d rows: the key file is truncated or belongs to another release; use the key file encrypt wrote", k.r.Name(), k.cur.Rows(), m)
+	}
+	return nil
+}

@@ -1,15 +1,377 @@
 package perturb
 
-import "github.com/spf13/cobra"
+import (
+	"fmt"
+	"math"
+	"math/bits"
+	"strings"
 
-// gammaOptions are the flags of --mechanism gamma-diagonal.
-type gammaOptions struct{}
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/spf13/cobra"
 
-const (
-	gammaHelp    = ""
-	gammaExample = ""
+	"github.com/pramkit/pramkit/pkg/cli"
+	"github.com/pramkit/pramkit/pkg/cmd/encrypt/encfile"
+	"github.com/pramkit/pramkit/pkg/pram"
+	"github.com/pramkit/pramkit/pkg/table"
 )
 
-func addGammaFlags(cmd *cobra.Command, o *gammaOptions) {}
+// gammaOptions are the flags of --mechanism gamma-diagonal (with the
+// shared --epsilon).
+type gammaOptions struct {
+	Gamma          float64 // --gamma
+	AllowRecompose bool    // --allow-recompose
+}
 
-func runGamma(o *Options) error { return notImplemented("gamma-diagonal") }
+const (
+	gammaHelp = `
+
+gamma-diagonal (the default) is the server's step of the release pipeline
+(Lin–Wang–Rane §III-A). It joins the curators' encrypted tables by position,
+after checking that they come from the same sampling (same row count m and
+sample fingerprint), and replaces each joint row x by x + o, component-wise
+mod k_j, with a random offset o of the joint alphabet
+  G = Z_{k_1} × … × Z_{k_d},  K = k_1·…·k_d values:
+  P(o = 0) = γ/q,  P(o = g) = 1/q for every g ≠ 0,  q = γ + K − 1.
+This is PRAM with the matrix A[x̄, x̌] = γ/q if x̄ = x̌, else 1/q. Adding o
+commutes with the curators' pads, so the researcher's decrypted rows are the
+sampled rows perturbed by A (Lemma III.1), and the server never sees a value.
+It needs only the k_j from the metadata, no codebook; the work per row is
+O(d) whatever K is (K up to 2^62).
+
+With --epsilon E, γ = 1 + (n/m)(e^E − 1) using n and m from the metadata,
+the γ for which sampling m of n rows and then PRAM is E-differentially
+private (Theorem III.2); with --gamma G, ε = ln((n + m(G − 1))/n) is
+computed and recorded. The output records mechanism, γ, ε, K, n, m and the
+fingerprint, and a release counter. Perturbing an already perturbed table
+again releases the same sample twice, which composes to
+  ε_r = ln((n + m(Γ − 1))/n),  Γ = γ_1·…·γ_r,
+more than r·ε when m < n: perturb refuses it unless --allow-recompose, and
+prints the composed ε either way. (It cannot know about releases made from
+other copies of the same encrypted files: release each sample once.)`
+
+	gammaExample = `  # the server joins Alice's and Bob's ciphertexts and perturbs them for ε = 1
+  $ perturb --epsilon 1 alice.enc.parquet bob.enc.parquet -o release.parquet
+
+  # or choose γ directly; ε is computed from n, m and γ and recorded
+  $ perturb --gamma 20 alice.enc.parquet bob.enc.parquet -o release.parquet
+
+  # straight from a curator's pipe (- is standard input)
+  $ sample --secret s.secret -m 2057 --columns education adult.csv \
+      | encrypt --codebook codebook.json --key-out alice.key \
+      | perturb --epsilon 1 - bob.enc.parquet -o release.parquet`
+)
+
+func addGammaFlags(cmd *cobra.Command, o *gammaOptions) {
+	f := cmd.Flags()
+	f.Float64Var(&o.Gamma, "gamma", 0, "gamma-diagonal PRAM parameter `G` > 1 (instead of --epsilon)")
+	f.BoolVar(&o.AllowRecompose, "allow-recompose", false, "allow perturbing an already perturbed table (a further release of the same sample; ε composes)")
+}
+
+// gammaInput is one curator's encrypted table.
+type gammaInput struct {
+	r    table.Reader
+	smp  encfile.Sample
+	cols []encfile.Column
+	hist encfile.History
+}
+
+// gammaPlan is what runGamma decided before reading rows.
+type gammaPlan struct {
+	gamma, epsilon float64
+	hist           encfile.History // including this release
+	epsComposed    float64         // when hist.Releases > 1
+}
+
+func runGamma(o *Options) error {
+	f := o.cmd.Flags()
+	epsGiven, gammaGiven := f.Changed("epsilon"), f.Changed("gamma")
+	switch {
+	case epsGiven == gammaGiven:
+		return cli.Usagef("give the privacy level: either --epsilon E or --gamma G")
+	case epsGiven && (!(o.Epsilon > 0) || math.IsInf(o.Epsilon, 0)):
+		return cli.Usagef("--epsilon must be a finite number > 0, got %v", o.Epsilon)
+	case gammaGiven && (!(o.Gamma.Gamma > 1) || math.IsInf(o.Gamma.Gamma, 0)):
+		return cli.Usagef("--gamma must be a finite number > 1, got %v (γ = 1 would release the rows unchanged)", o.Gamma.Gamma)
+	case len(o.Columns) > 0 || o.Codebook != "":
+		return cli.Usagef("--columns and --codebook do not apply to gamma-diagonal: the server perturbs every encrypted column and needs no codebook")
+	}
+	stdin := 0
+	for _, p := range o.Inputs {
+		if table.IsStdio(p) {
+			stdin++
+		}
+	}
+	if stdin > 1 {
+		return cli.Usagef("standard input (-) can be only one of the inputs")
+	}
+
+	ins := make([]*gammaInput, 0, len(o.Inputs))
+	defer func() {
+		for _, in := range ins {
+			in.r.Close()
+		}
+	}()
+	for _, p := range o.Inputs {
+		r, err := o.Streams.Open(p)
+		if err != nil {
+			return err
+		}
+		in := &gammaInput{r: r}
+		ins = append(ins, in)
+		if err := in.load(); err != nil {
+			return err
+		}
+	}
+	var all []encfile.Column
+	seen := map[string]string{}
+	first := ins[0]
+	for _, in := range ins {
+		if err := sameSampling(first, in); err != nil {
+			return err
+		}
+		for _, c := range in.cols {
+			if other, ok := seen[c.Name]; ok {
+				return fmt.Errorf("column %q is in both %s and %s: each column must come from one curator; give each encrypted file once", c.Name, other, in.r.Name())
+			}
+			seen[c.Name] = in.r.Name()
+		}
+		all = append(all, in.cols...)
+	}
+	dom, err := jointDomain(all)
+	if err != nil {
+		return err
+	}
+	plan, err := o.gammaPlan(ins)
+	if err != nil {
+		return err
+	}
+	mech, err := pram.NewMechanism(plan.gamma, dom)
+	if err != nil {
+		return err
+	}
+
+	meta := table.Meta{
+		"stage":        encfile.StagePerturb,
+		"mechanism":    "gamma-diagonal",
+		encfile.KeyPad: encfile.PadKind(all),
+	}
+	first.smp.Set(meta)
+	if id, ok := first.r.Meta()["sample_id"]; ok {
+		meta["sample_id"] = id
+	}
+	meta.SetFloat("gamma", plan.gamma)
+	meta.SetFloat("epsilon", plan.epsilon)
+	meta["K"] = fmt.Sprint(dom.Size())
+	plan.hist.Set(meta)
+	if plan.hist.Releases > 1 {
+		meta.SetFloat("epsilon_composed", plan.epsComposed)
+	}
+	if err := encfile.SetColumns(meta, all); err != nil {
+		return err
+	}
+	schema := encfile.Int32Schema(encfile.Names(all))
+	w, err := o.Streams.Create(o.Output, schema, meta, first.r.Format(), o.Inputs)
+	if err != nil {
+		return err
+	}
+	defer w.Abort()
+	if err := perturbRows(o, ins, mech, schema, w); err != nil {
+		return err
+	}
+	return w.Commit()
+}
+
+// load reads and checks one input's metadata.
+func (in *gammaInput) load() error {
+	name, meta := in.r.Name(), in.r.Meta()
+	switch stage := meta["stage"]; stage {
+	case encfile.StageEncrypt, encfile.StagePerturb:
+	case encfile.StageKey:
+		return fmt.Errorf("%s is a key file, not an encrypted table: give the server the file encrypt wrote with -o, and keep the key for the researcher", name)
+	default:
+		if stage == "" {
+			stage = "none"
+		}
+		return fmt.Errorf("%s is not encrypted (stage: %s): the server perturbs only encrypt's output; run encrypt --codebook FILE --key-out KEY on it first", name, stage)
+	}
+	var err error
+	notFrom := "the file was not written by encrypt; encrypt the curator's sample first"
+	if in.smp, err = encfile.ReadSample(meta, name, notFrom); err != nil {
+		return err
+	}
+	if in.cols, err = encfile.ReadColumns(meta, name, notFrom); err != nil {
+		return err
+	}
+	if in.hist, err = encfile.ReadHistory(meta, name); err != nil {
+		return err
+	}
+	if meta["stage"] == encfile.StagePerturb && in.hist.Releases == 0 {
+		return fmt.Errorf("%s: a perturbed table without a release counter; the file was damaged: re-create it", name)
+	}
+	if n := in.r.NumRows(); n >= 0 && n != in.smp.M {
+		return fmt.Errorf("%s has %d rows but its metadata says m = %d: the file is truncated or was edited; re-create it with encrypt", name, n, in.smp.M)
+	}
+	return nil
+}
+
+// sameSampling checks that b comes from the same sampling as a.
+func sameSampling(a, b *gammaInput) error {
+	an, bn := a.r.Name(), b.r.Name()
+	switch {
+	case a.smp.M != b.smp.M:
+		return fmt.Errorf("%s has m = %d rows and %s has m = %d: the curators' files come from different samplings; every curator must sample with the same --secret and -m", an, a.smp.M, bn, b.smp.M)
+	case a.smp.N != b.smp.N:
+		return fmt.Errorf("%s was sampled from n = %d rows and %s from n = %d: the curators' tables differ; every curator must sample the same people with the same --secret and -m", an, a.smp.N, bn, b.smp.N)
+	case a.smp.Fingerprint != b.smp.Fingerprint:
+		return fmt.Errorf("%s and %s come from different samplings (their sample fingerprints differ): every curator must sample with the same --secret and -m", an, bn)
+	}
+	return nil
+}
+
+// jointDomain is G = Z_{k_1} × … × Z_{k_d} of all inputs' columns, with a
+// clear message when K exceeds pram.MaxJointSize.
+func jointDomain(cols []encfile.Column) (pram.Domain, error) {
+	var (
+		k        uint64 = 1
+		overflow bool
+		parts    = make([]string, len(cols))
+	)
+	for i, c := range cols {
+		hi, lo := bits.Mul64(k, uint64(c.K))
+		overflow = overflow || hi != 0 || lo > pram.MaxJointSize
+		k = lo
+		parts[i] = fmt.Sprintf("%s (%d)", c.Name, c.K)
+	}
+	if overflow {
+		return pram.Domain{}, fmt.Errorf("the joint domain %s has more than 2^62 values: γ-diagonal PRAM needs K ≤ 2^62; release fewer columns, or bucket them more coarsely in the codebook", strings.Join(parts, " × "))
+	}
+	return pram.NewDomain(encfile.Alphabets(cols))
+}
+
+// gammaPlan chooses γ and accounts for ε, including earlier releases of
+// the same sample.
+func (o *Options) gammaPlan(ins []*gammaInput) (gammaPlan, error) {
+	n, m := int(ins[0].smp.N), int(ins[0].smp.M)
+	var p gammaPlan
+	var err error
+	if o.cmd.Flags().Changed("epsilon") {
+		if p.gamma, err = pram.GammaFromEpsilon(n, m, o.Epsilon); err != nil {
+			return p, cli.Usagef("--epsilon %v with n = %d, m = %d: %v", o.Epsilon, n, m, err)
+		}
+	} else {
+		p.gamma = o.Gamma.Gamma
+	}
+	if p.epsilon, err = pram.EpsilonFromGamma(n, m, p.gamma); err != nil {
+		return p, err
+	}
+	// Earlier releases: the most perturbed input bounds the history (a
+	// conservative choice when inputs differ).
+	prior := encfile.History{GammaProduct: 1}
+	var priorName string
+	for _, in := range ins {
+		if in.hist.Releases > prior.Releases {
+			prior.Releases, priorName = in.hist.Releases, in.r.Name()
+		}
+		prior.GammaProduct = max(prior.GammaProduct, in.hist.GammaProduct)
+	}
+	p.hist = encfile.History{Releases: prior.Releases + 1, GammaProduct: prior.GammaProduct * p.gamma}
+	if p.hist.Releases == 1 {
+		return p, nil
+	}
+	if math.IsInf(p.hist.GammaProduct, 0) {
+		return p, fmt.Errorf("%s: the product of γ over its releases overflows: its privacy is spent; draw a new sample for a new release", priorName)
+	}
+	// Γ = γ_1·…·γ_r; ComposedEpsilon takes one γ used r times, so pass the
+	// geometric mean Γ^{1/r}.
+	r := p.hist.Releases
+	if p.epsComposed, err = pram.ComposedEpsilon(n, m, math.Exp(math.Log(p.hist.GammaProduct)/float64(r)), r); err != nil {
+		return p, err
+	}
+	if !o.Gamma.AllowRecompose {
+		return p, fmt.Errorf("%s was already perturbed (release %d of this sample): another release of the same sample composes to ε = %.6g (this release alone: ε = %.6g); pass --allow-recompose to release anyway, or draw a new sample (another --secret) for an independent release", priorName, prior.Releases, p.epsComposed, p.epsilon)
+	}
+	o.Streams.Warnf("perturb", "release %d of the same sample: composed ε = %.6g (this release alone: ε = %.6g)", r, p.epsComposed, p.epsilon)
+	return p, nil
+}
+
+// perturbRows reads the inputs in lockstep, one block of rows at a time,
+// perturbs each joint row and writes it. Memory: one batch per input plus
+// one block of 4 bytes per cell, whatever m is.
+func perturbRows(o *Options, ins []*gammaInput, mech *pram.Mechanism, schema *arrow.Schema, w table.Writer) error {
+	d := schema.NumFields()
+	block := encfile.Block(d, table.DefaultBatchSize)
+	views := make([][]uint32, d)
+	curs := make([]*encfile.Cursor, len(ins))
+	parts := make([][][]uint32, len(ins)) // each input's columns of block
+	off := 0
+	for i, in := range ins {
+		c, err := encfile.NewCursor(in.r, encfile.Names(in.cols), encfile.Alphabets(in.cols), false)
+		if err != nil {
+			return err
+		}
+		curs[i] = c
+		parts[i] = block[off : off+len(in.cols)]
+		off += len(in.cols)
+	}
+	r := o.Seed.Rand(o.cmd)
+	m := ins[0].smp.M
+	meter := o.Streams.Progress("perturb: rows")
+	defer meter.Done()
+	for {
+		n := -1
+		for i, c := range curs {
+			got, err := c.Read(parts[i])
+			if err != nil {
+				return err
+			}
+			if n >= 0 && got != n {
+				return rowCountError(ins, curs, m)
+			}
+			n = got
+		}
+		if n == 0 {
+			break
+		}
+		if curs[0].Rows() > m {
+			return rowCountError(ins, curs, m)
+		}
+		for j := range views {
+			views[j] = block[j][:n]
+		}
+		if err := mech.PerturbColumns(r, views); err != nil {
+			return err
+		}
+		rec := encfile.Int32Batch(schema, block, n)
+		err := w.Write(rec)
+		rec.Release()
+		if err != nil {
+			return err
+		}
+		meter.Add(int64(n))
+	}
+	if curs[0].Rows() != m {
+		return rowCountError(ins, curs, m)
+	}
+	return nil
+}
+
+// rowCountError names the input whose row count disagrees with m or with
+// the others.
+func rowCountError(ins []*gammaInput, curs []*encfile.Cursor, m int64) error {
+	short, long := 0, 0
+	for i, c := range curs {
+		if c.Rows() < curs[short].Rows() {
+			short = i
+		}
+		if c.Rows() > curs[long].Rows() {
+			long = i
+		}
+	}
+	switch {
+	case curs[long].Rows() > m:
+		return fmt.Errorf("%s has more rows than its metadata's m = %d: the file was edited; re-create it with encrypt", ins[long].r.Name(), m)
+	case short != long:
+		return fmt.Errorf("%s ended after %d rows but %s goes on (m = %d in the metadata): %s is truncated; re-create it with encrypt", ins[short].r.Name(), curs[short].Rows(), ins[long].r.Name(), m, ins[short].r.Name())
+	}
+	return fmt.Errorf("%s ended after %d rows but its metadata says m = %d: the file is truncated; re-create it with encrypt", ins[short].r.Name(), curs[short].Rows(), m)
+}
