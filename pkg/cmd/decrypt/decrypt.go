@@ -199,6 +199,9 @@ func run(o *Options) error {
 	if err != nil {
 		return err
 	}
+	if meta["stage"] == encfile.StageEncrypt {
+		o.Streams.Warnf("decrypt", "%s was never perturbed: the output is the curators' plaintext sample, with no privacy protection; do not publish it", name)
+	}
 	outMeta := meta.Clone()
 	outMeta["stage"] = encfile.StageDecrypt
 	outMeta[encfile.KeyCodebook] = string(cbJSON)
@@ -233,7 +236,6 @@ func (o *Options) checkStage(rel table.Reader) error {
 		if !o.Unperturbed {
 			return fmt.Errorf("%s was never perturbed (stage encrypt, no \"gamma\" in the metadata): have the server perturb it (perturb --epsilon E), or pass --unperturbed to decrypt it as is, without any privacy protection", name)
 		}
-		o.Streams.Warnf("decrypt", "%s was never perturbed: the output is the curators' plaintext sample, with no privacy protection; do not publish it", name)
 		return nil
 	case encfile.StageKey:
 		return fmt.Errorf("%s is a key file: give the release as the argument and the keys with --key", name)
