@@ -55,7 +55,7 @@ func TestFlagsParse(t *testing.T) {
 // bob holds b (k = 2, PRF pads), and a second sampling's key for a.
 type fixture struct {
 	dir, rel, aKey, bKey, otherKey, rerunKey, aEnc string
-	prfHex                                       string
+	prfHex                                         string
 }
 
 // editSidecar rewrites a CSV file's metadata sidecar with f.
@@ -98,7 +98,9 @@ func newFixture(t *testing.T) fixture {
 	// The same column sampled with another secret.
 	other := filepath.Join(dir, "other.csv")
 	encfiletest.WriteSample(t, other, []string{"a"}, aRows, 500)
-	editSidecar(t, other, func(s string) string { return strings.Replace(s, encfiletest.Fingerprint, "ffffffffffffffffffffffffffffffff", 1) })
+	editSidecar(t, other, func(s string) string {
+		return strings.Replace(s, encfiletest.Fingerprint, "ffffffffffffffffffffffffffffffff", 1)
+	})
 	f.otherKey = filepath.Join(dir, "other.key")
 	must(t, run(t, encryptCmd, "--codebook", cb, "--key-out", f.otherKey, "-o", filepath.Join(dir, "other.enc.csv"), other))
 	f.rel = filepath.Join(dir, "release.csv")
