@@ -32,6 +32,8 @@ type Options struct {
 	Columns  []string // --columns: restrict to these columns
 	Codebook string   // --codebook: labels when the metadata lacks them
 
+	Confidence float64 // --confidence: level of the confidence intervals
+
 	PRAM    pramOptions
 	Counts  countOptions
 	Bitflip bitflipOptions
@@ -53,6 +55,16 @@ var runners = map[string]runner{
 	"global":         runCounts,
 	"bitflip":        runBitflip,
 	"ddps":           runDDPS,
+}
+
+// mechanismFlags maps each flag that applies to one mechanism's releases
+// only to that mechanism, so that such a flag given for another kind of
+// release is an error instead of being ignored.
+var mechanismFlags = map[string]string{
+	"anonymity":          "bitflip",
+	"anonymity-samples":  "bitflip",
+	"anonymity-max-bits": "bitflip",
+	"round-two":          "ddps",
 }
 
 // NewCmd builds the command; runF replaces the run function in tests.
@@ -84,6 +96,7 @@ come from the file's metadata.` + pramHelp + countsHelp + bitflipHelp + ddpsHelp
 	f.StringArrayVar(&opts.Truth, "truth", nil, "original table `FILE` (repeat for each curator's), to report the estimation error")
 	f.StringSliceVar(&opts.Columns, "columns", nil, "estimate over these columns only")
 	f.StringVar(&opts.Codebook, "codebook", "", "codebook `FILE` for labels the metadata does not carry")
+	f.Float64Var(&opts.Confidence, "confidence", 0.95, "level `C` of the confidence intervals, 0 < C < 1")
 	addPRAMFlags(cmd, &opts.PRAM)
 	addCountFlags(cmd, &opts.Counts)
 	addBitflipFlags(cmd, &opts.Bitflip)
@@ -114,6 +127,16 @@ func run(o *Options) error {
 		}
 		sort.Strings(known)
 		return fmt.Errorf("%s: mechanism %q is not one estimate knows (%s); is pramkit older than the file?", in.Name(), mech, strings.Join(known, ", "))
+	}
+	flags := make([]string, 0, len(mechanismFlags))
+	for f := range mechanismFlags {
+		flags = append(flags, f)
+	}
+	sort.Strings(flags)
+	for _, f := range flags {
+		if want := mechanismFlags[f]; want != mech && o.cmd.Flags().Changed(f) {
+			return cli.Usagef("--%s applies to %s releases only, but %s is a %s release", f, want, in.Name(), mech)
+		}
 	}
 	return r(o, in)
 }
