@@ -32,8 +32,6 @@ type Options struct {
 	Columns  []string // --columns: restrict to these columns
 	Codebook string   // --codebook: labels when the metadata lacks them
 
-	Confidence float64 // --confidence: level of the confidence intervals
-
 	PRAM    pramOptions
 	Counts  countOptions
 	Bitflip bitflipOptions
@@ -96,7 +94,6 @@ come from the file's metadata.` + pramHelp + countsHelp + bitflipHelp + ddpsHelp
 	f.StringArrayVar(&opts.Truth, "truth", nil, "original table `FILE` (repeat for each curator's), to report the estimation error")
 	f.StringSliceVar(&opts.Columns, "columns", nil, "estimate over these columns only")
 	f.StringVar(&opts.Codebook, "codebook", "", "codebook `FILE` for labels the metadata does not carry")
-	f.Float64Var(&opts.Confidence, "confidence", 0.95, "level `C` of the confidence intervals, 0 < C < 1")
 	addPRAMFlags(cmd, &opts.PRAM)
 	addCountFlags(cmd, &opts.Counts)
 	addBitflipFlags(cmd, &opts.Bitflip)
