@@ -32,3 +32,26 @@ for n in ${BENCH_ROWS:-1000000 10000000}; do
   "$T" run -rows "$n" -label "sample -m 100 (CSV in)" -- \
     "$B/sample" --secret "$secret" -m 100 "$csv" -o "$OUT/s100-$n.csv"
 done
+
+# The release tools (encrypt, perturb, decrypt) on full-size samples (m = n):
+# two curators, Alice with education and occupation (CSV), Bob with income
+# and sex (Parquet); K = 16·15·2·2 = 960. Making the samples is setup, not
+# timed: `sample -m n` holds every row in memory.
+cb="$OUT/gen.codebook.json"
+for n in ${BENCH_ROWS:-1000000 10000000}; do
+  csv="$OUT/gen-$n.csv"
+  alice="$OUT/alice-$n.csv" bob="$OUT/bob-$n.parquet"
+  [ -f "$alice" ] || "$B/sample" --secret "$secret" -m "$n" --columns education,occupation "$csv" -o "$alice"
+  [ -f "$bob" ] || "$B/sample" --secret "$secret" -m "$n" --columns income,sex "$csv" -o "$bob"
+  echo "# $n rows, release tools (Alice's sample CSV $(du -m "$alice" | cut -f1) MB)"
+  "$T" run -rows "$n" -label "encrypt 2 columns (CSV in, Parquet out)" -- \
+    "$B/encrypt" --codebook "$cb" --key-out "$OUT/alice-$n.key" --force "$alice" -o "$OUT/alice-$n.enc.parquet"
+  "$T" run -rows "$n" -label "encrypt 2 columns (Parquet in, Arrow out)" -out "$OUT/bob-$n.enc.arrow" -- \
+    "$B/encrypt" --codebook "$cb" --key-out "$OUT/bob-$n.key" --force "$bob" --output-format arrow
+  "$T" run -rows "$n" -label "perturb --epsilon 1 (2 curators, K = 960)" -- \
+    "$B/perturb" --epsilon 1 "$OUT/alice-$n.enc.parquet" "$OUT/bob-$n.enc.arrow" -o "$OUT/release-$n.parquet"
+  "$T" run -rows "$n" -label "decrypt 2 keys (Parquet in, CSV out)" -- \
+    "$B/decrypt" --key "$OUT/alice-$n.key" --key "$OUT/bob-$n.key" "$OUT/release-$n.parquet" -o "$OUT/sanitized-$n.csv"
+  "$T" run -rows "$n" -label "decrypt 2 keys (Parquet in, Parquet out)" -- \
+    "$B/decrypt" --key "$OUT/alice-$n.key" --key "$OUT/bob-$n.key" "$OUT/release-$n.parquet" -o "$OUT/sanitized-$n.parquet"
+done
