@@ -1,0 +1,206 @@
+package estimate
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/pramkit/pramkit/pkg/cli"
+	"github.com/pramkit/pramkit/pkg/estimate"
+	"github.com/pramkit/pramkit/pkg/pram"
+)
+
+// pramView is a distribution over some of the release's columns: the estimated
+// domain (all columns, or --columns) or the printed marginal.
+type pramView struct {
+	cols   []int       // release column numbers, increasing
+	dom    pram.Domain // Z_{k_j} over cols
+	gamma  float64     // γ′ of the restricted release
+	counts estimate.Counts
+	est    estimate.Vector
+	iv     *estimate.Interval // nil with --ci none
+	truth  *estimate.Vector   // with --truth
+	l2     float64
+}
+
+// pramResult is the outcome of one estimation.
+type pramResult struct {
+	set      pramSettings
+	fit      pramView  // the estimated domain
+	out      *pramView // what is printed: &fit, or the marginal
+	marginal bool
+	bound    float64
+	em       *estimate.EMResult // for mle
+}
+
+// pramRestrictGamma is the γ′ of a γ-diagonal release over K values seen
+// through K′ of them (some columns dropped). The dropped columns' offset
+// is uniform given the kept part unless the whole offset is 0, so the kept
+// part is 0 with probability (γ + K/K′ − 1)/q and each other value with
+// probability (K/K′)/q, q = γ + K − 1: γ′-diagonal with
+//
+//	γ′ = 1 + (γ − 1)·K′/K.
+func pramRestrictGamma(gamma float64, K, Kp uint64) float64 {
+	return 1 + (gamma-1)*(float64(Kp)/float64(K))
+}
+
+// pramRestrict returns the view of c (over d, γ) kept to the columns keep
+// (increasing positions among d's components), with the counts summed over
+// the others.
+func pramRestrict(c estimate.Counts, d pram.Domain, gamma float64, keep []int) (pramView, error) {
+	ks := d.Alphabets()
+	if len(keep) == len(ks) {
+		return pramView{dom: d, gamma: gamma, counts: c}, nil
+	}
+	sub := make([]uint32, len(keep))
+	for i, j := range keep {
+		sub[i] = ks[j]
+	}
+	sd, err := pram.NewDomain(sub)
+	if err != nil {
+		return pramView{}, err
+	}
+	x := make([]uint32, len(ks))
+	y := make([]uint32, len(keep))
+	acc := map[uint64]int64{}
+	for i, g := range c.Index {
+		if err := d.Decode(g, x); err != nil {
+			return pramView{}, err
+		}
+		for a, j := range keep {
+			y[a] = x[j]
+		}
+		h, err := sd.Encode(y)
+		if err != nil {
+			return pramView{}, err
+		}
+		acc[h] += c.Count[i]
+	}
+	return pramView{dom: sd, gamma: pramRestrictGamma(gamma, d.Size(), sd.Size()), counts: pramCountsFromMap(sd.Size(), acc)}, nil
+}
+
+// pramCountsFromMap returns the sorted Counts of a tally.
+func pramCountsFromMap(K uint64, acc map[uint64]int64) estimate.Counts {
+	c := estimate.Counts{K: K, Index: slices.Sorted(maps.Keys(acc))}
+	c.Count = make([]int64, len(c.Index))
+	for i, g := range c.Index {
+		c.Count[i] = acc[g]
+	}
+	return c
+}
+
+// pramColumnNumbers maps column names to their positions among names, in
+// increasing order; flag names the flag in errors.
+func pramColumnNumbers(names, want []string, flag, file string) ([]int, error) {
+	var out []int
+	for _, w := range want {
+		j := slices.Index(names, w)
+		if j < 0 {
+			return nil, cli.Usagef("%s %q: %s has no such column (its columns: %s)", flag, w, file, strings.Join(names, ", "))
+		}
+		if slices.Contains(out, j) {
+			return nil, cli.Usagef("%s names %q twice", flag, w)
+		}
+		out = append(out, j)
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// estimatePRAM runs the estimator on the estimated domain, then marginalises
+// and computes intervals and the bound.
+func (o *Options) estimatePRAM(set pramSettings, rel *pramRelease, counts estimate.Counts) (*pramResult, error) {
+	res := &pramResult{set: set}
+	all := make([]int, len(rel.names))
+	for j := range all {
+		all[j] = j
+	}
+	keep := all
+	if len(o.Columns) > 0 {
+		var err error
+		if keep, err = pramColumnNumbers(rel.names, o.Columns, "--columns", rel.name); err != nil {
+			return nil, err
+		}
+	}
+	fit, err := pramRestrict(counts, rel.dom, rel.gamma, keep)
+	if err != nil {
+		return nil, err
+	}
+	fit.cols = keep
+	if !(fit.gamma > 1) {
+		return nil, fmt.Errorf("--columns %s: these columns are %d of K = %d joint values, so little that the release says nothing about them alone (γ′ = 1 + (γ − 1)·K′/K rounds to 1); estimate with more columns", strings.Join(o.Columns, ","), fit.dom.Size(), rel.dom.Size())
+	}
+	if set.method == estimate.MethodMLE {
+		em, err := estimate.MLE(fit.counts, fit.gamma, set.em)
+		if err != nil {
+			return nil, err
+		}
+		if !em.Converged {
+			o.pramWarnf("the MLE's EM stopped after --max-iter %d iterations without converging to --tol %g; the estimate may be off: raise --max-iter", set.em.MaxIter, set.em.Tol)
+		}
+		res.em, fit.est = &em, em.Estimate
+	} else if fit.est, err = estimate.Run(set.method, fit.counts, fit.gamma, set.em); err != nil {
+		return nil, err
+	}
+	if res.bound, err = estimate.Bound(fit.dom.Size(), fit.gamma, int(fit.counts.M())); err != nil {
+		return nil, err
+	}
+	res.fit = fit
+	res.out = &res.fit
+
+	names, err := o.PRAM.marginalNames()
+	if err != nil {
+		return nil, err
+	}
+	if len(names) > 0 {
+		fitNames := make([]string, len(keep))
+		for i, j := range keep {
+			fitNames[i] = rel.names[j]
+		}
+		mk, err := pramColumnNumbers(fitNames, names, "--marginal", rel.name)
+		if err != nil {
+			return nil, err
+		}
+		mv, err := pramRestrict(fit.counts, fit.dom, fit.gamma, mk)
+		if err != nil {
+			return nil, err
+		}
+		for _, a := range mk {
+			mv.cols = append(mv.cols, keep[a])
+		}
+		if mv.est, _, err = estimate.Marginal(fit.est, fit.dom, mk); err != nil {
+			return nil, err
+		}
+		res.out, res.marginal = &mv, true
+	}
+	if res.out.iv, err = o.pramInterval(set, res.out); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// pramInterval computes the --ci intervals of v from its own counts: the
+// release restricted to v's columns is γ′-diagonal, so the same methods
+// apply.
+func (o *Options) pramInterval(set pramSettings, v *pramView) (*estimate.Interval, error) {
+	var iv estimate.Interval
+	var err error
+	switch {
+	case set.ci == "none":
+		return nil, nil
+	case !(v.gamma > 1):
+		// K/K′ so large that γ′ rounds to 1: the marginal release carries
+		// no usable information, and [0, 1] is the honest interval.
+		iv = estimate.Interval{Level: set.level, RestLo: 0, RestHi: 1}
+	case set.ci == "wilson":
+		iv, err = estimate.InverseInterval(v.counts, v.gamma, set.level)
+	default:
+		iv, err = estimate.BootstrapInterval(o.Seed.Rand(o.cmd), set.method, v.counts, v.gamma,
+			estimate.BootstrapOptions{Replicates: set.reps, Level: set.level, EM: set.em})
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &iv, nil
+}

@@ -1,0 +1,356 @@
+package estimate
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strings"
+
+	"github.com/pramkit/pramkit/pkg/codebook"
+	"github.com/pramkit/pramkit/pkg/estimate"
+	"github.com/pramkit/pramkit/pkg/pram"
+	"github.com/pramkit/pramkit/pkg/table"
+)
+
+// pramRelease is what runPRAM knows about a decrypted gamma-diagonal release:
+// its columns in joint order, their codebook, and the privacy parameters.
+type pramRelease struct {
+	name    string
+	meta    table.Meta
+	names   []string   // release columns, in the joint order of the domain
+	labels  [][]string // labels[j][x]: codebook label of value x of column j
+	cb      *codebook.Codebook
+	dom     pram.Domain // G = Z_{k_1} × … × Z_{k_d}
+	fileCol []int       // fileCol[j]: position of column j in the file
+
+	// gammaLast is the γ of the (last) perturbation, from the metadata or
+	// --gamma; gamma is the γ of all perturbations combined, the one the
+	// estimators undo (equal unless the sample was re-perturbed).
+	gammaLast, gamma float64
+	releases         int
+	gammaProduct     float64 // Γ = Π γ_i over the releases
+
+	n, m        int64 // full-table rows and released rows, for ε
+	epsilon     float64
+	epsComposed float64 // when releases > 1
+}
+
+// pramColumn is the part of the "columns" metadata item estimate needs.
+type pramColumn struct {
+	Name         string `json:"name"`
+	K            uint32 `json:"k"`
+	CodebookHash string `json:"codebook_hash"`
+}
+
+// pramWarnf prints a warning on stderr.
+func (o *Options) pramWarnf(format string, args ...any) {
+	o.Streams.Warnf("estimate", format, args...)
+}
+
+// openPRAMRelease reads and checks the metadata of a decrypted release: its
+// stage, columns, codebook and K, and γ with its history.
+func (o *Options) openPRAMRelease(in table.Reader) (*pramRelease, error) {
+	name, meta := in.Name(), in.Meta()
+	switch stage := meta["stage"]; stage {
+	case "decrypt", "":
+	case "perturb":
+		return nil, fmt.Errorf("%s is still encrypted (stage perturb): decrypt it first, e.g. decrypt --key alice.key --key bob.key %s | estimate", name, name)
+	default:
+		return nil, fmt.Errorf("%s is not a decrypted release (stage %s): estimate reads the output of decrypt", name, stage)
+	}
+	rel := &pramRelease{name: name, meta: meta}
+
+	// Columns: the metadata's joint order, else the file's.
+	var cols []pramColumn
+	if _, ok := meta["columns"]; ok {
+		if err := meta.JSON("columns", "", &cols); err != nil {
+			return nil, fmt.Errorf("%s: %v; the release was damaged: decrypt it again", name, err)
+		}
+		if len(cols) == 0 {
+			return nil, fmt.Errorf("%s: the metadata lists no columns; the release was damaged: decrypt it again", name)
+		}
+	} else {
+		for _, f := range in.Schema().Fields() {
+			cols = append(cols, pramColumn{Name: f.Name})
+		}
+	}
+	schema := in.Schema()
+	for _, c := range cols {
+		rel.names = append(rel.names, c.Name)
+		idx := schema.FieldIndices(c.Name)
+		if len(idx) == 0 {
+			return nil, fmt.Errorf("%s: the metadata lists column %q but the file has no such column (it has %s); the release was edited: decrypt it again", name, c.Name, strings.Join(pramFieldNames(in), ", "))
+		}
+		rel.fileCol = append(rel.fileCol, idx[0])
+	}
+
+	// Codebook: --codebook overrides the metadata's.
+	var cb *codebook.Codebook
+	var err error
+	_, metaCB := meta["codebook"]
+	switch {
+	case o.Codebook != "":
+		if cb, err = codebook.Load(o.Codebook); err != nil {
+			return nil, err
+		}
+		if metaCB {
+			o.pramWarnf("--codebook %s overrides the codebook in %s's metadata", o.Codebook, name)
+		}
+	case metaCB:
+		if cb, err = codebook.Parse([]byte(meta["codebook"])); err != nil {
+			return nil, fmt.Errorf("%s: the codebook in the metadata is not valid (%v); decrypt the release again, or pass --codebook FILE", name, err)
+		}
+	default:
+		return nil, fmt.Errorf("%s: no %q in the metadata: pass --codebook FILE, the codebook the curators encrypted with", name, "codebook")
+	}
+	if rel.cb, err = cb.Select(rel.names); err != nil {
+		return nil, fmt.Errorf("%s: the codebook does not cover the release (%v): pass the --codebook the release was made with", name, err)
+	}
+	ks := make([]uint32, len(cols))
+	for j, c := range rel.cb.Columns {
+		ks[j] = uint32(c.K())
+		rel.labels = append(rel.labels, c.Labels())
+		if cols[j].K != 0 && cols[j].K != ks[j] {
+			return nil, fmt.Errorf("%s: column %q has k = %d values in the release but %d in the codebook: K does not match the codebook; pass the --codebook the release was made with", name, c.Name(), cols[j].K, ks[j])
+		}
+		if h := cols[j].CodebookHash; h != "" {
+			one, _ := rel.cb.Select([]string{c.Name()})
+			if one.Hash() != h {
+				return nil, fmt.Errorf("%s: the codebook of column %q differs from the one the release was encrypted with (hash mismatch): pass the --codebook the curators used", name, c.Name())
+			}
+		}
+	}
+	if rel.dom, err = pram.NewDomain(ks); err != nil {
+		return nil, fmt.Errorf("%s: %v", name, err)
+	}
+	if s, ok := meta["K"]; ok && s != fmt.Sprint(rel.dom.Size()) {
+		return nil, fmt.Errorf("%s: the metadata says K = %s joint values but the codebook gives %s = %d: K does not match the codebooks; pass the --codebook the release was made with", name, s, pramDomainText(rel), rel.dom.Size())
+	}
+	if err := o.pramReleaseGamma(rel, meta); err != nil {
+		return nil, err
+	}
+	return rel, nil
+}
+
+// pramReleaseGamma reads γ (or --gamma) and the release history, and derives
+// the combined γ of a re-perturbed sample.
+func (o *Options) pramReleaseGamma(rel *pramRelease, meta table.Meta) error {
+	name := rel.name
+	g, err := meta.Float("gamma", "--gamma G")
+	var me *table.MissingError
+	switch {
+	case o.cmd.Flags().Changed("gamma"):
+		if err == nil && g != o.PRAM.Gamma {
+			o.pramWarnf("--gamma %v overrides γ = %v in %s's metadata", o.PRAM.Gamma, g, name)
+		}
+		g = o.PRAM.Gamma
+	case errors.As(err, &me):
+		return fmt.Errorf("%s: %v (the γ the server perturbed with)", name, err)
+	case err != nil:
+		return fmt.Errorf("%s: %v; the release was damaged: decrypt it again, or pass --gamma G", name, err)
+	case !(g > 1) || math.IsInf(g, 0):
+		return fmt.Errorf("%s: the metadata says γ = %v, but γ-diagonal PRAM needs a finite γ > 1; the release was damaged: pass --gamma G", name, g)
+	}
+	rel.gammaLast, rel.gamma, rel.releases, rel.gammaProduct = g, g, 1, g
+	if _, ok := meta["releases"]; !ok {
+		return nil
+	}
+	r, err := meta.Int("releases", "")
+	if err != nil || r < 1 || r > math.MaxInt32 {
+		return fmt.Errorf("%s: the release counter in the metadata is not valid; the release was damaged: decrypt it again", name)
+	}
+	rel.releases = int(r)
+	if r == 1 {
+		return nil
+	}
+	prod, err := meta.Float("gamma_composed", "")
+	if err != nil || !(prod >= g) || math.IsInf(prod, 0) {
+		return fmt.Errorf("%s: release %d of its sample has no valid %q in the metadata; the release was damaged: decrypt it again", name, r, "gamma_composed")
+	}
+	rel.gammaProduct = prod
+	if r > 2 {
+		return fmt.Errorf("%s was perturbed %d times (release %d of the same sample), and its metadata keeps only the product of the γ's, which does not determine the combined perturbation: estimate from the first or second release", name, r, r)
+	}
+	// The file went through two perturbations, γ₁ = Γ/γ₂ then γ₂.
+	if !(prod/g > 1) {
+		return fmt.Errorf("%s: the metadata's γ = %v and gamma_composed = %v imply a first γ ≤ 1; the release was damaged: decrypt it again", name, g, prod)
+	}
+	rel.gamma = pramCombineGamma(prod/g, g, rel.dom.Size())
+	return nil
+}
+
+// pramCombineGamma returns the γ of two γ-diagonal perturbations of the same
+// rows in a row (their product is again γ-diagonal). Writing
+// A(γ) = λ·I + (1 − λ)·U, U the uniform matrix, λ = (γ − 1)/(γ − 1 + K),
+// the product has λ = λ₁λ₂, that is, with a = γ − 1,
+//
+//	a = a₁·a₂/(a₁ + a₂ + K).
+func pramCombineGamma(g1, g2 float64, K uint64) float64 {
+	a1, a2 := g1-1, g2-1
+	return 1 + a1*a2/(a1+a2+float64(K))
+}
+
+// pramDomainText is "education (16) × income (2)".
+func pramDomainText(rel *pramRelease) string {
+	parts := make([]string, len(rel.names))
+	for j, n := range rel.names {
+		parts[j] = fmt.Sprintf("%s (%d)", n, len(rel.labels[j]))
+	}
+	return strings.Join(parts, " × ")
+}
+
+// pramFieldNames lists the file's column names, for messages.
+func pramFieldNames(in table.Reader) []string {
+	var out []string
+	for _, f := range in.Schema().Fields() {
+		out = append(out, f.Name)
+	}
+	return out
+}
+
+// pramDenseCounts is the largest K counted in a plain array (512 KiB) rather
+// than a hash map.
+const pramDenseCounts = 1 << 16
+
+// count reads the released rows and tallies their joint values: O(d) work
+// per row (one map lookup per cell), memory O(observed joint values).
+func (rel *pramRelease) count(o *Options, in table.Reader) (estimate.Counts, error) {
+	d := rel.dom.Dims()
+	index := make([]map[string]uint32, d)
+	for j, ls := range rel.labels {
+		index[j] = make(map[string]uint32, len(ls))
+		for x, l := range ls {
+			index[j][l] = uint32(x)
+		}
+	}
+	stride := pramStrides(rel.dom)
+	K := rel.dom.Size()
+	var dense []int64
+	var sparse map[uint64]int64
+	if K <= pramDenseCounts {
+		dense = make([]int64, K)
+	} else {
+		sparse = make(map[uint64]int64)
+	}
+	vals := make([]table.Values, d)
+	meter := o.Streams.Progress("estimate: read")
+	defer meter.Done()
+	var rows int64
+	for {
+		rec, err := in.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return estimate.Counts{}, err
+		}
+		for j := range vals {
+			vals[j] = table.ValuesOf(rec.Column(rel.fileCol[j]))
+		}
+		nr := int(rec.NumRows())
+		for i := range nr {
+			var g uint64
+			for j, v := range vals {
+				s := v.String(i)
+				x, ok := index[j][s]
+				if !ok {
+					return estimate.Counts{}, &table.DataError{File: rel.name, Row: rows + int64(i) + 1, Column: rel.names[j],
+						Err: fmt.Errorf("value %q is not one of the column's %d codebook labels: the file is not decrypt's output for this codebook; decrypt the release again, or pass the --codebook it was made with", s, len(rel.labels[j]))}
+				}
+				g += uint64(x) * stride[j]
+			}
+			if dense != nil {
+				dense[g]++
+			} else {
+				sparse[g]++
+			}
+		}
+		rows += int64(nr)
+		meter.Add(int64(nr))
+	}
+	if rows == 0 {
+		return estimate.Counts{}, fmt.Errorf("%s: %w", rel.name, errPRAMNoRows)
+	}
+	if dense != nil {
+		return estimate.CountsFromDense(dense)
+	}
+	return pramCountsFromMap(K, sparse), nil
+}
+
+// pramStrides returns the mixed-radix weights w_j = k_{j+1}·…·k_d, so that
+// g(x) = Σ_j x_j·w_j (pram.Domain's numbering).
+func pramStrides(d pram.Domain) []uint64 {
+	ks := d.Alphabets()
+	w := make([]uint64, len(ks))
+	s := uint64(1)
+	for j := len(ks) - 1; j >= 0; j-- {
+		w[j] = s
+		s *= uint64(ks[j])
+	}
+	return w
+}
+
+// account settles n and m (metadata or flags) and computes ε.
+func (rel *pramRelease) account(o *Options, rows int64) error {
+	f := o.cmd.Flags()
+	meta := func(key, flag string, override int64, changed bool) (int64, bool, error) {
+		v, err := rel.metaInt(key, flag)
+		var me *table.MissingError
+		switch {
+		case changed:
+			if err == nil && v != override {
+				o.pramWarnf("%s %d overrides %s = %d in %s's metadata", flag[:2], override, key, v, rel.name)
+			}
+			return override, true, nil
+		case errors.As(err, &me):
+			return 0, false, nil
+		case err != nil:
+			return 0, false, err
+		}
+		return v, true, nil
+	}
+	n, ok, err := meta("n", "-n N", o.PRAM.N, f.Changed("rows"))
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("%s: no %q in the metadata: pass -n N, the number of rows of the full table the sample was drawn from", rel.name, "n")
+	}
+	m, ok, err := meta("m", "-m M", o.PRAM.M, f.Changed("sample-size"))
+	if err != nil {
+		return err
+	}
+	if !ok {
+		o.pramWarnf("%s: no %q in the metadata: taking m = %d, the rows in the file (pass -m M if the release had more)", rel.name, "m", rows)
+		m = rows
+	}
+	if rows != m {
+		return fmt.Errorf("%s has %d rows but m = %d rows were released: the release is truncated or was edited; decrypt it again (or pass -m %d if the metadata is wrong)", rel.name, rows, m, rows)
+	}
+	if m > n {
+		return fmt.Errorf("%s: m = %d released rows but n = %d rows in the full table: a sample needs n ≥ m; pass the right -n N", rel.name, m, n)
+	}
+	rel.n, rel.m = n, m
+	if rel.epsilon, err = pram.EpsilonFromGamma(int(n), int(m), rel.gammaLast); err != nil {
+		return fmt.Errorf("%s: %w", rel.name, err)
+	}
+	if rel.releases > 1 {
+		r := rel.releases
+		// ComposedEpsilon takes one γ used r times: pass Γ^{1/r}.
+		if rel.epsComposed, err = pram.ComposedEpsilon(int(n), int(m), math.Exp(math.Log(rel.gammaProduct)/float64(r)), r); err != nil {
+			return fmt.Errorf("%s: %w", rel.name, err)
+		}
+	}
+	return nil
+}
+
+// metaInt reads an integer metadata item of the release.
+func (rel *pramRelease) metaInt(key, flag string) (int64, error) {
+	v, err := rel.meta.Int(key, flag)
+	var me *table.MissingError
+	if err != nil && !errors.As(err, &me) {
+		return 0, fmt.Errorf("%s: %v; the release was damaged: decrypt it again, or pass %s", rel.name, err, flag)
+	}
+	return v, err
+}
