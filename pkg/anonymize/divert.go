@@ -69,16 +69,16 @@ func Anonymize(cols []Column, l int, r *rand.Rand) (*Release, error) {
 		if len(c.Values) != n {
 			return nil, fmt.Errorf("anonymize.Anonymize: sensitive column %d has %d rows, column 0 has %d", k, len(c.Values), n)
 		}
-		counts, err := Counts(c.Values, c.V)
+		counts, err := countValues(c.Values, c.V)
 		if err != nil {
 			return nil, fmt.Errorf("anonymize.Anonymize: sensitive column %d: %w", k, err)
 		}
-		if err := CheckEligible(counts, l); err != nil {
+		if err := eligible(counts, l); err != nil {
 			var ie *IneligibleError
 			if errors.As(err, &ie) {
 				ie.Column = k
 			}
-			return nil, fmt.Errorf("anonymize.Anonymize: %w", err)
+			return nil, fmt.Errorf("anonymize.Anonymize: sensitive column %d: %w", k, err)
 		}
 	}
 

@@ -20,7 +20,7 @@ var ErrIneligible = errors.New("table not eligible for ℓ′")
 // IneligibleError reports a sensitive column that cannot be split into decoy
 // groups of ℓ′ distinct values. Callers map Value to its codebook label.
 type IneligibleError struct {
-	Column   int    // index of the sensitive column (0 for single-column calls)
+	Column   int    // index of the sensitive column in Anonymize's cols (else 0)
 	Value    uint32 // the most frequent value index (smallest index among ties)
 	Count    int64  // its frequency f_max
 	N        int64  // rows in the column before the drop
@@ -35,11 +35,11 @@ func (e *IneligibleError) Error() string {
 		feasible = "no ℓ′ ≥ 2 is feasible"
 	}
 	if e.Distinct < e.L {
-		return fmt.Sprintf("sensitive column %d: ℓ′ = %d exceeds the %d distinct values present (value index %d occurs %d of %d times); %s",
-			e.Column, e.L, e.Distinct, e.Value, e.Count, e.N, feasible)
+		return fmt.Sprintf("ℓ′ = %d exceeds the %d distinct values present (value index %d occurs %d of %d times); %s",
+			e.L, e.Distinct, e.Value, e.Count, e.N, feasible)
 	}
-	return fmt.Sprintf("sensitive column %d: value index %d occurs %d times, more than N/ℓ′ = %d/%d = %d; %s",
-		e.Column, e.Value, e.Count, e.N, e.L, e.N/int64(e.L), feasible)
+	return fmt.Sprintf("value index %d occurs %d times, more than N/ℓ′ = %d/%d = %d; %s",
+		e.Value, e.Count, e.N, e.L, e.N/int64(e.L), feasible)
 }
 
 // Is lets errors.Is(err, ErrIneligible) match.
@@ -47,13 +47,22 @@ func (e *IneligibleError) Is(target error) bool { return target == ErrIneligible
 
 // Counts returns the frequency f_v of every value index v < V in column s.
 func Counts(s []uint32, v int) ([]int64, error) {
+	counts, err := countValues(s, v)
+	if err != nil {
+		return nil, fmt.Errorf("anonymize.Counts: %w", err)
+	}
+	return counts, nil
+}
+
+// countValues is Counts with errors left for the caller to prefix.
+func countValues(s []uint32, v int) ([]int64, error) {
 	if v < 1 || int64(v) > math.MaxUint32 {
-		return nil, fmt.Errorf("anonymize.Counts: codebook size V must be in [1, 2^32−1], got %d", v)
+		return nil, fmt.Errorf("codebook size V must be in [1, 2^32−1], got %d", v)
 	}
 	counts := make([]int64, v)
 	for row, x := range s {
 		if int(x) >= v {
-			return nil, fmt.Errorf("anonymize.Counts: row %d has value index %d, outside the codebook of %d values", row, x, v)
+			return nil, fmt.Errorf("row %d has value index %d, outside the codebook of %d values", row, x, v)
 		}
 		counts[x]++
 	}
@@ -103,12 +112,20 @@ func summarize(counts []int64) (n, fmax int64, argmax uint32, distinct int) {
 // f_max = ⌊N/ℓ′⌋ + 1 would pass or fail depending on which rows the coin
 // removed.
 func CheckEligible(counts []int64, l int) error {
+	if err := eligible(counts, l); err != nil {
+		return fmt.Errorf("anonymize.CheckEligible: %w", err)
+	}
+	return nil
+}
+
+// eligible is CheckEligible with errors left for the caller to prefix.
+func eligible(counts []int64, l int) error {
 	if l < 2 {
-		return fmt.Errorf("anonymize.CheckEligible: ℓ′ must be at least 2, got %d", l)
+		return fmt.Errorf("ℓ′ must be at least 2, got %d", l)
 	}
 	n, fmax, argmax, distinct := summarize(counts)
 	if n == 0 {
-		return fmt.Errorf("anonymize.CheckEligible: empty column")
+		return errors.New("empty column")
 	}
 	if distinct < l || fmax > n/int64(l) {
 		return &IneligibleError{

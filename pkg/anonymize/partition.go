@@ -59,11 +59,11 @@ func NewPartition(ids, s []uint32, v, l int) (*Partition, error) {
 	if int64(n) > MaxRows {
 		return nil, fmt.Errorf("anonymize.NewPartition: %d rows, more than %d", n, int64(MaxRows))
 	}
-	counts, err := Counts(s, v)
+	counts, err := countValues(s, v)
 	if err != nil {
 		return nil, fmt.Errorf("anonymize.NewPartition: %w", err)
 	}
-	if err := CheckEligible(counts, l); err != nil {
+	if err := eligible(counts, l); err != nil {
 		return nil, fmt.Errorf("anonymize.NewPartition: %w", err)
 	}
 	rowOfID := make([]uint32, n)
