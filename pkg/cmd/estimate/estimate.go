@@ -63,6 +63,15 @@ var mechanismFlags = map[string]string{
 	"anonymity-samples":  "bitflip",
 	"anonymity-max-bits": "bitflip",
 	"round-two":          "ddps",
+	"marginal":           "gamma-diagonal",
+	"gamma":              "gamma-diagonal",
+	"rows":               "gamma-diagonal",
+	"sample-size":        "gamma-diagonal",
+	"ci":                 "gamma-diagonal",
+	"replicates":         "gamma-diagonal",
+	"max-iter":           "gamma-diagonal",
+	"tol":                "gamma-diagonal",
+	"truth-id":           "gamma-diagonal",
 }
 
 // NewCmd builds the command; runF replaces the run function in tests.
