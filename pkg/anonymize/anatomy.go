@@ -40,23 +40,33 @@ func Anatomize(s []uint32, v, l int, r *rand.Rand) (*AnatomyRelease, error) {
 	if r == nil {
 		return nil, errors.New("anonymize.Anatomize: nil random source")
 	}
-	ids, err := AssignIDs(len(s), r)
+	n := len(s)
+	if int64(n) > MaxRows {
+		return nil, fmt.Errorf("anonymize.Anatomize: %d rows, more than %d", n, int64(MaxRows))
+	}
+	counts, err := countValues(s, v)
 	if err != nil {
 		return nil, fmt.Errorf("anonymize.Anatomize: %w", err)
 	}
-	p, err := NewPartition(ids, s, v, l)
-	if err != nil {
+	if err := eligible(counts, l); err != nil {
 		return nil, fmt.Errorf("anonymize.Anatomize: %w", err)
 	}
-	ids = nil
+	byID := randomRowOrder(n, r)
+	keep := n - DropCount(n, l)
 	rel := &AnatomyRelease{
 		L:       l,
-		GroupOf: make([]uint32, len(s)),
-		Order:   slices.Clone(p.Members),
-		Dropped: p.Dropped,
-		ST:      make([]AnatomyEntry, 0, len(p.Members)),
+		GroupOf: make([]uint32, n),
+		Order:   slices.Clone(byID[:keep]),
+		Dropped: slices.Clone(byID[keep:]),
+		ST:      make([]AnatomyEntry, 0, keep),
 	}
+	slices.Sort(rel.Dropped)
 	shuffle(rel.Order, r)
+	members, err := groupRows(byID[:keep], s, v, l)
+	if err != nil {
+		return nil, fmt.Errorf("anonymize.Anatomize: %w", err)
+	}
+	p := &Partition{L: l, N: n, Members: members, Dropped: rel.Dropped}
 	for _, row := range p.Dropped {
 		rel.GroupOf[row] = NotPublished
 	}

@@ -230,6 +230,21 @@ func TestAnatomizeGroupsMatchSensitiveTable(t *testing.T) {
 	}
 }
 
+func TestAnatomizeRejectsBadArguments(t *testing.T) {
+	s := []uint32{0, 1, 1, 1, 2, 0}
+	if _, err := Anatomize(s, 3, 2, nil); err == nil {
+		t.Error("nil source accepted")
+	}
+	_, err := Anatomize(s, 3, 3, rng.NewSeeded(1))
+	var ie *IneligibleError
+	if !errors.As(err, &ie) || ie.Value != 1 || ie.LargestL != 2 {
+		t.Errorf("ineligible column: got %v", err)
+	}
+	if _, err := Anatomize(s, 2, 2, rng.NewSeeded(1)); err == nil {
+		t.Error("value outside codebook accepted")
+	}
+}
+
 // Mechanism A: keep with probability keep, else uniform over all V values.
 func TestRandomizeDistribution(t *testing.T) {
 	const v, rows = 6, 200000
