@@ -27,11 +27,17 @@ type Options struct {
 	// 1 %. The floor of one row matters for states heading to 0: the update
 	// approaches a boundary geometrically, so their relative change never
 	// shrinks and a purely relative rule would always run to MaxIter.
+	// The update moves slowly (most of the information is missing), so 1 %
+	// stops early: on UCI Adult at ℓ′ = 5 after a median of 1 step, leaving
+	// x between y and the maximum likelihood fixed point.
 	Tolerance float64
 	// MaxIter bounds the number of iterations. Default (0): 10000.
 	MaxIter int
 	// ExactDecoy uses a01 = f_s(ℓ′−1)/(ℓ′(N−f_s)) instead of the paper's
-	// f_s/N (see DecoyProb). Default false: the paper's Figure 3.
+	// f_s/N (see DecoyProb). Default false: the paper's Figure 3. The
+	// exact form is the more accurate one (UCI Adult, ℓ′ = 5, selectivity
+	// 2–5 %: mean relative error 0.26 against 0.36; converged 0.32 against
+	// 0.68), since the paper's overstates a01 by about ℓ′/(ℓ′−1).
 	ExactDecoy bool
 	// Frequencies gives f_{s_k} for each sensitive attribute of the query.
 	// Default (nil): f′_{s_k}, the count of s_k in D′ (Theorem 3), which the
