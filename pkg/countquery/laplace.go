@@ -1,5 +1,3 @@
-//go:build dplib
-
 // The Laplace baseline needs github.com/golang/glog v1.2.5 (a dependency of
 // the differential-privacy module) in go.mod and go.sum, which the module
 // does not list yet. Until it does, this file builds only with -tags dplib

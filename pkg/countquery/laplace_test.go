@@ -1,5 +1,3 @@
-//go:build dplib
-
 package countquery
 
 import (
