@@ -1,9 +1,3 @@
-// The Laplace baseline needs github.com/golang/glog v1.2.5 (a dependency of
-// the differential-privacy module) in go.mod and go.sum, which the module
-// does not list yet. Until it does, this file builds only with -tags dplib
-// and a module file that has it (go test -modfile=… -tags dplib). Once
-// go.sum has the entries, delete the build constraint.
-
 package countquery
 
 import (
