@@ -1,15 +1,365 @@
 package perturb
 
-import "github.com/spf13/cobra"
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strings"
 
-// bitflipOptions are the flags of --mechanism bitflip.
-type bitflipOptions struct{}
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/spf13/cobra"
 
-const (
-	bitflipHelp    = ""
-	bitflipExample = ""
+	"github.com/pramkit/pramkit/pkg/bitflip"
+	"github.com/pramkit/pramkit/pkg/cli"
+	"github.com/pramkit/pramkit/pkg/cmd/encrypt/encfile"
+	"github.com/pramkit/pramkit/pkg/codebook"
+	"github.com/pramkit/pramkit/pkg/table"
 )
 
-func addBitflipFlags(cmd *cobra.Command, o *bitflipOptions) {}
+// bitflipOptions are the flags of --mechanism bitflip (with the shared
+// --columns, --codebook and --epsilon).
+type bitflipOptions struct {
+	Lie float64 // --lie: the lie probability q
+}
 
-func runBitflip(o *Options) error { return notImplemented("bitflip") }
+const (
+	bitflipHelp = `
+
+bitflip is K-randomization (Zhilyaev–Zeber), a local mechanism: each data
+owner randomizes their own row before anyone else sees it. The --columns
+become a vector of L bits: a column whose codebook has exactly 2 categories,
+or that holds 0/1 and is not in the codebook, is one bit (1 = its second
+category); any other column is one-hot encoded, one bit per category of its
+--codebook. Every bit then flips independently with the lie probability
+  q = --lie Q,  0 < q < 1/2,
+or, with --epsilon E instead, q = 1/(1 + e^(E/L)) so that ε per record = E.
+The output holds only the randomized bits, as int32 0/1 columns named
+"column=category" (the bit of a binary column names its category 1), in
+the order of --columns; the other columns of the input are not released.
+0/1 integers rather than booleans because every CSV reader and every
+Parquet consumer reads them alike, and their column mean is the frequency.
+The metadata records q, L, the layout of the bits (to regroup them) and:
+  ε per bit     ln((1 − q)/q)
+  ε per record  L·ln((1 − q)/q)   any two vectors of L bits
+  ε encoded     D·ln((1 − q)/q)   tighter: D = 2 per one-hot column + 1 per
+                                  binary column, the most two valid rows differ
+Memory does not grow with the rows.`
+
+	bitflipExample = `
+
+  # each data owner's sex and income bits flip with probability 0.2
+  $ perturb --mechanism bitflip --lie 0.2 --columns sex,income \
+      --codebook codebook.json adult.csv -o adult.bitflip.csv
+  $ estimate adult.bitflip.csv --truth adult.csv
+
+  # one-hot occupation (15 bits), q chosen for ε = 4 per record
+  $ perturb --mechanism bitflip --epsilon 4 --columns occupation \
+      --codebook codebook.json adult.csv -o occupation.bitflip.parquet`
+)
+
+func addBitflipFlags(cmd *cobra.Command, o *bitflipOptions) {
+	cmd.Flags().Float64Var(&o.Lie, "lie", 0, "bitflip: lie probability `Q`, 0 < Q < 1/2, with which every bit flips (instead of --epsilon)")
+}
+
+// bitflipGroup is one group of the layout as recorded in the metadata
+// "layout": estimate regroups the bit columns from it.
+type bitflipGroup struct {
+	Name   string   `json:"name"`
+	Kind   string   `json:"kind"`   // "binary" or "one-hot" (bitflip.Kind.String)
+	Labels []string `json:"labels"` // the column's categories, index order
+	Bits   []string `json:"bits"`   // the names of its output columns
+}
+
+// bitflipColumn is how one input column becomes bits.
+type bitflipColumn struct {
+	name  string
+	index int               // in the input schema
+	enc   *codebook.Encoder // nil: a 0/1 column without a codebook
+}
+
+func runBitflip(o *Options) error {
+	if err := o.rejectFlags("bitflip", "gamma", "allow-recompose", "column", "pi-s", "pi-bot", "non-participant"); err != nil {
+		return err
+	}
+	f := o.cmd.Flags()
+	lieGiven, epsGiven := f.Changed("lie"), f.Changed("epsilon")
+	switch {
+	case lieGiven == epsGiven:
+		return cli.Usagef("give the privacy level of bitflip: either --lie Q or --epsilon E")
+	case lieGiven && !(o.Bitflip.Lie > 0 && o.Bitflip.Lie < 0.5):
+		return cli.Usagef("--lie must be a probability in (0, 1/2), got %v (q = 1/2 would make the reports independent of the data)", o.Bitflip.Lie)
+	case epsGiven && (!(o.Epsilon > 0) || math.IsInf(o.Epsilon, 0)):
+		return cli.Usagef("--epsilon must be a finite number > 0, got %v", o.Epsilon)
+	case len(o.Columns) == 0:
+		return cli.Usagef("bitflip needs --columns a,b: the columns that become bits")
+	}
+	in, err := o.openOne("bitflip")
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	var cb *codebook.Codebook
+	if o.Codebook != "" {
+		if cb, err = codebook.Load(o.Codebook); err != nil {
+			return err
+		}
+	}
+	groups, cols, used, err := o.bitflipLayout(in, cb)
+	if err != nil {
+		return err
+	}
+	layout, err := bitflip.NewLayout(groups)
+	if err != nil {
+		return err
+	}
+	L := layout.Width()
+	q := o.Bitflip.Lie
+	if epsGiven {
+		// ε_record = L·ln((1 − q)/q) solved for q.
+		q = 1 / (1 + math.Exp(o.Epsilon/float64(L)))
+		if q < 0x1p-64 {
+			return cli.Usagef("--epsilon %v over L = %d bits needs a lie probability q = %.3g below 2^-64, which cannot be drawn; give a smaller --epsilon", o.Epsilon, L, q)
+		}
+	}
+	mech, err := bitflip.New(bitflip.Options{LieProbability: q, Bits: L})
+	if err != nil {
+		return cli.Usagef("--lie %v: %v", q, err)
+	}
+	epsEnc, err := mech.EpsilonEncoded(layout)
+	if err != nil {
+		return err
+	}
+	meta, names, err := bitflipMeta(layout, mech, epsEnc, cb, used)
+	if err != nil {
+		return err
+	}
+	schema := encfile.Int32Schema(names)
+	w, err := o.Streams.Create(o.Output, schema, meta, in.Format(), append([]string{o.Codebook}, o.Inputs...))
+	if err != nil {
+		return err
+	}
+	defer w.Abort()
+	if err := bitflipRows(o, in, cols, cb != nil, o.Codebook, layout, mech, schema, w); err != nil {
+		return err
+	}
+	return w.Commit()
+}
+
+// rejectFlags refuses flags of other mechanisms, which would otherwise be
+// silently ignored.
+func (o *Options) rejectFlags(mech string, flags ...string) error {
+	for _, name := range flags {
+		if o.cmd.Flags().Changed(name) {
+			return cli.Usagef("--%s does not apply to --mechanism %s", name, mech)
+		}
+	}
+	return nil
+}
+
+// openOne opens the single input of a local mechanism and refuses tables
+// that are not plaintext rows.
+func (o *Options) openOne(mech string) (table.Reader, error) {
+	if len(o.Inputs) != 1 {
+		return nil, cli.Usagef("--mechanism %s randomizes one table, got %d inputs", mech, len(o.Inputs))
+	}
+	in, err := o.Streams.Open(o.Inputs[0])
+	if err != nil {
+		return nil, err
+	}
+	meta := in.Meta()
+	switch stage := meta["stage"]; {
+	case stage == encfile.StageEncrypt || stage == encfile.StageKey:
+		in.Close()
+		return nil, fmt.Errorf("%s holds encrypted values or pads (stage: %s): %s is a local mechanism that each data owner runs on their own plaintext rows; give it the table before encrypt", in.Name(), stage, mech)
+	case meta["mechanism"] != "":
+		in.Close()
+		return nil, fmt.Errorf("%s is already a %s release: randomizing it again would compose the privacy losses; run %s on the original table", in.Name(), meta["mechanism"], mech)
+	}
+	return in, nil
+}
+
+// bitflipLayout decides how each --columns column becomes bits. It returns
+// the layout's groups, the input columns and the codebook columns used.
+func (o *Options) bitflipLayout(in table.Reader, cb *codebook.Codebook) ([]bitflip.Group, []bitflipColumn, []string, error) {
+	var (
+		groups = make([]bitflip.Group, len(o.Columns))
+		cols   = make([]bitflipColumn, len(o.Columns))
+		used   []string
+		seen   = map[string]bool{}
+	)
+	for j, name := range o.Columns {
+		if seen[name] {
+			return nil, nil, nil, cli.Usagef("--columns lists %q twice", name)
+		}
+		seen[name] = true
+		idx, err := columnIndex(in, name)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		cols[j] = bitflipColumn{name: name, index: idx}
+		var c *codebook.Column
+		if cb != nil {
+			c, _ = cb.Column(name)
+		}
+		if c == nil {
+			// Without a codebook a column can only be a bit as it is: 0/1.
+			groups[j] = bitflip.Group{Name: name, Kind: bitflip.Binary, Labels: []string{"0", "1"}}
+			continue
+		}
+		used = append(used, name)
+		if cols[j].enc, err = c.Encoder(codebook.Policy{}); err != nil {
+			return nil, nil, nil, err
+		}
+		kind := bitflip.OneHot
+		if c.K() == 2 {
+			kind = bitflip.Binary
+		}
+		groups[j] = bitflip.Group{Name: name, Kind: kind, Labels: c.Labels()}
+	}
+	return groups, cols, used, nil
+}
+
+// columnIndex finds a column of the input by name.
+func columnIndex(in table.Reader, name string) (int, error) {
+	idx := in.Schema().FieldIndices(name)
+	if len(idx) == 0 {
+		names := make([]string, in.Schema().NumFields())
+		for i, f := range in.Schema().Fields() {
+			names[i] = f.Name
+		}
+		return 0, fmt.Errorf("%s has no column %q (columns: %s)", in.Name(), name, strings.Join(names, ", "))
+	}
+	return idx[0], nil
+}
+
+// bitflipMeta builds the release's metadata and output column names.
+func bitflipMeta(layout *bitflip.Layout, mech *bitflip.Mechanism, epsEnc float64, cb *codebook.Codebook, used []string) (table.Meta, []string, error) {
+	meta := table.Meta{"stage": encfile.StagePerturb, "mechanism": "bitflip"}
+	meta.SetFloat("lie", mech.LieProbability())
+	meta.SetInt("bits", int64(mech.Bits()))
+	meta.SetFloat("epsilon_per_bit", mech.EpsilonBit())
+	meta.SetFloat("epsilon_per_record", mech.EpsilonRecord())
+	meta.SetFloat("epsilon_encoded", epsEnc)
+	var names []string
+	seen := map[string]string{}
+	groups := make([]bitflipGroup, layout.NumGroups())
+	for j := range groups {
+		g := layout.Group(j)
+		bg := bitflipGroup{Name: g.Name, Kind: g.Kind.String(), Labels: g.Labels}
+		bits := g.Labels
+		if g.Kind == bitflip.Binary {
+			bits = g.Labels[1:] // the bit is 1 for the second category
+		}
+		for _, lab := range bits {
+			n := g.Name + "=" + lab
+			if other, ok := seen[n]; ok {
+				return nil, nil, fmt.Errorf("columns %q and %q would both give a bit column named %q; rename one of them", other, g.Name, n)
+			}
+			seen[n] = g.Name
+			bg.Bits = append(bg.Bits, n)
+		}
+		names = append(names, bg.Bits...)
+		groups[j] = bg
+	}
+	if err := meta.SetJSON("layout", groups); err != nil {
+		return nil, nil, err
+	}
+	if len(used) > 0 {
+		sel, err := cb.Select(used)
+		if err != nil {
+			return nil, nil, err
+		}
+		if err := meta.SetJSON("codebook", sel); err != nil {
+			return nil, nil, err
+		}
+	}
+	return meta, names, nil
+}
+
+// bitflipRows encodes, randomizes and writes every row. Memory: one input
+// batch plus one output block of at most 4 MiB, whatever the row count.
+func bitflipRows(o *Options, in table.Reader, cols []bitflipColumn, haveCodebook bool, cbPath string,
+	layout *bitflip.Layout, mech *bitflip.Mechanism, schema *arrow.Schema, w table.Writer) error {
+	L := layout.Width()
+	rows := max(64, min(table.DefaultBatchSize, (1<<20)/L))
+	block := encfile.Block(L, rows)
+	z := mech.NewRandomizer(o.Seed.Rand(o.cmd))
+	word := make([]uint64, layout.Words())
+	values := make([]int, len(cols))
+	vals := make([]table.Values, len(cols))
+	meter := o.Streams.Progress("perturb: rows")
+	defer meter.Done()
+	n := 0 // rows in block
+	flush := func() error {
+		if n == 0 {
+			return nil
+		}
+		rec := encfile.Int32Batch(schema, block, n)
+		err := w.Write(rec)
+		rec.Release()
+		meter.Add(int64(n))
+		n = 0
+		return err
+	}
+	for {
+		rec, err := in.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		for j, c := range cols {
+			vals[j] = table.ValuesOf(rec.Column(c.index))
+		}
+		first := in.RowsRead() - rec.NumRows() + 1
+		for i := 0; i < int(rec.NumRows()); i++ {
+			for j, c := range cols {
+				v, err := bitValue(c, vals[j], i, haveCodebook, cbPath)
+				if err != nil {
+					return &table.DataError{File: in.Name(), Row: first + int64(i), Column: c.name, Err: err}
+				}
+				values[j] = v
+			}
+			if err := layout.Encode(values, word); err != nil {
+				return err
+			}
+			if err := z.Randomize(word); err != nil {
+				return err
+			}
+			for b := range L {
+				block[b][n] = uint32(word[b>>6] >> (b & 63) & 1)
+			}
+			if n++; n == rows {
+				if err := flush(); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	if err := flush(); err != nil {
+		return err
+	}
+	if in.RowsRead() == 0 {
+		return fmt.Errorf("%s has no data rows: nothing to randomize", in.Name())
+	}
+	return nil
+}
+
+// bitValue is the value index of row i of column c: the codebook index, or
+// the 0/1 of a column without a codebook.
+func bitValue(c bitflipColumn, v table.Values, i int, haveCodebook bool, cbPath string) (int, error) {
+	if c.enc != nil {
+		x, err := c.enc.Index(v.String(i))
+		return int(x), err
+	}
+	if x, ok := v.Int(i); ok && (x == 0 || x == 1) {
+		return int(x), nil
+	}
+	why := "no --codebook was given"
+	if haveCodebook {
+		why = fmt.Sprintf("it is not in the codebook %s", cbPath)
+	}
+	return 0, fmt.Errorf("value %q is not 0 or 1, and %s: a bit column without a codebook must hold 0/1; list the column's categories in the --codebook to one-hot encode it", v.String(i), why)
+}

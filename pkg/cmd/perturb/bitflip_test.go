@@ -1,0 +1,341 @@
+package perturb
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/pramkit/pramkit/internal/stattest"
+	"github.com/pramkit/pramkit/pkg/cli"
+	"github.com/pramkit/pramkit/pkg/table"
+)
+
+// Library-level distribution tests of the mechanisms are in pkg/bitflip
+// (TestFlipsHappenWithProbabilityQPerBit, TestFlipsAreIndependentAcrossBitsAndRows,
+// TestEpsilonMatchesHandValues) and pkg/ddps. The tests here check the
+// command: how columns become bits, what the release holds, and that the
+// randomness reaches every output column as the mechanism says.
+
+// runPerturb runs the command with args and returns its exit code and
+// stderr.
+func runPerturb(t *testing.T, args ...string) (int, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	s := &cli.Streams{In: strings.NewReader(""), Out: &out, Err: &errb}
+	code := cli.Run(NewCmd(s, nil), args, s)
+	return code, errb.String()
+}
+
+// mustPerturb runs the command and fails the test on a non-zero exit.
+func mustPerturb(t *testing.T, args ...string) {
+	t.Helper()
+	if code, stderr := runPerturb(t, args...); code != 0 {
+		t.Fatalf("perturb %s: exit %d: %s", strings.Join(args, " "), code, stderr)
+	}
+}
+
+// writeFile writes content to dir/name and returns the path.
+func writeFile(t *testing.T, dir, name, content string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// readTable reads a whole table as strings.
+func readTable(t *testing.T, path string) (names []string, rows [][]string, meta table.Meta) {
+	t.Helper()
+	r, err := table.Open(path, table.ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	for _, f := range r.Schema().Fields() {
+		names = append(names, f.Name)
+	}
+	for {
+		rec, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		vals := make([]table.Values, len(names))
+		for j := range vals {
+			vals[j] = table.ValuesOf(rec.Column(j))
+		}
+		for i := range int(rec.NumRows()) {
+			row := make([]string, len(names))
+			for j := range vals {
+				row[j] = vals[j].String(i)
+			}
+			rows = append(rows, row)
+		}
+	}
+	return names, rows, r.Meta()
+}
+
+const testCodebook = `{"columns": [
+  {"name": "sex", "categories": ["Female", "Male"]},
+  {"name": "color", "categories": ["red", "green", "blue"]},
+  {"name": "job", "categories": ["Sales", "Tech", "Craft"], "missing": "?"}
+]}`
+
+// peopleCSV is a table of n rows cycling through known values: sex, color,
+// a 0/1 flag, job.
+func peopleCSV(n int) string {
+	var b strings.Builder
+	b.WriteString("id,sex,color,flag,job\n")
+	sexes := []string{"Female", "Male", "Male"}
+	colors := []string{"red", "green", "blue", "blue"}
+	jobs := []string{"Sales", "Tech", "Craft", "?", "Tech"}
+	for i := range n {
+		fmt.Fprintf(&b, "p%d,%s,%s,%d,%s\n", i, sexes[i%3], colors[i%4], i%2, jobs[i%5])
+	}
+	return b.String()
+}
+
+func TestBitflipFlagsParse(t *testing.T) {
+	var got *Options
+	s := &cli.Streams{In: strings.NewReader(""), Out: io.Discard, Err: io.Discard}
+	cmd := NewCmd(s, func(o *Options) error { got = o; return nil })
+	cmd.SetArgs([]string{"--mechanism", "bitflip", "--lie", "0.2", "--columns", "sex,color", "--codebook", "cb.json", "in.csv", "-o", "out.parquet"})
+	if err := cmd.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	if got.Mechanism != "bitflip" || got.Bitflip.Lie != 0.2 || !reflect.DeepEqual(got.Columns, []string{"sex", "color"}) ||
+		got.Codebook != "cb.json" || !reflect.DeepEqual(got.Inputs, []string{"in.csv"}) || got.Output.Path != "out.parquet" {
+		t.Errorf("parsed %+v", got)
+	}
+}
+
+func TestBitflipReleaseLayoutAndMetadata(t *testing.T) {
+	dir := t.TempDir()
+	cb := writeFile(t, dir, "cb.json", testCodebook)
+	in := writeFile(t, dir, "people.csv", peopleCSV(12))
+	out := filepath.Join(dir, "out.csv")
+	mustPerturb(t, "--mechanism", "bitflip", "--lie", "0.2", "--columns", "sex,color,flag,job", "--codebook", cb, "--seed", "1", in, "-o", out)
+	names, rows, meta := readTable(t, out)
+
+	// sex has 2 categories: one bit, 1 = Male. color and job are one-hot
+	// (job with its missing category ?). flag is not in the codebook: 0/1.
+	wantNames := []string{"sex=Male", "color=red", "color=green", "color=blue", "flag=1", "job=Sales", "job=Tech", "job=Craft", "job=?"}
+	if !reflect.DeepEqual(names, wantNames) {
+		t.Errorf("columns %v, want %v", names, wantNames)
+	}
+	if len(rows) != 12 {
+		t.Errorf("%d rows, want 12", len(rows))
+	}
+	for _, row := range rows {
+		for _, c := range row {
+			if c != "0" && c != "1" {
+				t.Fatalf("cell %q is not 0/1", c)
+			}
+		}
+	}
+	ln4 := math.Log(4) // ε per bit at q = 0.2: ln(0.8/0.2)
+	checks := map[string]float64{
+		"lie": 0.2, "bits": 9, "epsilon_per_bit": ln4, "epsilon_per_record": 9 * ln4,
+		// valid rows differ in at most 1 (sex) + 2 (color) + 1 (flag) + 2 (job) bits
+		"epsilon_encoded": 6 * ln4,
+	}
+	for k, want := range checks {
+		got, err := meta.Float(k, "")
+		if err != nil || math.Abs(got-want) > 1e-12 {
+			t.Errorf("metadata %s = %v (%v), want %v", k, got, err, want)
+		}
+	}
+	if meta["mechanism"] != "bitflip" || meta["stage"] != "perturb" {
+		t.Errorf("mechanism %q, stage %q", meta["mechanism"], meta["stage"])
+	}
+	var layout []bitflipGroup
+	if err := meta.JSON("layout", "", &layout); err != nil {
+		t.Fatal(err)
+	}
+	wantLayout := []bitflipGroup{
+		{Name: "sex", Kind: "binary", Labels: []string{"Female", "Male"}, Bits: []string{"sex=Male"}},
+		{Name: "color", Kind: "one-hot", Labels: []string{"red", "green", "blue"}, Bits: []string{"color=red", "color=green", "color=blue"}},
+		{Name: "flag", Kind: "binary", Labels: []string{"0", "1"}, Bits: []string{"flag=1"}},
+		{Name: "job", Kind: "one-hot", Labels: []string{"Sales", "Tech", "Craft", "?"}, Bits: []string{"job=Sales", "job=Tech", "job=Craft", "job=?"}},
+	}
+	if !reflect.DeepEqual(layout, wantLayout) {
+		t.Errorf("layout %+v\nwant %+v", layout, wantLayout)
+	}
+	var cbMeta struct {
+		Columns []struct{ Name string } `json:"columns"`
+	}
+	if err := json.Unmarshal([]byte(meta["codebook"]), &cbMeta); err != nil || len(cbMeta.Columns) != 3 {
+		t.Errorf("codebook metadata %s (%v): want the 3 codebook columns used", meta["codebook"], err)
+	}
+}
+
+// encodeRow is the bit vector of row i of peopleCSV for --columns
+// sex,color,flag,job (the order of TestBitflipReleaseLayoutAndMetadata).
+func encodeRow(i int) []int {
+	bits := make([]int, 9)
+	if i%3 != 0 {
+		bits[0] = 1 // Male
+	}
+	bits[1+[]int{0, 1, 2, 2}[i%4]] = 1
+	bits[4] = i % 2
+	bits[5+[]int{0, 1, 2, 3, 1}[i%5]] = 1
+	return bits
+}
+
+// The command must flip every output column with probability q, and flips
+// of different columns must be independent: a bug that wrote one random bit
+// to two columns, or a bit to the wrong column, fails here.
+func TestBitflipCommandFlipsEachBitWithProbabilityQIndependently(t *testing.T) {
+	const (
+		n     = 20000
+		q     = 0.2
+		alpha = 1e-6 // per check; 9 binomial + 8 chi-square checks
+	)
+	dir := t.TempDir()
+	cb := writeFile(t, dir, "cb.json", testCodebook)
+	in := writeFile(t, dir, "people.csv", peopleCSV(n))
+	out := filepath.Join(dir, "out.parquet")
+	mustPerturb(t, "--mechanism", "bitflip", "--lie", "0.2", "--columns", "sex,color,flag,job", "--codebook", cb, "--seed", "7", in, "-o", out)
+	names, rows, _ := readTable(t, out)
+	if len(rows) != n {
+		t.Fatalf("%d rows, want %d", len(rows), n)
+	}
+	flips := make([]int64, len(names))
+	pairs := make([][4]int64, len(names)-1) // (flip b, flip b+1) ∈ {00, 01, 10, 11}
+	for i, row := range rows {
+		want := encodeRow(i)
+		f := make([]int, len(names))
+		for b, c := range row {
+			if (c == "1") != (want[b] == 1) {
+				f[b] = 1
+				flips[b]++
+			}
+		}
+		for b := range pairs {
+			pairs[b][2*f[b]+f[b+1]]++
+		}
+	}
+	for b, name := range names {
+		stattest.AssertBinomial(t, "flips of "+name, flips[b], n, q, alpha)
+	}
+	indep := []float64{(1 - q) * (1 - q), (1 - q) * q, q * (1 - q), q * q}
+	for b := range pairs {
+		stattest.AssertChiSquare(t, fmt.Sprintf("flips of %s and %s", names[b], names[b+1]), pairs[b][:], indep, alpha)
+	}
+}
+
+func TestBitflipSeedReproducesTheRelease(t *testing.T) {
+	dir := t.TempDir()
+	cb := writeFile(t, dir, "cb.json", testCodebook)
+	in := writeFile(t, dir, "people.csv", peopleCSV(200))
+	run := func(seed, name string) [][]string {
+		out := filepath.Join(dir, name)
+		mustPerturb(t, "--mechanism", "bitflip", "--lie", "0.3", "--columns", "color,job", "--codebook", cb, "--seed", seed, in, "-o", out)
+		_, rows, _ := readTable(t, out)
+		return rows
+	}
+	a, b, c := run("5", "a.csv"), run("5", "b.csv"), run("6", "c.csv")
+	if !reflect.DeepEqual(a, b) {
+		t.Error("the same --seed gave different releases")
+	}
+	if reflect.DeepEqual(a, c) {
+		t.Error("different seeds gave the same release of 200 rows × 7 bits")
+	}
+}
+
+func TestBitflipEpsilonChoosesTheLieProbability(t *testing.T) {
+	dir := t.TempDir()
+	cb := writeFile(t, dir, "cb.json", testCodebook)
+	in := writeFile(t, dir, "people.csv", peopleCSV(5))
+	out := filepath.Join(dir, "out.csv")
+	mustPerturb(t, "--mechanism", "bitflip", "--epsilon", "3", "--columns", "sex,color", "--codebook", cb, in, "-o", out)
+	_, _, meta := readTable(t, out)
+	q, _ := meta.Float("lie", "")
+	eps, _ := meta.Float("epsilon_per_record", "")
+	// L = 4 bits: q = 1/(1 + e^(3/4)), and then 4·ln((1 − q)/q) = 3.
+	if want := 1 / (1 + math.Exp(0.75)); math.Abs(q-want) > 1e-15 {
+		t.Errorf("lie = %v, want %v", q, want)
+	}
+	if math.Abs(eps-3) > 1e-12 {
+		t.Errorf("epsilon_per_record = %v, want 3", eps)
+	}
+}
+
+func TestBitflipRejectsBadInput(t *testing.T) {
+	dir := t.TempDir()
+	cb := writeFile(t, dir, "cb.json", testCodebook)
+	in := writeFile(t, dir, "people.csv", peopleCSV(6))
+	enc := writeFile(t, dir, "enc.csv", "sex\n1\n")
+	writeFile(t, dir, "enc.csv.meta.json", `{"pramkit":1,"meta":{"stage":"encrypt"}}`)
+	out := filepath.Join(dir, "out.csv")
+	base := []string{"--mechanism", "bitflip", "-o", out}
+	tests := []struct {
+		name string
+		args []string
+		code int
+		msg  string
+	}{
+		{"lie zero", []string{"--lie", "0", "--columns", "flag", in}, 2, "--lie must be a probability in (0, 1/2), got 0"},
+		{"lie one half", []string{"--lie", "0.5", "--columns", "flag", in}, 2, "got 0.5"},
+		{"lie NaN", []string{"--lie", "NaN", "--columns", "flag", in}, 2, "got NaN"},
+		{"lie negative", []string{"--lie", "-0.1", "--columns", "flag", in}, 2, "got -0.1"},
+		{"no privacy level", []string{"--columns", "flag", in}, 2, "either --lie Q or --epsilon E"},
+		{"lie and epsilon", []string{"--lie", "0.2", "--epsilon", "1", "--columns", "flag", in}, 2, "either --lie Q or --epsilon E"},
+		{"epsilon infinite", []string{"--epsilon", "+Inf", "--columns", "flag", in}, 2, "--epsilon must be a finite number > 0"},
+		{"no columns", []string{"--lie", "0.2", in}, 2, "bitflip needs --columns"},
+		{"non-binary without codebook", []string{"--lie", "0.2", "--columns", "color", in}, 1,
+			`row 1, column "color": value "red" is not 0 or 1, and no --codebook was given`},
+		{"non-binary not in the codebook", []string{"--lie", "0.2", "--columns", "id", "--codebook", cb, in}, 1,
+			"it is not in the codebook"},
+		{"unknown column", []string{"--lie", "0.2", "--columns", "nope", in}, 1, `has no column "nope"`},
+		{"column twice", []string{"--lie", "0.2", "--columns", "flag,flag", in}, 2, `lists "flag" twice`},
+		{"value outside the codebook", []string{"--lie", "0.2", "--columns", "sex", "--codebook", writeFile(t, dir, "cb2.json", `{"columns":[{"name":"sex","categories":["F","M"]}]}`), in}, 1,
+			`row 1, column "sex"`},
+		{"two inputs", []string{"--lie", "0.2", "--columns", "flag", in, in}, 2, "randomizes one table, got 2 inputs"},
+		{"ddps flag", []string{"--lie", "0.2", "--columns", "flag", "--pi-s", "0.1", in}, 2, "--pi-s does not apply to --mechanism bitflip"},
+		{"gamma flag", []string{"--lie", "0.2", "--columns", "flag", "--gamma", "3", in}, 2, "--gamma does not apply"},
+		{"encrypted input", []string{"--lie", "0.2", "--columns", "sex", enc}, 1, "holds encrypted values or pads"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, stderr := runPerturb(t, append(append([]string{}, base...), tt.args...)...)
+			if code != tt.code {
+				t.Errorf("exit %d, want %d (stderr %q)", code, tt.code, stderr)
+			}
+			first, _, _ := strings.Cut(stderr, "\n")
+			if !strings.HasPrefix(first, "perturb: ") || !strings.Contains(first, tt.msg) {
+				t.Errorf("first stderr line %q, want it to contain %q", first, tt.msg)
+			}
+			if m, _ := filepath.Glob(out + "*"); len(m) > 0 {
+				t.Errorf("output left behind: %v", m)
+			}
+		})
+	}
+}
+
+func BenchmarkBitflipCommand(b *testing.B) {
+	dir := b.TempDir()
+	cbPath := filepath.Join(dir, "cb.json")
+	os.WriteFile(cbPath, []byte(testCodebook), 0o644)
+	in := filepath.Join(dir, "people.csv")
+	os.WriteFile(in, []byte(peopleCSV(100000)), 0o644)
+	out := filepath.Join(dir, "out.parquet")
+	s := &cli.Streams{In: strings.NewReader(""), Out: io.Discard, Err: io.Discard}
+	for b.Loop() {
+		if code := cli.Run(NewCmd(s, nil), []string{"--mechanism", "bitflip", "--lie", "0.2", "--columns", "sex,color,flag,job", "--codebook", cbPath, in, "-o", out}, s); code != 0 {
+			b.Fatal("exit", code)
+		}
+	}
+	b.ReportMetric(float64(100000*b.N)/b.Elapsed().Seconds(), "rows/s")
+}
