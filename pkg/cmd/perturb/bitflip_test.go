@@ -327,9 +327,10 @@ func TestBitflipRejectsBadInput(t *testing.T) {
 func BenchmarkBitflipCommand(b *testing.B) {
 	dir := b.TempDir()
 	cbPath := filepath.Join(dir, "cb.json")
-	os.WriteFile(cbPath, []byte(testCodebook), 0o644)
 	in := filepath.Join(dir, "people.csv")
-	os.WriteFile(in, []byte(peopleCSV(100000)), 0o644)
+	if err := writeBench(cbPath, testCodebook, in, peopleCSV(100000)); err != nil {
+		b.Fatal(err)
+	}
 	out := filepath.Join(dir, "out.parquet")
 	s := &cli.Streams{In: strings.NewReader(""), Out: io.Discard, Err: io.Discard}
 	for b.Loop() {
@@ -338,4 +339,12 @@ func BenchmarkBitflipCommand(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(100000*b.N)/b.Elapsed().Seconds(), "rows/s")
+}
+
+// writeBench writes a codebook and a table for a benchmark.
+func writeBench(cbPath, cb, in, table string) error {
+	if err := os.WriteFile(cbPath, []byte(cb), 0o644); err != nil {
+		return err
+	}
+	return os.WriteFile(in, []byte(table), 0o644)
 }

@@ -1,15 +1,280 @@
 package perturb
 
-import "github.com/spf13/cobra"
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strings"
 
-// ddpsOptions are the flags of --mechanism ddps.
-type ddpsOptions struct{}
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/spf13/cobra"
 
-const (
-	ddpsHelp    = ""
-	ddpsExample = ""
+	"github.com/pramkit/pramkit/pkg/cli"
+	"github.com/pramkit/pramkit/pkg/cmd/encrypt/encfile"
+	"github.com/pramkit/pramkit/pkg/codebook"
+	"github.com/pramkit/pramkit/pkg/ddps"
+	"github.com/pramkit/pramkit/pkg/table"
 )
 
-func addDDPSFlags(cmd *cobra.Command, o *ddpsOptions) {}
+// ddpsOptions are the flags of --mechanism ddps (with the shared
+// --codebook and --epsilon).
+type ddpsOptions struct {
+	Column         string    // --column
+	PiS            float64   // --pi-s: π_s
+	PiBottom       []float64 // --pi-bot: π_⊥0..π_⊥V
+	NonParticipant string    // --non-participant: the category reported as ⊥0
+}
 
-func runDDPS(o *Options) error { return notImplemented("ddps") }
+// NoneToken is how a release writes the output ⊥0 (the report names no
+// value: "not participating"). It must not be a category of the column.
+const NoneToken = "(none)"
+
+const (
+	ddpsHelp = `
+
+ddps is Distributed Differential Privacy by Sampling (Joy §6.3), a local
+mechanism for one categorical --column with V categories (its --codebook).
+Each data owner sends two reports over the outputs ⊥0 (no value, written
+"` + NoneToken + `") and ⊥1..⊥V (the categories):
+  round one:  P[⊥o] = π_⊥o + π_s·[o = 0]   (ignores the owner's value)
+  round two:  P[⊥o] = π_⊥o + π_s·[o = v]   (v = the owner's value)
+with π_s = --pi-s S and the noise masses π_⊥0..π_⊥V = --pi-bot P0,...,PV
+(default: (1 − π_s)/(V + 1) each); π_s and the π_⊥ must sum to 1. With
+--epsilon E instead of --pi-s, π_s = x/(V + 1 + x), x = e^E − 1, the π_s
+for which the default masses give ε = E. The output holds the two reports
+of every row, as columns COLUMN.round1 and COLUMN.round2 with the category
+labels; nothing else of the input is released. Rows whose value is the
+--non-participant category (e.g. ? for "no occupation") are the paper's
+"No" population: they report ⊥0 in round two as well, and their category is
+not one of the V outputs. The metadata records π_s, π_⊥, the codebook and
+  ε = max over true values v of ln((π_⊥v + π_s)/π_⊥v)   (Eq. 42–45):
+only round two depends on the owner's value, and it moves mass π_s onto it.
+The two rounds are drawn independently. Memory does not grow with the rows.`
+
+	ddpsExample = `
+
+  # every owner's occupation, π_s = 0.1 and uniform noise masses
+  $ perturb --mechanism ddps --column occupation --pi-s 0.1 \
+      --codebook codebook.json adult.csv -o occupation.ddps.csv
+  $ estimate occupation.ddps.csv --truth adult.csv
+
+  # owners without an occupation (?) do not participate; π_s for ε = 1
+  $ perturb --mechanism ddps --column occupation --epsilon 1 --non-participant '?' \
+      --codebook codebook.json adult.csv -o occupation.ddps.parquet`
+)
+
+func addDDPSFlags(cmd *cobra.Command, o *ddpsOptions) {
+	f := cmd.Flags()
+	f.StringVar(&o.Column, "column", "", "ddps: the `COLUMN` whose value each row reports")
+	f.Float64Var(&o.PiS, "pi-s", 0, "ddps: sampling mass `S`, 0 < S < 1, moved onto ⊥0 in round one and onto the true value in round two")
+	f.Float64SliceVar(&o.PiBottom, "pi-bot", nil, "ddps: noise masses `P0,...,PV` of ⊥0 and of the V categories in codebook order (default: uniform)")
+	f.StringVar(&o.NonParticipant, "non-participant", "", "ddps: rows with this `VALUE` of the column do not participate (they report ⊥0 in both rounds)")
+}
+
+func runDDPS(o *Options) error {
+	if err := o.rejectFlags("ddps", "gamma", "allow-recompose", "columns", "lie"); err != nil {
+		return err
+	}
+	f := o.cmd.Flags()
+	piGiven, epsGiven := f.Changed("pi-s"), f.Changed("epsilon")
+	switch {
+	case o.DDPS.Column == "":
+		return cli.Usagef("ddps needs --column COLUMN: the column whose value each row reports")
+	case o.Codebook == "":
+		return cli.Usagef("ddps needs --codebook FILE: the categories of --column %s are the outputs ⊥1..⊥V", o.DDPS.Column)
+	case piGiven == epsGiven:
+		return cli.Usagef("give the privacy level of ddps: either --pi-s S or --epsilon E")
+	case piGiven && !(o.DDPS.PiS > 0 && o.DDPS.PiS < 1):
+		return cli.Usagef("--pi-s must be a probability in (0, 1), got %v", o.DDPS.PiS)
+	case epsGiven && (!(o.Epsilon > 0) || math.IsInf(o.Epsilon, 0)):
+		return cli.Usagef("--epsilon must be a finite number > 0, got %v", o.Epsilon)
+	case epsGiven && f.Changed("pi-bot"):
+		return cli.Usagef("--epsilon chooses π_s for the default uniform --pi-bot; with your own --pi-bot give --pi-s")
+	}
+	cb, err := codebook.Load(o.Codebook)
+	if err != nil {
+		return err
+	}
+	sel, err := cb.Select([]string{o.DDPS.Column})
+	if err != nil {
+		return fmt.Errorf("%s: %w", o.Codebook, err)
+	}
+	col := &sel.Columns[0]
+	plan, err := o.ddpsPlan(col)
+	if err != nil {
+		return err
+	}
+	mech, err := ddps.New(plan.opts)
+	if err != nil {
+		return err
+	}
+	in, err := o.openOne("ddps")
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	idx, err := columnIndex(in, col.Name())
+	if err != nil {
+		return err
+	}
+	enc, err := col.Encoder(codebook.Policy{})
+	if err != nil {
+		return err
+	}
+
+	meta := table.Meta{"stage": encfile.StagePerturb, "mechanism": "ddps", "column": col.Name(), "none_token": NoneToken}
+	meta.SetFloat("pi_s", mech.PiS())
+	meta.SetFloat("epsilon", mech.Epsilon())
+	if err := meta.SetJSON("pi_bot", mech.PiBottom()); err != nil {
+		return err
+	}
+	if err := meta.SetJSON("values", plan.labels[1:]); err != nil {
+		return err
+	}
+	if err := meta.SetJSON("codebook", sel); err != nil {
+		return err
+	}
+	if o.DDPS.NonParticipant != "" {
+		meta["non_participant"] = o.DDPS.NonParticipant
+	}
+	schema := table.StringSchema([]string{col.Name() + ".round1", col.Name() + ".round2"})
+	w, err := o.Streams.Create(o.Output, schema, meta, in.Format(), append([]string{o.Codebook}, o.Inputs...))
+	if err != nil {
+		return err
+	}
+	defer w.Abort()
+	if err := ddpsRows(o, in, idx, enc, plan, mech, schema, w); err != nil {
+		return err
+	}
+	return w.Commit()
+}
+
+// ddpsPlan is what runDDPS decided from the codebook and the flags.
+type ddpsPlan struct {
+	opts ddps.Options
+	// value maps a codebook index to the true value: 0 for the
+	// non-participant category, else 1..V.
+	value []int
+	// labels[o] is how output ⊥o is written: NoneToken, then the V
+	// categories.
+	labels []string
+}
+
+// ddpsPlan numbers the column's categories as outputs and checks the
+// masses, naming the flags in its errors.
+func (o *Options) ddpsPlan(col *codebook.Column) (ddpsPlan, error) {
+	labels := col.Labels()
+	p := ddpsPlan{value: make([]int, len(labels)), labels: []string{NoneToken}}
+	np := -1
+	for i, lab := range labels {
+		if lab == NoneToken {
+			return p, fmt.Errorf("column %s has a category %q, the token of the output ⊥0 (no value) in a ddps release; rename the category in the codebook", col.Name(), NoneToken)
+		}
+		if o.DDPS.NonParticipant != "" && lab == o.DDPS.NonParticipant {
+			np = i
+			continue
+		}
+		p.labels = append(p.labels, lab)
+		p.value[i] = len(p.labels) - 1
+	}
+	if o.DDPS.NonParticipant != "" && np < 0 {
+		return p, cli.Usagef("--non-participant %q is not a category of %s (categories: %s)", o.DDPS.NonParticipant, col.Name(), strings.Join(labels, ", "))
+	}
+	V := len(p.labels) - 1
+	if V < 1 {
+		return p, cli.Usagef("column %s has no category besides the --non-participant one: nothing to report", col.Name())
+	}
+	p.opts = ddps.Options{Values: V, PiS: o.DDPS.PiS, NonParticipants: np >= 0}
+	if o.cmd.Flags().Changed("epsilon") {
+		// ε = ln(1 + π_s/π_⊥) with π_⊥ = (1 − π_s)/(V + 1), solved for π_s.
+		x := math.Expm1(o.Epsilon)
+		p.opts.PiS = x / (float64(V+1) + x)
+		if !(p.opts.PiS < 1) {
+			return p, cli.Usagef("--epsilon %v is too large: it would need π_s = 1, which reveals every value", o.Epsilon)
+		}
+	}
+	if pb := o.DDPS.PiBottom; pb != nil {
+		if len(pb) != V+1 {
+			return p, cli.Usagef("--pi-bot needs V + 1 = %d masses, for %s then %s's categories in codebook order (%s), got %d", V+1, NoneToken, col.Name(), strings.Join(p.labels[1:], ", "), len(pb))
+		}
+		total := p.opts.PiS
+		for i, x := range pb {
+			if !(x >= 0) || math.IsInf(x, 0) {
+				return p, cli.Usagef("--pi-bot mass %d (output %s) must be a finite number ≥ 0, got %v", i+1, p.labels[i], x)
+			}
+			total += x
+		}
+		if math.Abs(total-1) > 1e-9 {
+			return p, cli.Usagef("--pi-s and the --pi-bot masses are the probabilities of one report and must sum to 1, got %.10g", total)
+		}
+		start := 1
+		if p.opts.NonParticipants {
+			start = 0
+		}
+		for i := start; i <= V; i++ {
+			if pb[i] == 0 {
+				return p, cli.Usagef("--pi-bot mass %d (output %s) is 0: a report of %s would then reveal the value (ε = ∞); give every value a positive mass", i+1, p.labels[i], p.labels[i])
+			}
+		}
+		p.opts.PiBottom = pb
+	}
+	return p, nil
+}
+
+// ddpsRows draws and writes the two reports of every row. Memory: one input
+// batch and one output batch, whatever the row count.
+func ddpsRows(o *Options, in table.Reader, idx int, enc *codebook.Encoder, plan ddpsPlan, mech *ddps.Mechanism, schema *arrow.Schema, w table.Writer) error {
+	r := o.Seed.Rand(o.cmd)
+	bb := table.NewBatchBuilder(schema)
+	defer bb.Release()
+	meter := o.Streams.Progress("perturb: rows")
+	defer meter.Done()
+	flush := func() error {
+		if bb.Rows() == 0 {
+			return nil
+		}
+		n := bb.Rows()
+		rec := bb.NewBatch()
+		err := w.Write(rec)
+		rec.Release()
+		meter.Add(int64(n))
+		return err
+	}
+	for {
+		rec, err := in.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		vals := table.ValuesOf(rec.Column(idx))
+		first := in.RowsRead() - rec.NumRows() + 1
+		for i := 0; i < int(rec.NumRows()); i++ {
+			x, err := enc.Index(vals.String(i))
+			if err != nil {
+				return &table.DataError{File: in.Name(), Row: first + int64(i), Column: enc.Column().Name(), Err: err}
+			}
+			one, two, err := mech.Report(r, plan.value[x])
+			if err != nil {
+				return err
+			}
+			bb.String(0, plan.labels[one])
+			bb.String(1, plan.labels[two])
+			bb.EndRow()
+			if bb.Rows() == table.DefaultBatchSize {
+				if err := flush(); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	if err := flush(); err != nil {
+		return err
+	}
+	if in.RowsRead() == 0 {
+		return fmt.Errorf("%s has no data rows: nothing to randomize", in.Name())
+	}
+	return nil
+}
