@@ -335,6 +335,10 @@ func TestBadInput(t *testing.T) {
 	encfiletest.WriteSample(t, short, []string{"a", "b"}, [][]string{{"x", "p"}, {"y", "q"}, {"x", "q"}}, 5)
 	b, _ := os.ReadFile(short)
 	os.WriteFile(short, b[:len(b)-4], 0o644) // drop the last row, keep m = 3 in the sidecar
+	encrypted := filepath.Join(dir, "encrypted.csv")
+	if res := runEncrypt("--codebook", cb, "--key-out", filepath.Join(dir, "e.key"), "-o", encrypted, good); res.Code != 0 {
+		t.Fatal(res.Stderr)
+	}
 	badKey := filepath.Join(dir, "bad.prf")
 	os.WriteFile(badKey, []byte("SECRETSECRET"), 0o600)
 
@@ -349,6 +353,7 @@ func TestBadInput(t *testing.T) {
 		{"empty value without missing category", []string{"--missing", "fail", empty}, 1, `empty.csv: row 2, column "a": empty value in column "a"`, ""},
 		{"missing drop refused", []string{"--missing", "drop", good}, 2, "--missing drop is refused: dropping rows at one curator misaligns", ""},
 		{"not a sample", []string{plain}, 1, "plain.csv: no sample \"n\" in the metadata: encrypt works on the output of sample", ""},
+		{"already encrypted", []string{encrypted}, 1, "encrypted.csv is already encrypted (stage encrypt): encrypt reads a curator's sample", ""},
 		{"truncated sample", []string{short}, 1, "short.csv has 2 rows but its metadata says m = 3", ""},
 		{"no such column", []string{"--columns", "a,c", good}, 1, `good.csv has no column "c" (columns: a, b); check --columns`, ""},
 		{"bad PRF key", []string{"--prf-key", badKey, good}, 1, "bad.prf: a PRF key must be 32 bytes or 64 hex digits", "SECRET"},

@@ -82,6 +82,16 @@ type gammaPlan struct {
 	epsComposed    float64         // when hist.Releases > 1
 }
 
+// runGamma is γ-diagonal PRAM at the untrusted server (Lin–Wang–Rane
+// §III-A): the curators' encrypted tables, joined by position, form rows of
+//
+//	G = Z_{k_1} × … × Z_{k_d},  K = k_1·…·k_d,
+//
+// and each row c becomes c + o (component-wise mod k_j) with an offset o
+// drawn by pram.Mechanism: P(o = 0) = γ/q, P(o = g) = 1/q for g ≠ 0,
+// q = γ + K − 1. Since c = x + v for the plaintext x and pads v, decryption
+// gives x + o: x perturbed by A (Lemma III.1). γ and ε are tied by
+// Theorem III.2, ε = ln((n + m(γ − 1))/n).
 func runGamma(o *Options) error {
 	f := o.cmd.Flags()
 	epsGiven, gammaGiven := f.Changed("epsilon"), f.Changed("gamma")
