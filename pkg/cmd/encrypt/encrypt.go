@@ -8,6 +8,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -143,6 +144,9 @@ func run(o *Options) error {
 	}
 	if table.IsStdio(o.KeyOut) {
 		return cli.Usagef("--key-out must be a file, not standard output: the key must not travel with the ciphertext")
+	}
+	if !table.IsStdio(o.Output.Path) && sameFile(o.Output.Path, o.KeyOut) {
+		return cli.Usagef("-o and --key-out name the same file %s: the ciphertext and its key must be kept apart", o.KeyOut)
 	}
 	if o.Missing == codebook.MissingDrop {
 		return cli.Usagef("--missing drop is refused: dropping rows at one curator misaligns its rows with the other curators' (rows are joined by position); keep missing values as a category (--missing keep, with a \"missing\" token in the codebook) or remove such rows from every curator's table before sampling")
@@ -424,6 +428,14 @@ func readPRFKey(o *Options) ([]byte, error) {
 		o.Streams.Warnf("encrypt", "the PRF key %s can be read by other users (mode %s): chmod 600 %s", o.PRFKey, st.Mode().Perm(), o.PRFKey)
 	}
 	return k, nil
+}
+
+// sameFile reports whether two paths name the same file, whether or not it
+// exists yet.
+func sameFile(a, b string) bool {
+	aa, err1 := filepath.Abs(a)
+	bb, err2 := filepath.Abs(b)
+	return err1 == nil && err2 == nil && aa == bb
 }
 
 // removeKey deletes a key file whose ciphertext could not be written.

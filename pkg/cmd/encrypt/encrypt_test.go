@@ -360,6 +360,7 @@ func TestBadInput(t *testing.T) {
 		{"missing PRF key", []string{"--prf-key", filepath.Join(dir, "none.prf"), good}, 1, "cannot read the PRF key", ""},
 		{"no codebook", []string{"--codebook", "", good}, 2, "no codebook: pass --codebook FILE", ""},
 		{"key to stdout", []string{"--key-out", "-", good}, 2, "--key-out must be a file", ""},
+		{"key and output the same", []string{"--key-out", filepath.Join(dir, "out.csv"), good}, 2, "-o and --key-out name the same file", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -171,7 +171,7 @@ func runGamma(o *Options) error {
 	}
 	meta.SetFloat("gamma", plan.gamma)
 	meta.SetFloat("epsilon", plan.epsilon)
-	meta["K"] = fmt.Sprint(dom.Size())
+	meta.SetInt("K", int64(dom.Size())) // K ≤ 2^62
 	plan.hist.Set(meta)
 	if plan.hist.Releases > 1 {
 		meta.SetFloat("epsilon_composed", plan.epsComposed)
