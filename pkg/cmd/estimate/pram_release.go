@@ -94,9 +94,6 @@ func (o *Options) openPRAMRelease(in table.Reader) (*pramRelease, error) {
 		if cb, err = codebook.Load(o.Codebook); err != nil {
 			return nil, err
 		}
-		if metaCB {
-			o.pramWarnf("--codebook %s overrides the codebook in %s's metadata", o.Codebook, name)
-		}
 	case metaCB:
 		if cb, err = codebook.Parse([]byte(meta["codebook"])); err != nil {
 			return nil, fmt.Errorf("%s: the codebook in the metadata is not valid (%v); decrypt the release again, or pass --codebook FILE", name, err)
@@ -119,6 +116,14 @@ func (o *Options) openPRAMRelease(in table.Reader) (*pramRelease, error) {
 			if one.Hash() != h {
 				return nil, fmt.Errorf("%s: the codebook of column %q differs from the one the release was encrypted with (hash mismatch): pass the --codebook the curators used", name, c.Name())
 			}
+		}
+	}
+	if o.Codebook != "" && metaCB {
+		// Warn only when the override changes something.
+		if mc, err := codebook.Parse([]byte(meta["codebook"])); err != nil {
+			o.pramWarnf("--codebook %s replaces the unreadable codebook in %s's metadata", o.Codebook, name)
+		} else if sel, err := mc.Select(rel.names); err != nil || sel.Hash() != rel.cb.Hash() {
+			o.pramWarnf("--codebook %s overrides the codebook in %s's metadata", o.Codebook, name)
 		}
 	}
 	if rel.dom, err = pram.NewDomain(ks); err != nil {
