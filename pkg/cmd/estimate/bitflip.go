@@ -1,23 +1,836 @@
 package estimate
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+	"text/tabwriter"
 
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/spf13/cobra"
 
+	"github.com/pramkit/pramkit/pkg/bitflip"
+	"github.com/pramkit/pramkit/pkg/cli"
+	"github.com/pramkit/pramkit/pkg/codebook"
 	"github.com/pramkit/pramkit/pkg/table"
 )
 
 // bitflipOptions are the flags of the bitflip estimators.
-type bitflipOptions struct{}
+type bitflipOptions struct {
+	Anonymity bool // --anonymity
+	Samples   int  // --anonymity-samples: Monte Carlo instead of exact
+	MaxBits   int  // --anonymity-max-bits: the largest L computed exactly
+}
+
+// bitflipDefaultExactBits is the largest L for which --anonymity computes A_p
+// exactly unless --anonymity-max-bits says otherwise: the exact method needs
+// about 22·2^L bytes, 92 MB at L = 22 (and a few seconds on one core; L = 24
+// takes 370 MB and about 25 s).
+const bitflipDefaultExactBits = 22
 
 const (
-	bitflipHelp    = ""
-	bitflipExample = ""
+	bitflipHelp = `
+
+bitflip releases (perturb --mechanism bitflip) hold randomized bits; every
+bit flipped with the lie probability q recorded in the metadata. For each
+bit, the report mean ȳ over the n rows gives the unbiased frequency
+  f̂ = (ȳ − q)/(1 − 2q)
+with a normal confidence interval f̂ ± z·√(ȳ(1 − ȳ)/n)/(1 − 2q) at --level.
+Estimates are not clipped (they stay unbiased, so they can leave [0, 1]).
+For each column the estimates of its categories (for a binary column f̂ and
+1 − f̂) are also projected onto the probability simplex, the closest
+distribution ("distribution"). With --truth FILE, the original table, the
+true frequencies and the ℓ2 error of the distribution are added.
+
+--anonymity --truth FILE computes instead the anonymity of the original
+collection T (Zhilyaev–Zeber §2):
+  A_p = min over records v in T and reports s of P[s ∈ R(T∖{v})] / P[R(v) = s],
+the chance that someone else's report equals s relative to v's chance of
+reporting s, with P[s ∈ R(T)] = 1 − Π_{u∈T} (1 − q^d(u,s) (1 − q)^(L−d(u,s))).
+It is exact (fast Walsh–Hadamard method, O(L·2^L) time, about 22·2^L bytes)
+for L up to --anonymity-max-bits (default 22, at most 24). For more bits
+--anonymity-samples N gives a Monte Carlo look instead: the smallest ratio
+over N reports drawn from the records (an upper bound on A_p) and the mean
+ratio with its standard error.`
+
+	bitflipExample = `
+
+  # per-bit frequencies and category distributions, with errors against the truth
+  $ estimate adult.bitflip.csv --truth adult.csv
+  $ estimate adult.bitflip.csv --json
+
+  # anonymity A_p of the original records under the release's q and L
+  $ estimate adult.bitflip.csv --anonymity --truth adult.csv`
 )
 
-func addBitflipFlags(cmd *cobra.Command, o *bitflipOptions) {}
+func addBitflipFlags(cmd *cobra.Command, o *bitflipOptions) {
+	f := cmd.Flags()
+	f.BoolVar(&o.Anonymity, "anonymity", false, "bitflip: compute the anonymity A_p of the original records given by --truth")
+	f.IntVar(&o.Samples, "anonymity-samples", 0, "bitflip: estimate A_p by Monte Carlo over `N` sampled reports (for L too large to compute exactly)")
+	f.IntVar(&o.MaxBits, "anonymity-max-bits", bitflipDefaultExactBits, fmt.Sprintf("bitflip: compute A_p exactly up to `L` bits (at most %d; needs about 22·2^L bytes)", bitflip.MaxExactBits))
+}
+
+// bitflipGroup is one group of the metadata "layout" written by perturb.
+type bitflipGroup struct {
+	Name   string   `json:"name"`
+	Kind   string   `json:"kind"`
+	Labels []string `json:"labels"`
+	Bits   []string `json:"bits"`
+}
+
+// bitflipRelease is what estimate knows about a bitflip release.
+type bitflipRelease struct {
+	name   string
+	mech   *bitflip.Mechanism
+	layout *bitflip.Layout
+	groups []bitflipGroup
+	cb     *codebook.Codebook // columns with a codebook; nil if none had
+	epsEnc float64
+}
 
 func runBitflip(o *Options, in table.Reader) error {
-	return fmt.Errorf("%s: estimation for mechanism %q is not implemented yet", in.Name(), in.Meta()["mechanism"])
+	rel, err := readBitflipRelease(in)
+	if err != nil {
+		return err
+	}
+	switch {
+	case o.Codebook != "":
+		return cli.Usagef("%s carries its layout and codebook in its metadata: drop --codebook", rel.name)
+	case o.Bitflip.Anonymity:
+		return o.bitflipAnonymity(rel)
+	case o.cmd.Flags().Changed("anonymity-samples") || o.cmd.Flags().Changed("anonymity-max-bits"):
+		return cli.Usagef("--anonymity-samples and --anonymity-max-bits go with --anonymity")
+	}
+	level, err := o.bitflipLevel()
+	if err != nil {
+		return err
+	}
+	sel, err := rel.selectGroups(o.Columns)
+	if err != nil {
+		return err
+	}
+	if len(o.Truth) > 1 {
+		return cli.Usagef("a bitflip release has one original table: give --truth once")
+	}
+	tally, err := rel.tally(in)
+	if err != nil {
+		return err
+	}
+	ests, err := rel.mech.EstimateBits(tally, level)
+	if err != nil {
+		return err
+	}
+	var truth [][]int64 // truth[j][x]: rows of group j with value x
+	var truthN int64
+	if len(o.Truth) == 1 {
+		truth = make([][]int64, len(rel.groups))
+		for j, g := range rel.groups {
+			truth[j] = make([]int64, len(g.Labels))
+		}
+		err := rel.readTruth(o, o.Truth[0], func(values []int) {
+			for j, x := range values {
+				truth[j][x]++
+			}
+			truthN++
+		})
+		if err != nil {
+			return err
+		}
+	}
+	res := bitflipResult{rel: rel, tally: tally, bits: ests, level: level}
+	for _, j := range sel {
+		gr, err := rel.estimateGroup(j, tally, ests, truth, truthN)
+		if err != nil {
+			return err
+		}
+		res.groups = append(res.groups, gr)
+	}
+	if o.JSON {
+		return o.printLocalJSON(res.json())
+	}
+	return o.writeLocalReport(res.asReport())
+}
+
+// bitflipLevel returns the confidence level of intervals, --level when the
+// command has it.
+func (o *Options) bitflipLevel() (float64, error) {
+	f := o.cmd.Flags().Lookup("level")
+	if f == nil {
+		return 0.95, nil
+	}
+	lv, err := o.cmd.Flags().GetFloat64("level")
+	if err != nil {
+		return 0, err
+	}
+	if !(lv > 0 && lv < 1) {
+		return 0, cli.Usagef("--level must be in (0, 1), got %v", lv)
+	}
+	return lv, nil
+}
+
+// readBitflipRelease reads and checks a bitflip release's metadata.
+func readBitflipRelease(in table.Reader) (*bitflipRelease, error) {
+	name, meta := in.Name(), in.Meta()
+	damaged := "the release was damaged or edited: randomize the original table again with perturb --mechanism bitflip"
+	q, err := meta.Float("lie", "")
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v; %s", name, err, damaged)
+	}
+	L, err := meta.Int("bits", "")
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v; %s", name, err, damaged)
+	}
+	rel := &bitflipRelease{name: name}
+	if err := meta.JSON("layout", "", &rel.groups); err != nil {
+		return nil, fmt.Errorf("%s: %v; %s", name, err, damaged)
+	}
+	if s, ok := meta["codebook"]; ok {
+		if rel.cb, err = codebook.Parse([]byte(s)); err != nil {
+			return nil, fmt.Errorf("%s: the codebook in the metadata is not valid (%v); %s", name, err, damaged)
+		}
+	}
+	groups := make([]bitflip.Group, len(rel.groups))
+	for j, g := range rel.groups {
+		kind := bitflip.OneHot
+		switch g.Kind {
+		case bitflip.Binary.String():
+			kind = bitflip.Binary
+		case bitflip.OneHot.String():
+		default:
+			return nil, fmt.Errorf("%s: column %q has kind %q in the layout, not binary or one-hot; %s", name, g.Name, g.Kind, damaged)
+		}
+		groups[j] = bitflip.Group{Name: g.Name, Kind: kind, Labels: g.Labels}
+		if len(g.Bits) != groups[j].Width() {
+			return nil, fmt.Errorf("%s: column %q has %d bit columns in the layout, want %d; %s", name, g.Name, len(g.Bits), groups[j].Width(), damaged)
+		}
+	}
+	if rel.layout, err = bitflip.NewLayout(groups); err != nil {
+		return nil, fmt.Errorf("%s: %v; %s", name, err, damaged)
+	}
+	if int64(rel.layout.Width()) != L {
+		return nil, fmt.Errorf("%s: the layout has %d bits but the metadata says L = %d; %s", name, rel.layout.Width(), L, damaged)
+	}
+	if rel.mech, err = bitflip.New(bitflip.Options{LieProbability: q, Bits: int(L)}); err != nil {
+		return nil, fmt.Errorf("%s: %v; %s", name, err, damaged)
+	}
+	if rel.epsEnc, err = rel.mech.EpsilonEncoded(rel.layout); err != nil {
+		return nil, err
+	}
+	return rel, nil
+}
+
+// selectGroups returns the groups named by --columns (all when empty).
+func (rel *bitflipRelease) selectGroups(names []string) ([]int, error) {
+	if len(names) == 0 {
+		all := make([]int, len(rel.groups))
+		for j := range all {
+			all[j] = j
+		}
+		return all, nil
+	}
+	var sel []int
+	for _, n := range names {
+		j := rel.group(n)
+		if j < 0 {
+			return nil, cli.Usagef("--columns: %s has no bitflip column %q (columns: %s)", rel.name, n, strings.Join(rel.groupNames(), ", "))
+		}
+		sel = append(sel, j)
+	}
+	return sel, nil
+}
+
+func (rel *bitflipRelease) group(name string) int {
+	for j, g := range rel.groups {
+		if g.Name == name {
+			return j
+		}
+	}
+	return -1
+}
+
+func (rel *bitflipRelease) groupNames() []string {
+	names := make([]string, len(rel.groups))
+	for j, g := range rel.groups {
+		names[j] = g.Name
+	}
+	return names
+}
+
+// bitName is the output column of bit i.
+func (rel *bitflipRelease) bitName(i int) string {
+	for j, g := range rel.groups {
+		if off := rel.layout.Offset(j); i < off+len(g.Bits) {
+			return g.Bits[i-off]
+		}
+	}
+	return ""
+}
+
+// tally counts the set bits of every report. Memory: one batch.
+func (rel *bitflipRelease) tally(in table.Reader) (*bitflip.Tally, error) {
+	L := rel.layout.Width()
+	cols := make([]int, L)
+	for i := range cols {
+		n := rel.bitName(i)
+		idx := in.Schema().FieldIndices(n)
+		if len(idx) == 0 {
+			return nil, fmt.Errorf("%s has no bit column %q, which its layout lists; the release was edited: randomize the original table again", rel.name, n)
+		}
+		cols[i] = idx[0]
+	}
+	t := rel.mech.NewTally()
+	for {
+		rec, err := in.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		first := in.RowsRead() - rec.NumRows() + 1
+		for i, c := range cols {
+			ones, bad := bitflipCountOnes(rec.Column(c))
+			if bad >= 0 {
+				v := table.ValuesOf(rec.Column(c)).String(bad)
+				return nil, &table.DataError{File: rel.name, Row: first + int64(bad), Column: rel.bitName(i),
+					Err: fmt.Errorf("value %q is not a bit (0 or 1); the release was edited: randomize the original table again", v)}
+			}
+			t.Ones[i] += ones
+		}
+		t.N += rec.NumRows()
+	}
+	if t.N == 0 {
+		return nil, fmt.Errorf("%s has no reports (no data rows): nothing to estimate", rel.name)
+	}
+	return t, nil
+}
+
+// bitflipCountOnes counts the 1s of a 0/1 column; bad is the first cell that is
+// not 0 or 1, or −1.
+func bitflipCountOnes(a arrow.Array) (ones int64, bad int) {
+	if c, ok := a.(*array.Int32); ok && c.NullN() == 0 {
+		for i, x := range c.Int32Values() {
+			if uint32(x) > 1 {
+				return 0, i
+			}
+			ones += int64(x)
+		}
+		return ones, -1
+	}
+	v := table.ValuesOf(a)
+	for i := range v.Len() {
+		x, ok := v.Int(i)
+		if !ok || (x != 0 && x != 1) {
+			return 0, i
+		}
+		ones += x
+	}
+	return ones, -1
+}
+
+// readTruth reads the original table and calls fn with the value index of
+// every group for each row (values is reused between calls).
+func (rel *bitflipRelease) readTruth(o *Options, path string, fn func(values []int)) error {
+	in, err := o.Streams.Open(path)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	if mech := in.Meta()["mechanism"]; mech != "" {
+		return fmt.Errorf("--truth %s is a %s release, not the original table; give the table that was randomized", in.Name(), mech)
+	}
+	type truthCol struct {
+		idx int
+		enc *codebook.Encoder // nil: a 0/1 column
+	}
+	cols := make([]truthCol, len(rel.groups))
+	for j, g := range rel.groups {
+		idx := in.Schema().FieldIndices(g.Name)
+		if len(idx) == 0 {
+			return fmt.Errorf("--truth %s has no column %q: give the original table the release was made from", in.Name(), g.Name)
+		}
+		cols[j].idx = idx[0]
+		if rel.cb != nil {
+			if c, ok := rel.cb.Column(g.Name); ok {
+				if cols[j].enc, err = c.Encoder(codebook.Policy{}); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	values := make([]int, len(cols))
+	vals := make([]table.Values, len(cols))
+	for {
+		rec, err := in.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		for j, c := range cols {
+			vals[j] = table.ValuesOf(rec.Column(c.idx))
+		}
+		first := in.RowsRead() - rec.NumRows() + 1
+		for i := 0; i < int(rec.NumRows()); i++ {
+			for j, c := range cols {
+				if c.enc != nil {
+					x, err := c.enc.Index(vals[j].String(i))
+					if err != nil {
+						return &table.DataError{File: in.Name(), Row: first + int64(i), Column: rel.groups[j].Name, Err: err}
+					}
+					values[j] = int(x)
+					continue
+				}
+				x, ok := vals[j].Int(i)
+				if !ok || (x != 0 && x != 1) {
+					return &table.DataError{File: in.Name(), Row: first + int64(i), Column: rel.groups[j].Name,
+						Err: fmt.Errorf("value %q is not 0 or 1, but the release encoded this column as a 0/1 bit: give the original table", vals[j].String(i))}
+				}
+				values[j] = int(x)
+			}
+			fn(values)
+		}
+	}
+	if in.RowsRead() == 0 {
+		return fmt.Errorf("--truth %s has no data rows", in.Name())
+	}
+	return nil
+}
+
+// bitflipGroupResult is the estimated distribution of one column.
+type bitflipGroupResult struct {
+	j      int
+	labels []string
+	bit    []int     // bit[x]: the bit of category x, −1 for a binary column's category 0
+	est    []float64 // unprojected per-category estimates
+	lo, hi []float64
+	dist   []float64 // projected onto the simplex
+	truth  []float64 // nil without --truth
+	l2     float64   // ‖dist − truth‖₂
+	l2Raw  float64   // ‖est − truth‖₂
+}
+
+func (rel *bitflipRelease) estimateGroup(j int, t *bitflip.Tally, ests []bitflip.Estimate, truth [][]int64, truthN int64) (bitflipGroupResult, error) {
+	g := rel.layout.Group(j)
+	off := rel.layout.Offset(j)
+	k := len(g.Labels)
+	gr := bitflipGroupResult{j: j, labels: g.Labels, bit: make([]int, k), est: make([]float64, k), lo: make([]float64, k), hi: make([]float64, k)}
+	if g.Kind == bitflip.Binary {
+		e := ests[off]
+		gr.bit[0], gr.bit[1] = -1, off
+		gr.est[0], gr.lo[0], gr.hi[0] = 1-e.Freq, 1-e.Hi, 1-e.Lo
+		gr.est[1], gr.lo[1], gr.hi[1] = e.Freq, e.Lo, e.Hi
+	} else {
+		for x := range k {
+			e := ests[off+x]
+			gr.bit[x] = off + x
+			gr.est[x], gr.lo[x], gr.hi[x] = e.Freq, e.Lo, e.Hi
+		}
+	}
+	var err error
+	if gr.dist, err = rel.mech.Distribution(rel.layout, j, t); err != nil {
+		return gr, err
+	}
+	if truth != nil {
+		gr.truth = make([]float64, k)
+		for x, c := range truth[j] {
+			gr.truth[x] = float64(c) / float64(truthN)
+		}
+		if gr.l2, err = bitflip.L2Distance(gr.dist, gr.truth); err != nil {
+			return gr, err
+		}
+		if gr.l2Raw, err = bitflip.L2Distance(gr.est, gr.truth); err != nil {
+			return gr, err
+		}
+	}
+	return gr, nil
+}
+
+// bitflipResult is everything runBitflip reports.
+type bitflipResult struct {
+	rel    *bitflipRelease
+	tally  *bitflip.Tally
+	bits   []bitflip.Estimate
+	level  float64
+	groups []bitflipGroupResult
+}
+
+// bitflipJSON is --json's shape: the keys of the issue first, in order,
+// then the extras (distributions, reports, tighter ε).
+type bitflipJSON struct {
+	Mechanism        string           `json:"mechanism"`
+	Lie              float64          `json:"lie"`
+	EpsilonPerBit    float64          `json:"epsilon_per_bit"`
+	EpsilonPerRecord float64          `json:"epsilon_per_record"`
+	Bits             []bitflipBitJSON `json:"bits"`
+	EpsilonEncoded   float64          `json:"epsilon_encoded"`
+	Reports          int64            `json:"reports"`
+	Level            float64          `json:"level"`
+	Columns          []bitflipColJSON `json:"columns"`
+}
+
+type bitflipBitJSON struct {
+	Name     string  `json:"name"`
+	Estimate float64 `json:"estimate"`
+	CILow    float64 `json:"ci_low"`
+	CIHigh   float64 `json:"ci_high"`
+}
+
+type bitflipColJSON struct {
+	Name         string             `json:"name"`
+	Kind         string             `json:"kind"`
+	Distribution []bitflipValueJSON `json:"distribution"`
+	L2Error      *float64           `json:"l2_error,omitempty"`
+	L2ErrorRaw   *float64           `json:"l2_error_unprojected,omitempty"`
+}
+
+type bitflipValueJSON struct {
+	Value    string   `json:"value"`
+	Estimate float64  `json:"estimate"`
+	True     *float64 `json:"true,omitempty"`
+}
+
+func (r bitflipResult) json() bitflipJSON {
+	rel := r.rel
+	out := bitflipJSON{
+		Mechanism: "bitflip", Lie: rel.mech.LieProbability(),
+		EpsilonPerBit: rel.mech.EpsilonBit(), EpsilonPerRecord: rel.mech.EpsilonRecord(),
+		Bits:           []bitflipBitJSON{},
+		EpsilonEncoded: rel.epsEnc, Reports: r.tally.N, Level: r.level,
+		Columns: []bitflipColJSON{},
+	}
+	for _, gr := range r.groups {
+		g := rel.layout.Group(gr.j)
+		off := rel.layout.Offset(gr.j)
+		for b, name := range rel.groups[gr.j].Bits {
+			e := r.bits[off+b]
+			out.Bits = append(out.Bits, bitflipBitJSON{Name: name, Estimate: e.Freq, CILow: e.Lo, CIHigh: e.Hi})
+		}
+		c := bitflipColJSON{Name: g.Name, Kind: g.Kind.String()}
+		for x, lab := range gr.labels {
+			v := bitflipValueJSON{Value: lab, Estimate: gr.dist[x]}
+			if gr.truth != nil {
+				v.True = &gr.truth[x]
+			}
+			c.Distribution = append(c.Distribution, v)
+		}
+		if gr.truth != nil {
+			c.L2Error, c.L2ErrorRaw = &gr.l2, &gr.l2Raw
+		}
+		out.Columns = append(out.Columns, c)
+	}
+	return out
+}
+
+func (r bitflipResult) asReport() *localReport {
+	rel := r.rel
+	cols := []localReportColumn{{name: "column"}, {name: "value"}, {name: "bit"},
+		{name: "estimate", float: true}, {name: "ci_low", float: true}, {name: "ci_high", float: true},
+		{name: "distribution", float: true}}
+	truth := len(r.groups) > 0 && r.groups[0].truth != nil
+	if truth {
+		cols = append(cols, localReportColumn{name: "true", float: true}, localReportColumn{name: "l2_error", float: true})
+	}
+	rep := &localReport{mechanism: "bitflip", columns: cols, meta: table.Meta{}}
+	rep.meta.SetFloat("lie", rel.mech.LieProbability())
+	rep.meta.SetInt("bits", int64(rel.mech.Bits()))
+	rep.meta.SetFloat("epsilon_per_bit", rel.mech.EpsilonBit())
+	rep.meta.SetFloat("epsilon_per_record", rel.mech.EpsilonRecord())
+	rep.meta.SetFloat("epsilon_encoded", rel.epsEnc)
+	rep.meta.SetInt("reports", r.tally.N)
+	rep.meta.SetFloat("level", r.level)
+	rep.notes = []string{
+		fmt.Sprintf("bitflip release %s: %d reports of L = %d bits, lie probability q = %g", rel.name, r.tally.N, rel.mech.Bits(), rel.mech.LieProbability()),
+		fmt.Sprintf("ε per bit %.6g, per record %.6g (%.6g between valid rows); %g%% confidence intervals; estimates unclipped, distribution projected onto the simplex",
+			rel.mech.EpsilonBit(), rel.mech.EpsilonRecord(), rel.epsEnc, 100*r.level),
+	}
+	for _, gr := range r.groups {
+		name := rel.groups[gr.j].Name
+		for x, lab := range gr.labels {
+			bit := ""
+			if b := gr.bit[x]; b >= 0 {
+				bit = rel.bitName(b)
+			}
+			row := []any{name, lab, bit, gr.est[x], gr.lo[x], gr.hi[x], gr.dist[x]}
+			if truth {
+				row = append(row, gr.truth[x], gr.l2)
+			}
+			rep.rows = append(rep.rows, row)
+		}
+	}
+	return rep
+}
+
+// bitflipAnonymityJSON is the "anonymity" object of --anonymity --json.
+type bitflipAnonymityJSON struct {
+	Method string `json:"method"` // "exact" or "monte-carlo"
+	// exact
+	Ap *float64 `json:"a_p,omitempty"`
+	// monte-carlo
+	Samples      int      `json:"samples,omitempty"`
+	MinRatio     *float64 `json:"min_ratio,omitempty"` // ≥ A_p
+	MeanRatio    *float64 `json:"mean_ratio,omitempty"`
+	MeanStdErr   *float64 `json:"mean_ratio_stderr,omitempty"`
+	Record       string   `json:"record"`
+	Report       string   `json:"report"`
+	ExactMaxBits int      `json:"exact_max_bits"`
+}
+
+// bitflipAnonymityOut is --anonymity --json's shape.
+type bitflipAnonymityOut struct {
+	Mechanism        string               `json:"mechanism"`
+	Lie              float64              `json:"lie"`
+	L                int                  `json:"L"`
+	Records          int64                `json:"records"`
+	EpsilonPerBit    float64              `json:"epsilon_per_bit"`
+	EpsilonPerRecord float64              `json:"epsilon_per_record"`
+	EpsilonEncoded   float64              `json:"epsilon_encoded"`
+	Anonymity        bitflipAnonymityJSON `json:"anonymity"`
+}
+
+// bitflipAnonymity computes A_p of the original records under the
+// release's q and layout. Memory: the records, ⌈L/64⌉ words each, plus
+// about 22·2^L bytes for the exact method.
+func (o *Options) bitflipAnonymity(rel *bitflipRelease) error {
+	f := o.cmd.Flags()
+	L := rel.layout.Width()
+	switch {
+	case len(o.Truth) != 1:
+		return cli.Usagef("--anonymity needs the original records: give the table that was randomized with --truth FILE (once)")
+	case len(o.Columns) > 0:
+		return cli.Usagef("--anonymity is about whole records of all %d bits: drop --columns", L)
+	case o.Bitflip.MaxBits < 1 || o.Bitflip.MaxBits > bitflip.MaxExactBits:
+		return cli.Usagef("--anonymity-max-bits must be in [1, %d], got %d", bitflip.MaxExactBits, o.Bitflip.MaxBits)
+	case f.Changed("anonymity-samples") && o.Bitflip.Samples < 1:
+		return cli.Usagef("--anonymity-samples must be at least 1, got %d", o.Bitflip.Samples)
+	}
+	mc := f.Changed("anonymity-samples")
+	if !mc && L > o.Bitflip.MaxBits {
+		return fmt.Errorf("A_p cannot be computed exactly for L = %d bits: the exact method needs about 22·2^L bytes (%s) and is limited to L ≤ %d (--anonymity-max-bits, at most %d); add --anonymity-samples N for a Monte Carlo estimate",
+			L, bitflipBytes(22*math.Exp2(float64(L))), o.Bitflip.MaxBits, bitflip.MaxExactBits)
+	}
+	words := rel.layout.Words()
+	var rows []uint64
+	word := make([]uint64, words)
+	var encErr error
+	err := rel.readTruth(o, o.Truth[0], func(values []int) {
+		if encErr == nil {
+			encErr = rel.layout.Encode(values, word)
+			rows = append(rows, word...)
+		}
+	})
+	if err == nil {
+		err = encErr
+	}
+	if err != nil {
+		return err
+	}
+	n := int64(len(rows) / words)
+	out := bitflipAnonymityOut{Mechanism: "bitflip", Lie: rel.mech.LieProbability(), L: L, Records: n,
+		EpsilonPerBit: rel.mech.EpsilonBit(), EpsilonPerRecord: rel.mech.EpsilonRecord(), EpsilonEncoded: rel.epsEnc}
+	a := &out.Anonymity
+	a.ExactMaxBits = o.Bitflip.MaxBits
+	if mc {
+		s, err := rel.mech.AnonymityMonteCarlo(o.Seed.Rand(o.cmd), rows, o.Bitflip.Samples)
+		if err != nil {
+			return err
+		}
+		a.Method, a.Samples = "monte-carlo", s.Samples
+		a.MinRatio, a.MeanRatio, a.MeanStdErr = &s.Min, &s.Mean, &s.StdErr
+		a.Record = rel.describeRecord(rows[s.MinRecord*words : (s.MinRecord+1)*words])
+		a.Report = rel.describeReport(s.MinReport)
+	} else {
+		res, err := rel.mech.Anonymity(rows) // L ≤ 24: one word per record
+		if err != nil {
+			return fmt.Errorf("--anonymity: %w", err)
+		}
+		a.Method, a.Ap = "exact", &res.Ap
+		a.Record = rel.describeRecord([]uint64{res.Record})
+		a.Report = rel.describeReport([]uint64{res.Report})
+	}
+	if o.JSON {
+		return o.printLocalJSON(out)
+	}
+	return o.writeLocalReport(bitflipAnonymityReport(rel, out, o.Truth[0]))
+}
+
+func bitflipAnonymityReport(rel *bitflipRelease, out bitflipAnonymityOut, truth string) *localReport {
+	a := out.Anonymity
+	rep := &localReport{mechanism: "bitflip", meta: table.Meta{}}
+	rep.meta.SetFloat("lie", out.Lie)
+	rep.meta.SetInt("bits", int64(out.L))
+	rep.notes = []string{fmt.Sprintf("anonymity of the %d records of %s under the release's lie probability q = %g and L = %d bits (Zhilyaev–Zeber §2)",
+		out.Records, table.DisplayName(truth), out.Lie, out.L)}
+	rep.columns = []localReportColumn{{name: "method"}, {name: "records", float: true}, {name: "L", float: true}}
+	row := []any{a.Method, float64(out.Records), float64(out.L)}
+	if a.Method == "exact" {
+		rep.columns = append(rep.columns, localReportColumn{name: "a_p", float: true})
+		row = append(row, *a.Ap)
+	} else {
+		rep.notes = append(rep.notes, fmt.Sprintf("Monte Carlo over %d reports drawn from the records, not exact: min_ratio is the smallest ratio seen, an upper bound on A_p; mean_ratio ± stderr estimates the ratio of a typical report", a.Samples))
+		rep.columns = append(rep.columns, localReportColumn{name: "samples", float: true}, localReportColumn{name: "min_ratio", float: true},
+			localReportColumn{name: "mean_ratio", float: true}, localReportColumn{name: "mean_ratio_stderr", float: true})
+		row = append(row, float64(a.Samples), *a.MinRatio, *a.MeanRatio, *a.MeanStdErr)
+	}
+	rep.columns = append(rep.columns, localReportColumn{name: "epsilon_per_record", float: true}, localReportColumn{name: "epsilon_encoded", float: true},
+		localReportColumn{name: "record"}, localReportColumn{name: "report"})
+	row = append(row, out.EpsilonPerRecord, out.EpsilonEncoded, a.Record, a.Report)
+	rep.rows = [][]any{row}
+	return rep
+}
+
+// describeRecord names a valid record's values: "sex=Male income=<=50K".
+func (rel *bitflipRelease) describeRecord(row []uint64) string {
+	parts := make([]string, 0, len(rel.groups))
+	for j, g := range rel.groups {
+		off := rel.layout.Offset(j)
+		lab := "?"
+		if rel.layout.Group(j).Kind == bitflip.Binary {
+			lab = g.Labels[0]
+			if bitflip.Bit(row, off) {
+				lab = g.Labels[1]
+			}
+		} else {
+			for x := range g.Labels {
+				if bitflip.Bit(row, off+x) {
+					lab = g.Labels[x]
+					break
+				}
+			}
+		}
+		parts = append(parts, g.Name+"="+lab)
+	}
+	return strings.Join(parts, " ")
+}
+
+// describeReport lists the bits set in a report, which need not be a valid
+// record: "sex=Male occupation=Sales occupation=?".
+func (rel *bitflipRelease) describeReport(row []uint64) string {
+	var parts []string
+	for i := range rel.layout.Width() {
+		if bitflip.Bit(row, i) {
+			parts = append(parts, rel.bitName(i))
+		}
+	}
+	if len(parts) == 0 {
+		return "(no bit set)"
+	}
+	return strings.Join(parts, " ")
+}
+
+// bitflipBytes formats a byte count for messages.
+func bitflipBytes(b float64) string {
+	units := []string{"B", "kB", "MB", "GB", "TB", "PB", "EB"}
+	i := 0
+	for b >= 1000 && i < len(units)-1 {
+		b /= 1000
+		i++
+	}
+	return fmt.Sprintf("%.3g %s", b, units[i])
+}
+
+// printLocalJSON writes v as one line of JSON on stdout, labels unescaped
+// (">50K", not "\u003e50K").
+func (o *Options) printLocalJSON(v any) error {
+	enc := json.NewEncoder(o.Streams.Out)
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
+
+// localReportColumn is one column of a report: text, or a number.
+type localReportColumn struct {
+	name  string
+	float bool
+}
+
+// localReport is a table of estimates. Without -o (and --output-format) it is
+// printed for people: the notes as "# " lines, then aligned columns with
+// numbers to 6 significant digits. With -o FILE it is written as a table
+// (CSV, Parquet or Arrow) with full-precision numbers and the parameters
+// in its metadata.
+type localReport struct {
+	mechanism string
+	notes     []string
+	columns   []localReportColumn
+	rows      [][]any // string or float64 cells, as columns says
+	meta      table.Meta
+}
+
+func (o *Options) writeLocalReport(rep *localReport) error {
+	if table.IsStdio(o.Output.Path) && o.Output.Format == "" {
+		return rep.print(o.Streams.Out)
+	}
+	fields := make([]arrow.Field, len(rep.columns))
+	for j, c := range rep.columns {
+		fields[j] = arrow.Field{Name: c.name, Type: arrow.BinaryTypes.String}
+		if c.float {
+			fields[j].Type = arrow.PrimitiveTypes.Float64
+		}
+	}
+	schema := arrow.NewSchema(fields, nil)
+	meta := rep.meta.Clone()
+	meta["stage"] = "estimate"
+	meta["mechanism"] = rep.mechanism
+	w, err := o.Streams.Create(o.Output, schema, meta, table.CSV, append([]string{o.Input}, o.Truth...))
+	if err != nil {
+		return err
+	}
+	defer w.Abort()
+	bb := table.NewBatchBuilder(schema)
+	defer bb.Release()
+	for _, row := range rep.rows {
+		for j, cell := range row {
+			if rep.columns[j].float {
+				bb.Float64(j, cell.(float64))
+			} else {
+				bb.String(j, cell.(string))
+			}
+		}
+		bb.EndRow()
+	}
+	rec := bb.NewBatch()
+	err = w.Write(rec)
+	rec.Release()
+	if err != nil {
+		return err
+	}
+	return w.Commit()
+}
+
+// print writes the report for people.
+func (rep *localReport) print(out io.Writer) error {
+	for _, n := range rep.notes {
+		if _, err := fmt.Fprintf(out, "# %s\n", n); err != nil {
+			return err
+		}
+	}
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	for j, c := range rep.columns {
+		if j > 0 {
+			fmt.Fprint(tw, "\t")
+		}
+		fmt.Fprint(tw, c.name)
+	}
+	fmt.Fprintln(tw)
+	for _, row := range rep.rows {
+		for j, cell := range row {
+			if j > 0 {
+				fmt.Fprint(tw, "\t")
+			}
+			switch v := cell.(type) {
+			case float64:
+				fmt.Fprint(tw, strconv.FormatFloat(v, 'g', 6, 64))
+			default:
+				fmt.Fprint(tw, v)
+			}
+		}
+		fmt.Fprintln(tw)
+	}
+	return tw.Flush()
 }

@@ -1,0 +1,415 @@
+package estimate
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/pramkit/pramkit/internal/stattest"
+	"github.com/pramkit/pramkit/pkg/cli"
+	"github.com/pramkit/pramkit/pkg/cmd/perturb"
+)
+
+// The estimators' distributions are tested in pkg/bitflip
+// (TestPerBitEstimatorIsUnbiasedWithTheStatedVariance,
+// TestConfidenceIntervalsCoverNominally, TestAnonymityMatchesBruteForce) and
+// pkg/ddps (TestEstimatedCountsAreUnbiasedWithTheStatedSD). The tests here
+// run the commands end to end: perturb → estimate, over seeded runs.
+
+// runCmd runs perturb or estimate and returns its exit code, stdout and
+// stderr.
+func lmRun(t testing.TB, tool string, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	s := &cli.Streams{In: strings.NewReader(""), Out: &out, Err: &errb}
+	var code int
+	switch tool {
+	case "perturb":
+		code = cli.Run(perturb.NewCmd(s, nil), args, s)
+	case "estimate":
+		code = cli.Run(NewCmd(s, nil), args, s)
+	default:
+		t.Fatalf("unknown tool %s", tool)
+	}
+	return code, out.String(), errb.String()
+}
+
+// mustRun runs a command and fails the test on a non-zero exit.
+func lmMustRun(t testing.TB, tool string, args ...string) string {
+	t.Helper()
+	code, out, stderr := lmRun(t, tool, args...)
+	if code != 0 {
+		t.Fatalf("%s %s: exit %d: %s", tool, strings.Join(args, " "), code, stderr)
+	}
+	return out
+}
+
+func lmWriteFile(t testing.TB, dir, name, content string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+const lmCodebook = `{"columns": [
+  {"name": "sex", "categories": ["Female", "Male"]},
+  {"name": "color", "categories": ["red", "green", "blue"]},
+  {"name": "job", "categories": ["Sales", "Tech", "Craft"], "missing": "?"}
+]}`
+
+// people is a table of n rows drawn from r: sex, color, a 0/1 flag, job.
+// It returns the CSV and the rows.
+func lmPeople(r *rand.Rand, n int) (string, [][]string) {
+	var b strings.Builder
+	b.WriteString("sex,color,flag,job\n")
+	sexes := []string{"Female", "Male", "Male"}
+	colors := []string{"red", "green", "blue", "blue", "blue"}
+	jobs := []string{"Sales", "Sales", "Tech", "Craft", "?"}
+	rows := make([][]string, n)
+	for i := range rows {
+		rows[i] = []string{sexes[r.IntN(3)], colors[r.IntN(5)], fmt.Sprint(r.IntN(4) / 3), jobs[r.IntN(5)]}
+		b.WriteString(strings.Join(rows[i], ",") + "\n")
+	}
+	return b.String(), rows
+}
+
+// bitflipOut is the part of --json the tests read.
+type lmBitflipOut struct {
+	Mechanism string  `json:"mechanism"`
+	Lie       float64 `json:"lie"`
+	Bits      []struct {
+		Name     string  `json:"name"`
+		Estimate float64 `json:"estimate"`
+		CILow    float64 `json:"ci_low"`
+		CIHigh   float64 `json:"ci_high"`
+	} `json:"bits"`
+	Columns []struct {
+		Name         string `json:"name"`
+		Distribution []struct {
+			Value    string   `json:"value"`
+			Estimate float64  `json:"estimate"`
+			True     *float64 `json:"true"`
+		} `json:"distribution"`
+		L2Error    *float64 `json:"l2_error"`
+		L2ErrorRaw *float64 `json:"l2_error_unprojected"`
+	} `json:"columns"`
+	Reports int64 `json:"reports"`
+}
+
+func lmDecode(t testing.TB, s string, v any) {
+	t.Helper()
+	if err := json.Unmarshal([]byte(s), v); err != nil {
+		t.Fatalf("%v in %s", err, s)
+	}
+}
+
+// The per-bit estimates of estimate, fed by perturb, average to the true
+// frequencies of the table over seeded runs.
+func TestBitflipCommandsEstimateUnbiased(t *testing.T) {
+	const (
+		n     = 2000
+		runs  = 40
+		q     = 0.25
+		alpha = 1e-6 // per bit; 8 bits
+	)
+	dir := t.TempDir()
+	cb := lmWriteFile(t, dir, "cb.json", lmCodebook)
+	csv, rows := lmPeople(rand.New(rand.NewPCG(1, 2)), n)
+	in := lmWriteFile(t, dir, "people.csv", csv)
+	// True frequencies of the bits sex=Male, color=red/green/blue, flag=1,
+	// job=Sales/Tech/Craft/? (the order of --columns sex,color,flag,job).
+	names := []string{"sex=Male", "color=red", "color=green", "color=blue", "flag=1", "job=Sales", "job=Tech", "job=Craft", "job=?"}
+	truth := make([]float64, len(names))
+	for _, row := range rows {
+		for b, name := range names {
+			col, val, _ := strings.Cut(name, "=")
+			j := map[string]int{"sex": 0, "color": 1, "flag": 2, "job": 3}[col]
+			if row[j] == val {
+				truth[b] += 1.0 / n
+			}
+		}
+	}
+	sum := make([]float64, len(names))
+	for seed := range runs {
+		out := filepath.Join(dir, fmt.Sprintf("r%d.parquet", seed))
+		lmMustRun(t, "perturb", "--mechanism", "bitflip", "--lie", fmt.Sprint(q), "--columns", "sex,color,flag,job",
+			"--codebook", cb, "--seed", fmt.Sprint(seed), in, "-o", out)
+		var res lmBitflipOut
+		lmDecode(t, lmMustRun(t, "estimate", out, "--json"), &res)
+		if len(res.Bits) != len(names) || res.Reports != n {
+			t.Fatalf("%d bits, %d reports", len(res.Bits), res.Reports)
+		}
+		for b, e := range res.Bits {
+			if e.Name != names[b] {
+				t.Fatalf("bit %d is %q, want %q", b, e.Name, names[b])
+			}
+			sum[b] += e.Estimate
+		}
+	}
+	// Only the flips are random for a fixed table: Var f̂ = q(1 − q)/(n(1 − 2q)²).
+	sd := math.Sqrt(q*(1-q)/n) / (1 - 2*q)
+	for b, name := range names {
+		stattest.AssertMean(t, name, sum[b]/runs, truth[b], sd, runs, alpha)
+	}
+}
+
+var (
+	lmNum = `-?[0-9][0-9.e+-]*`
+	// The issue's shape: these keys first, in this order.
+	lmBitflipJSONShape = regexp.MustCompile(`^\{"mechanism":"bitflip","lie":0\.2,"epsilon_per_bit":` + lmNum + `,"epsilon_per_record":` + lmNum +
+		`,"bits":\[\{"name":"sex=Male","estimate":` + lmNum + `,"ci_low":` + lmNum + `,"ci_high":` + lmNum + `\},\{"name":"color=red",`)
+)
+
+func TestBitflipJSONShape(t *testing.T) {
+	dir := t.TempDir()
+	cb := lmWriteFile(t, dir, "cb.json", lmCodebook)
+	csv, _ := lmPeople(rand.New(rand.NewPCG(3, 4)), 50)
+	in := lmWriteFile(t, dir, "people.csv", csv)
+	rel := filepath.Join(dir, "rel.csv")
+	lmMustRun(t, "perturb", "--mechanism", "bitflip", "--lie", "0.2", "--columns", "sex,color", "--codebook", cb, "--seed", "1", in, "-o", rel)
+	out := lmMustRun(t, "estimate", rel, "--json")
+	if !lmBitflipJSONShape.MatchString(out) || strings.Count(out, "\n") != 1 {
+		t.Errorf("--json output is not in the issue's shape:\n%s", out)
+	}
+	var m map[string]any
+	lmDecode(t, out, &m)
+	if got := len(m["bits"].([]any)); got != 4 {
+		t.Errorf("%d bits, want 4 (sex=Male and 3 colors)", got)
+	}
+}
+
+// release writes a bitflip release by hand: a CSV and its sidecar.
+func lmHandRelease(t *testing.T, dir, csv, meta string) string {
+	t.Helper()
+	p := lmWriteFile(t, dir, "hand.csv", csv)
+	lmWriteFile(t, dir, "hand.csv.meta.json", `{"pramkit":1,"meta":`+meta+`}`)
+	return p
+}
+
+const lmHandMeta = `{"stage":"perturb","mechanism":"bitflip","lie":"0.25","bits":"4",` +
+	`"layout":"[{\"name\":\"smoker\",\"kind\":\"binary\",\"labels\":[\"0\",\"1\"],\"bits\":[\"smoker=1\"]},` +
+	`{\"name\":\"color\",\"kind\":\"one-hot\",\"labels\":[\"red\",\"green\",\"blue\"],\"bits\":[\"color=red\",\"color=green\",\"color=blue\"]}]",` +
+	`"codebook":"{\"columns\":[{\"name\":\"color\",\"categories\":[\"red\",\"green\",\"blue\"]}]}"}`
+
+// handRelease has 10 reports: smoker=1 set in 6, color=red in 8, green in
+// 1, blue in 2.
+const lmHandReleaseCSV = "smoker=1,color=red,color=green,color=blue\n" +
+	"1,1,0,0\n1,1,0,0\n1,1,0,1\n1,1,0,0\n1,1,1,0\n1,1,0,0\n0,1,0,1\n0,1,0,0\n0,0,0,0\n0,0,0,0\n"
+
+func TestBitflipEstimatesMatchHandValues(t *testing.T) {
+	dir := t.TempDir()
+	rel := lmHandRelease(t, dir, lmHandReleaseCSV, lmHandMeta)
+	truth := lmWriteFile(t, dir, "truth.csv", "smoker,color\n"+strings.Repeat("1,red\n", 7)+strings.Repeat("0,blue\n", 3))
+	var res lmBitflipOut
+	lmDecode(t, lmMustRun(t, "estimate", rel, "--json", "--truth", truth), &res)
+
+	// f̂ = (ȳ − q)/(1 − 2q) with q = 1/4: ȳ = 0.6 → 0.7; 0.8 → 1.1; 0.1 → −0.3; 0.2 → −0.1.
+	want := []float64{0.7, 1.1, -0.3, -0.1}
+	z := 1.959963984540054 // 97.5% normal quantile
+	for b, y := range []float64{0.6, 0.8, 0.1, 0.2} {
+		e := res.Bits[b]
+		se := math.Sqrt(y*(1-y)/10) / 0.5
+		if math.Abs(e.Estimate-want[b]) > 1e-12 || math.Abs(e.CILow-(want[b]-z*se)) > 1e-9 || math.Abs(e.CIHigh-(want[b]+z*se)) > 1e-9 {
+			t.Errorf("bit %s: %+v, want %v ± %v", e.Name, e, want[b], z*se)
+		}
+	}
+	// Distributions: smoker (0.3, 0.7) is one already; color (1.1, −0.3, −0.1)
+	// projects to (1, 0, 0) (θ = 0.1, only the largest entry stays positive).
+	wantDist := [][]float64{{0.3, 0.7}, {1, 0, 0}}
+	wantTrue := [][]float64{{0.3, 0.7}, {0.7, 0, 0.3}}
+	wantL2 := []float64{0, math.Sqrt(0.09 + 0.09)}
+	wantRaw := []float64{0, math.Sqrt(0.4*0.4 + 0.3*0.3 + 0.4*0.4)}
+	for j, c := range res.Columns {
+		for x, d := range c.Distribution {
+			if math.Abs(d.Estimate-wantDist[j][x]) > 1e-12 || d.True == nil || math.Abs(*d.True-wantTrue[j][x]) > 1e-12 {
+				t.Errorf("%s=%s: distribution %v, true %v; want %v, %v", c.Name, d.Value, d.Estimate, d.True, wantDist[j][x], wantTrue[j][x])
+			}
+		}
+		if c.L2Error == nil || math.Abs(*c.L2Error-wantL2[j]) > 1e-12 || math.Abs(*c.L2ErrorRaw-wantRaw[j]) > 1e-12 {
+			t.Errorf("%s: ℓ2 error %v (unprojected %v), want %v (%v)", c.Name, c.L2Error, c.L2ErrorRaw, wantL2[j], wantRaw[j])
+		}
+	}
+	// The text report holds the same numbers.
+	text := lmMustRun(t, "estimate", rel, "--truth", truth)
+	for _, line := range []string{
+		"hand.csv: 10 reports of L = 4 bits, lie probability q = 0.25",
+		"# ε per bit 1.09861, per record 4.39445 (3.29584 between valid rows); 95% confidence intervals; estimates unclipped, distribution projected onto the simplex",
+		"color   red    color=red    1.1       0.604164   1.59584   1             0.7   0.424264",
+		"color   green  color=green  -0.3      -0.671877  0.071877  0             0     0.424264",
+	} {
+		if !strings.Contains(text, line+"\n") {
+			t.Errorf("text report lacks %q:\n%s", line, text)
+		}
+	}
+	// -o writes the same rows as a table.
+	tbl := filepath.Join(dir, "est.csv")
+	lmMustRun(t, "estimate", rel, "--truth", truth, "-o", tbl)
+	b, err := os.ReadFile(tbl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(string(b), "column,value,bit,estimate,ci_low,ci_high,distribution,true,l2_error\nsmoker,0,,0.30000000000000004,") {
+		t.Errorf("-o table:\n%s", b)
+	}
+}
+
+// bruteAp is A_p by enumerating every report s and record v (Zhilyaev–Zeber §2).
+func lmBruteAp(records []uint64, L int, q float64) float64 {
+	p := func(a, b uint64) float64 {
+		d := 0
+		for x := a ^ b; x != 0; x &= x - 1 {
+			d++
+		}
+		return math.Pow(q, float64(d)) * math.Pow(1-q, float64(L-d))
+	}
+	best := math.Inf(1)
+	for s := uint64(0); s < 1<<L; s++ {
+		for i, v := range records {
+			prod := 1.0
+			for k, u := range records {
+				if k != i {
+					prod *= 1 - p(u, s)
+				}
+			}
+			best = min(best, (1-prod)/p(v, s))
+		}
+	}
+	return best
+}
+
+// encodePerson is the bit vector of a people row for --columns sex,color,flag
+// (bit 0 sex=Male, bits 1–3 colors, bit 4 flag=1).
+func lmEncodePerson(row []string) uint64 {
+	var v uint64
+	if row[0] == "Male" {
+		v |= 1
+	}
+	v |= 1 << (1 + map[string]int{"red": 0, "green": 1, "blue": 2}[row[1]])
+	if row[2] == "1" {
+		v |= 1 << 4
+	}
+	return v
+}
+
+func TestAnonymityThroughTheCommandsMatchesBruteForce(t *testing.T) {
+	dir := t.TempDir()
+	cb := lmWriteFile(t, dir, "cb.json", lmCodebook)
+	for _, tt := range []struct {
+		seed uint64
+		n    int
+		q    float64
+	}{{1, 6, 0.3}, {2, 12, 0.1}, {3, 20, 0.45}} {
+		csv, rows := lmPeople(rand.New(rand.NewPCG(tt.seed, 9)), tt.n)
+		in := lmWriteFile(t, dir, fmt.Sprintf("t%d.csv", tt.seed), csv)
+		rel := filepath.Join(dir, fmt.Sprintf("rel%d.csv", tt.seed))
+		lmMustRun(t, "perturb", "--mechanism", "bitflip", "--lie", fmt.Sprint(tt.q), "--columns", "sex,color,flag", "--codebook", cb, in, "-o", rel)
+		var res struct {
+			L         int   `json:"L"`
+			Records   int64 `json:"records"`
+			Anonymity struct {
+				Method string  `json:"method"`
+				Ap     float64 `json:"a_p"`
+			} `json:"anonymity"`
+		}
+		lmDecode(t, lmMustRun(t, "estimate", rel, "--anonymity", "--truth", in, "--json"), &res)
+		records := make([]uint64, len(rows))
+		for i, row := range rows {
+			records[i] = lmEncodePerson(row)
+		}
+		want := lmBruteAp(records, 5, tt.q)
+		if res.Anonymity.Method != "exact" || res.L != 5 || res.Records != int64(tt.n) || math.Abs(res.Anonymity.Ap-want) > 1e-9*want {
+			t.Errorf("n = %d, q = %v: %+v, want exact A_p = %v", tt.n, tt.q, res, want)
+		}
+		// Monte Carlo: the smallest ratio seen bounds A_p from above.
+		var mc struct {
+			Anonymity struct {
+				Method   string  `json:"method"`
+				Samples  int     `json:"samples"`
+				MinRatio float64 `json:"min_ratio"`
+				Mean     float64 `json:"mean_ratio"`
+				StdErr   float64 `json:"mean_ratio_stderr"`
+			} `json:"anonymity"`
+		}
+		lmDecode(t, lmMustRun(t, "estimate", rel, "--anonymity", "--truth", in, "--json", "--anonymity-samples", "200", "--seed", "1"), &mc)
+		a := mc.Anonymity
+		if a.Method != "monte-carlo" || a.Samples != 200 || a.MinRatio < want*(1-1e-9) || a.Mean < a.MinRatio || !(a.StdErr > 0) {
+			t.Errorf("n = %d, q = %v: Monte Carlo %+v, exact A_p = %v", tt.n, tt.q, a, want)
+		}
+	}
+}
+
+func TestBitflipEstimateRejectsBadInput(t *testing.T) {
+	dir := t.TempDir()
+	cb := lmWriteFile(t, dir, "cb.json", lmCodebook)
+	csv, _ := lmPeople(rand.New(rand.NewPCG(5, 6)), 30)
+	in := lmWriteFile(t, dir, "people.csv", csv)
+	rel := filepath.Join(dir, "rel.csv")
+	lmMustRun(t, "perturb", "--mechanism", "bitflip", "--lie", "0.2", "--columns", "sex,color,flag", "--codebook", cb, "--seed", "1", in, "-o", rel)
+	edited := filepath.Join(dir, "edited.csv")
+	b, _ := os.ReadFile(rel)
+	lines := strings.Split(string(b), "\n")
+	lines[3] = "2" + lines[3][1:]
+	lmWriteFile(t, dir, "edited.csv", strings.Join(lines, "\n"))
+	meta, _ := os.ReadFile(rel + ".meta.json")
+	lmWriteFile(t, dir, "edited.csv.meta.json", string(meta))
+	noColor := lmWriteFile(t, dir, "nocolor.csv", "sex,flag\nMale,1\n")
+	out := filepath.Join(dir, "out.csv")
+	tests := []struct {
+		name string
+		args []string
+		code int
+		msg  string
+	}{
+		{"anonymity without truth", []string{rel, "--anonymity"}, 2, "--anonymity needs the original records"},
+		{"L too large for exact anonymity", []string{rel, "--anonymity", "--truth", in, "--anonymity-max-bits", "4"}, 1,
+			"A_p cannot be computed exactly for L = 5 bits: the exact method needs about 22·2^L bytes (704 B) and is limited to L ≤ 4 (--anonymity-max-bits, at most 24); add --anonymity-samples N for a Monte Carlo estimate"},
+		{"exact limit above the library's", []string{rel, "--anonymity", "--truth", in, "--anonymity-max-bits", "25"}, 2, "--anonymity-max-bits must be in [1, 24]"},
+		{"no Monte Carlo samples", []string{rel, "--anonymity", "--truth", in, "--anonymity-samples", "0"}, 2, "--anonymity-samples must be at least 1"},
+		{"anonymity with columns", []string{rel, "--anonymity", "--truth", in, "--columns", "sex"}, 2, "drop --columns"},
+		{"samples without anonymity", []string{rel, "--anonymity-samples", "10"}, 2, "go with --anonymity"},
+		{"codebook", []string{rel, "--codebook", cb}, 2, "drop --codebook"},
+		{"unknown column", []string{rel, "--columns", "job"}, 2, `has no bitflip column "job" (columns: sex, color, flag)`},
+		{"ddps flag", []string{rel, "--round-two"}, 2, "rel.csv is a bitflip release"},
+		{"two truths", []string{rel, "--truth", in, "--truth", in}, 2, "give --truth once"},
+		{"edited release", []string{edited}, 1, `edited.csv: row 3, column "sex=Male": value "2" is not a bit (0 or 1)`},
+		{"truth without the column", []string{rel, "--truth", noColor}, 1, `nocolor.csv has no column "color": give the original table`},
+		{"truth is a release", []string{rel, "--truth", rel}, 1, "is a bitflip release, not the original table"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, _, stderr := lmRun(t, "estimate", append(tt.args, "-o", out)...)
+			if code != tt.code {
+				t.Errorf("exit %d, want %d (stderr %q)", code, tt.code, stderr)
+			}
+			first, _, _ := strings.Cut(stderr, "\n")
+			if !strings.HasPrefix(first, "estimate: ") || !strings.Contains(first, tt.msg) {
+				t.Errorf("first stderr line %q, want it to contain %q", first, tt.msg)
+			}
+			if m, _ := filepath.Glob(out + "*"); len(m) > 0 {
+				t.Errorf("output left behind: %v", m)
+			}
+		})
+	}
+}
+
+func BenchmarkBitflipEstimate(b *testing.B) {
+	dir := b.TempDir()
+	cb := lmWriteFile(b, dir, "cb.json", lmCodebook)
+	csv, _ := lmPeople(rand.New(rand.NewPCG(1, 1)), 100000)
+	in := lmWriteFile(b, dir, "people.csv", csv)
+	rel := filepath.Join(dir, "rel.parquet")
+	lmMustRun(b, "perturb", "--mechanism", "bitflip", "--lie", "0.2", "--columns", "sex,color,flag,job", "--codebook", cb, in, "-o", rel)
+	for b.Loop() {
+		lmMustRun(b, "estimate", rel, "--json")
+	}
+	b.ReportMetric(float64(100000*b.N)/b.Elapsed().Seconds(), "rows/s")
+}
