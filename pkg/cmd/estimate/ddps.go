@@ -1,23 +1,388 @@
 package estimate
 
 import (
+	"errors"
 	"fmt"
+	"io"
+	"math"
 
 	"github.com/spf13/cobra"
 
+	"github.com/pramkit/pramkit/pkg/cli"
+	"github.com/pramkit/pramkit/pkg/codebook"
+	"github.com/pramkit/pramkit/pkg/ddps"
 	"github.com/pramkit/pramkit/pkg/table"
 )
 
 // ddpsOptions are the flags of the ddps estimators.
-type ddpsOptions struct{}
+type ddpsOptions struct {
+	RoundTwo bool // --round-two: the round-two-only estimator
+}
 
 const (
-	ddpsHelp    = ""
-	ddpsExample = ""
+	ddpsHelp = `
+
+ddps releases (perturb --mechanism ddps) hold two reports per data owner,
+COLUMN.round1 and COLUMN.round2. With C1[v], C2[v] the numbers of round-one
+and round-two reports of value v and π_s from the metadata, the count of
+owners with value v is estimated by the paper's difference (Joy Eq. 41)
+  n̂_v = (C2[v] − C1[v])/π_s
+whose standard deviation, from the Bernoulli populations of Lemma 6.2,
+  sd = √(N·π_⊥v(1 − π_⊥v) + n_v·a(1 − a) + (N − n_v)·π_⊥v(1 − π_⊥v))/π_s,
+  a = π_⊥v + π_s,  N = the number of owners,
+is reported with n̂_v (clamped to [0, N]) in place of n_v. Estimates are
+not clipped, so they stay unbiased. The number of participants is N minus
+the estimated non-participants (all N unless perturb had --non-participant).
+--round-two uses round two alone, n̂_v = (C2[v] − N·π_⊥v)/π_s: round one's
+expectation is known, so this is also unbiased and has the smaller variance
+(by N·π_⊥v(1 − π_⊥v)/π_s²). With --truth FILE, the original table, the true
+counts, the errors and their ℓ2 norm are added.`
+
+	ddpsExample = `
+
+  # value counts of a DDPS release, with errors against the original table
+  $ estimate occupation.ddps.csv --truth adult.csv
+  $ estimate occupation.ddps.csv --json --round-two`
 )
 
-func addDDPSFlags(cmd *cobra.Command, o *ddpsOptions) {}
+func addDDPSFlags(cmd *cobra.Command, o *ddpsOptions) {
+	cmd.Flags().BoolVar(&o.RoundTwo, "round-two", false, "ddps: estimate from round two alone (smaller variance) instead of the difference of the rounds (Eq. 41)")
+}
+
+// ddpsRelease is what estimate knows about a ddps release.
+type ddpsRelease struct {
+	name           string
+	column         string
+	mech           *ddps.Mechanism
+	values         []string // labels of ⊥1..⊥V
+	nonParticipant string   // the category reported as ⊥0, "" if none
+	noneToken      string   // how ⊥0 is written
+	cb             *codebook.Codebook
+	// piS and epsilon as perturb recorded them (the mechanism rebuilt here
+	// renormalizes the masses, which can move π_s by an ulp).
+	piS, epsilon float64
+}
 
 func runDDPS(o *Options, in table.Reader) error {
-	return fmt.Errorf("%s: estimation for mechanism %q is not implemented yet", in.Name(), in.Meta()["mechanism"])
+	rel, err := readDDPSRelease(in)
+	if err != nil {
+		return err
+	}
+	switch {
+	case o.Codebook != "":
+		return cli.Usagef("%s carries its codebook in its metadata: drop --codebook", rel.name)
+	case len(o.Columns) > 1 || (len(o.Columns) == 1 && o.Columns[0] != rel.column):
+		return cli.Usagef("--columns: %s is a ddps release of the one column %q", rel.name, rel.column)
+	case len(o.Truth) > 1:
+		return cli.Usagef("a ddps release has one original table: give --truth once")
+	}
+	tally, err := rel.tally(in)
+	if err != nil {
+		return err
+	}
+	est, estimator := ddps.Estimates{}, "difference"
+	if o.DDPS.RoundTwo {
+		est, err = rel.mech.EstimateRoundTwo(tally)
+		estimator = "round-two"
+	} else {
+		est, err = rel.mech.Estimate(tally)
+	}
+	if err != nil {
+		return err
+	}
+	if rel.nonParticipant == "" {
+		// Every owner holds one of the V values: all N participate, exactly.
+		est.Participants = ddps.Estimate{Count: float64(est.N)}
+	}
+	var truth []int64 // truth[o]: owners with true value o
+	if len(o.Truth) == 1 {
+		if truth, err = rel.readTruth(o, o.Truth[0]); err != nil {
+			return err
+		}
+	}
+	res := ddpsResult{rel: rel, est: est, estimator: estimator, truth: truth}
+	if o.JSON {
+		return o.printLocalJSON(res.json())
+	}
+	return o.writeLocalReport(res.asReport())
+}
+
+// readDDPSRelease reads and checks a ddps release's metadata.
+func readDDPSRelease(in table.Reader) (*ddpsRelease, error) {
+	name, meta := in.Name(), in.Meta()
+	damaged := "the release was damaged or edited: randomize the original table again with perturb --mechanism ddps"
+	rel := &ddpsRelease{name: name, column: meta["column"], nonParticipant: meta["non_participant"], noneToken: meta["none_token"]}
+	if rel.column == "" || rel.noneToken == "" {
+		return nil, fmt.Errorf("%s: the metadata lacks the column or the none_token; %s", name, damaged)
+	}
+	piS, err := meta.Float("pi_s", "")
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v; %s", name, err, damaged)
+	}
+	var piBot []float64
+	if err := meta.JSON("pi_bot", "", &piBot); err != nil {
+		return nil, fmt.Errorf("%s: %v; %s", name, err, damaged)
+	}
+	if err := meta.JSON("values", "", &rel.values); err != nil {
+		return nil, fmt.Errorf("%s: %v; %s", name, err, damaged)
+	}
+	if s, ok := meta["codebook"]; ok {
+		if rel.cb, err = codebook.Parse([]byte(s)); err != nil {
+			return nil, fmt.Errorf("%s: the codebook in the metadata is not valid (%v); %s", name, err, damaged)
+		}
+		if _, ok := rel.cb.Column(rel.column); !ok {
+			return nil, fmt.Errorf("%s: the codebook in the metadata has no column %q; %s", name, rel.column, damaged)
+		}
+	} else {
+		return nil, fmt.Errorf("%s: the metadata lacks the codebook; %s", name, damaged)
+	}
+	rel.mech, err = ddps.New(ddps.Options{Values: len(rel.values), PiS: piS, PiBottom: piBot, NonParticipants: rel.nonParticipant != ""})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v; %s", name, err, damaged)
+	}
+	rel.piS = piS
+	if rel.epsilon, err = meta.Float("epsilon", ""); err != nil {
+		return nil, fmt.Errorf("%s: %v; %s", name, err, damaged)
+	}
+	if math.Abs(rel.epsilon-rel.mech.Epsilon()) > 1e-9*max(1, rel.epsilon) {
+		return nil, fmt.Errorf("%s: the metadata says ε = %v but its π_s and π_⊥ give ε = %v; %s", name, rel.epsilon, rel.mech.Epsilon(), damaged)
+	}
+	return rel, nil
+}
+
+// tally counts the reports of both rounds. Memory: one batch and a map
+// of the V + 1 output labels.
+func (rel *ddpsRelease) tally(in table.Reader) (*ddps.Tally, error) {
+	names := [2]string{rel.column + ".round1", rel.column + ".round2"}
+	var cols [2]int
+	for r, n := range names {
+		idx := in.Schema().FieldIndices(n)
+		if len(idx) == 0 {
+			return nil, fmt.Errorf("%s has no column %q: a ddps release holds %s and %s; the file was edited: randomize the original table again", rel.name, n, names[0], names[1])
+		}
+		cols[r] = idx[0]
+	}
+	output := make(map[string]int, len(rel.values)+1)
+	output[rel.noneToken] = 0
+	for i, v := range rel.values {
+		output[v] = i + 1
+	}
+	t := rel.mech.NewTally()
+	for {
+		rec, err := in.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		first := in.RowsRead() - rec.NumRows() + 1
+		for r, c := range cols {
+			counts := t.RoundOne
+			if r == 1 {
+				counts = t.RoundTwo
+			}
+			vals := table.ValuesOf(rec.Column(c))
+			for i := range vals.Len() {
+				o, ok := output[vals.String(i)]
+				if !ok {
+					return nil, &table.DataError{File: rel.name, Row: first + int64(i), Column: names[r],
+						Err: fmt.Errorf("%q is not an output of this release (%s or a category of %s); the file was edited: randomize the original table again", vals.String(i), rel.noneToken, rel.column)}
+				}
+				counts[o]++
+			}
+		}
+	}
+	if in.RowsRead() == 0 {
+		return nil, fmt.Errorf("%s has no reports (no data rows): nothing to estimate", rel.name)
+	}
+	return t, nil
+}
+
+// readTruth counts the true values of the original table's column: the
+// number of owners per output o (0 for the non-participant category).
+func (rel *ddpsRelease) readTruth(o *Options, path string) ([]int64, error) {
+	in, err := o.Streams.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer in.Close()
+	if mech := in.Meta()["mechanism"]; mech != "" {
+		return nil, fmt.Errorf("--truth %s is a %s release, not the original table; give the table that was randomized", in.Name(), mech)
+	}
+	idx := in.Schema().FieldIndices(rel.column)
+	if len(idx) == 0 {
+		return nil, fmt.Errorf("--truth %s has no column %q: give the original table the release was made from", in.Name(), rel.column)
+	}
+	col, _ := rel.cb.Column(rel.column)
+	enc, err := col.Encoder(codebook.Policy{})
+	if err != nil {
+		return nil, err
+	}
+	// output[x] is the output of codebook index x.
+	output := make([]int, col.K())
+	next := 1
+	for x, lab := range col.Labels() {
+		if lab != rel.nonParticipant || rel.nonParticipant == "" {
+			output[x] = next
+			next++
+		}
+	}
+	if next != len(rel.values)+1 {
+		return nil, fmt.Errorf("%s: the codebook and the values in the metadata disagree; the release was edited: randomize the original table again", rel.name)
+	}
+	counts := make([]int64, len(rel.values)+1)
+	for {
+		rec, err := in.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		vals := table.ValuesOf(rec.Column(idx[0]))
+		first := in.RowsRead() - rec.NumRows() + 1
+		for i := range vals.Len() {
+			x, err := enc.Index(vals.String(i))
+			if err != nil {
+				return nil, &table.DataError{File: in.Name(), Row: first + int64(i), Column: rel.column, Err: err}
+			}
+			counts[output[x]]++
+		}
+	}
+	if in.RowsRead() == 0 {
+		return nil, fmt.Errorf("--truth %s has no data rows", in.Name())
+	}
+	return counts, nil
+}
+
+// ddpsResult is everything runDDPS reports.
+type ddpsResult struct {
+	rel       *ddpsRelease
+	est       ddps.Estimates
+	estimator string  // "difference" (Eq. 41) or "round-two"
+	truth     []int64 // nil without --truth
+}
+
+// ddpsJSON is --json's shape: the keys of the issue first, in order, then
+// the extras.
+type ddpsJSON struct {
+	Mechanism      string           `json:"mechanism"`
+	PiS            float64          `json:"pi_s"`
+	Epsilon        float64          `json:"epsilon"`
+	Participants   float64          `json:"participants"`
+	Counts         []ddpsCountJSON  `json:"counts"`
+	ParticipantsSD float64          `json:"participants_sd"`
+	Reports        int64            `json:"reports"`
+	Column         string           `json:"column"`
+	Estimator      string           `json:"estimator"`
+	NonParticipant *ddpsNonPartJSON `json:"non_participants,omitempty"`
+	Truth          *ddpsTruthJSON   `json:"truth,omitempty"`
+}
+
+type ddpsCountJSON struct {
+	Value    string  `json:"value"`
+	Estimate float64 `json:"estimate"`
+	SD       float64 `json:"sd"`
+}
+
+type ddpsNonPartJSON struct {
+	Value    string  `json:"value"`
+	Estimate float64 `json:"estimate"`
+	SD       float64 `json:"sd"`
+}
+
+type ddpsTruthJSON struct {
+	Counts       []ddpsTrueCount `json:"counts"`
+	Participants int64           `json:"participants"`
+	L2Error      float64         `json:"l2_error"`
+}
+
+type ddpsTrueCount struct {
+	Value string `json:"value"`
+	Count int64  `json:"count"`
+}
+
+func (r ddpsResult) json() ddpsJSON {
+	rel, est := r.rel, r.est
+	out := ddpsJSON{
+		Mechanism: "ddps", PiS: rel.piS, Epsilon: rel.epsilon,
+		Participants: est.Participants.Count, ParticipantsSD: est.Participants.SD,
+		Reports: est.N, Column: rel.column, Estimator: r.estimator,
+	}
+	for i, v := range rel.values {
+		c := est.Counts[i+1]
+		out.Counts = append(out.Counts, ddpsCountJSON{Value: v, Estimate: c.Count, SD: c.SD})
+	}
+	if rel.nonParticipant != "" {
+		out.NonParticipant = &ddpsNonPartJSON{Value: rel.nonParticipant, Estimate: est.Counts[0].Count, SD: est.Counts[0].SD}
+	}
+	if r.truth != nil {
+		t := &ddpsTruthJSON{Participants: r.trueParticipants(), L2Error: r.l2()}
+		for i, v := range rel.values {
+			t.Counts = append(t.Counts, ddpsTrueCount{Value: v, Count: r.truth[i+1]})
+		}
+		out.Truth = t
+	}
+	return out
+}
+
+// trueParticipants is the number of owners holding one of the V values.
+func (r ddpsResult) trueParticipants() int64 {
+	var p int64
+	for _, c := range r.truth[1:] {
+		p += c
+	}
+	return p
+}
+
+// l2 is ‖n̂ − n‖₂ over the V values.
+func (r ddpsResult) l2() float64 {
+	var s float64
+	for o := 1; o < len(r.truth); o++ {
+		d := r.est.Counts[o].Count - float64(r.truth[o])
+		s += d * d
+	}
+	return math.Sqrt(s)
+}
+
+func (r ddpsResult) asReport() *localReport {
+	rel, est := r.rel, r.est
+	cols := []localReportColumn{{name: "value"}, {name: "estimate", float: true}, {name: "sd", float: true}}
+	if r.truth != nil {
+		cols = append(cols, localReportColumn{name: "true", float: true}, localReportColumn{name: "error", float: true})
+	}
+	rep := &localReport{mechanism: "ddps", columns: cols, meta: table.Meta{"column": rel.column, "estimator": r.estimator}}
+	rep.meta.SetFloat("pi_s", rel.piS)
+	rep.meta.SetFloat("epsilon", rel.epsilon)
+	rep.meta.SetInt("reports", est.N)
+	rep.meta.SetFloat("participants", est.Participants.Count)
+	rep.meta.SetFloat("participants_sd", est.Participants.SD)
+	how := "the difference of the rounds, (C2 − C1)/π_s (Eq. 41)"
+	if r.estimator == "round-two" {
+		how = "round two alone, (C2 − N·π_⊥)/π_s"
+	}
+	rep.notes = []string{
+		fmt.Sprintf("ddps release %s of column %s: %d owners, π_s = %g, ε = %.6g", rel.name, rel.column, est.N, rel.piS, rel.epsilon),
+		fmt.Sprintf("counts by %s, unclipped, ± their standard deviation", how),
+		fmt.Sprintf("participants: %.6g ± %.6g", est.Participants.Count, est.Participants.SD),
+	}
+	if r.truth != nil {
+		rep.notes = append(rep.notes, fmt.Sprintf("true participants: %d; ℓ2 error of the counts: %.6g", r.trueParticipants(), r.l2()))
+	}
+	add := func(label string, o int) {
+		c := est.Counts[o]
+		row := []any{label, c.Count, c.SD}
+		if r.truth != nil {
+			row = append(row, float64(r.truth[o]), c.Count-float64(r.truth[o]))
+		}
+		rep.rows = append(rep.rows, row)
+	}
+	for i, v := range rel.values {
+		add(v, i+1)
+	}
+	if rel.nonParticipant != "" {
+		add(rel.nonParticipant+" (not participating)", 0)
+	}
+	return rep
 }

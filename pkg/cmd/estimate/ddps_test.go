@@ -1,0 +1,270 @@
+package estimate
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/pramkit/pramkit/internal/stattest"
+)
+
+// lmJobsCSV is a table whose job column holds counts[x] rows of each
+// label, interleaved.
+func lmJobsCSV(labels []string, counts []int) string {
+	var b strings.Builder
+	b.WriteString("id,job\n")
+	left := append([]int(nil), counts...)
+	for i := 0; ; i++ {
+		done := true
+		for x, lab := range labels {
+			if left[x] > 0 {
+				fmt.Fprintf(&b, "p%d-%d,%s\n", i, x, lab)
+				left[x]--
+				done = false
+			}
+		}
+		if done {
+			return b.String()
+		}
+	}
+}
+
+// lmDDPSOut is the part of --json the tests read.
+type lmDDPSOut struct {
+	PiS            float64 `json:"pi_s"`
+	Epsilon        float64 `json:"epsilon"`
+	Participants   float64 `json:"participants"`
+	ParticipantsSD float64 `json:"participants_sd"`
+	Counts         []struct {
+		Value    string  `json:"value"`
+		Estimate float64 `json:"estimate"`
+		SD       float64 `json:"sd"`
+	} `json:"counts"`
+	Reports        int64  `json:"reports"`
+	Estimator      string `json:"estimator"`
+	NonParticipant *struct {
+		Value    string  `json:"value"`
+		Estimate float64 `json:"estimate"`
+	} `json:"non_participants"`
+	Truth *struct {
+		Counts []struct {
+			Value string `json:"value"`
+			Count int64  `json:"count"`
+		} `json:"counts"`
+		Participants int64   `json:"participants"`
+		L2Error      float64 `json:"l2_error"`
+	} `json:"truth"`
+}
+
+// The counts estimated by estimate from perturb's reports average to the
+// true counts over seeded runs, for both estimators, with and without
+// non-participants.
+func TestDDPSCommandsEstimateUnbiased(t *testing.T) {
+	const (
+		runs  = 40
+		piS   = 0.3
+		alpha = 1e-6 // per count; 4 estimators × ≤ 5 counts
+	)
+	dir := t.TempDir()
+	cb := lmWriteFile(t, dir, "cb.json", lmCodebook)
+	labels := []string{"Sales", "Tech", "Craft", "?"}
+	counts := []int{1500, 900, 100, 500}
+	in := lmWriteFile(t, dir, "jobs.csv", lmJobsCSV(labels, counts))
+	N := 3000.0
+	for _, tt := range []struct {
+		name     string
+		perturb  []string
+		estimate []string
+		values   []string
+		truth    []float64 // true counts of the values
+		nonPart  float64   // true non-participants (−1: none allowed)
+		roundTwo bool
+		piBot    []float64 // π_⊥0..π_⊥V
+	}{
+		{"difference (Eq. 41)", nil, nil, labels, []float64{1500, 900, 100, 500}, -1, false, []float64{0.14, 0.14, 0.14, 0.14, 0.14}},
+		{"round two", nil, []string{"--round-two"}, labels, []float64{1500, 900, 100, 500}, -1, true, []float64{0.14, 0.14, 0.14, 0.14, 0.14}},
+		{"difference, ? not participating", []string{"--non-participant", "?", "--pi-bot", "0.1,0.3,0.2,0.1"}, nil,
+			labels[:3], []float64{1500, 900, 100}, 500, false, []float64{0.1, 0.3, 0.2, 0.1}},
+		{"round two, ? not participating", []string{"--non-participant", "?", "--pi-bot", "0.1,0.3,0.2,0.1"}, []string{"--round-two"},
+			labels[:3], []float64{1500, 900, 100}, 500, true, []float64{0.1, 0.3, 0.2, 0.1}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			sum := make([]float64, len(tt.values))
+			var part float64
+			for seed := range runs {
+				rel := filepath.Join(dir, fmt.Sprintf("r%d.csv", seed))
+				args := append([]string{"--mechanism", "ddps", "--column", "job", "--pi-s", fmt.Sprint(piS), "--codebook", cb, "--seed", fmt.Sprint(seed), in, "-o", rel}, tt.perturb...)
+				lmMustRun(t, "perturb", args...)
+				var res lmDDPSOut
+				lmDecode(t, lmMustRun(t, "estimate", append([]string{rel, "--json"}, tt.estimate...)...), &res)
+				if len(res.Counts) != len(tt.values) || res.Reports != 3000 {
+					t.Fatalf("%d counts, %d reports", len(res.Counts), res.Reports)
+				}
+				for x, c := range res.Counts {
+					if c.Value != tt.values[x] {
+						t.Fatalf("count %d is of %q, want %q", x, c.Value, tt.values[x])
+					}
+					sum[x] += c.Estimate
+				}
+				part += res.Participants
+			}
+			// Var n̂_o = [N·c_o(1 − c_o)·[paired] + n_o·a(1 − a) + (N − n_o)·b(1 − b)]/π_s²,
+			// a = π_⊥o + π_s, b = π_⊥o, c_o = π_⊥o (o ≠ 0), π_⊥o + π_s (o = 0).
+			sd := func(o int, n float64) float64 {
+				a, b := tt.piBot[o]+piS, tt.piBot[o]
+				v := n*a*(1-a) + (N-n)*b*(1-b)
+				if !tt.roundTwo {
+					c := b
+					if o == 0 {
+						c = a
+					}
+					v += N * c * (1 - c)
+				}
+				return math.Sqrt(v) / piS
+			}
+			for x, want := range tt.truth {
+				stattest.AssertMean(t, tt.values[x], sum[x]/runs, want, sd(x+1, want), runs, alpha)
+			}
+			if tt.nonPart < 0 {
+				if part != runs*N {
+					t.Errorf("participants %v over %d runs, want exactly N = %v each", part, runs, N)
+				}
+			} else {
+				stattest.AssertMean(t, "participants", part/runs, N-tt.nonPart, sd(0, tt.nonPart), runs, alpha)
+			}
+		})
+	}
+}
+
+var lmDDPSJSONShape = regexp.MustCompile(`^\{"mechanism":"ddps","pi_s":0\.2,"epsilon":` + lmNum + `,"participants":` + lmNum +
+	`,"counts":\[\{"value":"Sales","estimate":` + lmNum + `,"sd":` + lmNum + `\},\{"value":"Tech",`)
+
+func TestDDPSJSONShape(t *testing.T) {
+	dir := t.TempDir()
+	cb := lmWriteFile(t, dir, "cb.json", lmCodebook)
+	in := lmWriteFile(t, dir, "jobs.csv", lmJobsCSV([]string{"Sales", "Tech"}, []int{5, 5}))
+	rel := filepath.Join(dir, "rel.parquet")
+	lmMustRun(t, "perturb", "--mechanism", "ddps", "--column", "job", "--pi-s", "0.2", "--codebook", cb, "--seed", "1", in, "-o", rel)
+	out := lmMustRun(t, "estimate", rel, "--json")
+	if !lmDDPSJSONShape.MatchString(out) || strings.Count(out, "\n") != 1 {
+		t.Errorf("--json output is not in the issue's shape:\n%s", out)
+	}
+}
+
+// lmDDPSMeta is the metadata of a hand-made release of job with outputs
+// (none), Sales, Tech and π_s = 0.2, π_⊥ = (0.4, 0.2, 0.2).
+const lmDDPSMeta = `{"stage":"perturb","mechanism":"ddps","column":"job","none_token":"(none)","pi_s":"0.2","epsilon":"0.6931471805599453",` +
+	`"pi_bot":"[0.4,0.2,0.2]","values":"[\"Sales\",\"Tech\"]","codebook":"{\"columns\":[{\"name\":\"job\",\"categories\":[\"Sales\",\"Tech\"]}]}"}`
+
+func TestDDPSEstimatesMatchHandValues(t *testing.T) {
+	dir := t.TempDir()
+	// 10 owners. Round one: (none) ×5, Sales ×3, Tech ×2. Round two:
+	// (none) ×3, Sales ×5, Tech ×2.
+	rel := lmWriteFile(t, dir, "hand.csv", "job.round1,job.round2\n"+
+		"(none),Sales\n(none),Sales\n(none),(none)\n(none),Tech\n(none),(none)\nSales,Sales\nSales,Sales\nSales,(none)\nTech,Sales\nTech,Tech\n")
+	lmWriteFile(t, dir, "hand.csv.meta.json", `{"pramkit":1,"meta":`+lmDDPSMeta+`}`)
+	truth := lmWriteFile(t, dir, "truth.csv", "job\n"+strings.Repeat("Sales\n", 6)+strings.Repeat("Tech\n", 4))
+	var res lmDDPSOut
+	lmDecode(t, lmMustRun(t, "estimate", rel, "--json", "--truth", truth), &res)
+	// n̂ = (C2 − C1)/π_s: Sales (5 − 3)/0.2 = 10, Tech (2 − 2)/0.2 = 0.
+	// sd² = [N·b(1 − b) + n̂·a(1 − a) + (N − n̂)·b(1 − b)]/π_s², a = 0.4, b = 0.2, N = 10:
+	// Sales (n̂ = 10): [1.6 + 2.4 + 0]/0.04 = 100; Tech (n̂ = 0): [1.6 + 0 + 1.6]/0.04 = 80.
+	want := []struct{ est, sd float64 }{{10, 10}, {0, math.Sqrt(80)}}
+	for x, c := range res.Counts {
+		if math.Abs(c.Estimate-want[x].est) > 1e-9 || math.Abs(c.SD-want[x].sd) > 1e-9 {
+			t.Errorf("%s: %v ± %v, want %v ± %v", c.Value, c.Estimate, c.SD, want[x].est, want[x].sd)
+		}
+	}
+	if res.PiS != 0.2 || math.Abs(res.Epsilon-math.Ln2) > 1e-12 || res.Participants != 10 || res.Estimator != "difference" {
+		t.Errorf("%+v", res)
+	}
+	// ℓ2 error against the true counts (6, 4): √(4² + 4²).
+	if res.Truth == nil || res.Truth.Participants != 10 || math.Abs(res.Truth.L2Error-math.Sqrt(32)) > 1e-9 ||
+		res.Truth.Counts[0].Count != 6 || res.Truth.Counts[1].Count != 4 {
+		t.Errorf("truth %+v", res.Truth)
+	}
+	// Round two alone: ñ = (C2 − N·π_⊥)/π_s: Sales (5 − 2)/0.2 = 15, Tech (2 − 2)/0.2 = 0.
+	lmDecode(t, lmMustRun(t, "estimate", rel, "--json", "--round-two"), &res)
+	if math.Abs(res.Counts[0].Estimate-15) > 1e-9 || math.Abs(res.Counts[1].Estimate) > 1e-9 || res.Estimator != "round-two" {
+		t.Errorf("round two: %+v", res.Counts)
+	}
+	text := lmMustRun(t, "estimate", rel, "--truth", truth)
+	for _, line := range []string{
+		"hand.csv of column job: 10 owners, π_s = 0.2, ε = 0.693147",
+		"# counts by the difference of the rounds, (C2 − C1)/π_s (Eq. 41), unclipped, ± their standard deviation",
+		"value  estimate  sd       true  error",
+		"Sales  10        10       6     4",
+		"Tech   0         8.94427  4     -4",
+	} {
+		if !strings.Contains(text, line+"\n") {
+			t.Errorf("text report lacks %q:\n%s", line, text)
+		}
+	}
+}
+
+func TestDDPSEstimateRejectsBadInput(t *testing.T) {
+	dir := t.TempDir()
+	cb := lmWriteFile(t, dir, "cb.json", lmCodebook)
+	in := lmWriteFile(t, dir, "jobs.csv", lmJobsCSV([]string{"Sales", "Tech"}, []int{5, 5}))
+	rel := filepath.Join(dir, "rel.csv")
+	lmMustRun(t, "perturb", "--mechanism", "ddps", "--column", "job", "--pi-s", "0.2", "--codebook", cb, "--seed", "1", in, "-o", rel)
+	meta, err := os.ReadFile(rel + ".meta.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	edited := lmWriteFile(t, dir, "edited.csv", "job.round1,job.round2\nSales,Tech\nSales,Boss\n")
+	lmWriteFile(t, dir, "edited.csv.meta.json", string(meta))
+	oneRound := lmWriteFile(t, dir, "oneround.csv", "job.round1\nSales\n")
+	lmWriteFile(t, dir, "oneround.csv.meta.json", string(meta))
+	badEps := lmWriteFile(t, dir, "badeps.csv", "job.round1,job.round2\nSales,Tech\n")
+	lmWriteFile(t, dir, "badeps.csv.meta.json", strings.Replace(string(meta), `"epsilon":"`, `"epsilon":"9`, 1))
+	noJob := lmWriteFile(t, dir, "nojob.csv", "id\np1\n")
+	out := filepath.Join(dir, "out.csv")
+	tests := []struct {
+		name string
+		args []string
+		code int
+		msg  string
+	}{
+		{"anonymity on a ddps release", []string{rel, "--anonymity", "--truth", in}, 2, "--anonymity applies to bitflip releases only, but"},
+		{"codebook", []string{rel, "--codebook", cb}, 2, "drop --codebook"},
+		{"another column", []string{rel, "--columns", "sex"}, 2, `is a ddps release of the one column "job"`},
+		{"two truths", []string{rel, "--truth", in, "--truth", in}, 2, "give --truth once"},
+		{"edited release", []string{edited}, 1, `edited.csv: row 2, column "job.round2": "Boss" is not an output of this release`},
+		{"a round missing", []string{oneRound}, 1, `has no column "job.round2"`},
+		{"ε does not match the masses", []string{badEps}, 1, "its π_s and π_⊥ give ε ="},
+		{"truth without the column", []string{rel, "--truth", noJob}, 1, `nojob.csv has no column "job"`},
+		{"truth is a release", []string{rel, "--truth", rel}, 1, "is a ddps release, not the original table"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, _, stderr := lmRun(t, "estimate", append(tt.args, "-o", out)...)
+			if code != tt.code {
+				t.Errorf("exit %d, want %d (stderr %q)", code, tt.code, stderr)
+			}
+			first, _, _ := strings.Cut(stderr, "\n")
+			if !strings.HasPrefix(first, "estimate: ") || !strings.Contains(first, tt.msg) {
+				t.Errorf("first stderr line %q, want it to contain %q", first, tt.msg)
+			}
+			if m, _ := filepath.Glob(out + "*"); len(m) > 0 {
+				t.Errorf("output left behind: %v", m)
+			}
+		})
+	}
+}
+
+func BenchmarkDDPSEstimate(b *testing.B) {
+	dir := b.TempDir()
+	cb := lmWriteFile(b, dir, "cb.json", lmCodebook)
+	in := lmWriteFile(b, dir, "jobs.csv", lmJobsCSV([]string{"Sales", "Tech", "Craft", "?"}, []int{40000, 30000, 20000, 10000}))
+	rel := filepath.Join(dir, "rel.parquet")
+	lmMustRun(b, "perturb", "--mechanism", "ddps", "--column", "job", "--pi-s", "0.1", "--codebook", cb, in, "-o", rel)
+	for b.Loop() {
+		lmMustRun(b, "estimate", rel, "--json")
+	}
+	b.ReportMetric(float64(100000*b.N)/b.Elapsed().Seconds(), "rows/s")
+}
