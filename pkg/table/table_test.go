@@ -254,3 +254,13 @@ func TestValuesReadIntegersAndStrings(t *testing.T) {
 		t.Error("int32 as string")
 	}
 }
+
+func TestEmptyValueInASingleColumnSurvives(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "one.csv")
+	rows := [][]string{{"a"}, {""}, {"b"}, {""}}
+	writeRows(t, p, []string{"x"}, rows, nil, WriteOptions{})
+	_, got, _, _ := readAll(t, p, ReadOptions{})
+	if !reflect.DeepEqual(got, rows) {
+		t.Fatalf("rows %q, want %q", got, rows)
+	}
+}

@@ -48,6 +48,13 @@ func (c *csvWriter) write(rec arrow.RecordBatch) error {
 		for j := range c.row {
 			c.row[j] = c.values[j].String(i)
 		}
+		if len(c.row) == 1 && c.row[0] == "" {
+			// encoding/csv writes a lone empty field as a blank line, which
+			// readers skip: quote it so the row survives.
+			c.w.Flush()
+			c.buf.WriteString("\"\"\n")
+			continue
+		}
 		if err := c.w.Write(c.row); err != nil {
 			return fmt.Errorf("writing CSV: %w", err)
 		}
