@@ -709,17 +709,29 @@ func (rel *bitflipRelease) describeRecord(row []uint64) string {
 	return strings.Join(parts, " ")
 }
 
-// describeReport lists the bits set in a report, which need not be a valid
-// record: "sex=Male occupation=Sales occupation=?".
+// describeReport names the values a report claims, which need not form a
+// valid record: a binary column's bit names one of its two categories, a
+// one-hot column may have any set of bits set, e.g.
+// "sex=Male income=<=50K occupation={Sales,?}".
 func (rel *bitflipRelease) describeReport(row []uint64) string {
-	var parts []string
-	for i := range rel.layout.Width() {
-		if bitflip.Bit(row, i) {
-			parts = append(parts, rel.bitName(i))
+	parts := make([]string, 0, len(rel.groups))
+	for j, g := range rel.groups {
+		off := rel.layout.Offset(j)
+		if rel.layout.Group(j).Kind == bitflip.Binary {
+			lab := g.Labels[0]
+			if bitflip.Bit(row, off) {
+				lab = g.Labels[1]
+			}
+			parts = append(parts, g.Name+"="+lab)
+			continue
 		}
-	}
-	if len(parts) == 0 {
-		return "(no bit set)"
+		var set []string
+		for x, lab := range g.Labels {
+			if bitflip.Bit(row, off+x) {
+				set = append(set, lab)
+			}
+		}
+		parts = append(parts, g.Name+"={"+strings.Join(set, ",")+"}")
 	}
 	return strings.Join(parts, " ")
 }

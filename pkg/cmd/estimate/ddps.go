@@ -136,6 +136,17 @@ func readDDPSRelease(in table.Reader) (*ddpsRelease, error) {
 	} else {
 		return nil, fmt.Errorf("%s: the metadata lacks the codebook; %s", name, damaged)
 	}
+	// perturb's default masses are rebuilt as the default, so that π_s is
+	// not renormalized by the rounding of their float sum.
+	uniform := (1 - piS) / float64(len(rel.values)+1)
+	for _, p := range piBot {
+		if p != uniform {
+			uniform = -1
+		}
+	}
+	if uniform >= 0 && len(piBot) == len(rel.values)+1 {
+		piBot = nil
+	}
 	rel.mech, err = ddps.New(ddps.Options{Values: len(rel.values), PiS: piS, PiBottom: piBot, NonParticipants: rel.nonParticipant != ""})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %v; %s", name, err, damaged)
