@@ -1,23 +1,311 @@
-// Package anonymize is the `anonymize` command (not built yet).
+// Package anonymize is the `anonymize` command: a data steward publishes a
+// whole table so that large counts stay accurate while small counts and
+// single people stay hidden (SPEC §4; Fu, Wang, Wang, Wong, "Small Count
+// Privacy and Large Count Utility in Data Publishing", seed 003). The
+// mechanisms are in package pkg/anonymize; this package reads the table,
+// maps the sensitive columns through their codebook, publishes, and writes
+// the metadata that `estimate` needs for count queries.
 package anonymize
 
 import (
+	"fmt"
+	"math"
 	"os"
+	"slices"
 
 	"github.com/spf13/cobra"
 
 	"github.com/pramkit/pramkit/pkg/cli"
+	"github.com/pramkit/pramkit/pkg/codebook"
+	"github.com/pramkit/pramkit/pkg/table"
 )
 
-// NewCmd builds the command.
-func NewCmd() *cobra.Command {
-	return cli.Root(&cobra.Command{
-		Use:     "anonymize [<file>] [flags]",
-		Short:   "Publish a table with l-diverted sensitive values (not implemented yet)",
-		Example: "  $ anonymize --sensitive occupation --l 5 adult.csv -o adult.l5.parquet",
-		RunE:    cli.NotImplemented,
-	})
+// Mechanisms.
+const (
+	diverted = "diverted" // A′, ℓ′-diverted privacy (§4)
+	anatomy  = "anatomy"  // Anatomy's ℓ-diverse groups (§9.4 baseline)
+	global   = "global"   // mechanism A, global randomization (§3)
+)
+
+// Options are the parsed flags of one run.
+type Options struct {
+	Streams *cli.Streams
+	Input   string
+
+	Sensitive []string // --sensitive
+	L         int      // --l, ℓ′ (ℓ for anatomy)
+	Mechanism string   // --mechanism
+	P         float64  // --p, global: keep probability
+	Groups    string   // --groups FILE, anatomy's sensitive table
+	GroupCol  string   // --group-column, anatomy's group id column
+
+	Report   bool    // --report
+	Check    bool    // --check
+	JSON     bool    // --json
+	RelError float64 // --rel-error, ε of Lemma 4 and Definition 5
+	TE       float64 // --te, T_E of Lemma 4
+
+	Codebook cli.CodebookFlags
+	Unknown  codebook.UnknownPolicy
+	Missing  codebook.MissingPolicy
+
+	Output cli.Output
+	Seed   cli.Seed
+	cmd    *cobra.Command
 }
 
-// Main runs the command and returns the exit code.
-func Main() int { return cli.Run(NewCmd(), os.Args[1:], cli.StdStreams()) }
+// NewCmd builds the command; runF replaces the run function in tests.
+func NewCmd(s *cli.Streams, runF func(*Options) error) *cobra.Command {
+	opts := &Options{Streams: s}
+	cmd := &cobra.Command{
+		Use:   "anonymize [<file>] --sensitive COL[,COL…] --l N [flags]",
+		Short: "Publish a table with ℓ′-diverted sensitive values (mechanism A′)",
+		Long: `Anonymize publishes a whole table so that counts of many people stay
+accurate while counts of a few people, and each person's sensitive value,
+stay hidden (Fu, Wang, Wang, Wong, "Small Count Privacy and Large Count
+Utility in Data Publishing"; SPEC §4). The --sensitive columns are
+randomized; every other column is published unchanged, as text.
+
+--mechanism diverted (the default) is the paper's mechanism A′:
+  1. every row gets a random id (from a CSPRNG), independent of its content;
+  2. the (id, sensitive value) pairs are split into decoy groups of exactly
+     ℓ′ rows with ℓ′ distinct values, deterministically, by Anatomy's group
+     creation: one bucket of rows per value, then repeatedly one row (the
+     smallest id) from each of the ℓ′ currently largest buckets;
+  3. each row publishes a value drawn uniformly from its group's ℓ′ values
+     (p = q = 1/ℓ′, the only choice that gives ℓ′-diverted privacy,
+     Theorems 1 and 2);
+  4. the rows are shuffled and published with ℓ′; nothing about the groups
+     or the ids is published.
+The count of each value in the output is the unbiased maximum-likelihood
+estimate of its true count (Theorem 3); its relative error is small for
+large counts and large for small ones (§6). estimate answers count
+queries on the output (see "estimate --help").
+
+A table is eligible for ℓ′ when its most frequent sensitive value occurs at
+most N/ℓ′ times; otherwise anonymize stops and names the value and the
+largest feasible ℓ′ (--check tells in advance). N is made a multiple of ℓ′
+by leaving out N mod ℓ′ < ℓ′ rows chosen at random; how many is reported on
+stderr and in the metadata. Several sensitive columns are randomized
+independently, each with its own decoy groups (§7.2).
+
+--mechanism anatomy is the ℓ-diversity baseline the paper compares with
+(Xiao and Tao's Anatomy, groups built as above with ℓ = --l): the rows go to
+-o with a group id column (--group-column, "group") instead of the
+sensitive column, and the sensitive table (group, value, count) goes to
+--groups FILE. Values are true but only linked to a group. One sensitive
+column.
+
+--mechanism global is the paper's mechanism A: each row keeps its value with
+probability --p, else gets a value drawn uniformly from the whole codebook.
+Without --p, --l N sets the paper's comparison point: the row retains its
+value with probability 1/ℓ′, that is p = (V/ℓ′ − 1)/(V − 1) for V values.
+Rows stay in input order (each is randomized independently), so global
+streams in constant memory.
+
+The sensitive columns need a codebook (--codebook FILE, or --infer-codebook,
+which reads the file twice and reveals the values present). A missing value
+("?" in Adult) is a category of its own unless --missing drop removes its
+rows (reported) or --missing fail stops. The codebook of the sensitive
+columns, ℓ′, the mechanism, N, the dropped rows and the sensitive column
+names go into the output's metadata (keys mechanism, l, p, N, dropped,
+sensitive, codebook).
+
+--report prints, per sensitive value, its frequency f_s, the Chebyshev bound
+1/(ℓ′ε²f_s²) on P(relative error ≥ ε) (Inequality 3), whether f_s reaches
+the utility threshold T_f = 1/√(ℓ′ε²T_E) (Lemma 4), and the privacy
+guarantee T_P = P(relative error > ε) from f′_s ~ Binomial(ℓ′f_s, 1/ℓ′)
+(Definition 5), for ε = --rel-error and T_E = --te; as a table, or JSON with
+--json. With -o the table is also published (the report then uses the
+published rows); without -o nothing is published. --check only says
+whether the table is eligible for --l and the largest feasible ℓ′ (exit
+status 1 when not eligible).
+
+Memory: diverted and anatomy hold the table: 4 bytes per row per sensitive
+column, 1 byte per row per other column with at most 256 distinct values (2
+bytes up to 65,536, else 4) plus each distinct value once, and 16 bytes per
+row while publishing (decoy groups, shuffled order, published values):
+about 36 bytes per row for UCI Adult's 15 columns. global, --check and a
+--report without -o read the table once in constant memory.`,
+		Example: `  # is Adult eligible for ℓ′ = 5 with occupation sensitive? (largest feasible: 7)
+  $ anonymize --check --sensitive occupation --l 5 --codebook codebook.json adult.csv
+
+  # publish Adult with occupation ℓ′-diverted, then ask a count query
+  $ anonymize --sensitive occupation --l 5 --codebook codebook.json adult.csv -o adult.l5.csv
+  anonymize: left out 1 row chosen at random so that N = 32560 is a multiple of ℓ′ = 5
+  $ estimate --query 'sex=Female,occupation=Sales' adult.l5.csv
+
+  # utility and privacy per value for ε = 0.3
+  $ anonymize --report --rel-error 0.3 --sensitive occupation --l 5 --codebook codebook.json adult.csv
+
+  # the baselines: Anatomy (rows + sensitive table) and global randomization
+  $ anonymize --mechanism anatomy --sensitive occupation --l 5 --codebook codebook.json adult.csv \
+      -o adult.anatomy.csv --groups adult.anatomy.groups.csv
+  $ anonymize --mechanism global --sensitive occupation --l 5 --codebook codebook.json adult.csv -o adult.global.csv`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			opts.cmd = c
+			if len(args) == 1 {
+				opts.Input = args[0]
+			}
+			if runF != nil {
+				return runF(opts)
+			}
+			return run(opts)
+		},
+	}
+	f := cmd.Flags()
+	f.StringSliceVar(&opts.Sensitive, "sensitive", nil, "sensitive `COL`umns to randomize (comma-separated or repeated)")
+	f.IntVar(&opts.L, "l", 0, "ℓ′ `N` ≥ 2: decoy group size, the number of values each row may take (ℓ for anatomy)")
+	f.StringVar(&opts.Mechanism, "mechanism", diverted, "`MECH`anism: diverted (A′), anatomy or global (mechanism A)")
+	f.Float64Var(&opts.P, "p", 0, "global: keep each value with probability `P` in [0, 1], else draw it uniformly (default: retention 1/ℓ′)")
+	f.StringVar(&opts.Groups, "groups", "", "anatomy: write the sensitive table (group, value, count) to `FILE`")
+	f.StringVar(&opts.GroupCol, "group-column", "group", "anatomy: `NAME` of the group id column")
+	f.BoolVar(&opts.Report, "report", false, "print each sensitive value's utility and privacy guarantees (Lemma 4, Definition 5)")
+	f.BoolVar(&opts.Check, "check", false, "only say whether the table is eligible for --l and the largest feasible ℓ′")
+	f.BoolVar(&opts.JSON, "json", false, "print --report or --check as JSON")
+	f.Float64Var(&opts.RelError, "rel-error", 0.2, "--report: relative error `E` (the paper's ε) of the guarantees")
+	f.Float64Var(&opts.TE, "te", 0.02, "--report: probability `T` (the paper's T_E) of the utility guarantee")
+	cli.AddCodebookFlags(cmd, &opts.Codebook)
+	f.Var(&opts.Unknown, "unknown", "a sensitive value outside the codebook: fail, or treat it as missing")
+	f.Var(&opts.Missing, "missing", "a missing sensitive value: keep it as its category, drop the row, or fail")
+	cli.AddOutputFlags(cmd, &opts.Output)
+	cli.AddSeedFlag(cmd, &opts.Seed)
+	return cli.Root(cmd)
+}
+
+// Main runs the command on the process's arguments and returns the exit code.
+func Main() int { return cli.Run(NewCmd(cli.StdStreams(), nil), os.Args[1:], cli.StdStreams()) }
+
+// validate checks the flags before any input is read.
+func (o *Options) validate() error {
+	f := o.cmd.Flags()
+	if len(o.Sensitive) == 0 {
+		return cli.Usagef("name the sensitive column(s): --sensitive COL[,COL…]")
+	}
+	for i, s := range o.Sensitive {
+		if s == "" {
+			return cli.Usagef("--sensitive has an empty column name")
+		}
+		if slices.Contains(o.Sensitive[:i], s) {
+			return cli.Usagef("--sensitive names %q twice", s)
+		}
+	}
+	switch o.Mechanism {
+	case diverted, anatomy, global:
+	default:
+		return cli.Usagef("--mechanism %q: choose diverted, anatomy or global", o.Mechanism)
+	}
+	lGiven := f.Changed("l")
+	if lGiven && o.L < 2 {
+		return cli.Usagef("--l must be at least 2 (a decoy group needs two values), got %d", o.L)
+	}
+	if o.Check {
+		switch {
+		case o.Report:
+			return cli.Usagef("give either --check or --report, not both")
+		case o.Output.Path != "":
+			return cli.Usagef("--check publishes nothing: drop -o")
+		}
+	} else {
+		if err := o.validatePublish(lGiven); err != nil {
+			return err
+		}
+	}
+	if o.Report {
+		if o.Mechanism != diverted {
+			return cli.Usagef("--report gives the guarantees of mechanism A′: it needs --mechanism diverted")
+		}
+		if !(o.RelError > 0) || math.IsInf(o.RelError, 1) {
+			return cli.Usagef("--rel-error must be a number > 0, got %v", o.RelError)
+		}
+		if !(o.TE > 0 && o.TE <= 1) {
+			return cli.Usagef("--te must be in (0, 1], got %v", o.TE)
+		}
+	} else {
+		for _, name := range []string{"rel-error", "te"} {
+			if f.Changed(name) {
+				return cli.Usagef("--%s applies to --report only", name)
+			}
+		}
+	}
+	if o.JSON && !o.Report && !o.Check {
+		return cli.Usagef("--json applies to --report and --check")
+	}
+	return nil
+}
+
+// validatePublish checks the flags of a run that publishes.
+func (o *Options) validatePublish(lGiven bool) error {
+	f := o.cmd.Flags()
+	if o.Mechanism != global && f.Changed("p") {
+		return cli.Usagef("--p applies to --mechanism global only")
+	}
+	if o.Mechanism != anatomy {
+		if o.Groups != "" || f.Changed("group-column") {
+			return cli.Usagef("--groups and --group-column apply to --mechanism anatomy only")
+		}
+	}
+	switch o.Mechanism {
+	case diverted:
+		if !lGiven {
+			return cli.Usagef("give ℓ′ with --l N (N ≥ 2); --check tells the largest feasible ℓ′")
+		}
+	case anatomy:
+		switch {
+		case !lGiven:
+			return cli.Usagef("give ℓ with --l N (N ≥ 2)")
+		case len(o.Sensitive) > 1:
+			return cli.Usagef("--mechanism anatomy publishes one sensitive column; got %d", len(o.Sensitive))
+		case o.Groups == "":
+			return cli.Usagef("--mechanism anatomy writes two tables: the rows to -o and the sensitive table to --groups FILE")
+		case o.GroupCol == "":
+			return cli.Usagef("--group-column needs a name")
+		case o.Groups == o.Output.Path:
+			return cli.Usagef("--groups and -o name the same file")
+		}
+	case global:
+		switch {
+		case f.Changed("p") && lGiven:
+			return cli.Usagef("give either --p (keep probability) or --l (retention 1/ℓ′), not both")
+		case f.Changed("p"):
+			if !(o.P >= 0 && o.P <= 1) {
+				return cli.Usagef("--p must be in [0, 1], got %v", o.P)
+			}
+		case !lGiven:
+			return cli.Usagef("give the keep probability --p P, or --l N for the paper's comparison point (retention 1/ℓ′)")
+		}
+	}
+	return nil
+}
+
+func run(o *Options) error {
+	if err := o.validate(); err != nil {
+		return err
+	}
+	cb, err := o.Codebook.Load(o.Streams, o.Input, o.Sensitive)
+	if err != nil {
+		return err
+	}
+	for _, name := range o.Sensitive {
+		col, _ := cb.Column(name)
+		if o.cmd.Flags().Changed("l") && o.L > col.K() {
+			return fmt.Errorf("ℓ′ = %d is larger than the %d values in the codebook of %s: a decoy group needs ℓ′ distinct values (and retention 1/ℓ′ cannot be below 1/V); choose a smaller --l", o.L, col.K(), name)
+		}
+	}
+	switch {
+	case o.Check:
+		return o.runCheck(cb)
+	case o.Report && table.IsStdio(o.Output.Path):
+		return o.runReportOnly(cb)
+	case o.Mechanism == global:
+		return o.runGlobal(cb)
+	case o.Mechanism == anatomy:
+		return o.runAnatomy(cb)
+	}
+	return o.runDiverted(cb)
+}
+
+func (o *Options) policy() codebook.Policy {
+	return codebook.Policy{Unknown: o.Unknown, Missing: o.Missing}
+}

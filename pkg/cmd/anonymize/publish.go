@@ -1,0 +1,485 @@
+package anonymize
+
+import (
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"slices"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/pramkit/pramkit/pkg/anonymize"
+	"github.com/pramkit/pramkit/pkg/cli"
+	"github.com/pramkit/pramkit/pkg/codebook"
+	"github.com/pramkit/pramkit/pkg/progress"
+	"github.com/pramkit/pramkit/pkg/table"
+)
+
+// inputs are the files the outputs must not overwrite.
+func (o *Options) inputs() []string {
+	return []string{o.Input, o.Codebook.Path, o.Codebook.Save}
+}
+
+// meta is the metadata shared by the publications (pipeline conventions:
+// stage, mechanism, l, p, N, dropped, sensitive, codebook).
+func (o *Options) meta(cb *codebook.Codebook, mech string, n int64, drop int, missing int64) (table.Meta, error) {
+	meta := table.Meta{"stage": "anonymize", "mechanism": mech}
+	meta.SetInt("N", n)
+	meta.SetInt("dropped", int64(drop))
+	if missing > 0 {
+		meta.SetInt("missing_dropped", missing)
+	}
+	if err := meta.SetJSON("sensitive", o.Sensitive); err != nil {
+		return nil, err
+	}
+	sel, err := cb.Select(o.Sensitive)
+	if err != nil {
+		return nil, err
+	}
+	if err := meta.SetJSON("codebook", sel); err != nil {
+		return nil, err
+	}
+	return meta, nil
+}
+
+// notes tells on stderr which rows were left out.
+func (o *Options) notes(d *dataset, drop int, n int64) {
+	if d.missing > 0 {
+		fmt.Fprintf(o.Streams.Err, "anonymize: left out %d rows with a missing sensitive value (--missing drop)\n", d.missing)
+	}
+	if drop > 0 {
+		rows := "rows"
+		if drop == 1 {
+			rows = "row"
+		}
+		fmt.Fprintf(o.Streams.Err, "anonymize: left out %d %s chosen at random so that N = %d is a multiple of ℓ′ = %d\n", drop, rows, n, o.L)
+	}
+}
+
+// readRows reads the whole table into memory for publishing, and checks
+// that it is eligible for --l.
+func (o *Options) readRows(in table.Reader, cb *codebook.Codebook) (*dataset, error) {
+	d, err := read(in, cb, o.Sensitive, readOptions{keepRows: true, policy: o.policy(), meter: o.Streams.Progress("anonymize: read")})
+	if err != nil {
+		return nil, err
+	}
+	if err := d.eligible(o.L); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// libError maps the library's eligibility error to labels.
+func (d *dataset) libError(err error) error {
+	var ie *anonymize.IneligibleError
+	if errors.As(err, &ie) {
+		return d.ineligible(ie)
+	}
+	return err
+}
+
+// runDiverted publishes with mechanism A′ (§4.1, Algorithm 1).
+func (o *Options) runDiverted(cb *codebook.Codebook) error {
+	in, err := o.Streams.Open(o.Input)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	d, err := o.readRows(in, cb)
+	if err != nil {
+		return err
+	}
+	cols := make([]anonymize.Column, len(d.sens))
+	for k, sv := range d.sens {
+		cols[k] = anonymize.Column{Values: d.s[k], V: sv.col.K()}
+	}
+	rel, err := anonymize.Anonymize(cols, o.L, o.Seed.Rand(o.cmd))
+	if err != nil {
+		return d.libError(err)
+	}
+	// The true values are not needed any more, except as counts of the
+	// published rows for --report.
+	for _, row := range rel.Dropped {
+		for k := range d.s {
+			d.counts[k][d.s[k][row]]--
+		}
+	}
+	cols, d.s = nil, nil
+	n := int64(len(rel.Order))
+	o.notes(d, len(rel.Dropped), n)
+	meta, err := o.meta(cb, diverted, n, len(rel.Dropped), d.missing)
+	if err != nil {
+		return err
+	}
+	meta.SetInt("l", int64(o.L))
+	labels := make([][]string, len(d.sens))
+	for k, sv := range d.sens {
+		labels[k] = sv.col.Labels()
+	}
+	schema := table.StringSchema(d.names)
+	w, err := o.Streams.Create(o.Output, schema, meta, in.Format(), o.inputs())
+	if err != nil {
+		return err
+	}
+	defer w.Abort()
+	err = d.writeRows(w, schema, rel.Order, o.Streams.Progress("anonymize: write"), func(bb *table.BatchBuilder, j, k int, row uint32) {
+		bb.String(j, labels[k][rel.Published[k][row]])
+	}, nil)
+	if err != nil {
+		return err
+	}
+	if err := w.Commit(); err != nil {
+		return err
+	}
+	if o.Report {
+		return o.printReport(d, d.counts, "the published rows")
+	}
+	return nil
+}
+
+// writeRows writes the held rows in the given order: the non-sensitive
+// columns from their dictionaries, sensitive column k (at output column j)
+// by sens, or not at all when sens is nil; output columns after the input's
+// by extra.
+func (d *dataset) writeRows(w table.Writer, schema *arrow.Schema, order []uint32, meter *progress.Meter,
+	sens func(bb *table.BatchBuilder, j, k int, row uint32), extra func(bb *table.BatchBuilder, j int, row uint32)) error {
+	bb := table.NewBatchBuilder(schema)
+	defer bb.Release()
+	for i, row := range order {
+		out := 0
+		for j, k := range d.which {
+			switch {
+			case k < 0:
+				bb.String(out, d.nsa[j].values[d.codes[j].at(row)])
+			case sens != nil:
+				sens(bb, out, k, row)
+			default:
+				continue // the sensitive column is left out
+			}
+			out++
+		}
+		for ; out < schema.NumFields(); out++ {
+			extra(bb, out, row)
+		}
+		bb.EndRow()
+		if bb.Rows() == table.DefaultBatchSize || i == len(order)-1 {
+			rows := bb.Rows()
+			rec := bb.NewBatch()
+			err := w.Write(rec)
+			rec.Release()
+			if err != nil {
+				return err
+			}
+			meter.Add(int64(rows))
+		}
+	}
+	meter.Done()
+	return nil
+}
+
+// removeTable removes a committed output table and its CSV sidecar.
+func removeTable(path string) {
+	os.Remove(path)
+	os.Remove(path + ".meta.json")
+}
+
+// runAnatomy publishes the Anatomy baseline: the rows with a group id
+// instead of the sensitive value, and the sensitive table (group, value,
+// count) to --groups.
+func (o *Options) runAnatomy(cb *codebook.Codebook) error {
+	in, err := o.Streams.Open(o.Input)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	if len(in.Schema().FieldIndices(o.GroupCol)) > 0 {
+		return fmt.Errorf("%s already has a column %q: name the group id column otherwise with --group-column NAME", in.Name(), o.GroupCol)
+	}
+	d, err := o.readRows(in, cb)
+	if err != nil {
+		return err
+	}
+	sv := d.sens[0]
+	r := o.Seed.Rand(o.cmd)
+	rel, err := anonymize.Anatomize(d.s[0], sv.col.K(), o.L, r)
+	if err != nil {
+		return d.libError(err)
+	}
+	d.s = nil
+	n := int64(len(rel.Order))
+	o.notes(d, len(rel.Dropped), n)
+	meta, err := o.meta(cb, anatomy, n, len(rel.Dropped), d.missing)
+	if err != nil {
+		return err
+	}
+	meta.SetInt("l", int64(o.L))
+	groups := len(rel.ST) / rel.L
+	meta.SetInt("groups", int64(groups))
+	meta["group_column"] = o.GroupCol
+	// The two tables carry the same random release id, so that estimate
+	// can check that it was given the sensitive table of these rows.
+	meta["release_id"] = releaseID(r)
+	meta["groups_table"] = table.DisplayName(o.Groups)
+
+	// The sensitive table first: it is small, and written in full before
+	// the rows.
+	stMeta := table.Meta{"stage": "anonymize", "table": "anatomy-groups", "release_id": meta["release_id"]}
+	stMeta.SetInt("l", int64(o.L))
+	stMeta.SetInt("groups", int64(groups))
+	for _, key := range []string{"sensitive", "codebook", "N"} {
+		stMeta[key] = meta[key]
+	}
+	stSchema := arrow.NewSchema([]arrow.Field{
+		{Name: o.GroupCol, Type: arrow.PrimitiveTypes.Int64},
+		{Name: sv.name, Type: arrow.BinaryTypes.String},
+		{Name: "count", Type: arrow.PrimitiveTypes.Int64},
+	}, nil)
+	gw, err := o.Streams.Create(cli.Output{Path: o.Groups, Format: o.Output.Format}, stSchema, stMeta, in.Format(), append(o.inputs(), o.Output.Path))
+	if err != nil {
+		return err
+	}
+	defer gw.Abort()
+	if err := writeST(gw, stSchema, rel.ST, sv.col.Labels()); err != nil {
+		return err
+	}
+
+	var names []string
+	for j, k := range d.which {
+		if k < 0 {
+			names = append(names, d.names[j])
+		}
+	}
+	fields := make([]arrow.Field, 0, len(names)+1)
+	for _, name := range names {
+		fields = append(fields, arrow.Field{Name: name, Type: arrow.BinaryTypes.String})
+	}
+	fields = append(fields, arrow.Field{Name: o.GroupCol, Type: arrow.PrimitiveTypes.Int64})
+	schema := arrow.NewSchema(fields, nil)
+	w, err := o.Streams.Create(o.Output, schema, meta, in.Format(), append(o.inputs(), o.Groups))
+	if err != nil {
+		return err
+	}
+	defer w.Abort()
+	err = d.writeRows(w, schema, rel.Order, o.Streams.Progress("anonymize: write"), nil, func(bb *table.BatchBuilder, j int, row uint32) {
+		bb.Int64(j, int64(rel.GroupOf[row]))
+	})
+	if err != nil {
+		return err
+	}
+	if err := gw.Commit(); err != nil {
+		return err
+	}
+	if err := w.Commit(); err != nil {
+		removeTable(o.Groups)
+		return err
+	}
+	return nil
+}
+
+// writeST writes Anatomy's sensitive table.
+func writeST(w table.Writer, schema *arrow.Schema, st []anonymize.AnatomyEntry, labels []string) error {
+	bb := table.NewBatchBuilder(schema)
+	defer bb.Release()
+	for i, e := range st {
+		bb.Int64(0, int64(e.Group))
+		bb.String(1, labels[e.Value])
+		bb.Int64(2, int64(e.Count))
+		bb.EndRow()
+		if bb.Rows() == table.DefaultBatchSize || i == len(st)-1 {
+			rec := bb.NewBatch()
+			err := w.Write(rec)
+			rec.Release()
+			if err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// runGlobal publishes with mechanism A (§3): every row independently keeps
+// its value with probability p, else draws one uniformly from the V values.
+// Rows are independent, so they stream in input order, one batch at a time.
+func (o *Options) runGlobal(cb *codebook.Codebook) error {
+	in, err := o.Streams.Open(o.Input)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	schema := in.Schema()
+	which := make([]int, schema.NumFields())
+	for j := range which {
+		which[j] = -1
+	}
+	sens := make([]*sensitive, len(o.Sensitive))
+	keep := make([]float64, len(o.Sensitive))
+	names := make([]string, schema.NumFields())
+	for j, f := range schema.Fields() {
+		names[j] = f.Name
+	}
+	for k, name := range o.Sensitive {
+		idx := schema.FieldIndices(name)
+		if len(idx) == 0 {
+			return fmt.Errorf("%s has no column %q to treat as sensitive (columns: %s)", in.Name(), name, joinNames(names))
+		}
+		col, ok := cb.Column(name)
+		if !ok {
+			return fmt.Errorf("the codebook has no column %q: declare its categories in the --codebook file", name)
+		}
+		enc, err := col.Encoder(o.policy())
+		if err != nil {
+			return err
+		}
+		which[idx[0]] = k
+		sens[k] = &sensitive{name: name, col: col, enc: enc, in: newInterner()}
+		keep[k] = o.P
+		if !o.cmd.Flags().Changed("p") {
+			// Retention 1/ℓ′: p + (1 − p)/V = 1/ℓ′.
+			v := float64(col.K())
+			keep[k] = max(0, (v/float64(o.L)-1)/(v-1))
+		}
+	}
+	meta, err := o.meta(cb, global, 0, 0, 0)
+	if err != nil {
+		return err
+	}
+	// Rows stream through, and the metadata goes first on a pipe, so N is
+	// not known in time: global leaves it out (estimate counts the rows;
+	// mechanism A needs no N). No row is left out for group sizes.
+	meta.SetFloat("p", keep[0])
+	if o.cmd.Flags().Changed("l") {
+		meta.SetInt("l", int64(o.L))
+	}
+	for k := 1; k < len(keep); k++ {
+		if keep[k] != keep[0] {
+			// Different codebook sizes give different p for retention 1/ℓ′.
+			if err := meta.SetJSON("p_per_column", keep); err != nil {
+				return err
+			}
+			break
+		}
+	}
+	delete(meta, "N")
+	outSchema := table.StringSchema(names)
+	w, err := o.Streams.Create(o.Output, outSchema, meta, in.Format(), o.inputs())
+	if err != nil {
+		return err
+	}
+	defer w.Abort()
+	r := o.Seed.Rand(o.cmd)
+	bb := table.NewBatchBuilder(outSchema)
+	defer bb.Release()
+	meter := o.Streams.Progress("anonymize: randomize")
+	var missing int64
+	idx := make([][]uint32, len(sens))
+	pub := make([][]uint32, len(sens))
+	cells := make([]table.Values, len(names))
+	sensCols := make([]column, len(sens))
+	for {
+		rec, err := in.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		first := in.RowsRead() - rec.NumRows() + 1
+		rows := int(rec.NumRows())
+		for j, k := range which {
+			if k >= 0 {
+				sensCols[k] = sens[k].in.column(rec.Column(j))
+			} else {
+				cells[j] = table.ValuesOf(rec.Column(j))
+			}
+		}
+		// Value indexes of the kept rows, then their randomized values.
+		kept := make([]int, 0, rows)
+	rows:
+		for i := range rows {
+			for k, c := range sensCols {
+				code, isNew := c.code(i)
+				sv := sens[k]
+				if isNew {
+					x, err := sv.enc.Index(sv.in.values[code])
+					switch {
+					case errors.Is(err, codebook.ErrDrop):
+						sv.index = append(sv.index, dropped)
+					case err != nil:
+						return &table.DataError{File: in.Name(), Row: first + int64(i), Column: sv.name, Err: err}
+					default:
+						sv.index = append(sv.index, int64(x))
+					}
+				}
+				if sv.index[code] == dropped {
+					missing++
+					continue rows
+				}
+			}
+			kept = append(kept, i)
+		}
+		for k, c := range sensCols {
+			idx[k] = idx[k][:0]
+			for _, i := range kept {
+				code, _ := c.code(i)
+				idx[k] = append(idx[k], uint32(sens[k].index[code]))
+			}
+			if pub[k], err = anonymize.Randomize(idx[k], sens[k].col.K(), keep[k], r); err != nil {
+				return err
+			}
+		}
+		for n, i := range kept {
+			for j, k := range which {
+				if k >= 0 {
+					bb.String(j, sens[k].col.Label(int(pub[k][n])))
+				} else {
+					bb.String(j, cells[j].String(i))
+				}
+			}
+			bb.EndRow()
+		}
+		if bb.Rows() > 0 {
+			out := bb.NewBatch()
+			err := w.Write(out)
+			out.Release()
+			if err != nil {
+				return err
+			}
+		}
+		meter.Add(int64(rows))
+	}
+	meter.Done()
+	if in.RowsRead() == 0 {
+		return fmt.Errorf("%s has no data rows: nothing to anonymize", in.Name())
+	}
+	if missing > 0 {
+		fmt.Fprintf(o.Streams.Err, "anonymize: left out %d rows with a missing sensitive value (--missing drop)\n", missing)
+	}
+	if in.RowsRead() == missing {
+		return fmt.Errorf("%s: every row has a missing sensitive value and --missing drop removed them all: nothing to anonymize", in.Name())
+	}
+	return w.Commit()
+}
+
+// releaseID is a random 128-bit hex token shared by the two tables of an
+// Anatomy publication.
+func releaseID(r *rand.Rand) string {
+	var b [16]byte
+	for i := range b {
+		b[i] = byte(r.Uint32())
+	}
+	return hex.EncodeToString(b[:])
+}
+
+func joinNames(names []string) string {
+	out := ""
+	for i, n := range slices.Clip(names) {
+		if i > 0 {
+			out += ", "
+		}
+		out += n
+	}
+	return out
+}

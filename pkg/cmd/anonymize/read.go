@@ -1,0 +1,219 @@
+package anonymize
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	"github.com/pramkit/pramkit/pkg/anonymize"
+	"github.com/pramkit/pramkit/pkg/codebook"
+	"github.com/pramkit/pramkit/pkg/progress"
+	"github.com/pramkit/pramkit/pkg/table"
+)
+
+// dropped marks, in sensitive.index, a value whose row the --missing drop
+// (or --unknown missing --missing drop) policy removes.
+const dropped = -1
+
+// sensitive is one sensitive column being read: its codebook column and
+// the codebook index of each distinct cell seen so far.
+type sensitive struct {
+	name  string
+	col   *codebook.Column
+	enc   *codebook.Encoder
+	in    *interner
+	index []int64 // code → codebook index, or dropped
+}
+
+// dataset is the input table as anonymize holds it. The sensitive columns
+// are value indexes (4 bytes per row each); the others are dictionary codes
+// (1, 2 or 4 bytes per row each, see codes), so that the rows can be
+// written in any order after the whole table is read.
+type dataset struct {
+	name  string   // input name for messages
+	names []string // input column names, in order
+	// which[j] is k for the k-th sensitive column, -1 for the others.
+	which []int
+	sens  []*sensitive
+	// s[k][row] is the codebook index of sensitive column k (rows kept only).
+	s [][]uint32
+	// counts[k][v] is the frequency of value index v in sensitive column k.
+	counts [][]int64
+	nsa    []*interner // per input column; nil for sensitive ones
+	codes  []*codes    // per input column; nil for sensitive ones
+	rows   int64       // rows kept
+	// missing counts the rows removed by --missing drop.
+	missing int64
+}
+
+// readOptions say how much of the table to keep.
+type readOptions struct {
+	keepRows bool // hold every row (publishing); else only the counts
+	policy   codebook.Policy
+	meter    *progress.Meter
+}
+
+// read reads the whole input. Memory: O(V) per sensitive column for the
+// counts; with keepRows, the rows as described at dataset.
+func read(in table.Reader, cb *codebook.Codebook, names []string, opt readOptions) (*dataset, error) {
+	schema := in.Schema()
+	d := &dataset{name: in.Name(), which: make([]int, schema.NumFields())}
+	for j, f := range schema.Fields() {
+		d.names = append(d.names, f.Name)
+		d.which[j] = -1
+	}
+	for k, name := range names {
+		idx := schema.FieldIndices(name)
+		if len(idx) == 0 {
+			return nil, fmt.Errorf("%s has no column %q to treat as sensitive (columns: %s)", in.Name(), name, strings.Join(d.names, ", "))
+		}
+		col, ok := cb.Column(name)
+		if !ok {
+			return nil, fmt.Errorf("the codebook has no column %q: declare its categories in the --codebook file", name)
+		}
+		enc, err := col.Encoder(opt.policy)
+		if err != nil {
+			return nil, err
+		}
+		d.which[idx[0]] = k
+		d.sens = append(d.sens, &sensitive{name: name, col: col, enc: enc, in: newInterner()})
+		d.counts = append(d.counts, make([]int64, col.K()))
+	}
+	d.s = make([][]uint32, len(names))
+	d.nsa = make([]*interner, len(d.names))
+	d.codes = make([]*codes, len(d.names))
+	if opt.keepRows {
+		capacity := 1024
+		if n := in.NumRows(); n > 0 && n < anonymize.MaxRows {
+			capacity = int(n)
+		}
+		for j, k := range d.which {
+			if k < 0 {
+				d.nsa[j], d.codes[j] = newInterner(), newCodes(capacity)
+			} else {
+				d.s[k] = make([]uint32, 0, capacity)
+			}
+		}
+	}
+	rowIdx := make([]uint32, len(names))
+	sensCols := make([]column, len(names))
+	var nsaCols []column
+	var nsaAt []int
+	for {
+		rec, err := in.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		first := in.RowsRead() - rec.NumRows() + 1
+		nsaCols, nsaAt = nsaCols[:0], nsaAt[:0]
+		for j, k := range d.which {
+			switch {
+			case k >= 0:
+				sensCols[k] = d.sens[k].in.column(rec.Column(j))
+			case opt.keepRows:
+				nsaCols = append(nsaCols, d.nsa[j].column(rec.Column(j)))
+				nsaAt = append(nsaAt, j)
+			}
+		}
+	rows:
+		for i := range int(rec.NumRows()) {
+			for k, c := range sensCols {
+				code, isNew := c.code(i)
+				sv := d.sens[k]
+				if isNew {
+					x, err := sv.enc.Index(sv.in.values[code])
+					switch {
+					case errors.Is(err, codebook.ErrDrop):
+						sv.index = append(sv.index, dropped)
+					case err != nil:
+						return nil, &table.DataError{File: in.Name(), Row: first + int64(i), Column: sv.name, Err: err}
+					default:
+						sv.index = append(sv.index, int64(x))
+					}
+				}
+				x := sv.index[code]
+				if x == dropped {
+					d.missing++
+					continue rows
+				}
+				rowIdx[k] = uint32(x)
+			}
+			if d.rows >= anonymize.MaxRows-1 {
+				return nil, fmt.Errorf("%s has more than %d rows, the most anonymize handles; split the table", in.Name(), anonymize.MaxRows-1)
+			}
+			d.rows++
+			for k, x := range rowIdx {
+				d.counts[k][x]++
+				if opt.keepRows {
+					d.s[k] = append(d.s[k], x)
+				}
+			}
+			for c, col := range nsaCols {
+				code, _ := col.code(i)
+				d.codes[nsaAt[c]].append(code)
+			}
+		}
+		opt.meter.Add(rec.NumRows())
+	}
+	opt.meter.Done()
+	if in.RowsRead() == 0 {
+		return nil, fmt.Errorf("%s has no data rows: nothing to anonymize", in.Name())
+	}
+	if d.rows == 0 {
+		return nil, fmt.Errorf("%s: every row has a missing sensitive value and --missing drop removed them all: nothing to anonymize", in.Name())
+	}
+	return d, nil
+}
+
+// distinct is the number of values of sensitive column k that occur.
+func (d *dataset) distinct(k int) int {
+	n := 0
+	for _, c := range d.counts[k] {
+		if c > 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// mostFrequent returns the value index of the largest count of column k
+// (the smallest index among ties).
+func (d *dataset) mostFrequent(k int) int {
+	best := 0
+	for v, c := range d.counts[k] {
+		if c > d.counts[k][best] {
+			best = v
+		}
+	}
+	return best
+}
+
+// bytesPerRow is the memory the rows take, per row.
+func (d *dataset) bytesPerRow() float64 {
+	var b int
+	for _, s := range d.s {
+		b += 4 * cap(s)
+	}
+	for _, c := range d.codes {
+		if c != nil {
+			b += c.bytes()
+		}
+	}
+	return float64(b) / float64(max(d.rows, 1))
+}
+
+// nsaNames lists the non-sensitive columns.
+func (d *dataset) nsaNames() []string {
+	var out []string
+	for j, k := range d.which {
+		if k < 0 {
+			out = append(out, d.names[j])
+		}
+	}
+	return slices.Clip(out)
+}
