@@ -29,6 +29,7 @@ unit:
 # Each fuzz target runs briefly; `make fuzz FUZZTIME=5m` for a longer hunt.
 fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzCSVReader$$' -fuzztime=$(FUZZTIME) ./pkg/table
+	$(GO) test -run='^$$' -fuzz='^FuzzCSVScannerMatchesEncodingCSV$$' -fuzztime=$(FUZZTIME) ./pkg/table
 	$(GO) test -run='^$$' -fuzz='^FuzzParse$$' -fuzztime=$(FUZZTIME) ./pkg/codebook
 
 demo: build

@@ -12,7 +12,6 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
 // metaLinePrefix starts the optional first line of a CSV stream that carries
@@ -26,11 +25,10 @@ const metaLinePrefix = "#pramkit "
 type csvReader struct {
 	name   string
 	file   *os.File
-	r      *csv.Reader
+	s      *csvScanner
 	schema *arrow.Schema
 	meta   Meta
 	batch  int
-	b      []*array.StringBuilder
 	cur    arrow.RecordBatch
 	rows   int64
 	done   bool
@@ -43,6 +41,7 @@ func openCSV(name, path string, file *os.File, br *bufio.Reader, opt ReadOptions
 		}
 	}()
 	meta := Meta{}
+	skipped := 0 // lines before the header, for line numbers in errors
 	// A "#pramkit {…}" first line carries the metadata of a CSV stream.
 	if head, _ := br.Peek(len(metaLinePrefix)); string(head) == metaLinePrefix {
 		line, err := br.ReadString('\n')
@@ -54,6 +53,7 @@ func openCSV(name, path string, file *os.File, br *bufio.Reader, opt ReadOptions
 			return nil, &DataError{File: name, Line: 1, Err: fmt.Errorf("the #pramkit metadata line is not valid: %v; remove the line or rewrite the file with the stage that made it", err)}
 		}
 		meta = m
+		skipped = 1
 	} else if !IsStdio(path) {
 		b, err := os.ReadFile(sidecarPath(path))
 		switch {
@@ -71,46 +71,44 @@ func openCSV(name, path string, file *os.File, br *bufio.Reader, opt ReadOptions
 	if bom, _ := br.Peek(3); bytes.Equal(bom, []byte{0xef, 0xbb, 0xbf}) {
 		br.Discard(3)
 	}
+	// encoding/csv reads the header (it consumes exactly its lines from br);
+	// the scanner reads the records.
 	r := csv.NewReader(br)
-	r.ReuseRecord = true
 	header, err := r.Read()
 	if errors.Is(err, io.EOF) {
 		return nil, errorf(name, "the file is empty: a table needs at least a header row")
 	}
 	if err != nil {
-		return nil, csvError(name, err, 0)
+		return nil, csvError(name, err, 0, skipped)
 	}
 	fields := make([]arrow.Field, len(header))
 	seen := make(map[string]int, len(header))
 	for i, h := range header {
 		h = strings.TrimSpace(h)
 		if h == "" {
-			return nil, &DataError{File: name, Line: 1, Err: fmt.Errorf("column %d of the header row has no name; name every column", i+1)}
+			return nil, &DataError{File: name, Line: skipped + 1, Err: fmt.Errorf("column %d of the header row has no name; name every column", i+1)}
 		}
 		if j, dup := seen[h]; dup {
-			return nil, &DataError{File: name, Line: 1, Err: fmt.Errorf("columns %d and %d are both named %q; give every column a distinct name", j+1, i+1, h)}
+			return nil, &DataError{File: name, Line: skipped + 1, Err: fmt.Errorf("columns %d and %d are both named %q; give every column a distinct name", j+1, i+1, h)}
 		}
 		seen[h] = i
 		fields[i] = arrow.Field{Name: h, Type: arrow.BinaryTypes.String}
 	}
-	r.FieldsPerRecord = len(header)
+	line, _ := r.FieldPos(len(header) - 1)
+	line += strings.Count(header[len(header)-1], "\n")
 	c := &csvReader{
 		name:   name,
 		file:   file,
-		r:      r,
+		s:      newCSVScanner(br, len(header), skipped+line),
 		schema: arrow.NewSchema(fields, nil),
 		meta:   meta,
 		batch:  opt.BatchSize,
-		b:      make([]*array.StringBuilder, len(header)),
-	}
-	for i := range c.b {
-		c.b[i] = array.NewStringBuilder(memory.DefaultAllocator)
 	}
 	return c, nil
 }
 
 // csvError turns encoding/csv's errors into one-line DataErrors with a fix.
-func csvError(name string, err error, row int64) error {
+func csvError(name string, err error, row int64, lineOffset int) error {
 	var pe *csv.ParseError
 	if errors.As(err, &pe) {
 		var why string
@@ -122,7 +120,7 @@ func csvError(name string, err error, row int64) error {
 		default:
 			why = pe.Err.Error()
 		}
-		return &DataError{File: name, Line: pe.StartLine, Row: row, Err: errors.New(why)}
+		return &DataError{File: name, Line: pe.StartLine + lineOffset, Row: row, Err: errors.New(why)}
 	}
 	return fmt.Errorf("%s: %w", name, err)
 }
@@ -143,29 +141,24 @@ func (c *csvReader) Next() (arrow.RecordBatch, error) {
 		return nil, io.EOF
 	}
 	n := 0
-	for _, b := range c.b {
-		b.Reserve(c.batch)
-	}
 	for n < c.batch {
-		rec, err := c.r.Read()
+		err := c.s.readRecord()
 		if errors.Is(err, io.EOF) {
 			c.done = true
 			break
 		}
 		if err != nil {
-			return nil, csvError(c.name, err, c.rows+int64(n)+1)
-		}
-		for i, v := range rec {
-			c.b[i].Append(v)
+			c.s.reset()
+			return nil, csvError(c.name, err, c.rows+int64(n)+1, 0)
 		}
 		n++
 	}
 	if n == 0 {
 		return nil, io.EOF
 	}
-	cols := make([]arrow.Array, len(c.b))
-	for i, b := range c.b {
-		cols[i] = b.NewArray()
+	cols, err := c.s.batch(n)
+	if err != nil {
+		return nil, &DataError{File: c.name, Row: c.rows + 1, Err: err}
 	}
 	c.cur = array.NewRecordBatch(c.schema, cols, int64(n))
 	for _, a := range cols {
@@ -180,10 +173,6 @@ func (c *csvReader) Close() error {
 		c.cur.Release()
 		c.cur = nil
 	}
-	for _, b := range c.b {
-		b.Release()
-	}
-	c.b = nil
 	if c.file != nil {
 		return c.file.Close()
 	}

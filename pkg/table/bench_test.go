@@ -1,0 +1,85 @@
+package table
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"testing"
+)
+
+// benchCSV is 200k rows of six Adult-like categorical columns.
+func benchCSV() []byte {
+	var b bytes.Buffer
+	b.WriteString("sex,race,education,marital-status,occupation,income\n")
+	edu := []string{"HS-grad", "Some-college", "Bachelors", "Masters", "Assoc-voc", "11th"}
+	occ := []string{"Prof-specialty", "Craft-repair", "Exec-managerial", "Adm-clerical", "Sales", "?"}
+	for i := 0; i < 200_000; i++ {
+		fmt.Fprintf(&b, "%s,White,%s,Never-married,%s,%s\n",
+			[]string{"Male", "Female"}[i%2], edu[i%6], occ[(i/7)%6], []string{"<=50K", ">50K"}[i%3/2])
+	}
+	return b.Bytes()
+}
+
+func drain(b *testing.B, r Reader) {
+	for {
+		_, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			return
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkReadCSV reports rows/s of the CSV reader (scanner + Arrow
+// buffers).
+func BenchmarkReadCSV(b *testing.B) {
+	data := benchCSV()
+	b.SetBytes(int64(len(data)))
+	for i := 0; i < b.N; i++ {
+		r, err := Open("-", ReadOptions{Stdin: bytes.NewReader(data)})
+		if err != nil {
+			b.Fatal(err)
+		}
+		drain(b, r)
+		r.Close()
+	}
+	b.ReportMetric(float64(200_000*b.N)/b.Elapsed().Seconds(), "rows/s")
+}
+
+// BenchmarkWriteParquetReadBack converts the CSV to Parquet and reads it.
+func BenchmarkWriteParquetReadBack(b *testing.B) {
+	data := benchCSV()
+	dir := b.TempDir()
+	for i := 0; i < b.N; i++ {
+		r, _ := Open("-", ReadOptions{Stdin: bytes.NewReader(data)})
+		p := filepath.Join(dir, "x.parquet")
+		w, err := Create(p, r.Schema(), nil, WriteOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		for {
+			rec, err := r.Next()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err := w.Write(rec); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := w.Commit(); err != nil {
+			b.Fatal(err)
+		}
+		r.Close()
+		pr, err := Open(p, ReadOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		drain(b, pr)
+		pr.Close()
+	}
+	b.ReportMetric(float64(200_000*b.N)/b.Elapsed().Seconds(), "rows/s")
+}
