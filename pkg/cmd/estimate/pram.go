@@ -48,8 +48,11 @@ values, q = γ + K − 1. --method chooses the estimator:
              (iterative Bayesian update), started from the uniform
              distribution; it stops when no cell changes by more than
              --tol (1e-10) in an iteration, or after --max-iter (20000)
-             iterations, with a warning. On UCI Adult (education × income)
-             it is at least as accurate as inverse at every ε tested.
+             iterations. Then the log-likelihood's distance to its maximum
+             is bounded (Frank–Wolfe duality gap, loglik_gap in --json),
+             with a warning when it may exceed 0.001. On UCI Adult
+             (education × income) mle is at least as accurate as inverse
+             at every ε tested.
 γ, n, m and the codebook come from the metadata; --gamma, -n, -m and
 --codebook override them (with a warning), and a missing item is an error
 that names its flag. K is the product of the codebook's category counts

@@ -32,6 +32,45 @@ type pramResult struct {
 	marginal bool
 	bound    float64
 	em       *estimate.EMResult // for mle
+	emGap    float64            // for mle: pramEMGap of the estimate
+}
+
+// pramMaxEMGap is the log-likelihood gap below which an EM stopped by
+// --max-iter is as good as the maximum: a likelihood ratio of e^0.001, far
+// inside any confidence region (the 95% likelihood-ratio region reaches
+// χ²₁(0.95)/2 ≈ 1.92).
+const pramMaxEMGap = 1e-3
+
+// pramEMGap bounds how far the log-likelihood ℓ(x) = Σ_j Count(j)·ln (A x)_j
+// of a distribution x is below its maximum over the simplex, by the
+// Frank–Wolfe duality gap of the concave ℓ (M. Jaggi, "Revisiting
+// Frank–Wolfe", ICML 2013, §2):
+//
+//	ℓ* − ℓ(x) ≤ max_g ∂ℓ/∂x_g − ⟨∇ℓ(x), x⟩ = m·(max_g r_g − 1),
+//	r_g = Σ_j T(j)·A[j, g]/(A x)_j = ((γ − 1)·T(g)/(A x)_g + ρ)/q,
+//	ρ = Σ_j T(j)/(A x)_j,   (A x)_j = ((γ − 1)·x_j + 1)/q,
+//
+// since ⟨r, x⟩ = Σ_j T(j) = 1; r is EM's multiplier (x_g ← x_g·r_g), so
+// the gap is 0 exactly at EM's fixed points that are maxima. A never-
+// observed g has T(g) = 0 and r_g = ρ/q. O(observed).
+func pramEMGap(c estimate.Counts, gamma float64, x estimate.Vector) float64 {
+	m := float64(c.M())
+	q := gamma + float64(c.K-1)
+	ratio := make([]float64, len(c.Index))
+	var rho float64
+	for i, g := range c.Index {
+		ax := ((gamma-1)*x.At(g) + 1) / q
+		ratio[i] = float64(c.Count[i]) / m / ax
+		rho += ratio[i]
+	}
+	maxR := 0.0
+	if uint64(len(c.Index)) < c.K {
+		maxR = rho / q
+	}
+	for _, r := range ratio {
+		maxR = max(maxR, ((gamma-1)*r+rho)/q)
+	}
+	return max(m*(maxR-1), 0)
 }
 
 // pramRestrictGamma is the γ′ of a γ-diagonal release over K values seen
@@ -136,10 +175,11 @@ func (o *Options) estimatePRAM(set pramSettings, rel *pramRelease, counts estima
 		if err != nil {
 			return nil, err
 		}
-		if !em.Converged {
-			o.pramWarnf("the MLE's EM stopped after --max-iter %d iterations without converging to --tol %g; the estimate may be off: raise --max-iter", set.em.MaxIter, set.em.Tol)
-		}
 		res.em, fit.est = &em, em.Estimate
+		res.emGap = pramEMGap(fit.counts, fit.gamma, em.Estimate)
+		if !em.Converged && res.emGap > pramMaxEMGap {
+			o.pramWarnf("the MLE's EM stopped after --max-iter %d iterations, and its log-likelihood may still be %.3g below the maximum; the estimate may be off: raise --max-iter, or use --method projected", set.em.MaxIter, res.emGap)
+		}
 	} else if fit.est, err = estimate.Run(set.method, fit.counts, fit.gamma, set.em); err != nil {
 		return nil, err
 	}

@@ -36,6 +36,7 @@ type pramSummary struct {
 	Level          float64  `json:"level,omitempty"`
 	Iterations     int      `json:"iterations,omitempty"`
 	Converged      *bool    `json:"converged,omitempty"`
+	LoglikGap      *float64 `json:"loglik_gap,omitempty"`
 	L2Error        *float64 `json:"l2_error,omitempty"`
 	L2Marginal     *float64 `json:"l2_error_marginal,omitempty"`
 }
@@ -79,7 +80,7 @@ func (o *Options) pramSummaryOf(rel *pramRelease, res *pramResult) (pramSummary,
 		s.Level = res.set.level
 	}
 	if res.em != nil {
-		s.Iterations, s.Converged = res.em.Iterations, &res.em.Converged
+		s.Iterations, s.Converged, s.LoglikGap = res.em.Iterations, &res.em.Converged, &res.emGap
 	}
 	if res.fit.truth != nil {
 		s.L2Error = &res.fit.l2

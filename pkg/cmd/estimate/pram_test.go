@@ -730,3 +730,69 @@ func TestPRAMBadInputFailsCleanly(t *testing.T) {
 		})
 	}
 }
+
+func TestPRAMEMGapBoundsTheLikelihoodGap(t *testing.T) {
+	// For the fixture's counts, ℓ(x̂) − ℓ(x) ≤ pramEMGap(x) for EM iterates
+	// x after a few steps, x̂ the converged maximum (ℓ computed densely
+	// here), and the gap is ~0 at the maximum.
+	var dense []int64
+	for _, l := range pramFixtureLabels {
+		dense = append(dense, int64(pramFixtureCounts[l]))
+	}
+	c, err := estimate.CountsFromDense(dense)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const gamma = 3.0
+	loglik := func(x estimate.Vector) float64 {
+		var ll float64
+		for j, n := range dense {
+			var ax float64
+			for g := range uint64(6) {
+				a := 1.0 / (gamma + 5)
+				if g == uint64(j) {
+					a = gamma / (gamma + 5)
+				}
+				ax += a * x.At(g)
+			}
+			ll += float64(n) * math.Log(ax)
+		}
+		return ll
+	}
+	best, err := estimate.MLE(c, gamma, estimate.EMOptions{Tol: 1e-15, MaxIter: 1_000_000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := pramEMGap(c, gamma, best.Estimate); g > 1e-6 {
+		t.Errorf("gap %v at the maximum", g)
+	}
+	top := loglik(best.Estimate)
+	for _, iters := range []int{1, 3, 10, 100} {
+		r, err := estimate.MLE(c, gamma, estimate.EMOptions{MaxIter: iters})
+		if err != nil {
+			t.Fatal(err)
+		}
+		gap, real := pramEMGap(c, gamma, r.Estimate), top-loglik(r.Estimate)
+		if real < 0 || real > gap+1e-12 {
+			t.Errorf("after %d iterations: ℓ* − ℓ = %v, not within [0, gap = %v]", iters, real, gap)
+		}
+		// The gap is max_g ∂ℓ/∂x_g − ⟨∇ℓ, x⟩, here from the dense matrix.
+		grad := make([]float64, 6)
+		for j, n := range dense {
+			var ax float64
+			for g := range 6 {
+				ax += pramMatrix(gamma, 6).At(j, g) * r.Estimate.At(uint64(g))
+			}
+			for g := range 6 {
+				grad[g] += float64(n) * pramMatrix(gamma, 6).At(j, g) / ax
+			}
+		}
+		var dot float64
+		for g, d := range grad {
+			dot += d * r.Estimate.At(uint64(g))
+		}
+		if want := slices.Max(grad) - dot; math.Abs(gap-want) > 1e-9 {
+			t.Errorf("after %d iterations: gap %v, dense Frank–Wolfe gap %v", iters, gap, want)
+		}
+	}
+}
