@@ -42,8 +42,9 @@ Parquet consumer reads them alike, and their column mean is the frequency.
 The metadata records q, L, the layout of the bits (to regroup them) and:
   ε per bit     ln((1 − q)/q)
   ε per record  L·ln((1 − q)/q)   any two vectors of L bits
-  ε encoded     D·ln((1 − q)/q)   tighter: D = 2 per one-hot column + 1 per
-                                  binary column, the most two valid rows differ
+  ε encoded     D·ln((1 − q)/q)   tighter, between valid rows: they differ in
+                                  at most D = 2 bits per one-hot column and
+                                  1 per binary column
 Memory does not grow with the rows.`
 
 	bitflipExample = `
@@ -88,7 +89,11 @@ func runBitflip(o *Options) error {
 	case lieGiven == epsGiven:
 		return cli.Usagef("give the privacy level of bitflip: either --lie Q or --epsilon E")
 	case lieGiven && !(o.Bitflip.Lie > 0 && o.Bitflip.Lie < 0.5):
-		return cli.Usagef("--lie must be a probability in (0, 1/2), got %v (q = 1/2 would make the reports independent of the data)", o.Bitflip.Lie)
+		why := "q = 0 would release the bits unchanged"
+		if o.Bitflip.Lie >= 0.5 {
+			why = "at q = 1/2 the reports are independent of the data, and above it they mostly invert it"
+		}
+		return cli.Usagef("--lie must be a probability in (0, 1/2), got %v: %s", o.Bitflip.Lie, why)
 	case epsGiven && (!(o.Epsilon > 0) || math.IsInf(o.Epsilon, 0)):
 		return cli.Usagef("--epsilon must be a finite number > 0, got %v", o.Epsilon)
 	case len(o.Columns) == 0:
