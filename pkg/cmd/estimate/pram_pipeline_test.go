@@ -2,12 +2,14 @@ package estimate
 
 import (
 	"bytes"
+	"encoding/csv"
 	"encoding/json"
 	"fmt"
 	"math"
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -15,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pramkit/pramkit/internal/adulttest"
+	"github.com/pramkit/pramkit/internal/stattest"
 	"github.com/pramkit/pramkit/pkg/cli"
 	"github.com/pramkit/pramkit/pkg/cmd/decrypt"
 	"github.com/pramkit/pramkit/pkg/cmd/encrypt"
@@ -142,17 +145,22 @@ func pramEstimateJSON(args ...string) (pramSummary, error) {
 
 var pramMethods = []string{"inverse", "projected", "mle"}
 
-// meanAdultErrors runs runs seeded pipelines at (m, ε), on all cores,
-// and returns the mean l2_error that estimate --json reports per method,
-// and the bound it reports (the same in every run).
-func pramMeanAdultErrors(t *testing.T, p *pramAdultPipeline, m int, eps float64, runs int, seed0 uint64) (map[string]float64, float64) {
+// pramAdultResult is what one seeded pipeline gave.
+type pramAdultResult struct {
+	l2            map[string]float64
+	bound         float64
+	misses, cells int // values whose true share is outside / all values
+	err           error
+}
+
+// pramMeanAdultErrors runs runs seeded pipelines at (m, ε), on all cores,
+// and returns the mean l2_error that estimate --json reports per method and
+// the bound it reports (the same in every run). With coverage it also
+// counts, over all runs, the values whose true share is outside the
+// table's 95% interval.
+func pramMeanAdultErrors(t *testing.T, p *pramAdultPipeline, m int, eps float64, runs int, seed0 uint64, coverage bool) (mean map[string]float64, bound float64, misses, cells int) {
 	t.Helper()
-	type result struct {
-		l2    map[string]float64
-		bound float64
-		err   error
-	}
-	results := make([]result, runs)
+	results := make([]pramAdultResult, runs)
 	jobs := make(chan int)
 	var wg sync.WaitGroup
 	for range runtime.GOMAXPROCS(0) {
@@ -160,7 +168,7 @@ func pramMeanAdultErrors(t *testing.T, p *pramAdultPipeline, m int, eps float64,
 		go func() {
 			defer wg.Done()
 			for r := range jobs {
-				res := result{l2: map[string]float64{}}
+				res := pramAdultResult{l2: map[string]float64{}}
 				rel, err := p.release(seed0+uint64(r), m, eps)
 				for _, method := range pramMethods {
 					if err != nil {
@@ -174,6 +182,9 @@ func pramMeanAdultErrors(t *testing.T, p *pramAdultPipeline, m int, eps float64,
 						res.l2[method], res.bound = *s.L2Error, s.Bound
 					}
 				}
+				if err == nil && coverage {
+					res.misses, res.cells, err = pramCoverage(rel, p.table)
+				}
 				res.err = err
 				results[r] = res
 			}
@@ -184,7 +195,7 @@ func pramMeanAdultErrors(t *testing.T, p *pramAdultPipeline, m int, eps float64,
 	}
 	close(jobs)
 	wg.Wait()
-	mean := map[string]float64{}
+	mean = map[string]float64{}
 	for _, res := range results {
 		if res.err != nil {
 			t.Fatal(res.err)
@@ -192,8 +203,42 @@ func pramMeanAdultErrors(t *testing.T, p *pramAdultPipeline, m int, eps float64,
 		for method, e := range res.l2 {
 			mean[method] += e / float64(runs)
 		}
+		misses += res.misses
+		cells += res.cells
 	}
-	return mean, results[0].bound
+	return mean, results[0].bound, misses, cells
+}
+
+// pramCoverage runs estimate (mle, Wilson intervals) with the truth and
+// counts the values whose true share lies outside [ci_low, ci_high].
+func pramCoverage(rel, truth string) (misses, cells int, err error) {
+	out, err := pramTryRun(NewCmd, "--truth", truth, rel)
+	if err != nil {
+		return 0, 0, err
+	}
+	r := csv.NewReader(strings.NewReader(out))
+	r.Comment = '#'
+	recs, err := r.ReadAll()
+	if err != nil {
+		return 0, 0, err
+	}
+	col := map[string]int{}
+	for j, h := range recs[0] {
+		col[h] = j
+	}
+	for _, rec := range recs[1:] {
+		var v [3]float64
+		for i, h := range []string{"ci_low", "ci_high", "truth"} {
+			if v[i], err = strconv.ParseFloat(rec[col[h]], 64); err != nil {
+				return 0, 0, err
+			}
+		}
+		if v[2] < v[0] || v[2] > v[1] {
+			misses++
+		}
+		cells++
+	}
+	return misses, cells, nil
 }
 
 func TestPRAMAdultErrorThroughThePipeline(t *testing.T) {
@@ -207,12 +252,15 @@ func TestPRAMAdultErrorThroughThePipeline(t *testing.T) {
 	// labels, joint order, γ and m from the metadata, the truth join.)
 	const runs = 20
 	p := newPRAMAdultPipeline(t)
+	var misses, total int
 	for i, eps := range []float64{0.5, 1, 2} {
 		plan, err := estimate.NewPlan(p.n, 32, eps)
 		if err != nil {
 			t.Fatal(err)
 		}
-		mean, bound := pramMeanAdultErrors(t, p, plan.M, eps, runs, 1000*uint64(i+1))
+		mean, bound, miss, cells := pramMeanAdultErrors(t, p, plan.M, eps, runs, 1000*uint64(i+1), true)
+		misses += miss
+		total += cells
 		if bound != plan.Bound {
 			t.Errorf("ε=%v: estimate reports bound %v, the plan says %v", eps, bound, plan.Bound)
 		}
@@ -228,6 +276,16 @@ func TestPRAMAdultErrorThroughThePipeline(t *testing.T) {
 				t.Errorf("ε=%v: %s mean error %.4f worse than inverse %.4f", eps, method, mean[method], mean["inverse"])
 			}
 		}
+	}
+	// The table's 95% intervals, wired through labels, joint order and the
+	// truth join: Wilson's interval is conservative, so the misses are at
+	// most Binomial(values, 0.05) (the values of one run are multinomially,
+	// hence negatively, correlated, which only narrows the spread); the
+	// count exceeds hi with probability ≤ 1e-6.
+	_, hi := stattest.BinomialInterval(int64(total), 0.05, 1e-6)
+	t.Logf("true share outside the 95%% interval: %d of %d values (%.1f%%)", misses, total, 100*float64(misses)/float64(total))
+	if int64(misses) > hi {
+		t.Errorf("%d of %d true shares outside the 95%% intervals, more than %d", misses, total, hi)
 	}
 }
 
@@ -256,7 +314,7 @@ func TestPRAMAdultErrorCurveThroughThePipeline(t *testing.T) {
 	var curve strings.Builder
 	fmt.Fprintf(&curve, "%8s %9s %9s %9s %9s\n", "m", "bound", "inverse", "projected", "mle")
 	for i, m := range grid {
-		mean, bound := pramMeanAdultErrors(t, p, m, eps, runs, 5000+100*uint64(i))
+		mean, bound, _, _ := pramMeanAdultErrors(t, p, m, eps, runs, 5000+100*uint64(i), false)
 		fmt.Fprintf(&curve, "%8d %9.4f %9.4f %9.4f %9.4f\n", m, bound, mean["inverse"], mean["projected"], mean["mle"])
 		for _, method := range pramMethods {
 			e := mean[method]
