@@ -145,6 +145,11 @@ func (o *Options) readPRAMTruth(rel *pramRelease) (estimate.Vector, error) {
 			used = append(used, f)
 		}
 	}
+	if o.PRAM.TruthID == "" && len(used) > 1 && rel.meta["sample_id"] == "column" {
+		// Curators who sampled by id may hold their rows in different
+		// orders, and a join by position would then mix people silently.
+		o.pramWarnf("%s was sampled by an id column: the --truth files are joined by position, so they must list the same people in the same order; otherwise pass --truth-id COL", rel.name)
+	}
 	acc := map[uint64]int64{}
 	var rows int64
 	var err error
