@@ -12,6 +12,7 @@ package estimate
 import (
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 
@@ -56,8 +57,9 @@ var runners = map[string]runner{
 }
 
 // mechanismFlags maps each flag that applies to one mechanism's releases
-// only to that mechanism, so that such a flag given for another kind of
-// release is an error instead of being ignored.
+// only to that mechanism (or a comma-separated list of them), so that such
+// a flag given for another kind of release is an error instead of being
+// ignored.
 var mechanismFlags = map[string]string{
 	"anonymity":          "bitflip",
 	"anonymity-samples":  "bitflip",
@@ -72,6 +74,12 @@ var mechanismFlags = map[string]string{
 	"max-iter":           "gamma-diagonal",
 	"tol":                "gamma-diagonal",
 	"truth-id":           "gamma-diagonal",
+	"query":              "diverted,anatomy,global",
+	"queries":            "diverted,anatomy,global",
+	"decoy":              "diverted",
+	"ibu-tol":            "diverted",
+	"ibu-max-iter":       "diverted",
+	"groups":             "anatomy",
 }
 
 // NewCmd builds the command; runF replaces the run function in tests.
@@ -140,8 +148,8 @@ func run(o *Options) error {
 	}
 	sort.Strings(flags)
 	for _, f := range flags {
-		if want := mechanismFlags[f]; want != mech && o.cmd.Flags().Changed(f) {
-			return cli.Usagef("--%s applies to %s releases only, but %s is a %s release", f, want, in.Name(), mech)
+		if want := mechanismFlags[f]; !slices.Contains(strings.Split(want, ","), mech) && o.cmd.Flags().Changed(f) {
+			return cli.Usagef("--%s applies to %s releases only, but %s is a %s release", f, strings.ReplaceAll(want, ",", ", "), in.Name(), mech)
 		}
 	}
 	return r(o, in)
