@@ -158,7 +158,7 @@ func (o *Options) parsePRAMSettings() (pramSettings, error) {
 		return s, cli.Usagef("--ci %q: want wilson, bootstrap or none", p.CI)
 	}
 	if s.ci == "bootstrap" && s.method == estimate.MethodInverse {
-		return s, cli.Usagef("--ci bootstrap is for --method projected or mle; inverse has exact (wilson) intervals")
+		return s, cli.Usagef("--ci bootstrap is for --method projected or mle; inverse has closed-form (wilson) intervals")
 	}
 	if !(p.Level > 0 && p.Level < 1) {
 		return s, cli.Usagef("--level must be in (0, 1), got %v", p.Level)
@@ -187,6 +187,9 @@ func (o *Options) parsePRAMSettings() (pramSettings, error) {
 	}
 	if p.TruthID != "" && len(o.Truth) == 0 {
 		return s, cli.Usagef("--truth-id needs --truth FILE")
+	}
+	if o.JSON && f.Changed("output") && table.IsStdio(o.Output.Path) {
+		return s, cli.Usagef("--json prints the summary on standard output: give -o FILE for the table, or drop --json")
 	}
 	return s, nil
 }
@@ -217,6 +220,10 @@ func runPRAM(o *Options, in table.Reader) error {
 	if err != nil {
 		return err
 	}
+	sh, err := o.pramShapeOf(rel)
+	if err != nil {
+		return err
+	}
 	counts, err := rel.count(o, in)
 	if err != nil {
 		return err
@@ -224,7 +231,7 @@ func runPRAM(o *Options, in table.Reader) error {
 	if err := rel.account(o, counts.M()); err != nil {
 		return err
 	}
-	res, err := o.estimatePRAM(set, rel, counts)
+	res, err := o.estimatePRAM(set, rel, sh, counts)
 	if err != nil {
 		return err
 	}
@@ -233,7 +240,7 @@ func runPRAM(o *Options, in table.Reader) error {
 			return err
 		}
 	}
-	return o.writePRAM(rel, res, in)
+	return o.writePRAM(rel, res)
 }
 
 // errPRAMNoRows is returned for a release without data rows.

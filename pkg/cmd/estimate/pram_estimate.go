@@ -147,21 +147,43 @@ func pramColumnNumbers(names, want []string, flag, file string) ([]int, error) {
 	return out, nil
 }
 
-// estimatePRAM runs the estimator on the estimated domain, then marginalises
-// and computes intervals and the bound.
-func (o *Options) estimatePRAM(set pramSettings, rel *pramRelease, counts estimate.Counts) (*pramResult, error) {
-	res := &pramResult{set: set}
-	all := make([]int, len(rel.names))
-	for j := range all {
-		all[j] = j
+// pramShape is which columns are estimated (--columns) and which are
+// printed (--marginal), as positions among the release's columns.
+type pramShape struct {
+	keep []int // estimated columns, increasing
+	mk   []int // --marginal: positions among keep, increasing; nil for none
+}
+
+// pramShapeOf checks --columns and --marginal against the release before
+// any row is read.
+func (o *Options) pramShapeOf(rel *pramRelease) (pramShape, error) {
+	var sh pramShape
+	for j := range rel.names {
+		sh.keep = append(sh.keep, j)
 	}
-	keep := all
+	var err error
 	if len(o.Columns) > 0 {
-		var err error
-		if keep, err = pramColumnNumbers(rel.names, o.Columns, "--columns", rel.name); err != nil {
-			return nil, err
+		if sh.keep, err = pramColumnNumbers(rel.names, o.Columns, "--columns", rel.name); err != nil {
+			return sh, err
 		}
 	}
+	names, err := o.PRAM.marginalNames()
+	if err != nil || len(names) == 0 {
+		return sh, err
+	}
+	fitNames := make([]string, len(sh.keep))
+	for i, j := range sh.keep {
+		fitNames[i] = rel.names[j]
+	}
+	sh.mk, err = pramColumnNumbers(fitNames, names, "--marginal", rel.name)
+	return sh, err
+}
+
+// estimatePRAM runs the estimator on the estimated domain, then marginalises
+// and computes intervals and the bound.
+func (o *Options) estimatePRAM(set pramSettings, rel *pramRelease, sh pramShape, counts estimate.Counts) (*pramResult, error) {
+	res := &pramResult{set: set}
+	keep := sh.keep
 	fit, err := pramRestrict(counts, rel.dom, rel.gamma, keep)
 	if err != nil {
 		return nil, err
@@ -189,19 +211,7 @@ func (o *Options) estimatePRAM(set pramSettings, rel *pramRelease, counts estima
 	res.fit = fit
 	res.out = &res.fit
 
-	names, err := o.PRAM.marginalNames()
-	if err != nil {
-		return nil, err
-	}
-	if len(names) > 0 {
-		fitNames := make([]string, len(keep))
-		for i, j := range keep {
-			fitNames[i] = rel.names[j]
-		}
-		mk, err := pramColumnNumbers(fitNames, names, "--marginal", rel.name)
-		if err != nil {
-			return nil, err
-		}
+	if mk := sh.mk; mk != nil {
 		mv, err := pramRestrict(fit.counts, fit.dom, fit.gamma, mk)
 		if err != nil {
 			return nil, err

@@ -7,7 +7,6 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 
-	"github.com/pramkit/pramkit/pkg/cli"
 	"github.com/pramkit/pramkit/pkg/estimate"
 	"github.com/pramkit/pramkit/pkg/table"
 )
@@ -92,7 +91,7 @@ func (o *Options) pramSummaryOf(rel *pramRelease, res *pramResult) (pramSummary,
 }
 
 // writePRAM prints the summary (--json) and/or writes the table.
-func (o *Options) writePRAM(rel *pramRelease, res *pramResult, in table.Reader) error {
+func (o *Options) writePRAM(rel *pramRelease, res *pramResult) error {
 	sum, err := o.pramSummaryOf(rel, res)
 	if err != nil {
 		return err
@@ -102,9 +101,6 @@ func (o *Options) writePRAM(rel *pramRelease, res *pramResult, in table.Reader) 
 		return fmt.Errorf("estimate: summary: %w", err)
 	}
 	toFile := !table.IsStdio(o.Output.Path)
-	if o.JSON && !toFile && o.cmd.Flags().Changed("output") {
-		return cli.Usagef("--json prints the summary on standard output: give -o FILE for the table, or drop --json")
-	}
 	if o.JSON {
 		if _, err := fmt.Fprintf(o.Streams.Out, "%s\n", js); err != nil {
 			return err
