@@ -122,17 +122,17 @@ l2_error with --truth. The table's metadata carries the same items.`
 
 func addPRAMFlags(cmd *cobra.Command, o *pramOptions) {
 	f := cmd.Flags()
-	f.StringVar(&o.Method, "method", "mle", "gamma-diagonal estimator `M`: inverse, projected or mle")
-	f.StringArrayVar(&o.Marginals, "marginal", nil, "print the marginal distribution of `COL` (repeat, or a,b, for several columns together)")
-	f.Float64Var(&o.Gamma, "gamma", 0, "PRAM parameter `G` > 1, overriding the metadata")
-	f.Int64VarP(&o.N, "rows", "n", 0, "rows `N` of the full table, overriding the metadata (for ε)")
-	f.Int64VarP(&o.M, "sample-size", "m", 0, "released rows `M`, overriding the metadata (for ε)")
-	f.StringVar(&o.CI, "ci", "wilson", "confidence intervals `KIND`: wilson, bootstrap or none")
+	f.StringVar(&o.Method, "method", "mle", "gamma-diagonal: estimator `M`, inverse, projected or mle")
+	f.StringArrayVar(&o.Marginals, "marginal", nil, "gamma-diagonal: print the marginal distribution of `COL` (repeat, or a,b, for several columns together)")
+	f.Float64Var(&o.Gamma, "gamma", 0, "gamma-diagonal: PRAM parameter `G` > 1, overriding the metadata")
+	f.Int64VarP(&o.N, "rows", "n", 0, "gamma-diagonal: rows `N` of the full table, overriding the metadata (for ε)")
+	f.Int64VarP(&o.M, "sample-size", "m", 0, "gamma-diagonal: released rows `M`, overriding the metadata (for ε)")
+	f.StringVar(&o.CI, "ci", "wilson", "gamma-diagonal: confidence intervals `KIND`: wilson, bootstrap or none")
 	f.Float64Var(&o.Level, "level", 0.95, "confidence level `L` of the intervals, in (0, 1)")
-	f.IntVar(&o.Reps, "replicates", 200, "bootstrap replicates `N` for --ci bootstrap")
-	f.IntVar(&o.MaxIter, "max-iter", estimate.DefaultMaxIter, "stop the MLE's EM after `N` iterations")
-	f.Float64Var(&o.Tol, "tol", estimate.DefaultTol, "stop the MLE's EM once no cell changes by more than `T`")
-	f.StringVar(&o.TruthID, "truth-id", "", "join the --truth files by id `COLUMN` instead of by position")
+	f.IntVar(&o.Reps, "replicates", 200, "gamma-diagonal: bootstrap replicates `N` for --ci bootstrap")
+	f.IntVar(&o.MaxIter, "max-iter", estimate.DefaultMaxIter, "gamma-diagonal: stop the MLE's EM after `N` iterations")
+	f.Float64Var(&o.Tol, "tol", estimate.DefaultTol, "gamma-diagonal: stop the MLE's EM once no cell changes by more than `T`")
+	f.StringVar(&o.TruthID, "truth-id", "", "gamma-diagonal: join the --truth files by id `COLUMN` instead of by position")
 }
 
 // pramSettings are the checked flags of one gamma-diagonal run.
