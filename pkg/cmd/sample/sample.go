@@ -83,7 +83,7 @@ where K is the size of the joint domain of ALL curators' released columns.`,
 
   # how many rows to sample for ε = 1 when the joint domain has 32 values
   $ sample --plan --epsilon 1 --domain-size 32 adult.csv
-  {"n":32561,"K":32,"epsilon":1,"m_opt":2057,"gamma":16.6,"bound":0.53}
+  {"n":32561,"K":32,"epsilon":1,"m_opt":2057,"gamma":28.19930705710013,"bound":0.29351543260398094}
 
   # each curator samples the same 2057 rows of its own columns
   $ sample --secret shared.secret -m 2057 --columns education alice.csv -o alice.sample.csv
