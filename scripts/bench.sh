@@ -82,3 +82,19 @@ for n in ${BENCH_ROWS:-1000000 10000000}; do
   "$T" run -rows "$n" -label "estimate ddps (Parquet in)" -- \
     "$B/estimate" "$OUT/ddps-$n.parquet" --json
 done
+
+# Reference: the same reading work in Miller (apt-get install miller), a tool
+# data stewards already use: reservoir sampling (mlr sample -k, no
+# coordination or secret) and a group-by count (what estimate tabulates).
+if command -v mlr >/dev/null; then
+  for n in ${BENCH_ROWS:-1000000 10000000}; do
+    csv="$OUT/gen-$n.csv"
+    echo "# $n rows, reference: Miller $(mlr --version | cut -d' ' -f2)"
+    "$T" run -rows "$n" -label "mlr sample -k 1% (CSV in, CSV out)" -out "$OUT/mlr-sample-$n.csv" -- \
+      mlr --icsv --ocsv sample -k $((n / 100)) "$csv"
+    "$T" run -rows "$n" -label "mlr count -g 4 columns (CSV in)" -out "$OUT/mlr-count-$n.csv" -- \
+      mlr --icsv --ocsv count -g education,occupation,income,sex "$csv"
+  done
+else
+  echo "# (install miller for reference timings: apt-get install miller)"
+fi
