@@ -26,7 +26,9 @@ func (o *Options) inputs() []string {
 // meta is the metadata shared by the publications (pipeline conventions:
 // stage, mechanism, l, p, N, dropped, sensitive, codebook).
 func (o *Options) meta(cb *codebook.Codebook, mech string, n int64, drop int, missing int64) (table.Meta, error) {
-	meta := table.Meta{"stage": "anonymize", "mechanism": mech}
+	// The encoding policies let estimate --truth read the original table
+	// the way anonymize did.
+	meta := table.Meta{"stage": "anonymize", "mechanism": mech, "unknown": o.Unknown.String(), "missing": o.Missing.String()}
 	meta.SetInt("N", n)
 	meta.SetInt("dropped", int64(drop))
 	if missing > 0 {

@@ -2,22 +2,292 @@ package estimate
 
 import (
 	"fmt"
+	"math"
+	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/pramkit/pramkit/pkg/cli"
+	"github.com/pramkit/pramkit/pkg/codebook"
+	"github.com/pramkit/pramkit/pkg/countquery"
 	"github.com/pramkit/pramkit/pkg/table"
 )
 
-// countOptions are the flags of the counts estimators.
-type countOptions struct{}
+// countOptions are the flags of the count-query estimators (anonymize's
+// diverted, anatomy and global publications).
+type countOptions struct {
+	Query   string  // --query 'col=value,…'
+	Queries string  // --queries FILE
+	Decoy   string  // --decoy exact|paper
+	Tol     float64 // --ibu-tol
+	MaxIter int     // --ibu-max-iter
+	Groups  string  // --groups FILE, anatomy's sensitive table
+}
 
+// Decoy probability models (--decoy).
 const (
-	countsHelp    = ""
-	countsExample = ""
+	decoyExact = "exact"
+	decoyPaper = "paper"
 )
 
-func addCountFlags(cmd *cobra.Command, o *countOptions) {}
+const (
+	countsHelp = `
+
+Count queries on a table published by anonymize (mechanisms diverted,
+anatomy, global). A query counts the rows of the original table that
+satisfy 'col=value,col=value,…' (a conjunction; a backslash makes the next
+character literal). Give one with --query, or many with --queries FILE: a
+CSV whose header has a column "query" (a one-column file may leave its
+queries unquoted). The answer is a CSV on stdout (or -o FILE) with the
+columns query, estimate, iterations, one row per query in input order;
+--truth FILE (the original table) adds true and relative_error. Estimates
+on stdout are rounded to 2 decimals; -o keeps full precision. Values of the
+sensitive columns are codebook labels (from the release's metadata); other
+columns are matched as published, or, with --codebook FILE declaring them,
+by category (e.g. age=25-34 with Adult's codebook).
+
+diverted (mechanism A′, Fu et al.), with N rows, ℓ′ and f′_s the count of
+s in the release:
+  only a sensitive value s   f′_s, the unbiased MLE of f_s (Theorem 3);
+  P and one sensitive value  the iterative Bayesian update (Eq. 12) over
+             the four states P̄s̄, P̄s, Ps̄, Ps of Figure 3, from x = y (the
+             states' counts in the release) until no count changes by more
+             than --ibu-tol (1 %, the paper's rule) of itself (at least of
+             one row), or --ibu-max-iter steps;
+  P and w sensitive values   the same over 2^{w+1} states with the tensor
+             product of 2×2 matrices (Eq. 13);
+  only non-sensitive values  the exact count (they are published unchanged).
+The chance that a row without s publishes s (a01) is, with --decoy exact
+(the default), f_s(ℓ′−1)/(ℓ′(N − f_s)): the average over the decoy groups,
+which keeps E[f′_s] = f_s. --decoy paper uses the paper's f_s/N, which
+overstates it by about ℓ′/(ℓ′−1). On UCI Adult (occupation, ℓ′ = 5,
+queries of selectivity 2–5 %) exact gives a mean relative error of about
+0.26 against 0.36 for paper, and is at least as accurate at every ℓ′ from 2
+to 7. iterations says how many update steps ran (0 for direct counts).
+
+anatomy: Xiao and Tao's estimator Σ_g m_g·c_g(s)/n_g over the groups (m_g
+rows of group g satisfy P, c_g(s) of its n_g values are s); the sensitive
+table comes from --groups FILE, by default the file named in the metadata
+next to the release. global (mechanism A, keep probability p over V
+values): the unbiased inversion (y − (1 − p)·n_P/V)/p over the n_P rows
+satisfying P (and its tensor form for several sensitive values).`
+
+	countsExample = `
+
+  # count queries on an anonymized Adult, one or a file of them
+  $ estimate --query 'sex=Female,occupation=Sales' adult.l5.csv
+  query,estimate,iterations
+  sex=Female,occupation=Sales,1246.81,1
+  $ estimate --queries queries.csv --truth adult.csv -o answers.csv adult.l5.csv
+  $ estimate --codebook codebook.json --query 'age=25-34,occupation=Craft-repair' adult.l5.csv`
+)
+
+func addCountFlags(cmd *cobra.Command, o *countOptions) {
+	f := cmd.Flags()
+	f.StringVar(&o.Query, "query", "", "count query `Q` = 'col=value,col=value,…' on an anonymized table")
+	f.StringVar(&o.Queries, "queries", "", "CSV `FILE` of count queries (header \"query\"), answered in order")
+	f.StringVar(&o.Decoy, "decoy", decoyExact, "diverted: decoy probability `MODEL`: exact f_s(ℓ′−1)/(ℓ′(N−f_s)) or the paper's f_s/N")
+	f.Float64Var(&o.Tol, "ibu-tol", countquery.DefaultTolerance, "diverted: stop the Bayesian update once no state count changes by more than `T` of itself")
+	f.IntVar(&o.MaxIter, "ibu-max-iter", countquery.DefaultMaxIter, "diverted: stop the Bayesian update after `N` steps")
+	f.StringVar(&o.Groups, "groups", "", "anatomy: the sensitive table `FILE` (default: the one named in the release's metadata)")
+}
+
+// countRelease is what estimate knows about an anonymize publication.
+type countRelease struct {
+	name      string
+	dir       string // folder of the release file, "" for stdin
+	mech      string
+	l         int   // ℓ′; 0 for a global release without one
+	n         int64 // N from the metadata; 0 when absent (global)
+	sensitive []string
+	cols      []*codebook.Column // codebook of each sensitive column
+	keep      []float64          // global: keep probability per sensitive column
+	policy    codebook.Policy    // how anonymize read the original values
+	// anatomy
+	groupCol, releaseID, groupsTable string
+	groups                           int
+}
+
+// readCountRelease reads and checks an anonymize release's metadata.
+func readCountRelease(in table.Reader, path string) (*countRelease, error) {
+	meta := in.Meta()
+	rel := &countRelease{name: in.Name(), mech: meta["mechanism"]}
+	if !table.IsStdio(path) {
+		rel.dir = filepath.Dir(path)
+	}
+	damaged := "the release was damaged or edited: publish the original table again with anonymize"
+	bad := func(err error) error { return fmt.Errorf("%s: %v; %s", rel.name, err, damaged) }
+	if err := meta.JSON("sensitive", "", &rel.sensitive); err != nil {
+		return nil, bad(err)
+	}
+	if len(rel.sensitive) == 0 {
+		return nil, bad(fmt.Errorf("the metadata names no sensitive column"))
+	}
+	s, ok := meta["codebook"]
+	if !ok {
+		return nil, bad(&table.MissingError{Key: "codebook"})
+	}
+	cb, err := codebook.Parse([]byte(s))
+	if err != nil {
+		return nil, bad(fmt.Errorf("the codebook in the metadata is not valid (%v)", err))
+	}
+	for _, name := range rel.sensitive {
+		col, ok := cb.Column(name)
+		if !ok {
+			return nil, bad(fmt.Errorf("the codebook in the metadata has no column %q", name))
+		}
+		rel.cols = append(rel.cols, col)
+	}
+	if u, ok := meta["unknown"]; ok {
+		if err := rel.policy.Unknown.Set(u); err != nil {
+			return nil, bad(err)
+		}
+	}
+	if m, ok := meta["missing"]; ok {
+		if err := rel.policy.Missing.Set(m); err != nil {
+			return nil, bad(err)
+		}
+	}
+	if _, ok := meta["l"]; ok || rel.mech != "global" {
+		l, err := meta.Int("l", "")
+		if err != nil {
+			return nil, bad(err)
+		}
+		if l < 2 || l > math.MaxInt32 {
+			return nil, bad(fmt.Errorf("ℓ′ = %d in the metadata", l))
+		}
+		rel.l = int(l)
+	}
+	if _, ok := meta["N"]; ok || rel.mech != "global" {
+		if rel.n, err = meta.Int("N", ""); err != nil {
+			return nil, bad(err)
+		}
+	}
+	switch rel.mech {
+	case "global":
+		p, err := meta.Float("p", "")
+		if err != nil {
+			return nil, bad(err)
+		}
+		rel.keep = make([]float64, len(rel.sensitive))
+		for k := range rel.keep {
+			rel.keep[k] = p
+		}
+		if _, ok := meta["p_per_column"]; ok {
+			if err := meta.JSON("p_per_column", "", &rel.keep); err != nil {
+				return nil, bad(err)
+			}
+			if len(rel.keep) != len(rel.sensitive) {
+				return nil, bad(fmt.Errorf("p_per_column has %d entries for %d sensitive columns", len(rel.keep), len(rel.sensitive)))
+			}
+		}
+		for _, p := range rel.keep {
+			if !(p >= 0 && p <= 1) {
+				return nil, bad(fmt.Errorf("keep probability p = %v", p))
+			}
+		}
+	case "anatomy":
+		if len(rel.sensitive) != 1 {
+			return nil, bad(fmt.Errorf("an anatomy release has one sensitive column, the metadata names %d", len(rel.sensitive)))
+		}
+		rel.groupCol, rel.releaseID, rel.groupsTable = meta["group_column"], meta["release_id"], meta["groups_table"]
+		if rel.groupCol == "" || rel.releaseID == "" {
+			return nil, bad(fmt.Errorf("the metadata lacks group_column or release_id"))
+		}
+		g, err := meta.Int("groups", "")
+		if err != nil {
+			return nil, bad(err)
+		}
+		if g < 1 || g > math.MaxUint32 {
+			return nil, bad(fmt.Errorf("%d groups in the metadata", g))
+		}
+		rel.groups = int(g)
+	}
+	// The published table must hold what the metadata announces.
+	has := func(c string) bool { return len(in.Schema().FieldIndices(c)) > 0 }
+	for _, c := range rel.sensitive {
+		if has(c) == (rel.mech == "anatomy") {
+			return nil, bad(fmt.Errorf("column %q is %s the table, against its metadata", c, map[bool]string{true: "in", false: "missing from"}[has(c)]))
+		}
+	}
+	if rel.mech == "anatomy" && !has(rel.groupCol) {
+		return nil, bad(fmt.Errorf("the group id column %q is missing", rel.groupCol))
+	}
+	return rel, nil
+}
+
+// sensitiveIndex returns k for sensitive column name, or -1.
+func (rel *countRelease) sensitiveIndex(name string) int {
+	return slices.Index(rel.sensitive, name)
+}
 
 func runCounts(o *Options, in table.Reader) error {
-	return fmt.Errorf("%s: estimation for mechanism %q is not implemented yet", in.Name(), in.Meta()["mechanism"])
+	co := &o.Counts
+	rel, err := readCountRelease(in, o.Input)
+	if err != nil {
+		return err
+	}
+	switch {
+	case co.Query != "" && co.Queries != "":
+		return cli.Usagef("give either --query or --queries, not both")
+	case co.Query == "" && co.Queries == "":
+		return cli.Usagef("%s is a %s release of anonymize: ask count queries with --query 'col=value,…' or --queries FILE", rel.name, rel.mech)
+	case len(o.Columns) > 0:
+		return cli.Usagef("--columns does not apply to count queries: name the columns in the query")
+	case len(o.Truth) > 1:
+		return cli.Usagef("an anonymize release has one original table: give --truth once")
+	case co.Decoy != decoyExact && co.Decoy != decoyPaper:
+		return cli.Usagef("--decoy %q: choose exact or paper", co.Decoy)
+	case !(co.Tol > 0) || math.IsInf(co.Tol, 1):
+		return cli.Usagef("--ibu-tol must be a number > 0, got %v", co.Tol)
+	case co.MaxIter < 1:
+		return cli.Usagef("--ibu-max-iter must be at least 1, got %d", co.MaxIter)
+	case co.Queries == "-" && table.IsStdio(o.Input):
+		return cli.Usagef("the release and --queries cannot both come from standard input")
+	}
+	var queries []countQuery
+	if co.Query != "" {
+		q := countQuery{text: strings.TrimSpace(co.Query)}
+		if q.conds, err = parseCountQuery(co.Query); err != nil {
+			return cli.Usagef("--query %q: %v", co.Query, err)
+		}
+		queries = []countQuery{q}
+	} else if queries, err = readCountQueries(co.Queries, o.Streams.In); err != nil {
+		return err
+	}
+	var nsaBook *codebook.Codebook
+	if o.Codebook != "" {
+		if nsaBook, err = codebook.Load(o.Codebook); err != nil {
+			return err
+		}
+	}
+	plan, err := newCountPlan(rel, in.Schema(), nsaBook, queries, co.Queries)
+	if err != nil {
+		return err
+	}
+	var st *anatomyTable
+	if rel.mech == "anatomy" {
+		if st, err = o.readAnatomyTable(rel, plan); err != nil {
+			return err
+		}
+	}
+	if err := plan.scanRelease(in, rel, st, o.Streams.Progress("estimate: read")); err != nil {
+		return err
+	}
+	hasTruth := len(o.Truth) == 1
+	if hasTruth {
+		if err := o.scanCountTruth(plan, rel); err != nil {
+			return err
+		}
+	}
+	answers, err := plan.estimate(rel, co)
+	if err != nil {
+		return err
+	}
+	if n := countNotConverged(answers); n > 0 {
+		o.Streams.Warnf("estimate", "%d of %d queries stopped at --ibu-max-iter %d before the update converged; raise it for the maximum-likelihood estimates", n, len(answers), co.MaxIter)
+	}
+	return o.writeCountAnswers(rel, plan, answers, hasTruth)
 }
