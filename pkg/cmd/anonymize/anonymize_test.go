@@ -80,9 +80,9 @@ func TestUsageErrorsExitWithCode2(t *testing.T) {
 		{"--sensitive", "s", "--l", "3", "--p", "0.5"},            // --p without global
 		{"--sensitive", "s", "--mechanism", "global", "--p", "2"}, // p > 1
 		{"--sensitive", "s", "--mechanism", "global", "--p", "0.5", "--l", "3"},
-		{"--sensitive", "s", "--mechanism", "anatomy", "--l", "3"},                   // no --groups
+		{"--sensitive", "s", "--mechanism", "anatomy", "--l", "3"},                    // no --groups
 		{"--sensitive", "s,t", "--mechanism", "anatomy", "--l", "3", "--groups", "g"}, // two columns
-		{"--sensitive", "s", "--l", "3", "--groups", "g"},                            // --groups without anatomy
+		{"--sensitive", "s", "--l", "3", "--groups", "g"},                             // --groups without anatomy
 		{"--sensitive", "s", "--l", "3", "--check", "-o", "x.csv"},
 		{"--sensitive", "s", "--l", "3", "--check", "--report"},
 		{"--sensitive", "s", "--l", "3", "--report", "--rel-error", "0"},
