@@ -62,7 +62,9 @@ Each row's id (its position, or the --id column) gets a priority from a keyed
 pseudo-random function (AES-128) under a secret the curators share; the rows
 of the m smallest priorities are the sample (bottom-m), written in priority
 order, so that curators' samples line up row by row. Memory is O(m) whatever
-the input size. The id column is dropped unless --keep-id: the server need
+the input size. Ids must be unique (two rows with one id get the same
+priority and are kept or dropped together); sampling by position needs every
+curator's file in the same row order. The id column is dropped unless --keep-id: the server need
 not know who was sampled.
 
 The output's metadata records n, m and a fingerprint of (secret, n, m) that
