@@ -178,14 +178,14 @@ func (p *countPlan) estimate(rel *countRelease, co *countOptions) ([]countAnswer
 	return out, nil
 }
 
-// decode splits combination t into the local value numbers of the group's
+// hits splits combination t into the local value numbers of the group's
 // sensitive columns and reports, as bits (the first column highest),
 // which of them equal query i's.
 func (p *countPlan) hits(g *countGroup, i, t int) int {
 	bits := 0
 	for k, l := range p.qLocal[i] {
 		bits <<= 1
-		if (t/g.stride[k])%(len(g.local[k])) == int(l) {
+		if (t/g.stride[k])%g.radix[k] == int(l) {
 			bits |= 1
 		}
 	}

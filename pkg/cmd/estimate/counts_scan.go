@@ -102,7 +102,8 @@ type countHist struct {
 	sens   []int
 	local  [][]int32
 	stride []int
-	size   int // number of combinations
+	radix  []int // local values per sensitive slot (those asked and "other")
+	size   int   // number of combinations, Π radix
 	counts []int64
 }
 
@@ -323,9 +324,11 @@ func (p *countPlan) addGroup(g *countGroup, queries []int, sens func(int) []coun
 		p.qLocal[i] = loc
 	}
 	g.size = 1
+	g.radix = make([]int, w)
 	for k := w - 1; k >= 0; k-- {
 		g.stride[k] = g.size
-		g.size *= int(used[k]) + 1
+		g.radix[k] = int(used[k]) + 1
+		g.size *= g.radix[k]
 	}
 	g.counts = make([]int64, g.size)
 	for _, i := range queries {
@@ -343,7 +346,7 @@ func (p *countPlan) addGroup(g *countGroup, queries []int, sens func(int) []coun
 		}
 	}
 	if g.all == nil {
-		g.all = &countHist{sens: g.sens, local: g.local, stride: g.stride, size: g.size, counts: make([]int64, g.size)}
+		g.all = &countHist{sens: g.sens, local: g.local, stride: g.stride, radix: g.radix, size: g.size, counts: make([]int64, g.size)}
 		p.hists = append(p.hists, g.all)
 	}
 	p.groups = append(p.groups, g)

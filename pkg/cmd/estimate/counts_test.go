@@ -1,0 +1,490 @@
+package estimate
+
+import (
+	"bytes"
+	"encoding/csv"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/pramkit/pramkit/pkg/cli"
+	"github.com/pramkit/pramkit/pkg/countquery"
+	"github.com/pramkit/pramkit/pkg/rng"
+)
+
+func TestCountParseQuery(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want []countCond
+		err  string
+	}{
+		{"sex=Female", []countCond{{"sex", "Female"}}, ""},
+		{"sex=Female,occupation=Sales", []countCond{{"sex", "Female"}, {"occupation", "Sales"}}, ""},
+		{" sex = Female , age=25-34 ", []countCond{{"sex", "Female"}, {"age", "25-34"}}, ""},
+		{"income=>50K", []countCond{{"income", ">50K"}}, ""},
+		{`a=x\,y,b=p\=q`, []countCond{{"a", "x,y"}, {"b", "p=q"}}, ""},
+		{"a=b=c", []countCond{{"a", "b=c"}}, ""},
+		{`a\=b=c`, []countCond{{"a=b", "c"}}, ""},
+		{"a=", []countCond{{"a", ""}}, ""},
+		{"", nil, "empty query"},
+		{"sex", nil, `"sex" has no '='`},
+		{"a=1,,b=2", nil, "empty condition"},
+		{"a=1,", nil, "empty condition"},
+		{"=x", nil, "no column name"},
+		{"a=1,a=2", nil, `column "a" appears twice`},
+		{`a=1\`, nil, "a backslash ends the query"},
+	} {
+		got, err := parseCountQuery(tc.in)
+		switch {
+		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+			t.Errorf("%q: error %v, want one containing %q", tc.in, err, tc.err)
+		case tc.err == "" && err != nil:
+			t.Errorf("%q: %v", tc.in, err)
+		case tc.err == "" && !slices.Equal(got, tc.want):
+			t.Errorf("%q: %v, want %v", tc.in, got, tc.want)
+		}
+	}
+}
+
+// FuzzCountParseQuery: parsing never panics, and a parsed query written
+// back with escapes parses to the same conditions.
+func FuzzCountParseQuery(f *testing.F) {
+	for _, s := range []string{"sex=Female,occupation=Sales", `a=x\,y`, "a=b=c", ",", "=", `\`, "a=1,a=2", " x = y "} {
+		f.Add(s)
+	}
+	esc := strings.NewReplacer(`\`, `\\`, ",", `\,`, "=", `\=`)
+	f.Fuzz(func(t *testing.T, s string) {
+		conds, err := parseCountQuery(s)
+		if err != nil {
+			return
+		}
+		var parts []string
+		for _, c := range conds {
+			parts = append(parts, esc.Replace(c.col)+"="+esc.Replace(c.value))
+		}
+		again, err := parseCountQuery(strings.Join(parts, ","))
+		if err != nil || !slices.Equal(again, conds) {
+			t.Errorf("%q → %v → %q → %v, %v", s, conds, strings.Join(parts, ","), again, err)
+		}
+	})
+}
+
+func TestCountReadQueries(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	for _, tc := range []struct {
+		body  string
+		texts []string
+		err   string
+	}{
+		{"query\nsex=Female,occupation=Sales\noccupation=?\n", []string{"sex=Female,occupation=Sales", "occupation=?"}, ""},
+		{"query\n\"sex=Female,occupation=Sales\"\n", []string{"sex=Female,occupation=Sales"}, ""},
+		{"\ufeffquery\nsex=Male\n", []string{"sex=Male"}, ""},
+		{"id,query\n1,\"a=1,b=2\"\n2,c=3\n", []string{"a=1,b=2", "c=3"}, ""},
+		{"query,estimate,iterations\n\"a=1,b=2\",3.5,1\n", []string{"a=1,b=2"}, ""},
+		{"", nil, "is empty"},
+		{"query\n", nil, "has no queries"},
+		{"q\na=1\n", nil, `the header row has no column "query"`},
+		{"query\na=1\nsex\n", nil, `line 3: "sex" has no '='`},
+		{"id,query\n1\n", nil, "line 2 has 1 fields"},
+	} {
+		qs, err := readCountQueries(write("q.csv", tc.body), nil)
+		var texts []string
+		for _, q := range qs {
+			texts = append(texts, q.text)
+		}
+		switch {
+		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+			t.Errorf("%q: error %v, want one containing %q", tc.body, err, tc.err)
+		case tc.err == "" && err != nil:
+			t.Errorf("%q: %v", tc.body, err)
+		case tc.err == "" && !slices.Equal(texts, tc.texts):
+			t.Errorf("%q: %q, want %q", tc.body, texts, tc.texts)
+		}
+	}
+}
+
+// countSynth is a synthetic table with two non-sensitive columns a, b and
+// two sensitive ones s (6 values) and u (4 values), with its codebook.
+type countSynth struct {
+	dir, csv, cb string
+	rows         [][]string // a, b, s, u
+}
+
+func newCountSynth(t testing.TB, n int) *countSynth {
+	t.Helper()
+	c := &countSynth{dir: t.TempDir()}
+	r := rng.NewSeeded(5)
+	var b strings.Builder
+	b.WriteString("a,b,s,u\n")
+	for range n {
+		row := []string{
+			fmt.Sprintf("a%d", r.IntN(4)),
+			fmt.Sprintf("b%d", r.IntN(3)),
+			fmt.Sprintf("s%d", min(r.IntN(7), 5)), // s5 twice as frequent
+			fmt.Sprintf("u%d", r.IntN(4)),
+		}
+		c.rows = append(c.rows, row)
+		b.WriteString(strings.Join(row, ",") + "\n")
+	}
+	c.csv = filepath.Join(c.dir, "t.csv")
+	c.cb = filepath.Join(c.dir, "cb.json")
+	if err := os.WriteFile(c.csv, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cb := `{"columns": [
+  {"name": "s", "categories": ["s0", "s1", "s2", "s3", "s4", "s5"]},
+  {"name": "u", "categories": ["u0", "u1", "u2", "u3"]}
+]}`
+	if err := os.WriteFile(c.cb, []byte(cb), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// countCSV reads a CSV file.
+func countCSV(t testing.TB, path string) [][]string {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	recs, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return recs
+}
+
+// countAsk answers queries with estimate -o FILE (full precision) and
+// returns the estimates and iterations, by query.
+func countAsk(t testing.TB, release string, queries []string, extra ...string) (est []float64, iters []int) {
+	t.Helper()
+	dir := t.TempDir()
+	qf := filepath.Join(dir, "q.csv")
+	var b strings.Builder
+	b.WriteString("query\n")
+	for _, q := range queries {
+		b.WriteString(strconv.Quote(q) + "\n")
+	}
+	if err := os.WriteFile(qf, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "answers.csv")
+	countRun(t, false, append([]string{release, "--queries", qf, "-o", out}, extra...)...)
+	recs := countCSV(t, out)
+	for i, r := range recs[1:] {
+		if r[0] != queries[i] {
+			t.Fatalf("answer %d is for %q, want %q (input order)", i, r[0], queries[i])
+		}
+		e, _ := strconv.ParseFloat(r[1], 64)
+		it, _ := strconv.Atoi(r[2])
+		est, iters = append(est, e), append(iters, it)
+	}
+	return est, iters
+}
+
+// countBrute evaluates a query's conditions on one row of a table given
+// its header.
+func countBrute(header, row []string, conds map[string]string) bool {
+	for c, v := range conds {
+		if row[slices.Index(header, c)] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// The command's answers on a diverted release equal the library's
+// estimators applied to state counts computed here by brute force from
+// the published rows: f′_s for a sensitive value alone, the exact count
+// for non-sensitive columns alone, Predicate (Eq. 12) for P and one
+// sensitive value, PredicateMulti (Eq. 13) for two. Every query is also
+// asked alone: grouping queries in one pass must not change an answer.
+func TestCountDivertedAnswersAreTheLibrarys(t *testing.T) {
+	syn := newCountSynth(t, 1200)
+	pub := filepath.Join(syn.dir, "pub.csv")
+	countRun(t, true, "--sensitive", "s,u", "--l", "3", "--codebook", syn.cb, "--seed", "11", syn.csv, "-o", pub)
+	recs := countCSV(t, pub)
+	header, rows := recs[0], recs[1:]
+	queries := []string{
+		"s=s2", "u=u0", "a=a1", "a=a1,b=b2",
+		"a=a1,s=s2", "s=s2,a=a1", "b=b0,s=s5", "a=a3,b=b1,s=s0",
+		"a=a1,s=s2,u=u3", "u=u1,b=b2,s=s4", "s=s1,u=u1",
+		"a=a9,s=s2", // a value never published: P is empty
+	}
+	for _, decoy := range []string{"exact", "paper"} {
+		est, iters := countAsk(t, pub, queries, "--decoy", decoy)
+		for i, q := range queries {
+			conds, _ := parseCountQuery(q)
+			pred, sens := map[string]string{}, map[string]string{}
+			var order []string // sensitive columns in the release's order
+			for _, c := range conds {
+				if c.col == "s" || c.col == "u" {
+					sens[c.col] = c.value
+				} else {
+					pred[c.col] = c.value
+				}
+			}
+			for _, c := range []string{"s", "u"} {
+				if _, ok := sens[c]; ok {
+					order = append(order, c)
+				}
+			}
+			w := len(order)
+			y := make([]float64, 1<<(w+1))
+			var nP float64
+			for _, r := range rows {
+				inP := countBrute(header, r, pred)
+				if inP {
+					nP++
+				}
+				var has []bool
+				for _, c := range order {
+					has = append(has, r[slices.Index(header, c)] == sens[c])
+				}
+				y[countquery.State(inP, has...)]++
+			}
+			opt := countquery.Options{ExactDecoy: decoy == "exact"}
+			var want float64
+			wantIter := 0
+			switch {
+			case w == 0:
+				want = nP
+			case len(pred) == 0 && w == 1:
+				want = y[3] // all rows are in P: f′_s
+			case w == 1:
+				e, err := countquery.Predicate([4]float64(y), 3, opt)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want, wantIter = e.Count, e.Iterations
+			default:
+				e, err := countquery.PredicateMulti(y, 3, opt)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want, wantIter = e.Count, e.Iterations
+			}
+			if math.Abs(est[i]-want) > 1e-9*math.Max(1, want) || iters[i] != wantIter {
+				t.Errorf("--decoy %s, %s: estimate %v in %d steps, library %v in %d", decoy, q, est[i], iters[i], want, wantIter)
+			}
+			alone, _ := countAsk(t, pub, []string{q}, "--decoy", decoy)
+			if alone[0] != est[i] {
+				t.Errorf("--decoy %s, %s: %v asked alone, %v among the others", decoy, q, alone[0], est[i])
+			}
+		}
+	}
+}
+
+// On a global release the answer is the inversion of mechanism A over the
+// P rows (GlobalCountMulti, equal to GlobalCount for one value).
+func TestCountGlobalAnswersAreTheLibrarys(t *testing.T) {
+	syn := newCountSynth(t, 1200)
+	pub := filepath.Join(syn.dir, "global.csv")
+	countRun(t, true, "--mechanism", "global", "--sensitive", "s,u", "--p", "0.4", "--codebook", syn.cb, "--seed", "2", syn.csv, "-o", pub)
+	recs := countCSV(t, pub)
+	header, rows := recs[0], recs[1:]
+	queries := []string{"s=s2", "a=a1,s=s2", "b=b0,s=s5,u=u2", "a=a2"}
+	est, _ := countAsk(t, pub, queries)
+	v := map[string]int{"s": 6, "u": 4}
+	for i, q := range queries {
+		conds, _ := parseCountQuery(q)
+		pred, sens := map[string]string{}, []countCond{}
+		for _, c := range conds {
+			if _, ok := v[c.col]; ok {
+				sens = append(sens, c)
+			} else {
+				pred[c.col] = c.value
+			}
+		}
+		z := make([]float64, 1<<len(sens))
+		var nP float64
+		for _, r := range rows {
+			if !countBrute(header, r, pred) {
+				continue
+			}
+			nP++
+			k := 0
+			for _, c := range sens {
+				k <<= 1
+				if r[slices.Index(header, c.col)] == c.value {
+					k |= 1
+				}
+			}
+			z[k]++
+		}
+		want := nP
+		if len(sens) > 0 {
+			var vs []int
+			var ps []float64
+			for _, c := range sens {
+				vs, ps = append(vs, v[c.col]), append(ps, 0.4)
+			}
+			var err error
+			if want, err = countquery.GlobalCountMulti(z, vs, ps); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if math.Abs(est[i]-want) > 1e-9*math.Max(1, math.Abs(want)) {
+			t.Errorf("%s: estimate %v, library %v", q, est[i], want)
+		}
+	}
+}
+
+// On an anatomy release the answer is Σ_g m_g c_g(s)/n_g (AnatomyCount)
+// from the rows' group ids and the sensitive table; the sensitive table is
+// found next to the release by default.
+func TestCountAnatomyAnswersAreTheLibrarys(t *testing.T) {
+	syn := newCountSynth(t, 1200)
+	rowsFile, groups := filepath.Join(syn.dir, "anat.csv"), filepath.Join(syn.dir, "anat.groups.csv")
+	countRun(t, true, "--mechanism", "anatomy", "--sensitive", "s", "--l", "3", "--codebook", syn.cb, "--seed", "4", syn.csv, "-o", rowsFile, "--groups", groups)
+	recs := countCSV(t, rowsFile)
+	header, rows := recs[0], recs[1:]
+	st := countCSV(t, groups)[1:]
+	ng := 0
+	for _, r := range st {
+		g, _ := strconv.Atoi(r[0])
+		ng = max(ng, g+1)
+	}
+	queries := []string{"s=s2", "a=a1,s=s2", "a=a0,b=b2,s=s5", "b=b1"}
+	est, _ := countAsk(t, rowsFile, queries)
+	for i, q := range queries {
+		conds, _ := parseCountQuery(q)
+		pred, s := map[string]string{}, ""
+		for _, c := range conds {
+			if c.col == "s" {
+				s = c.value
+			} else {
+				pred[c.col] = c.value
+			}
+		}
+		matches, valueCounts, sizes := make([]int64, ng), make([]int64, ng), make([]int64, ng)
+		var nP float64
+		for _, r := range rows {
+			if countBrute(header, r, pred) {
+				g, _ := strconv.Atoi(r[slices.Index(header, "group")])
+				matches[g]++
+				nP++
+			}
+		}
+		for _, r := range st {
+			g, _ := strconv.Atoi(r[0])
+			c, _ := strconv.ParseInt(r[2], 10, 64)
+			sizes[g] += c
+			if r[1] == s {
+				valueCounts[g] += c
+			}
+		}
+		want := nP
+		if s != "" {
+			var err error
+			if want, err = countquery.AnatomyCount(matches, valueCounts, sizes); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if math.Abs(est[i]-want) > 1e-9*math.Max(1, want) {
+			t.Errorf("%s: estimate %v, library %v", q, est[i], want)
+		}
+	}
+}
+
+// --truth adds the true counts of the original table, read with the
+// release's codebook, and the relative errors.
+func TestCountTruthIsTheOriginalCount(t *testing.T) {
+	syn := newCountSynth(t, 900)
+	pub := filepath.Join(syn.dir, "pub.csv")
+	countRun(t, true, "--sensitive", "s,u", "--l", "3", "--codebook", syn.cb, "--seed", "1", syn.csv, "-o", pub)
+	out := countRun(t, false, pub, "--query", "a=a2,s=s5,u=u1", "--truth", syn.csv)
+	recs, err := csv.NewReader(strings.NewReader(out)).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want int
+	for _, r := range syn.rows {
+		if r[0] == "a2" && r[2] == "s5" && r[3] == "u1" {
+			want++
+		}
+	}
+	est, _ := strconv.ParseFloat(recs[1][1], 64)
+	re, _ := strconv.ParseFloat(recs[1][4], 64)
+	if recs[1][3] != strconv.Itoa(want) || math.Abs(re-math.Abs(est-float64(want))/float64(want)) > 1e-4 {
+		t.Errorf("--truth row %v, want true = %d and |est − true|/true", recs[1], want)
+	}
+}
+
+// Bad input: one line on stderr, a non-zero exit, no output file.
+func TestCountBadInputFailsCleanly(t *testing.T) {
+	syn := newCountSynth(t, 300)
+	pub := filepath.Join(syn.dir, "pub.csv")
+	countRun(t, true, "--sensitive", "s", "--l", "3", "--codebook", syn.cb, "--seed", "1", syn.csv, "-o", pub)
+	bad := filepath.Join(syn.dir, "bad.csv")
+	if err := os.WriteFile(bad, []byte("query\na=a1,s=s1\nb=b0,s\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	edited := filepath.Join(syn.dir, "edited.csv")
+	b, _ := os.ReadFile(pub)
+	os.WriteFile(edited, b[:bytes.LastIndexByte(b[:len(b)-1], '\n')+1], 0o644)
+	m, _ := os.ReadFile(pub + ".meta.json")
+	os.WriteFile(edited+".meta.json", m, 0o644)
+	out := filepath.Join(syn.dir, "answers.csv")
+	for _, tc := range []struct {
+		args []string
+		code int
+		msg  string
+	}{
+		{[]string{"--query", "c=1,s=s1"}, 1, `query "c=1,s=s1": ` + pub + ` has no column "c" (columns: a, b, s, u)`},
+		{[]string{"--query", "a=a1,s=s9"}, 1, `"s9" is not a category of s (categories: s0, s1, s2, s3, s4, s5)`},
+		{[]string{"--queries", bad}, 1, bad + `: line 3: "s" has no '=': write col=value`},
+		{[]string{"--query", "s=s1", "--queries", bad}, 2, "give either --query or --queries"},
+		{nil, 2, "ask count queries with --query"},
+		{[]string{"--query", "s=s1,"}, 2, "empty condition"},
+		{[]string{"--query", "s=s1", "--decoy", "other"}, 2, `--decoy "other": choose exact or paper`},
+		{[]string{"--query", "s=s1", "--groups", "g.csv"}, 2, "--groups applies to anatomy releases only"},
+		{[]string{"--query", "s=s1", "--method", "mle"}, 0, ""}, // --method has a default; harmless
+		{[]string{"--query", "s=s1", "--marginal", "s"}, 2, "--marginal applies to gamma-diagonal releases only"},
+		{[]string{"--query", "s=s1", "--truth", pub}, 1, "is a diverted release, not the original table"},
+	} {
+		var so, se bytes.Buffer
+		s := &cli.Streams{In: strings.NewReader(""), Out: &so, Err: &se}
+		args := append([]string{pub, "-o", out}, tc.args...)
+		code := cli.Run(NewCmd(s, nil), args, s)
+		if tc.code == 0 {
+			os.Remove(out)
+			os.Remove(out + ".meta.json")
+			continue
+		}
+		if code != tc.code || !strings.Contains(se.String(), tc.msg) || strings.Count(se.String(), "\n") != 1+boolInt(tc.code == 2) {
+			t.Errorf("%v: exit %d, stderr %q; want exit %d and %q on one line", tc.args, code, se.String(), tc.code, tc.msg)
+		}
+		if _, err := os.Stat(out); err == nil {
+			t.Errorf("%v: left %s behind", tc.args, out)
+			os.Remove(out)
+		}
+	}
+	var se bytes.Buffer
+	s := &cli.Streams{In: strings.NewReader(""), Out: &bytes.Buffer{}, Err: &se}
+	if code := cli.Run(NewCmd(s, nil), []string{edited, "--query", "s=s1"}, s); code != 1 || !strings.Contains(se.String(), "but its metadata says N = 300; the release was edited") {
+		t.Errorf("edited release: exit %d, %q", code, se.String())
+	}
+}
+
+// boolInt is 1 for true: usage errors add a line pointing to --help.
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
