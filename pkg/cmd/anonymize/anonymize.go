@@ -12,6 +12,7 @@ import (
 	"math"
 	"os"
 	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -232,6 +233,14 @@ func (o *Options) validate() error {
 	if o.JSON && !o.Report && !o.Check {
 		return cli.Usagef("--json applies to --report and --check")
 	}
+	switch {
+	case o.Codebook.Path != "" && o.Codebook.Infer:
+		return cli.Usagef("give either --codebook or --infer-codebook, not both")
+	case o.Codebook.Infer && table.IsStdio(o.Input):
+		return cli.Usagef("--infer-codebook reads the input twice: give a file, not standard input")
+	case o.Codebook.Path == "" && !o.Codebook.Infer:
+		return cli.Usagef("the sensitive columns need a codebook: give --codebook FILE, or --infer-codebook to derive one from the data (which reveals the values present)")
+	}
 	return nil
 }
 
@@ -283,6 +292,22 @@ func run(o *Options) error {
 	if err := o.validate(); err != nil {
 		return err
 	}
+	// The input first: a sensitive column it lacks is the likelier
+	// mistake than one the codebook lacks.
+	in, err := o.Streams.Open(o.Input)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	var names []string
+	for _, f := range in.Schema().Fields() {
+		names = append(names, f.Name)
+	}
+	for _, name := range o.Sensitive {
+		if !slices.Contains(names, name) {
+			return fmt.Errorf("%s has no column %q to treat as sensitive (columns: %s)", in.Name(), name, strings.Join(names, ", "))
+		}
+	}
 	cb, err := o.Codebook.Load(o.Streams, o.Input, o.Sensitive)
 	if err != nil {
 		return err
@@ -295,15 +320,15 @@ func run(o *Options) error {
 	}
 	switch {
 	case o.Check:
-		return o.runCheck(cb)
+		return o.runCheck(in, cb)
 	case o.Report && table.IsStdio(o.Output.Path):
-		return o.runReportOnly(cb)
+		return o.runReportOnly(in, cb)
 	case o.Mechanism == global:
-		return o.runGlobal(cb)
+		return o.runGlobal(in, cb)
 	case o.Mechanism == anatomy:
-		return o.runAnatomy(cb)
+		return o.runAnatomy(in, cb)
 	}
-	return o.runDiverted(cb)
+	return o.runDiverted(in, cb)
 }
 
 func (o *Options) policy() codebook.Policy {

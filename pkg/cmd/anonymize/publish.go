@@ -84,12 +84,7 @@ func (d *dataset) libError(err error) error {
 }
 
 // runDiverted publishes with mechanism A′ (§4.1, Algorithm 1).
-func (o *Options) runDiverted(cb *codebook.Codebook) error {
-	in, err := o.Streams.Open(o.Input)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
+func (o *Options) runDiverted(in table.Reader, cb *codebook.Codebook) error {
 	d, err := o.readRows(in, cb)
 	if err != nil {
 		return err
@@ -191,12 +186,7 @@ func removeTable(path string) {
 // runAnatomy publishes the Anatomy baseline: the rows with a group id
 // instead of the sensitive value, and the sensitive table (group, value,
 // count) to --groups.
-func (o *Options) runAnatomy(cb *codebook.Codebook) error {
-	in, err := o.Streams.Open(o.Input)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
+func (o *Options) runAnatomy(in table.Reader, cb *codebook.Codebook) error {
 	if len(in.Schema().FieldIndices(o.GroupCol)) > 0 {
 		return fmt.Errorf("%s already has a column %q: name the group id column otherwise with --group-column NAME", in.Name(), o.GroupCol)
 	}
@@ -305,12 +295,7 @@ func writeST(w table.Writer, schema *arrow.Schema, st []anonymize.AnatomyEntry, 
 // runGlobal publishes with mechanism A (§3): every row independently keeps
 // its value with probability p, else draws one uniformly from the V values.
 // Rows are independent, so they stream in input order, one batch at a time.
-func (o *Options) runGlobal(cb *codebook.Codebook) error {
-	in, err := o.Streams.Open(o.Input)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
+func (o *Options) runGlobal(in table.Reader, cb *codebook.Codebook) error {
 	schema := in.Schema()
 	which := make([]int, schema.NumFields())
 	for j := range which {

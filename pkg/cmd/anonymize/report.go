@@ -10,6 +10,7 @@ import (
 
 	"github.com/pramkit/pramkit/pkg/anonymize"
 	"github.com/pramkit/pramkit/pkg/codebook"
+	"github.com/pramkit/pramkit/pkg/table"
 )
 
 // ineligible turns the library's error about value indexes into a message
@@ -61,8 +62,8 @@ type checkColumnJSON struct {
 
 // runCheck reads the sensitive columns' counts (constant memory) and says
 // whether the table is eligible for --l and the largest feasible ℓ′.
-func (o *Options) runCheck(cb *codebook.Codebook) error {
-	d, err := o.readCounts(cb)
+func (o *Options) runCheck(in table.Reader, cb *codebook.Codebook) error {
+	d, err := o.readCounts(in, cb)
 	if err != nil {
 		return err
 	}
@@ -118,19 +119,14 @@ func printCheck(w io.Writer, d *dataset, c checkJSON) error {
 }
 
 // readCounts reads only the counts of the sensitive columns.
-func (o *Options) readCounts(cb *codebook.Codebook) (*dataset, error) {
-	in, err := o.Streams.Open(o.Input)
-	if err != nil {
-		return nil, err
-	}
-	defer in.Close()
+func (o *Options) readCounts(in table.Reader, cb *codebook.Codebook) (*dataset, error) {
 	return read(in, cb, o.Sensitive, readOptions{policy: o.policy(), meter: o.Streams.Progress("anonymize: read")})
 }
 
 // runReportOnly prints the guarantees of publishing the input, without
 // publishing it.
-func (o *Options) runReportOnly(cb *codebook.Codebook) error {
-	d, err := o.readCounts(cb)
+func (o *Options) runReportOnly(in table.Reader, cb *codebook.Codebook) error {
+	d, err := o.readCounts(in, cb)
 	if err != nil {
 		return err
 	}
