@@ -185,13 +185,23 @@ func (o *Options) printReport(d *dataset, counts [][]int64, of string) error {
 	fmt.Fprintf(w, "# utility (Lemma 4): values with f_s ≥ T_f = 1/√(ℓ′ε²T_E) = %.4g have P(relative error ≥ ε) ≤ T_E (useful = yes)\n", out.Tf)
 	fmt.Fprintln(w, "# error_bound: Chebyshev's 1/(ℓ′ε²f_s²) ≥ P(relative error ≥ ε) (Inequality 3)")
 	fmt.Fprintln(w, "# privacy: T_P = P(relative error > ε) with f′_s ~ Binomial(ℓ′f_s, 1/ℓ′) (Definition 5)")
+	// Probabilities below 1e-12 are rounding residue of 1 − Σ: shown as such.
+	prob := func(p float64) string {
+		if p < 1e-12 {
+			return "<1e-12"
+		}
+		return strconv.FormatFloat(p, 'g', 4, 64)
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "column\tvalue\tcount\tuseful\terror_bound\tprivacy")
 	for _, col := range out.Columns {
 		for _, v := range col.Values {
+			priv := prob(v.Privacy)
+			if v.Count == 0 {
+				priv = "0" // an absent value is published 0 times: disclosed exactly
+			}
 			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", col.Name, v.Value, v.Count,
-				map[bool]string{true: "yes", false: "no"}[v.Useful],
-				strconv.FormatFloat(v.ErrorBound, 'g', 4, 64), strconv.FormatFloat(v.Privacy, 'g', 4, 64))
+				map[bool]string{true: "yes", false: "no"}[v.Useful], prob(v.ErrorBound), priv)
 		}
 	}
 	return tw.Flush()
