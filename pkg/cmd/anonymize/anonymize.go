@@ -126,7 +126,7 @@ Memory: diverted and anatomy hold the table: 4 bytes per row per sensitive
 column, 1 byte per row per other column with at most 256 distinct values (2
 bytes up to 65,536, else 4) plus each distinct value once, and 16 bytes per
 row while publishing (decoy groups, shuffled order, published values):
-about 36 bytes per row for UCI Adult's 15 columns. global, --check and a
+about 40 bytes per row for UCI Adult's 15 columns. global, --check and a
 --report without -o read the table once in constant memory.`,
 		Example: `  # is Adult eligible for ℓ′ = 5 with occupation sensitive? (largest feasible: 7)
   $ anonymize --check --sensitive occupation --l 5 --codebook codebook.json adult.csv
