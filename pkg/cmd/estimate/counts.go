@@ -79,15 +79,15 @@ satisfying P (and its tensor form for several sensitive values).`
   # count queries on an anonymized Adult, one or a file of them
   $ estimate --query 'sex=Female,occupation=Sales' adult.l5.csv
   query,estimate,iterations
-  sex=Female,occupation=Sales,1246.81,1
+  "sex=Female,occupation=Sales",1298.05,1
   $ estimate --queries queries.csv --truth adult.csv -o answers.csv adult.l5.csv
   $ estimate --codebook codebook.json --query 'age=25-34,occupation=Craft-repair' adult.l5.csv`
 )
 
 func addCountFlags(cmd *cobra.Command, o *countOptions) {
 	f := cmd.Flags()
-	f.StringVar(&o.Query, "query", "", "count query `Q` = 'col=value,col=value,…' on an anonymized table")
-	f.StringVar(&o.Queries, "queries", "", "CSV `FILE` of count queries (header \"query\"), answered in order")
+	f.StringVar(&o.Query, "query", "", "anonymize releases: count query `Q` = 'col=value,col=value,…'")
+	f.StringVar(&o.Queries, "queries", "", "anonymize releases: CSV `FILE` of count queries (header \"query\"), answered in order")
 	f.StringVar(&o.Decoy, "decoy", decoyExact, "diverted: decoy probability `MODEL`: exact f_s(ℓ′−1)/(ℓ′(N−f_s)) or the paper's f_s/N")
 	f.Float64Var(&o.Tol, "ibu-tol", countquery.DefaultTolerance, "diverted: stop the Bayesian update once no state count changes by more than `T` of itself")
 	f.IntVar(&o.MaxIter, "ibu-max-iter", countquery.DefaultMaxIter, "diverted: stop the Bayesian update after `N` steps")
