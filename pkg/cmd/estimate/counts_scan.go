@@ -600,10 +600,27 @@ func (o *Options) scanCountTruth(p *countPlan, rel *countRelease) error {
 	if err != nil {
 		return err
 	}
+	// anonymize --missing drop left out the rows with a missing value in
+	// any sensitive column, also in those no query names: read them too.
+	var dropOnly []*countCells
+	if rel.policy.Missing == codebook.MissingDrop {
+		for k, name := range rel.sensitive {
+			if slices.ContainsFunc(p.slots, func(s *countSlot) bool { return s.col == name }) {
+				continue
+			}
+			extra := &countPlan{slots: []*countSlot{newCountSlot(name, k, rel.cols[k])}}
+			c, err := extra.bind(in, rel, true, func(*countSlot) bool { return false })
+			if err != nil {
+				return err
+			}
+			dropOnly = append(dropOnly, c[0])
+		}
+	}
 	for _, g := range p.groups {
 		g.truthP = make([]int64, g.size)
 	}
 	cls := make([][]int32, len(p.slots))
+	dropCls := make([][]int32, len(dropOnly))
 	meter := o.Streams.Progress("estimate: read truth")
 	for {
 		rec, err := in.Next()
@@ -621,11 +638,22 @@ func (o *Options) scanCountTruth(p *countPlan, rel *countRelease) error {
 				return err
 			}
 		}
+		for i, c := range dropOnly {
+			dropCls[i] = slices.Grow(dropCls[i][:0], n)[:n]
+			if err := c.classes(rec.Column(c.col), first, dropCls[i]); err != nil {
+				return err
+			}
+		}
 	rows:
 		for row := range n {
 			for i, s := range p.slots {
 				if s.sens >= 0 && cls[i][row] == countDrop {
 					continue rows // left out by anonymize --missing drop
+				}
+			}
+			for i := range dropOnly {
+				if dropCls[i][row] == countDrop {
+					continue rows
 				}
 			}
 			p.each(cls, row, func(g *countGroup) {
