@@ -14,6 +14,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
 	"github.com/pramkit/pramkit/internal/stattest"
 	"github.com/pramkit/pramkit/pkg/cli"
 	"github.com/pramkit/pramkit/pkg/codebook"
@@ -458,5 +461,38 @@ func TestCodesWiden(t *testing.T) {
 		if got := c.at(uint32(i)); got != k {
 			t.Fatalf("row %d: code %d, want %d", i, got, k)
 		}
+	}
+}
+
+// Integer cells (Parquet int columns) are interned by value, with the same
+// code and text as the decimal string a CSV column would hold; nulls read
+// as "".
+func TestInternerIntegersAndStrings(t *testing.T) {
+	in := newInterner()
+	ib := array.NewInt64Builder(memory.DefaultAllocator)
+	ib.AppendValues([]int64{39, 50, 39}, nil)
+	ib.AppendNull()
+	ints := ib.NewArray()
+	defer ints.Release()
+	sb := array.NewStringBuilder(memory.DefaultAllocator)
+	sb.AppendValues([]string{"50", "x", ""}, nil)
+	strs := sb.NewArray()
+	defer strs.Release()
+	var got []uint32
+	c := in.column(ints)
+	for i := range ints.Len() {
+		k, _ := c.code(i)
+		got = append(got, k)
+	}
+	c = in.column(strs)
+	for i := range strs.Len() {
+		k, _ := c.code(i)
+		got = append(got, k)
+	}
+	if want := []uint32{0, 1, 0, 2, 1, 3, 2}; !slices.Equal(got, want) {
+		t.Errorf("codes %v, want %v", got, want)
+	}
+	if want := []string{"39", "50", "", "x"}; !slices.Equal(in.values, want) {
+		t.Errorf("values %q, want %q", in.values, want)
 	}
 }
