@@ -31,7 +31,7 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzCSVReader$$' -fuzztime=$(FUZZTIME) ./pkg/table
 	$(GO) test -run='^$$' -fuzz='^FuzzCSVScannerMatchesEncodingCSV$$' -fuzztime=$(FUZZTIME) ./pkg/table
 	$(GO) test -run='^$$' -fuzz='^FuzzParse$$' -fuzztime=$(FUZZTIME) ./pkg/codebook
-	$(GO) test -run='^$$$$' -fuzz='^FuzzCountParseQuery$$$$' -fuzztime=$(FUZZTIME) ./pkg/cmd/estimate
+	$(GO) test -run='^$$' -fuzz='^FuzzCountParseQuery$$' -fuzztime=$(FUZZTIME) ./pkg/cmd/estimate
 
 demo: build
 	bash scripts/demo.sh
