@@ -6,13 +6,14 @@ LDFLAGS := -X github.com/pramkit/pramkit/pkg/version.Version=$(VERSION)
 TOOLS := sample encrypt perturb decrypt estimate anonymize
 FUZZTIME ?= 5s
 
-.PHONY: help build test vet unit fuzz demo bench clean
+.PHONY: help build test vet unit fuzz demo bench figures clean
 
 help:
 	@echo "make build  - build the tools into ./bin"
 	@echo "make test   - go vet, all tests (unit, statistical, end-to-end), a short run of each fuzz target"
 	@echo "make demo   - fetch UCI Adult and run the toolchain on it"
 	@echo "make bench  - rows/s and peak memory per tool on generated 1M- and 10M-row tables"
+	@echo "make figures - recompute the papers' figures on UCI Adult into out/figures (PNG + CSV)"
 
 build:
 	@mkdir -p bin
@@ -38,6 +39,11 @@ demo: build
 
 bench: build
 	bash scripts/bench.sh
+
+# Plots live in scripts/figures so that gonum/plot stays out of the tool binaries.
+figures:
+	bash scripts/fetch-adult.sh
+	$(GO) run ./scripts/figures -out out/figures
 
 clean:
 	rm -rf bin out
