@@ -1,14 +1,11 @@
 package estimate
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math"
-	"strconv"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -47,6 +44,14 @@ For each column the estimates of its categories (for a binary column f̂ and
 distribution ("distribution"). With --truth FILE, the original table, the
 true frequencies and the ℓ2 error of the distribution are added.
 
+Output: one row per category of each column: column, value, bit (its bit
+column; a binary column's first category has none, its estimate is
+1 − f̂), estimate, ci_low, ci_high, distribution, and with --truth true and
+l2_error. --json prints a summary instead of the table (the table still
+goes to -o when given): lie, ε per bit, per record and between valid rows
+(epsilon_encoded), reports, level, the bits and each column's
+distribution. The table's metadata carries the summary's items.
+
 --anonymity --truth FILE computes instead the anonymity of the original
 collection T (Zhilyaev–Zeber §2):
   A_p = min over records v in T and reports s of P[s ∈ R(T∖{v})] / P[R(v) = s],
@@ -56,7 +61,10 @@ It is exact (fast Walsh–Hadamard method, O(L·2^L) time, about 22·2^L bytes)
 for L up to --anonymity-max-bits (default 22, at most 24). For more bits
 --anonymity-samples N gives a Monte Carlo look instead: the smallest ratio
 over N reports drawn from the records (an upper bound on A_p) and the mean
-ratio with its standard error.`
+ratio with its standard error. The table has one row: method, records, L,
+a_p (or samples, min_ratio, mean_ratio, mean_ratio_stderr), ε per record
+and between valid rows, and the record and report where the smallest
+ratio was found.`
 
 	bitflipExample = `
 
@@ -94,6 +102,9 @@ type bitflipRelease struct {
 }
 
 func runBitflip(o *Options, in table.Reader) error {
+	if err := o.checkLocalOutput(); err != nil {
+		return err
+	}
 	rel, err := readBitflipRelease(in)
 	if err != nil {
 		return err
@@ -149,9 +160,6 @@ func runBitflip(o *Options, in table.Reader) error {
 			return err
 		}
 		res.groups = append(res.groups, gr)
-	}
-	if o.JSON {
-		return o.printLocalJSON(res.json())
 	}
 	return o.writeLocalReport(res.asReport())
 }
@@ -528,28 +536,20 @@ func (r bitflipResult) json() bitflipJSON {
 	return out
 }
 
+// asReport is the table: one row per category of each column, with the
+// estimate of its bit (1 − f̂ for a binary column's category 0, which has
+// no bit), the interval and the projected distribution.
 func (r bitflipResult) asReport() *localReport {
 	rel := r.rel
-	cols := []localReportColumn{{name: "column"}, {name: "value"}, {name: "bit"},
+	cols := []localColumn{{name: "column"}, {name: "value"}, {name: "bit"},
 		{name: "estimate", float: true}, {name: "ci_low", float: true}, {name: "ci_high", float: true},
 		{name: "distribution", float: true}}
 	truth := len(r.groups) > 0 && r.groups[0].truth != nil
 	if truth {
-		cols = append(cols, localReportColumn{name: "true", float: true}, localReportColumn{name: "l2_error", float: true})
+		cols = append(cols, localColumn{name: "true", float: true}, localColumn{name: "l2_error", float: true})
 	}
-	rep := &localReport{mechanism: "bitflip", columns: cols, meta: table.Meta{}}
-	rep.meta.SetFloat("lie", rel.mech.LieProbability())
+	rep := &localReport{summary: r.json(), columns: cols, meta: table.Meta{}}
 	rep.meta.SetInt("bits", int64(rel.mech.Bits()))
-	rep.meta.SetFloat("epsilon_per_bit", rel.mech.EpsilonBit())
-	rep.meta.SetFloat("epsilon_per_record", rel.mech.EpsilonRecord())
-	rep.meta.SetFloat("epsilon_encoded", rel.epsEnc)
-	rep.meta.SetInt("reports", r.tally.N)
-	rep.meta.SetFloat("level", r.level)
-	rep.notes = []string{
-		fmt.Sprintf("bitflip release %s: %d reports of L = %d bits, lie probability q = %g", rel.name, r.tally.N, rel.mech.Bits(), rel.mech.LieProbability()),
-		fmt.Sprintf("ε per bit %.6g, per record %.6g (%.6g between valid rows); %g%% confidence intervals; estimates unclipped, distribution projected onto the simplex",
-			rel.mech.EpsilonBit(), rel.mech.EpsilonRecord(), rel.epsEnc, 100*r.level),
-	}
 	for _, gr := range r.groups {
 		name := rel.groups[gr.j].Name
 		for x, lab := range gr.labels {
@@ -654,32 +654,26 @@ func (o *Options) bitflipAnonymity(rel *bitflipRelease) error {
 		a.Record = rel.describeRecord([]uint64{res.Record})
 		a.Report = rel.describeReport([]uint64{res.Report})
 	}
-	if o.JSON {
-		return o.printLocalJSON(out)
-	}
-	return o.writeLocalReport(bitflipAnonymityReport(rel, out, o.Truth[0]))
+	return o.writeLocalReport(bitflipAnonymityReport(rel, out))
 }
 
-func bitflipAnonymityReport(rel *bitflipRelease, out bitflipAnonymityOut, truth string) *localReport {
+// bitflipAnonymityReport is the one-row table of --anonymity.
+func bitflipAnonymityReport(rel *bitflipRelease, out bitflipAnonymityOut) *localReport {
 	a := out.Anonymity
-	rep := &localReport{mechanism: "bitflip", meta: table.Meta{}}
-	rep.meta.SetFloat("lie", out.Lie)
+	rep := &localReport{summary: out, meta: table.Meta{}}
 	rep.meta.SetInt("bits", int64(out.L))
-	rep.notes = []string{fmt.Sprintf("anonymity of the %d records of %s under the release's lie probability q = %g and L = %d bits (Zhilyaev–Zeber §2)",
-		out.Records, table.DisplayName(truth), out.Lie, out.L)}
-	rep.columns = []localReportColumn{{name: "method"}, {name: "records", float: true}, {name: "L", float: true}}
+	rep.columns = []localColumn{{name: "method"}, {name: "records", float: true}, {name: "L", float: true}}
 	row := []any{a.Method, float64(out.Records), float64(out.L)}
 	if a.Method == "exact" {
-		rep.columns = append(rep.columns, localReportColumn{name: "a_p", float: true})
+		rep.columns = append(rep.columns, localColumn{name: "a_p", float: true})
 		row = append(row, *a.Ap)
 	} else {
-		rep.notes = append(rep.notes, fmt.Sprintf("Monte Carlo over %d reports drawn from the records, not exact: min_ratio is the smallest ratio seen, an upper bound on A_p; mean_ratio ± stderr estimates the ratio of a typical report", a.Samples))
-		rep.columns = append(rep.columns, localReportColumn{name: "samples", float: true}, localReportColumn{name: "min_ratio", float: true},
-			localReportColumn{name: "mean_ratio", float: true}, localReportColumn{name: "mean_ratio_stderr", float: true})
+		rep.columns = append(rep.columns, localColumn{name: "samples", float: true}, localColumn{name: "min_ratio", float: true},
+			localColumn{name: "mean_ratio", float: true}, localColumn{name: "mean_ratio_stderr", float: true})
 		row = append(row, float64(a.Samples), *a.MinRatio, *a.MeanRatio, *a.MeanStdErr)
 	}
-	rep.columns = append(rep.columns, localReportColumn{name: "epsilon_per_record", float: true}, localReportColumn{name: "epsilon_encoded", float: true},
-		localReportColumn{name: "record"}, localReportColumn{name: "report"})
+	rep.columns = append(rep.columns, localColumn{name: "epsilon_per_record", float: true}, localColumn{name: "epsilon_encoded", float: true},
+		localColumn{name: "record"}, localColumn{name: "report"})
 	row = append(row, out.EpsilonPerRecord, out.EpsilonEncoded, a.Record, a.Report)
 	rep.rows = [][]any{row}
 	return rep
@@ -745,104 +739,4 @@ func bitflipBytes(b float64) string {
 		i++
 	}
 	return fmt.Sprintf("%.3g %s", b, units[i])
-}
-
-// printLocalJSON writes v as one line of JSON on stdout, labels unescaped
-// (">50K", not "\u003e50K").
-func (o *Options) printLocalJSON(v any) error {
-	enc := json.NewEncoder(o.Streams.Out)
-	enc.SetEscapeHTML(false)
-	return enc.Encode(v)
-}
-
-// localReportColumn is one column of a report: text, or a number.
-type localReportColumn struct {
-	name  string
-	float bool
-}
-
-// localReport is a table of estimates. Without -o (and --output-format) it is
-// printed for people: the notes as "# " lines, then aligned columns with
-// numbers to 6 significant digits. With -o FILE it is written as a table
-// (CSV, Parquet or Arrow) with full-precision numbers and the parameters
-// in its metadata.
-type localReport struct {
-	mechanism string
-	notes     []string
-	columns   []localReportColumn
-	rows      [][]any // string or float64 cells, as columns says
-	meta      table.Meta
-}
-
-func (o *Options) writeLocalReport(rep *localReport) error {
-	if table.IsStdio(o.Output.Path) && o.Output.Format == "" {
-		return rep.print(o.Streams.Out)
-	}
-	fields := make([]arrow.Field, len(rep.columns))
-	for j, c := range rep.columns {
-		fields[j] = arrow.Field{Name: c.name, Type: arrow.BinaryTypes.String}
-		if c.float {
-			fields[j].Type = arrow.PrimitiveTypes.Float64
-		}
-	}
-	schema := arrow.NewSchema(fields, nil)
-	meta := rep.meta.Clone()
-	meta["stage"] = "estimate"
-	meta["mechanism"] = rep.mechanism
-	w, err := o.Streams.Create(o.Output, schema, meta, table.CSV, append([]string{o.Input}, o.Truth...))
-	if err != nil {
-		return err
-	}
-	defer w.Abort()
-	bb := table.NewBatchBuilder(schema)
-	defer bb.Release()
-	for _, row := range rep.rows {
-		for j, cell := range row {
-			if rep.columns[j].float {
-				bb.Float64(j, cell.(float64))
-			} else {
-				bb.String(j, cell.(string))
-			}
-		}
-		bb.EndRow()
-	}
-	rec := bb.NewBatch()
-	err = w.Write(rec)
-	rec.Release()
-	if err != nil {
-		return err
-	}
-	return w.Commit()
-}
-
-// print writes the report for people.
-func (rep *localReport) print(out io.Writer) error {
-	for _, n := range rep.notes {
-		if _, err := fmt.Fprintf(out, "# %s\n", n); err != nil {
-			return err
-		}
-	}
-	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	for j, c := range rep.columns {
-		if j > 0 {
-			fmt.Fprint(tw, "\t")
-		}
-		fmt.Fprint(tw, c.name)
-	}
-	fmt.Fprintln(tw)
-	for _, row := range rep.rows {
-		for j, cell := range row {
-			if j > 0 {
-				fmt.Fprint(tw, "\t")
-			}
-			switch v := cell.(type) {
-			case float64:
-				fmt.Fprint(tw, strconv.FormatFloat(v, 'g', 6, 64))
-			default:
-				fmt.Fprint(tw, v)
-			}
-		}
-		fmt.Fprintln(tw)
-	}
-	return tw.Flush()
 }

@@ -8,13 +8,17 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/pramkit/pramkit/internal/stattest"
 	"github.com/pramkit/pramkit/pkg/cli"
+	"github.com/pramkit/pramkit/pkg/cmd/encrypt/encfile/encfiletest"
 	"github.com/pramkit/pramkit/pkg/cmd/perturb"
+	"github.com/pramkit/pramkit/pkg/table"
 )
 
 // The estimators' distributions are tested in pkg/bitflip
@@ -210,7 +214,8 @@ func TestBitflipEstimatesMatchHandValues(t *testing.T) {
 	rel := lmHandRelease(t, dir, lmHandReleaseCSV, lmHandMeta)
 	truth := lmWriteFile(t, dir, "truth.csv", "smoker,color\n"+strings.Repeat("1,red\n", 7)+strings.Repeat("0,blue\n", 3))
 	var res lmBitflipOut
-	lmDecode(t, lmMustRun(t, "estimate", rel, "--json", "--truth", truth), &res)
+	summary := lmMustRun(t, "estimate", rel, "--json", "--truth", truth)
+	lmDecode(t, summary, &res)
 
 	// f̂ = (ȳ − q)/(1 − 2q) with q = 1/4: ȳ = 0.6 → 0.7; 0.8 → 1.1; 0.1 → −0.3; 0.2 → −0.1.
 	want := []float64{0.7, 1.1, -0.3, -0.1}
@@ -238,27 +243,99 @@ func TestBitflipEstimatesMatchHandValues(t *testing.T) {
 			t.Errorf("%s: ℓ2 error %v (unprojected %v), want %v (%v)", c.Name, c.L2Error, c.L2ErrorRaw, wantL2[j], wantRaw[j])
 		}
 	}
-	// The text report holds the same numbers.
-	text := lmMustRun(t, "estimate", rel, "--truth", truth)
-	for _, line := range []string{
-		"hand.csv: 10 reports of L = 4 bits, lie probability q = 0.25",
-		"# ε per bit 1.09861, per record 4.39445 (3.29584 between valid rows); 95% confidence intervals; estimates unclipped, distribution projected onto the simplex",
-		"color   red    color=red    1.1       0.604164   1.59584   1             0.7   0.424264",
-		"color   green  color=green  -0.3      -0.671877  0.071877  0             0     0.424264",
-	} {
-		if !strings.Contains(text, line+"\n") {
-			t.Errorf("text report lacks %q:\n%s", line, text)
+	// Standard output holds the same numbers, to the last digit, as a CSV
+	// table, and the summary's items in its metadata.
+	names, rows, meta := lmStdoutTable(t, lmMustRun(t, "estimate", rel, "--truth", truth))
+	if want := "column,value,bit,estimate,ci_low,ci_high,distribution,true,l2_error"; strings.Join(names, ",") != want {
+		t.Errorf("columns %v, want %s", names, want)
+	}
+	lmSameItems(t, summary, meta, "")
+	if meta["bits"] != "4" || meta["stage"] != "estimate" {
+		t.Errorf("metadata bits %q, stage %q", meta["bits"], meta["stage"])
+	}
+	// Rows: smoker's 0 (no bit of its own: 1 − f̂), its bit, then the colors.
+	type wantRow struct {
+		col, value, bit   string
+		est, lo, hi, dist float64
+		true_, l2         float64
+	}
+	sm, co, b := res.Columns[0], res.Columns[1], res.Bits
+	wantRows := []wantRow{
+		{"smoker", "0", "", 1 - b[0].Estimate, 1 - b[0].CIHigh, 1 - b[0].CILow, sm.Distribution[0].Estimate, *sm.Distribution[0].True, *sm.L2Error},
+		{"smoker", "1", "smoker=1", b[0].Estimate, b[0].CILow, b[0].CIHigh, sm.Distribution[1].Estimate, *sm.Distribution[1].True, *sm.L2Error},
+	}
+	for x, d := range co.Distribution {
+		e := b[1+x]
+		wantRows = append(wantRows, wantRow{"color", d.Value, e.Name, e.Estimate, e.CILow, e.CIHigh, d.Estimate, *d.True, *co.L2Error})
+	}
+	if len(rows) != len(wantRows) {
+		t.Fatalf("%d rows, want %d: %v", len(rows), len(wantRows), rows)
+	}
+	for i, w := range wantRows {
+		lmSameRow(t, rows[i], []any{w.col, w.value, w.bit, w.est, w.lo, w.hi, w.dist, w.true_, w.l2})
+	}
+	// --json with -o prints the summary and writes the same table.
+	tbl := filepath.Join(dir, "est.csv")
+	if out := lmMustRun(t, "estimate", rel, "--json", "--truth", truth, "-o", tbl); out != summary {
+		t.Errorf("--json -o printed %s, want %s", out, summary)
+	}
+	fileNames, fileRows, fileMeta := encfiletest.ReadTable(t, tbl)
+	if !reflect.DeepEqual(fileNames, names) || !reflect.DeepEqual(fileRows, rows) || !reflect.DeepEqual(fileMeta, meta) {
+		t.Errorf("-o table %v %v %v\ndiffers from stdout's %v %v %v", fileNames, fileRows, fileMeta, names, rows, meta)
+	}
+}
+
+// lmStdoutTable reads the table a command printed: a CSV stream whose first
+// line "#pramkit {…}" carries the metadata, and no comment lines.
+func lmStdoutTable(t *testing.T, stdout string) (names []string, rows [][]string, meta table.Meta) {
+	t.Helper()
+	if !strings.HasPrefix(stdout, "#pramkit {") || strings.Contains(stdout, "\n#") {
+		t.Errorf("standard output is not a CSV table with a #pramkit metadata line:\n%s", stdout)
+	}
+	return encfiletest.ReadTable(t, lmWriteFile(t, t.TempDir(), "stdout.csv", stdout))
+}
+
+// lmSameItems checks that meta holds every number, string and boolean of the
+// JSON summary, a nested object's items as "object_item".
+func lmSameItems(t *testing.T, summary string, meta table.Meta, prefix string) {
+	t.Helper()
+	var items map[string]any
+	lmDecode(t, summary, &items)
+	for k, v := range items {
+		key := prefix + k
+		switch v := v.(type) {
+		case []any:
+		case map[string]any:
+			b, _ := json.Marshal(v)
+			lmSameItems(t, string(b), meta, key+"_")
+		case float64:
+			if got, err := meta.Float(key, ""); err != nil || got != v {
+				t.Errorf("metadata %s = %q, want %v", key, meta[key], v)
+			}
+		default:
+			if got := fmt.Sprint(v); meta[key] != got {
+				t.Errorf("metadata %s = %q, want %q", key, meta[key], got)
+			}
 		}
 	}
-	// -o writes the same rows as a table.
-	tbl := filepath.Join(dir, "est.csv")
-	lmMustRun(t, "estimate", rel, "--truth", truth, "-o", tbl)
-	b, err := os.ReadFile(tbl)
-	if err != nil {
-		t.Fatal(err)
+}
+
+// lmSameRow checks a row of text cells against strings and numbers, the
+// numbers exactly (the table holds them at full precision).
+func lmSameRow(t *testing.T, row []string, want []any) {
+	t.Helper()
+	if len(row) != len(want) {
+		t.Errorf("row %v, want %v", row, want)
+		return
 	}
-	if !strings.HasPrefix(string(b), "column,value,bit,estimate,ci_low,ci_high,distribution,true,l2_error\nsmoker,0,,0.30000000000000004,") {
-		t.Errorf("-o table:\n%s", b)
+	for j, w := range want {
+		if f, ok := w.(float64); ok {
+			if got, err := strconv.ParseFloat(row[j], 64); err != nil || got != f {
+				t.Errorf("row %v: cell %d is %s, want %v", row, j, row[j], f)
+			}
+		} else if row[j] != w {
+			t.Errorf("row %v: cell %d is %q, want %q", row, j, row[j], w)
+		}
 	}
 }
 

@@ -36,7 +36,16 @@ the estimated non-participants (all N unless perturb had --non-participant).
 --round-two uses round two alone, n̂_v = (C2[v] − N·π_⊥v)/π_s: round one's
 expectation is known, so this is also unbiased and has the smaller variance
 (by N·π_⊥v(1 − π_⊥v)/π_s²). With --truth FILE, the original table, the true
-counts, the errors and their ℓ2 norm are added.`
+counts, the errors and their ℓ2 norm are added.
+
+Output: one row per value: value, estimate, sd, and with --truth true and
+error; a --non-participant category adds the row "VALUE (not
+participating)". --json prints a summary instead of the table (the table
+still goes to -o when given): π_s, ε, participants and participants_sd,
+the counts, reports, column, estimator, and with --truth the true counts,
+participants and l2_error. The table's metadata carries the summary's
+items (those of a nested object as non_participants_estimate,
+truth_l2_error, …).`
 
 	ddpsExample = `
 
@@ -64,6 +73,9 @@ type ddpsRelease struct {
 }
 
 func runDDPS(o *Options, in table.Reader) error {
+	if err := o.checkLocalOutput(); err != nil {
+		return err
+	}
 	rel, err := readDDPSRelease(in)
 	if err != nil {
 		return err
@@ -101,9 +113,6 @@ func runDDPS(o *Options, in table.Reader) error {
 		}
 	}
 	res := ddpsResult{rel: rel, est: est, estimator: estimator, truth: truth}
-	if o.JSON {
-		return o.printLocalJSON(res.json())
-	}
 	return o.writeLocalReport(res.asReport())
 }
 
@@ -357,30 +366,15 @@ func (r ddpsResult) l2() float64 {
 	return math.Sqrt(s)
 }
 
+// asReport is the table: one row per value (and the non-participant
+// category, if any) with its estimated count and standard deviation.
 func (r ddpsResult) asReport() *localReport {
 	rel, est := r.rel, r.est
-	cols := []localReportColumn{{name: "value"}, {name: "estimate", float: true}, {name: "sd", float: true}}
+	cols := []localColumn{{name: "value"}, {name: "estimate", float: true}, {name: "sd", float: true}}
 	if r.truth != nil {
-		cols = append(cols, localReportColumn{name: "true", float: true}, localReportColumn{name: "error", float: true})
+		cols = append(cols, localColumn{name: "true", float: true}, localColumn{name: "error", float: true})
 	}
-	rep := &localReport{mechanism: "ddps", columns: cols, meta: table.Meta{"column": rel.column, "estimator": r.estimator}}
-	rep.meta.SetFloat("pi_s", rel.piS)
-	rep.meta.SetFloat("epsilon", rel.epsilon)
-	rep.meta.SetInt("reports", est.N)
-	rep.meta.SetFloat("participants", est.Participants.Count)
-	rep.meta.SetFloat("participants_sd", est.Participants.SD)
-	how := "the difference of the rounds, (C2 − C1)/π_s (Eq. 41)"
-	if r.estimator == "round-two" {
-		how = "round two alone, (C2 − N·π_⊥)/π_s"
-	}
-	rep.notes = []string{
-		fmt.Sprintf("ddps release %s of column %s: %d owners, π_s = %g, ε = %.6g", rel.name, rel.column, est.N, rel.piS, rel.epsilon),
-		fmt.Sprintf("counts by %s, unclipped, ± their standard deviation", how),
-		fmt.Sprintf("participants: %.6g ± %.6g", est.Participants.Count, est.Participants.SD),
-	}
-	if r.truth != nil {
-		rep.notes = append(rep.notes, fmt.Sprintf("true participants: %d; ℓ2 error of the counts: %.6g", r.trueParticipants(), r.l2()))
-	}
+	rep := &localReport{summary: r.json(), columns: cols}
 	add := func(label string, o int) {
 		c := est.Counts[o]
 		row := []any{label, c.Count, c.SD}
