@@ -89,20 +89,30 @@ echo "-- bitflip (K-randomization) on sex and income: every bit flips with proba
 step "$B/perturb" --mechanism bitflip --lie 0.2 --columns sex,income --codebook "$CB" "$T" -o "$D/adult.bitflip.csv"
 echo "first released rows (0/1 bits; nothing else of the table is released):"
 awk 'NR<=6{print "  " $0}' "$D/adult.bitflip.csv"
-step "$B/estimate" --truth "$T" "$D/adult.bitflip.csv"
+csvtable() { # estimate's CSV table, aligned, numbers to 6 significant digits
+  awk -F, -v OFS=, 'NR>1{for(i=1;i<=NF;i++) if($i ~ /^-?[0-9]*\.[0-9]+(e[-+]?[0-9]+)?$/) $i=sprintf("%.6g",$i)} {print}' "$1" \
+    | column -s, -t | awk '{print "  " $0}'
+}
+step "$B/estimate" --truth "$T" "$D/adult.bitflip.csv" -o "$D/bitflip.estimate.csv"
+echo "per-bit frequencies (unclipped), 95% intervals, each column's distribution (projected) and the true shares:"
+csvtable "$D/bitflip.estimate.csv"
 step "$B/estimate" --json "$D/adult.bitflip.csv"
 echo "anonymity A_p of Adult's records under this release (exact for L = 2 bits):"
-step "$B/estimate" --anonymity --truth "$T" "$D/adult.bitflip.csv"
+step "$B/estimate" --anonymity --truth "$T" "$D/adult.bitflip.csv" -o "$D/bitflip.anonymity.csv"
+csvtable "$D/bitflip.anonymity.csv"
 
 echo
 echo "-- DDPS on occupation: two reports per person, pi_s = 0.1, uniform noise masses"
 step "$B/perturb" --mechanism ddps --column occupation --pi-s 0.1 --codebook "$CB" "$T" -o "$D/occupation.ddps.csv"
 echo "first released rows ((none) = the report names no value):"
 awk 'NR<=6{print "  " $0}' "$D/occupation.ddps.csv"
-step "$B/estimate" --truth "$T" "$D/occupation.ddps.csv"
+step "$B/estimate" --truth "$T" "$D/occupation.ddps.csv" -o "$D/ddps.estimate.csv"
+echo "estimated owners of each occupation ± sd (difference of the rounds, Eq. 41), unclipped, and the true counts:"
+csvtable "$D/ddps.estimate.csv"
 step "$B/estimate" --json "$D/occupation.ddps.csv"
-echo "the round-two estimator (--round-two) on the same release: smaller variance"
-"$B/estimate" --round-two --truth "$T" "$D/occupation.ddps.csv" | awk '/^#/'
+l2() { "$B/estimate" --json --truth "$T" "$@" "$D/occupation.ddps.csv" | grep -o '"l2_error":[0-9.e+-]*' | cut -d: -f2; }
+echo "the round-two estimator (--round-two) on the same release has the smaller variance;"
+printf 'l2 error of the counts: difference of the rounds %.0f, round two alone %.0f\n' "$(l2)" "$(l2 --round-two)"
 
 echo
 echo "== One steward publishes the whole table: anonymize (mechanism A', l'-diverted privacy), occupation sensitive"
