@@ -1,7 +1,9 @@
 package bitflip
 
 import (
+	"encoding/json"
 	"fmt"
+	"slices"
 )
 
 // Kind says how a column is encoded as bits.
@@ -24,6 +26,27 @@ func (k Kind) String() string {
 		return "binary"
 	}
 	return fmt.Sprintf("Kind(%d)", int(k))
+}
+
+// MarshalText writes the kind as a layout's JSON does: "one-hot" or "binary".
+func (k Kind) MarshalText() ([]byte, error) {
+	if k != OneHot && k != Binary {
+		return nil, fmt.Errorf("bitflip.Kind.MarshalText: unknown kind %d", int(k))
+	}
+	return []byte(k.String()), nil
+}
+
+// UnmarshalText reads "one-hot" or "binary".
+func (k *Kind) UnmarshalText(b []byte) error {
+	switch string(b) {
+	case OneHot.String():
+		*k = OneHot
+	case Binary.String():
+		*k = Binary
+	default:
+		return fmt.Errorf("bitflip.Kind.UnmarshalText: kind %q is not %s or %s", b, Binary, OneHot)
+	}
+	return nil
 }
 
 // Group is one column of a record's bit vector.
@@ -114,6 +137,32 @@ func (l *Layout) Group(j int) Group { return l.groups[j] }
 // Offset returns the index of group j's first bit.
 func (l *Layout) Offset(j int) int { return l.offsets[j] }
 
+// BitName returns the name of bit i in a release: "group=label", the label
+// whose presence the bit records (a binary group's second label, the one
+// encoded as 1). perturb names the bit columns so and estimate finds them
+// by these names.
+func (l *Layout) BitName(i int) string {
+	// The group of bit i: the last one starting at or before i.
+	j, found := slices.BinarySearch(l.offsets, i)
+	if !found {
+		j--
+	}
+	g := &l.groups[j]
+	if g.Kind == Binary {
+		return g.Name + "=" + g.Labels[1]
+	}
+	return g.Name + "=" + g.Labels[i-l.offsets[j]]
+}
+
+// bitNames returns the names of group j's bits, in order.
+func (l *Layout) bitNames(j int) []string {
+	names := make([]string, l.groups[j].Width())
+	for b := range names {
+		names[b] = l.BitName(l.offsets[j] + b)
+	}
+	return names
+}
+
 // MaxDistance returns the largest Hamming distance between two valid
 // encodings: 2 per one-hot group of width ≥ 2, 1 per binary group.
 func (l *Layout) MaxDistance() int { return l.maxDist }
@@ -155,4 +204,52 @@ func SetBit(row []uint64, i int, b bool) {
 	} else {
 		row[i/64] &^= 1 << (i % 64)
 	}
+}
+
+// layoutGroupJSON is one group of a layout's JSON form, which releases carry
+// in their metadata ("layout").
+type layoutGroupJSON struct {
+	Name   string   `json:"name"`
+	Kind   Kind     `json:"kind"`   // "binary" or "one-hot"
+	Labels []string `json:"labels"` // the codebook, index order
+	Bits   []string `json:"bits"`   // its bits' names (BitName), in order
+}
+
+// MarshalJSON writes the layout as a list of its groups, in order:
+//
+//	[{"name":"sex","kind":"binary","labels":["Female","Male"],"bits":["sex=Male"]}, …]
+//
+// "bits" names each group's bits (BitName), so that a reader can find the
+// bit columns of a release without knowing how they are named.
+func (l *Layout) MarshalJSON() ([]byte, error) {
+	groups := make([]layoutGroupJSON, len(l.groups))
+	for j, g := range l.groups {
+		groups[j] = layoutGroupJSON{Name: g.Name, Kind: g.Kind, Labels: g.Labels, Bits: l.bitNames(j)}
+	}
+	return json.Marshal(groups)
+}
+
+// UnmarshalJSON reads the form MarshalJSON writes. The groups are checked as
+// NewLayout checks them, and each group's "bits" must be the names of its
+// bits, in order; null or an empty list is an error (a layout has groups).
+func (l *Layout) UnmarshalJSON(b []byte) error {
+	var groups []layoutGroupJSON
+	if err := json.Unmarshal(b, &groups); err != nil {
+		return fmt.Errorf("bitflip.Layout.UnmarshalJSON: %w", err)
+	}
+	gs := make([]Group, len(groups))
+	for j, g := range groups {
+		gs[j] = Group{Name: g.Name, Kind: g.Kind, Labels: g.Labels}
+	}
+	nl, err := NewLayout(gs)
+	if err != nil {
+		return fmt.Errorf("bitflip.Layout.UnmarshalJSON: %w", err)
+	}
+	for j, g := range groups {
+		if want := nl.bitNames(j); !slices.Equal(g.Bits, want) {
+			return fmt.Errorf("bitflip.Layout.UnmarshalJSON: group %q lists the bits %q, want %q", g.Name, g.Bits, want)
+		}
+	}
+	*l = *nl
+	return nil
 }

@@ -1,6 +1,9 @@
 package bitflip
 
 import (
+	"encoding/json"
+	"fmt"
+	"reflect"
 	"testing"
 )
 
@@ -82,5 +85,106 @@ func TestNewLayoutRejectsInvalidGroups(t *testing.T) {
 		if _, err := NewLayout(groups); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
+	}
+}
+
+func TestBitNameIsGroupEqualsLabelOfTheBit(t *testing.T) {
+	l, err := NewLayout([]Group{
+		{Name: "sex", Kind: Binary, Labels: []string{"Female", "Male"}},
+		{Name: "color", Labels: []string{"red", "green", "blue"}},
+		{Name: "flag", Kind: Binary, Labels: []string{"0", "1"}},
+		{Name: "const", Labels: []string{"only"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"sex=Male", "color=red", "color=green", "color=blue", "flag=1", "const=only"}
+	for i, w := range want {
+		if got := l.BitName(i); got != w {
+			t.Errorf("BitName(%d) = %q, want %q", i, got, w)
+		}
+	}
+}
+
+// The JSON form is the "layout" item of a bitflip release's metadata:
+// perturb writes it, estimate reads it back.
+func TestLayoutJSONRoundTrips(t *testing.T) {
+	wide := make([]string, 70)
+	for i := range wide {
+		wide[i] = fmt.Sprintf("v%d", i)
+	}
+	cases := []struct {
+		name   string
+		groups []Group
+		json   string // "" to skip the comparison
+	}{
+		{"binary, one-hot and a 0/1 column", []Group{
+			{Name: "sex", Kind: Binary, Labels: []string{"Female", "Male"}},
+			{Name: "color", Labels: []string{"red", "green", "blue"}},
+			{Name: "flag", Kind: Binary, Labels: []string{"0", "1"}},
+		}, `[{"name":"sex","kind":"binary","labels":["Female","Male"],"bits":["sex=Male"]},` +
+			`{"name":"color","kind":"one-hot","labels":["red","green","blue"],"bits":["color=red","color=green","color=blue"]},` +
+			`{"name":"flag","kind":"binary","labels":["0","1"],"bits":["flag=1"]}]`},
+		{"single label", []Group{{Name: "const", Labels: []string{"only"}}},
+			`[{"name":"const","kind":"one-hot","labels":["only"],"bits":["const=only"]}]`},
+		{"labels needing escapes", []Group{{Name: "income", Kind: Binary, Labels: []string{">50K", `"<=50K"`}}},
+			`[{"name":"income","kind":"binary","labels":["\u003e50K","\"\u003c=50K\""],"bits":["income=\"\u003c=50K\""]}]`},
+		{"spanning two words", []Group{{Name: "wide", Labels: wide}, {Name: "y", Kind: Binary, Labels: []string{"n", "y"}}}, ""},
+	}
+	for _, c := range cases {
+		l, err := NewLayout(c.groups)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := json.Marshal(l)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if c.json != "" && string(b) != c.json {
+			t.Errorf("%s: JSON\n%s\nwant\n%s", c.name, b, c.json)
+		}
+		var back Layout
+		if err := json.Unmarshal(b, &back); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if back.Width() != l.Width() || back.NumGroups() != l.NumGroups() || back.MaxDistance() != l.MaxDistance() {
+			t.Errorf("%s: read back width %d, %d groups, D = %d; want %d, %d, %d", c.name,
+				back.Width(), back.NumGroups(), back.MaxDistance(), l.Width(), l.NumGroups(), l.MaxDistance())
+		}
+		for j := range l.NumGroups() {
+			if !reflect.DeepEqual(back.Group(j), l.Group(j)) || back.Offset(j) != l.Offset(j) {
+				t.Errorf("%s: group %d read back as %+v at %d, want %+v at %d", c.name, j, back.Group(j), back.Offset(j), l.Group(j), l.Offset(j))
+			}
+		}
+		for i := range l.Width() {
+			if back.BitName(i) != l.BitName(i) {
+				t.Errorf("%s: bit %d read back as %q, want %q", c.name, i, back.BitName(i), l.BitName(i))
+			}
+		}
+	}
+}
+
+func TestLayoutUnmarshalJSONRejectsInvalidLayouts(t *testing.T) {
+	cases := map[string]string{
+		"not JSON":                      `[{"name":`,
+		"null":                          `null`,
+		"no groups":                     `[]`,
+		"unknown kind":                  `[{"name":"x","kind":"ternary","labels":["a","b","c"],"bits":["x=a","x=b","x=c"]}]`,
+		"empty kind":                    `[{"name":"x","kind":"","labels":["a"],"bits":["x=a"]}]`,
+		"binary with 3":                 `[{"name":"x","kind":"binary","labels":["a","b","c"],"bits":["x=b"]}]`,
+		"duplicate name":                `[{"name":"x","kind":"one-hot","labels":["a"],"bits":["x=a"]},{"name":"x","kind":"one-hot","labels":["b"],"bits":["x=b"]}]`,
+		"a bit missing":                 `[{"name":"x","kind":"one-hot","labels":["a","b"],"bits":["x=a"]}]`,
+		"a bit renamed":                 `[{"name":"x","kind":"one-hot","labels":["a","b"],"bits":["x=a","x=c"]}]`,
+		"bits reordered":                `[{"name":"x","kind":"one-hot","labels":["a","b"],"bits":["x=b","x=a"]}]`,
+		"binary bit of the first label": `[{"name":"x","kind":"binary","labels":["a","b"],"bits":["x=a"]}]`,
+	}
+	for name, js := range cases {
+		var l Layout
+		if err := json.Unmarshal([]byte(js), &l); err == nil {
+			t.Errorf("%s: %s accepted", name, js)
+		}
+	}
+	if _, err := json.Marshal(Kind(7)); err == nil {
+		t.Error("an unknown Kind marshalled")
 	}
 }

@@ -83,20 +83,11 @@ func addBitflipFlags(cmd *cobra.Command, o *bitflipOptions) {
 	f.IntVar(&o.MaxBits, "anonymity-max-bits", bitflipDefaultExactBits, fmt.Sprintf("bitflip: compute A_p exactly up to `L` bits (at most %d; needs about 22·2^L bytes)", bitflip.MaxExactBits))
 }
 
-// bitflipGroup is one group of the metadata "layout" written by perturb.
-type bitflipGroup struct {
-	Name   string   `json:"name"`
-	Kind   string   `json:"kind"`
-	Labels []string `json:"labels"`
-	Bits   []string `json:"bits"`
-}
-
 // bitflipRelease is what estimate knows about a bitflip release.
 type bitflipRelease struct {
 	name   string
 	mech   *bitflip.Mechanism
-	layout *bitflip.Layout
-	groups []bitflipGroup
+	layout *bitflip.Layout    // from the metadata "layout"
 	cb     *codebook.Codebook // columns with a codebook; nil if none had
 	epsEnc float64
 }
@@ -139,9 +130,9 @@ func runBitflip(o *Options, in table.Reader) error {
 	var truth [][]int64 // truth[j][x]: rows of group j with value x
 	var truthN int64
 	if len(o.Truth) == 1 {
-		truth = make([][]int64, len(rel.groups))
-		for j, g := range rel.groups {
-			truth[j] = make([]int64, len(g.Labels))
+		truth = make([][]int64, rel.layout.NumGroups())
+		for j := range truth {
+			truth[j] = make([]int64, len(rel.layout.Group(j).Labels))
 		}
 		err := rel.readTruth(o, o.Truth[0], func(values []int) {
 			for j, x := range values {
@@ -193,32 +184,14 @@ func readBitflipRelease(in table.Reader) (*bitflipRelease, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %v; %s", name, err, damaged)
 	}
-	rel := &bitflipRelease{name: name}
-	if err := meta.JSON("layout", "", &rel.groups); err != nil {
+	rel := &bitflipRelease{name: name, layout: new(bitflip.Layout)}
+	if err := meta.JSON("layout", "", rel.layout); err != nil {
 		return nil, fmt.Errorf("%s: %v; %s", name, err, damaged)
 	}
 	if s, ok := meta["codebook"]; ok {
 		if rel.cb, err = codebook.Parse([]byte(s)); err != nil {
 			return nil, fmt.Errorf("%s: the codebook in the metadata is not valid (%v); %s", name, err, damaged)
 		}
-	}
-	groups := make([]bitflip.Group, len(rel.groups))
-	for j, g := range rel.groups {
-		kind := bitflip.OneHot
-		switch g.Kind {
-		case bitflip.Binary.String():
-			kind = bitflip.Binary
-		case bitflip.OneHot.String():
-		default:
-			return nil, fmt.Errorf("%s: column %q has kind %q in the layout, not binary or one-hot; %s", name, g.Name, g.Kind, damaged)
-		}
-		groups[j] = bitflip.Group{Name: g.Name, Kind: kind, Labels: g.Labels}
-		if len(g.Bits) != groups[j].Width() {
-			return nil, fmt.Errorf("%s: column %q has %d bit columns in the layout, want %d; %s", name, g.Name, len(g.Bits), groups[j].Width(), damaged)
-		}
-	}
-	if rel.layout, err = bitflip.NewLayout(groups); err != nil {
-		return nil, fmt.Errorf("%s: %v; %s", name, err, damaged)
 	}
 	if int64(rel.layout.Width()) != L {
 		return nil, fmt.Errorf("%s: the layout has %d bits but the metadata says L = %d; %s", name, rel.layout.Width(), L, damaged)
@@ -235,7 +208,7 @@ func readBitflipRelease(in table.Reader) (*bitflipRelease, error) {
 // selectGroups returns the groups named by --columns (all when empty).
 func (rel *bitflipRelease) selectGroups(names []string) ([]int, error) {
 	if len(names) == 0 {
-		all := make([]int, len(rel.groups))
+		all := make([]int, rel.layout.NumGroups())
 		for j := range all {
 			all[j] = j
 		}
@@ -253,8 +226,8 @@ func (rel *bitflipRelease) selectGroups(names []string) ([]int, error) {
 }
 
 func (rel *bitflipRelease) group(name string) int {
-	for j, g := range rel.groups {
-		if g.Name == name {
+	for j := range rel.layout.NumGroups() {
+		if rel.layout.Group(j).Name == name {
 			return j
 		}
 	}
@@ -262,21 +235,11 @@ func (rel *bitflipRelease) group(name string) int {
 }
 
 func (rel *bitflipRelease) groupNames() []string {
-	names := make([]string, len(rel.groups))
-	for j, g := range rel.groups {
-		names[j] = g.Name
+	names := make([]string, rel.layout.NumGroups())
+	for j := range names {
+		names[j] = rel.layout.Group(j).Name
 	}
 	return names
-}
-
-// bitName is the output column of bit i.
-func (rel *bitflipRelease) bitName(i int) string {
-	for j, g := range rel.groups {
-		if off := rel.layout.Offset(j); i < off+len(g.Bits) {
-			return g.Bits[i-off]
-		}
-	}
-	return ""
 }
 
 // tally counts the set bits of every report. Memory: one batch.
@@ -284,7 +247,7 @@ func (rel *bitflipRelease) tally(in table.Reader) (*bitflip.Tally, error) {
 	L := rel.layout.Width()
 	cols := make([]int, L)
 	for i := range cols {
-		n := rel.bitName(i)
+		n := rel.layout.BitName(i)
 		idx := in.Schema().FieldIndices(n)
 		if len(idx) == 0 {
 			return nil, fmt.Errorf("%s has no bit column %q, which its layout lists; the release was edited: randomize the original table again", rel.name, n)
@@ -305,7 +268,7 @@ func (rel *bitflipRelease) tally(in table.Reader) (*bitflip.Tally, error) {
 			ones, bad := bitflipCountOnes(rec.Column(c))
 			if bad >= 0 {
 				v := table.ValuesOf(rec.Column(c)).String(bad)
-				return nil, &table.DataError{File: rel.name, Row: first + int64(bad), Column: rel.bitName(i),
+				return nil, &table.DataError{File: rel.name, Row: first + int64(bad), Column: rel.layout.BitName(i),
 					Err: fmt.Errorf("value %q is not a bit (0 or 1); the release was edited: randomize the original table again", v)}
 			}
 			t.Ones[i] += ones
@@ -356,8 +319,9 @@ func (rel *bitflipRelease) readTruth(o *Options, path string, fn func(values []i
 		idx int
 		enc *codebook.Encoder // nil: a 0/1 column
 	}
-	cols := make([]truthCol, len(rel.groups))
-	for j, g := range rel.groups {
+	cols := make([]truthCol, rel.layout.NumGroups())
+	for j := range cols {
+		g := rel.layout.Group(j)
 		idx := in.Schema().FieldIndices(g.Name)
 		if len(idx) == 0 {
 			return fmt.Errorf("--truth %s has no column %q: give the original table the release was made from", in.Name(), g.Name)
@@ -390,14 +354,14 @@ func (rel *bitflipRelease) readTruth(o *Options, path string, fn func(values []i
 				if c.enc != nil {
 					x, err := c.enc.Index(vals[j].String(i))
 					if err != nil {
-						return &table.DataError{File: in.Name(), Row: first + int64(i), Column: rel.groups[j].Name, Err: err}
+						return &table.DataError{File: in.Name(), Row: first + int64(i), Column: rel.layout.Group(j).Name, Err: err}
 					}
 					values[j] = int(x)
 					continue
 				}
 				x, ok := vals[j].Int(i)
 				if !ok || (x != 0 && x != 1) {
-					return &table.DataError{File: in.Name(), Row: first + int64(i), Column: rel.groups[j].Name,
+					return &table.DataError{File: in.Name(), Row: first + int64(i), Column: rel.layout.Group(j).Name,
 						Err: fmt.Errorf("value %q is not 0 or 1, but the release encoded this column as a 0/1 bit: give the original table", vals[j].String(i))}
 				}
 				values[j] = int(x)
@@ -516,9 +480,9 @@ func (r bitflipResult) json() bitflipJSON {
 	for _, gr := range r.groups {
 		g := rel.layout.Group(gr.j)
 		off := rel.layout.Offset(gr.j)
-		for b, name := range rel.groups[gr.j].Bits {
+		for b := range g.Width() {
 			e := r.bits[off+b]
-			out.Bits = append(out.Bits, bitflipBitJSON{Name: name, Estimate: e.Freq, CILow: e.Lo, CIHigh: e.Hi})
+			out.Bits = append(out.Bits, bitflipBitJSON{Name: rel.layout.BitName(off + b), Estimate: e.Freq, CILow: e.Lo, CIHigh: e.Hi})
 		}
 		c := bitflipColJSON{Name: g.Name, Kind: g.Kind.String()}
 		for x, lab := range gr.labels {
@@ -551,11 +515,11 @@ func (r bitflipResult) asReport() *localReport {
 	rep := &localReport{summary: r.json(), columns: cols, meta: table.Meta{}}
 	rep.meta.SetInt("bits", int64(rel.mech.Bits()))
 	for _, gr := range r.groups {
-		name := rel.groups[gr.j].Name
+		name := rel.layout.Group(gr.j).Name
 		for x, lab := range gr.labels {
 			bit := ""
 			if b := gr.bit[x]; b >= 0 {
-				bit = rel.bitName(b)
+				bit = rel.layout.BitName(b)
 			}
 			row := []any{name, lab, bit, gr.est[x], gr.lo[x], gr.hi[x], gr.dist[x]}
 			if truth {
@@ -681,11 +645,11 @@ func bitflipAnonymityReport(rel *bitflipRelease, out bitflipAnonymityOut) *local
 
 // describeRecord names a valid record's values: "sex=Male income=<=50K".
 func (rel *bitflipRelease) describeRecord(row []uint64) string {
-	parts := make([]string, 0, len(rel.groups))
-	for j, g := range rel.groups {
-		off := rel.layout.Offset(j)
+	parts := make([]string, 0, rel.layout.NumGroups())
+	for j := range rel.layout.NumGroups() {
+		g, off := rel.layout.Group(j), rel.layout.Offset(j)
 		lab := "?"
-		if rel.layout.Group(j).Kind == bitflip.Binary {
+		if g.Kind == bitflip.Binary {
 			lab = g.Labels[0]
 			if bitflip.Bit(row, off) {
 				lab = g.Labels[1]
@@ -708,10 +672,10 @@ func (rel *bitflipRelease) describeRecord(row []uint64) string {
 // one-hot column may have any set of bits set, e.g.
 // "sex=Male income=<=50K occupation={Sales,?}".
 func (rel *bitflipRelease) describeReport(row []uint64) string {
-	parts := make([]string, 0, len(rel.groups))
-	for j, g := range rel.groups {
-		off := rel.layout.Offset(j)
-		if rel.layout.Group(j).Kind == bitflip.Binary {
+	parts := make([]string, 0, rel.layout.NumGroups())
+	for j := range rel.layout.NumGroups() {
+		g, off := rel.layout.Group(j), rel.layout.Offset(j)
+		if g.Kind == bitflip.Binary {
 			lab := g.Labels[0]
 			if bitflip.Bit(row, off) {
 				lab = g.Labels[1]

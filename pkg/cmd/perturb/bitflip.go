@@ -63,15 +63,6 @@ func addBitflipFlags(cmd *cobra.Command, o *bitflipOptions) {
 	cmd.Flags().Float64Var(&o.Lie, "lie", 0, "bitflip: lie probability `Q`, 0 < Q < 1/2, with which every bit flips (instead of --epsilon)")
 }
 
-// bitflipGroup is one group of the layout as recorded in the metadata
-// "layout": estimate regroups the bit columns from it.
-type bitflipGroup struct {
-	Name   string   `json:"name"`
-	Kind   string   `json:"kind"`   // "binary" or "one-hot" (bitflip.Kind.String)
-	Labels []string `json:"labels"` // the column's categories, index order
-	Bits   []string `json:"bits"`   // the names of its output columns
-}
-
 // bitflipColumn is how one input column becomes bits.
 type bitflipColumn struct {
 	name  string
@@ -246,28 +237,19 @@ func bitflipMeta(layout *bitflip.Layout, mech *bitflip.Mechanism, epsEnc float64
 	meta.SetFloat("epsilon_per_bit", mech.EpsilonBit())
 	meta.SetFloat("epsilon_per_record", mech.EpsilonRecord())
 	meta.SetFloat("epsilon_encoded", epsEnc)
-	var names []string
-	seen := map[string]string{}
-	groups := make([]bitflipGroup, layout.NumGroups())
-	for j := range groups {
-		g := layout.Group(j)
-		bg := bitflipGroup{Name: g.Name, Kind: g.Kind.String(), Labels: g.Labels}
-		bits := g.Labels
-		if g.Kind == bitflip.Binary {
-			bits = g.Labels[1:] // the bit is 1 for the second category
-		}
-		for _, lab := range bits {
-			n := g.Name + "=" + lab
-			if other, ok := seen[n]; ok {
-				return nil, nil, fmt.Errorf("columns %q and %q would both give a bit column named %q; rename one of them", other, g.Name, n)
+	names := make([]string, layout.Width())
+	seen := make(map[string]int, len(names)) // bit name → group
+	for j := range layout.NumGroups() {
+		for b := range layout.Group(j).Width() {
+			i := layout.Offset(j) + b
+			names[i] = layout.BitName(i)
+			if other, ok := seen[names[i]]; ok {
+				return nil, nil, fmt.Errorf("columns %q and %q would both give a bit column named %q; rename one of them", layout.Group(other).Name, layout.Group(j).Name, names[i])
 			}
-			seen[n] = g.Name
-			bg.Bits = append(bg.Bits, n)
+			seen[names[i]] = j
 		}
-		names = append(names, bg.Bits...)
-		groups[j] = bg
 	}
-	if err := meta.SetJSON("layout", groups); err != nil {
+	if err := meta.SetJSON("layout", layout); err != nil {
 		return nil, nil, err
 	}
 	if len(used) > 0 {

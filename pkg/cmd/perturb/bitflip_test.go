@@ -159,18 +159,14 @@ func TestBitflipReleaseLayoutAndMetadata(t *testing.T) {
 	if meta["mechanism"] != "bitflip" || meta["stage"] != "perturb" {
 		t.Errorf("mechanism %q, stage %q", meta["mechanism"], meta["stage"])
 	}
-	var layout []bitflipGroup
-	if err := meta.JSON("layout", "", &layout); err != nil {
-		t.Fatal(err)
-	}
-	wantLayout := []bitflipGroup{
-		{Name: "sex", Kind: "binary", Labels: []string{"Female", "Male"}, Bits: []string{"sex=Male"}},
-		{Name: "color", Kind: "one-hot", Labels: []string{"red", "green", "blue"}, Bits: []string{"color=red", "color=green", "color=blue"}},
-		{Name: "flag", Kind: "binary", Labels: []string{"0", "1"}, Bits: []string{"flag=1"}},
-		{Name: "job", Kind: "one-hot", Labels: []string{"Sales", "Tech", "Craft", "?"}, Bits: []string{"job=Sales", "job=Tech", "job=Craft", "job=?"}},
-	}
-	if !reflect.DeepEqual(layout, wantLayout) {
-		t.Errorf("layout %+v\nwant %+v", layout, wantLayout)
+	// The layout as estimate reads it: each column's kind, categories and
+	// bit columns (bitflip.Layout's JSON form).
+	wantLayout := `[{"name":"sex","kind":"binary","labels":["Female","Male"],"bits":["sex=Male"]},` +
+		`{"name":"color","kind":"one-hot","labels":["red","green","blue"],"bits":["color=red","color=green","color=blue"]},` +
+		`{"name":"flag","kind":"binary","labels":["0","1"],"bits":["flag=1"]},` +
+		`{"name":"job","kind":"one-hot","labels":["Sales","Tech","Craft","?"],"bits":["job=Sales","job=Tech","job=Craft","job=?"]}]`
+	if meta["layout"] != wantLayout {
+		t.Errorf("layout %s\nwant %s", meta["layout"], wantLayout)
 	}
 	var cbMeta struct {
 		Columns []struct{ Name string } `json:"columns"`
