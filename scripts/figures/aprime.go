@@ -1,0 +1,300 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strings"
+
+	"github.com/pramkit/pramkit/pkg/anonymize"
+	"github.com/pramkit/pramkit/pkg/countquery"
+)
+
+// predicateAttrs are the non-sensitive attributes of the random predicates,
+// as in pkg/countquery's and pkg/cmd/estimate's Adult tests (age and hours
+// by the codebook's buckets, which are the tests' buckets too).
+var predicateAttrs = []string{"age", "workclass", "education", "marital-status", "relationship", "race", "sex", "hours-per-week", "income"}
+
+// sensitiveAttr is the sensitive attribute (paper §9: occupation).
+const sensitiveAttr = "occupation"
+
+// countTable is Adult as the count-query experiment sees it: the sensitive
+// column s (V values, "?" one of them) and the predicate attributes.
+type countTable struct {
+	n   int
+	s   []uint32
+	v   int
+	nsa [][]uint32 // [attribute][row], predicateAttrs order
+}
+
+func newCountTable(a *adult) *countTable {
+	s, c := a.column(sensitiveAttr)
+	t := &countTable{n: a.n, s: s, v: c.K()}
+	for _, name := range predicateAttrs {
+		t.nsa = append(t.nsa, a.cols[name])
+	}
+	return t
+}
+
+// predicate is a conjunction of equality conditions on predicate
+// attributes, with the rows of D that satisfy it.
+type predicate struct {
+	attrs  []int
+	values []uint32
+	rows   []uint32
+}
+
+// randomPredicates draws count distinct conjunctions of 1–3 conditions on
+// distinct attributes, the values taken from a uniformly random row so that
+// each matches at least one row; each is later combined with every
+// sensitive value (the paper's query pool, §9.1). This is the generator of
+// pkg/countquery/adult_test.go (there unexported): same draws in the same
+// order, so the same seed gives the same pool.
+func randomPredicates(t *countTable, count int, r *rand.Rand) []predicate {
+	seen := map[string]bool{}
+	var out []predicate
+	for len(out) < count {
+		d := 1 + r.IntN(3)
+		attrs := r.Perm(len(t.nsa))[:d]
+		slices.Sort(attrs)
+		row := r.IntN(t.n)
+		p := predicate{attrs: attrs}
+		var key strings.Builder
+		for _, a := range attrs {
+			p.values = append(p.values, t.nsa[a][row])
+			fmt.Fprintf(&key, "%d=%d;", a, t.nsa[a][row])
+		}
+		if seen[key.String()] {
+			continue
+		}
+		seen[key.String()] = true
+	rows:
+		for row := range t.n {
+			for i, a := range p.attrs {
+				if t.nsa[a][row] != p.values[i] {
+					continue rows
+				}
+			}
+			p.rows = append(p.rows, uint32(row))
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// query is one (P, s) count: its true value over the published rows and
+// the four state counts y of Figure 3 (P̄s̄, P̄s, Ps̄, Ps) in the published
+// table.
+type query struct {
+	pred  int
+	s     uint32
+	truth float64
+	y     [4]float64
+}
+
+// observe returns the queries (every predicate with every value s) whose
+// true count over the published rows lies in [lo, hi], for a column
+// published as pub (anonymize.NotPublished for dropped rows); truth is
+// counted from t.s over the same rows.
+func observe(t *countTable, preds []predicate, pub []uint32, lo, hi float64) []query {
+	fPrime := make([]float64, t.v)
+	var n float64
+	for _, x := range pub {
+		if x != anonymize.NotPublished {
+			fPrime[x]++
+			n++
+		}
+	}
+	var out []query
+	truth := make([]float64, t.v)
+	pubP := make([]float64, t.v)
+	for pi, p := range preds {
+		clear(truth)
+		clear(pubP)
+		var nP float64
+		for _, row := range p.rows {
+			if pub[row] == anonymize.NotPublished {
+				continue
+			}
+			nP++
+			truth[t.s[row]]++
+			pubP[pub[row]]++
+		}
+		for s := range t.v {
+			if truth[s] < lo || truth[s] > hi {
+				continue
+			}
+			y3 := pubP[s]
+			out = append(out, query{pred: pi, s: uint32(s), truth: truth[s],
+				y: [4]float64{n - nP - (fPrime[s] - y3), fPrime[s] - y3, nP - y3, y3}})
+		}
+	}
+	return out
+}
+
+// Series of anonymize_error_vs_l, in legend order.
+const (
+	seriesExact = iota
+	seriesPaper
+	seriesAnatomy
+	seriesGlobal
+	numSeries
+)
+
+var seriesNames = [numSeries]string{"A′ (exact a01)", "A′ (paper a01)", "Anatomy (ℓ = ℓ′)", "global randomization (retention 1/ℓ′)"}
+
+// seriesKeys name the series in the CSV.
+var seriesKeys = [numSeries]string{"aprime_exact", "aprime_paper", "anatomy", "global"}
+
+// relErr accumulates |est − truth|/truth over queries.
+type relErr struct {
+	sum     float64
+	queries int
+}
+
+func (e *relErr) add(est, truth float64) { e.sum += math.Abs(est-truth) / truth; e.queries++ }
+func (e relErr) mean() float64           { return e.sum / float64(e.queries) }
+
+// Count ranges of anonymize_error_vs_l.
+const (
+	rangeLarge = iota // selectivity 2–5 % of the published rows
+	rangeSmall        // true count 1–10
+	numRanges
+)
+
+var rangeNames = [numRanges]string{"selectivity 2–5 %", "true count 1–10"}
+var rangeKeys = [numRanges]string{"large", "small"}
+
+// bounds returns the true-count range of r for a table of n published rows.
+func bounds(r int, n float64) (lo, hi float64) {
+	if r == rangeLarge {
+		return 0.02 * n, 0.05 * n
+	}
+	return 1, 10
+}
+
+// countRelease publishes the sensitive column once per mechanism at ℓ′ = l
+// and answers every query of both ranges: the error sums [range][series].
+// A′ is estimated with the paper's iterative Bayesian update at its 1 %
+// stopping rule (countquery.Options{}), with the paper's a01 = f_s/N and the
+// exact average; Anatomy with Xiao and Tao's estimator; global
+// randomization, with keep = (V/ℓ′ − 1)/(V − 1) so that a row retains its
+// value with probability 1/ℓ′ as in §9.4, with the unbiased inverse.
+func countRelease(t *countTable, preds []predicate, l int, seed uint64, name string) (res [numRanges][numSeries]relErr, err error) {
+	// A′.
+	rel, err := anonymize.Anonymize([]anonymize.Column{{Values: t.s, V: t.v}}, l, stream(seed, name+"/aprime"))
+	if err != nil {
+		return res, fmt.Errorf("countRelease: %w", err)
+	}
+	n := float64(len(rel.Order))
+	for rg := range numRanges {
+		lo, hi := bounds(rg, n)
+		for _, q := range observe(t, preds, rel.Published[0], lo, hi) {
+			for _, sr := range []int{seriesExact, seriesPaper} {
+				e, err := countquery.Predicate(q.y, l, countquery.Options{ExactDecoy: sr == seriesExact})
+				if err != nil {
+					return res, fmt.Errorf("countRelease: %w", err)
+				}
+				res[rg][sr].add(e.Count, q.truth)
+			}
+		}
+	}
+
+	// Anatomy: est = Σ_g m_g · c_g(s)/n_g over the published groups.
+	an, err := anonymize.Anatomize(t.s, t.v, l, stream(seed, name+"/anatomy"))
+	if err != nil {
+		return res, fmt.Errorf("countRelease: %w", err)
+	}
+	groups := len(an.ST) / an.L
+	sizes := make([]int64, groups)
+	perValue := make([][]int64, t.v) // [s][g] = c_g(s)
+	for s := range perValue {
+		perValue[s] = make([]int64, groups)
+	}
+	for _, e := range an.ST {
+		sizes[e.Group] += int64(e.Count)
+		perValue[e.Value][e.Group] += int64(e.Count)
+	}
+	kept := slices.Clone(t.s) // the truth over the rows Anatomy kept
+	for _, row := range an.Dropped {
+		kept[row] = anonymize.NotPublished
+	}
+	n = float64(len(an.Order))
+	matches := make([]int64, groups)
+	for rg := range numRanges {
+		lo, hi := bounds(rg, n)
+		last := -1
+		for _, q := range observe(t, preds, kept, lo, hi) {
+			if q.pred != last {
+				clear(matches)
+				for _, row := range preds[q.pred].rows {
+					if g := an.GroupOf[row]; g != anonymize.NotPublished {
+						matches[g]++
+					}
+				}
+				last = q.pred
+			}
+			est, err := countquery.AnatomyCount(matches, perValue[q.s], sizes)
+			if err != nil {
+				return res, fmt.Errorf("countRelease: %w", err)
+			}
+			res[rg][seriesAnatomy].add(est, q.truth)
+		}
+	}
+
+	// Global randomization (mechanism A), every row published.
+	keep := (float64(t.v)/float64(l) - 1) / float64(t.v-1)
+	pub, err := anonymize.Randomize(t.s, t.v, keep, stream(seed, name+"/global"))
+	if err != nil {
+		return res, fmt.Errorf("countRelease: %w", err)
+	}
+	for rg := range numRanges {
+		lo, hi := bounds(rg, float64(t.n))
+		for _, q := range observe(t, preds, pub, lo, hi) {
+			est, err := countquery.GlobalCount(int64(q.y[3]), int64(q.y[2]+q.y[3]), t.v, keep)
+			if err != nil {
+				return res, fmt.Errorf("countRelease: %w", err)
+			}
+			res[rg][seriesGlobal].add(est, q.truth)
+		}
+	}
+	return res, nil
+}
+
+// countPoint is anonymize_error_vs_l at one ℓ′: the error per range and
+// series, summed over the releases.
+type countPoint struct {
+	L        int
+	Releases int
+	Err      [numRanges][numSeries]relErr
+}
+
+// measureCounts runs releases publications per ℓ′ in ls, spread over
+// workers; publication k at ℓ′ draws from stream(seed, "anonymize/l=…/release=k/…").
+func measureCounts(t *countTable, preds []predicate, ls []int, releases, workers int, seed uint64) ([]countPoint, error) {
+	raw := make([][numRanges][numSeries]relErr, len(ls)*releases)
+	err := parallel(len(raw), workers, func(_, k int) error {
+		l := ls[k/releases]
+		var err error
+		raw[k], err = countRelease(t, preds, l, seed, fmt.Sprintf("anonymize/l=%d/release=%d", l, k%releases))
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("measureCounts: %w", err)
+	}
+	out := make([]countPoint, len(ls))
+	for i, l := range ls {
+		out[i] = countPoint{L: l, Releases: releases}
+		for k := range releases {
+			for rg := range numRanges {
+				for sr := range numSeries {
+					e := raw[i*releases+k][rg][sr]
+					out[i].Err[rg][sr].sum += e.sum
+					out[i].Err[rg][sr].queries += e.queries
+				}
+			}
+		}
+	}
+	return out, nil
+}
