@@ -1,11 +1,8 @@
 package perturb
 
 import (
-	"errors"
 	"fmt"
-	"io"
 	"math"
-	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/spf13/cobra"
@@ -142,39 +139,6 @@ func runBitflip(o *Options) error {
 	return w.Commit()
 }
 
-// rejectFlags refuses flags of other mechanisms, which would otherwise be
-// silently ignored.
-func (o *Options) rejectFlags(mech string, flags ...string) error {
-	for _, name := range flags {
-		if o.cmd.Flags().Changed(name) {
-			return cli.Usagef("--%s does not apply to --mechanism %s", name, mech)
-		}
-	}
-	return nil
-}
-
-// openOne opens the single input of a local mechanism and refuses tables
-// that are not plaintext rows.
-func (o *Options) openOne(mech string) (table.Reader, error) {
-	if len(o.Inputs) != 1 {
-		return nil, cli.Usagef("--mechanism %s randomizes one table, got %d inputs", mech, len(o.Inputs))
-	}
-	in, err := o.Streams.Open(o.Inputs[0])
-	if err != nil {
-		return nil, err
-	}
-	meta := in.Meta()
-	switch stage := meta["stage"]; {
-	case stage == encfile.StageEncrypt || stage == encfile.StageKey:
-		in.Close()
-		return nil, fmt.Errorf("%s holds encrypted values or pads (stage: %s): %s is a local mechanism that each data owner runs on their own plaintext rows; give it the table before encrypt", in.Name(), stage, mech)
-	case meta["mechanism"] != "":
-		in.Close()
-		return nil, fmt.Errorf("%s is already a %s release: randomizing it again would compose the privacy losses; run %s on the original table", in.Name(), meta["mechanism"], mech)
-	}
-	return in, nil
-}
-
 // bitflipLayout decides how each --columns column becomes bits. It returns
 // the layout's groups, the input columns and the codebook columns used.
 func (o *Options) bitflipLayout(in table.Reader, cb *codebook.Codebook) ([]bitflip.Group, []bitflipColumn, []string, error) {
@@ -214,19 +178,6 @@ func (o *Options) bitflipLayout(in table.Reader, cb *codebook.Codebook) ([]bitfl
 		groups[j] = bitflip.Group{Name: name, Kind: kind, Labels: c.Labels()}
 	}
 	return groups, cols, used, nil
-}
-
-// columnIndex finds a column of the input by name.
-func columnIndex(in table.Reader, name string) (int, error) {
-	idx := in.Schema().FieldIndices(name)
-	if len(idx) == 0 {
-		names := make([]string, in.Schema().NumFields())
-		for i, f := range in.Schema().Fields() {
-			names[i] = f.Name
-		}
-		return 0, fmt.Errorf("%s has no column %q (columns: %s)", in.Name(), name, strings.Join(names, ", "))
-	}
-	return idx[0], nil
 }
 
 // bitflipMeta builds the release's metadata and output column names.
@@ -277,31 +228,13 @@ func bitflipRows(o *Options, in table.Reader, cols []bitflipColumn, haveCodebook
 	vals := make([]table.Values, len(cols))
 	meter := o.Streams.Progress("perturb: rows")
 	defer meter.Done()
-	n := 0 // rows in block
-	flush := func() error {
-		if n == 0 {
-			return nil
-		}
-		rec := encfile.Int32Batch(schema, block, n)
-		err := w.Write(rec)
-		rec.Release()
-		meter.Add(int64(n))
-		n = 0
-		return err
-	}
-	for {
-		rec, err := in.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return err
-		}
+	out := &reportWriter{w: w, meter: meter, full: rows,
+		batch: func(n int) arrow.RecordBatch { return encfile.Int32Batch(schema, block, n) }}
+	return out.fill(in, func(rec arrow.RecordBatch, first int64) error {
 		for j, c := range cols {
 			vals[j] = table.ValuesOf(rec.Column(c.index))
 		}
-		first := in.RowsRead() - rec.NumRows() + 1
-		for i := 0; i < int(rec.NumRows()); i++ {
+		for i := range int(rec.NumRows()) {
 			for j, c := range cols {
 				v, err := bitValue(c, vals[j], i, haveCodebook, cbPath)
 				if err != nil {
@@ -316,22 +249,14 @@ func bitflipRows(o *Options, in table.Reader, cols []bitflipColumn, haveCodebook
 				return err
 			}
 			for b := range L {
-				block[b][n] = uint32(word[b>>6] >> (b & 63) & 1)
+				block[b][out.rows] = uint32(word[b>>6] >> (b & 63) & 1)
 			}
-			if n++; n == rows {
-				if err := flush(); err != nil {
-					return err
-				}
+			if err := out.endRow(); err != nil {
+				return err
 			}
 		}
-	}
-	if err := flush(); err != nil {
-		return err
-	}
-	if in.RowsRead() == 0 {
-		return fmt.Errorf("%s has no data rows: nothing to randomize", in.Name())
-	}
-	return nil
+		return nil
+	})
 }
 
 // bitValue is the value index of row i of column c: the codebook index, or

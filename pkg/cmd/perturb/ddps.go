@@ -1,9 +1,7 @@
 package perturb
 
 import (
-	"errors"
 	"fmt"
-	"io"
 	"math"
 	"strings"
 
@@ -230,28 +228,11 @@ func ddpsRows(o *Options, in table.Reader, idx int, enc *codebook.Encoder, plan 
 	defer bb.Release()
 	meter := o.Streams.Progress("perturb: rows")
 	defer meter.Done()
-	flush := func() error {
-		if bb.Rows() == 0 {
-			return nil
-		}
-		n := bb.Rows()
-		rec := bb.NewBatch()
-		err := w.Write(rec)
-		rec.Release()
-		meter.Add(int64(n))
-		return err
-	}
-	for {
-		rec, err := in.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return err
-		}
+	out := &reportWriter{w: w, meter: meter, full: table.DefaultBatchSize,
+		batch: func(int) arrow.RecordBatch { return bb.NewBatch() }}
+	return out.fill(in, func(rec arrow.RecordBatch, first int64) error {
 		vals := table.ValuesOf(rec.Column(idx))
-		first := in.RowsRead() - rec.NumRows() + 1
-		for i := 0; i < int(rec.NumRows()); i++ {
+		for i := range int(rec.NumRows()) {
 			x, err := enc.Index(vals.String(i))
 			if err != nil {
 				return &table.DataError{File: in.Name(), Row: first + int64(i), Column: enc.Column().Name(), Err: err}
@@ -263,18 +244,10 @@ func ddpsRows(o *Options, in table.Reader, idx int, enc *codebook.Encoder, plan 
 			bb.String(0, plan.labels[one])
 			bb.String(1, plan.labels[two])
 			bb.EndRow()
-			if bb.Rows() == table.DefaultBatchSize {
-				if err := flush(); err != nil {
-					return err
-				}
+			if err := out.endRow(); err != nil {
+				return err
 			}
 		}
-	}
-	if err := flush(); err != nil {
-		return err
-	}
-	if in.RowsRead() == 0 {
-		return fmt.Errorf("%s has no data rows: nothing to randomize", in.Name())
-	}
-	return nil
+		return nil
+	})
 }
