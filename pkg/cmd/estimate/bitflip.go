@@ -1,9 +1,7 @@
 package estimate
 
 import (
-	"errors"
 	"fmt"
-	"io"
 	"math"
 	"strings"
 
@@ -93,7 +91,7 @@ type bitflipRelease struct {
 }
 
 func runBitflip(o *Options, in table.Reader) error {
-	if err := o.checkLocalOutput(); err != nil {
+	if err := o.checkLocalFlags(in); err != nil {
 		return err
 	}
 	rel, err := readBitflipRelease(in)
@@ -101,8 +99,6 @@ func runBitflip(o *Options, in table.Reader) error {
 		return err
 	}
 	switch {
-	case o.Codebook != "":
-		return cli.Usagef("%s carries its layout and codebook in its metadata: drop --codebook", rel.name)
 	case o.Bitflip.Anonymity:
 		return o.bitflipAnonymity(rel)
 	case o.cmd.Flags().Changed("anonymity-samples") || o.cmd.Flags().Changed("anonymity-max-bits"):
@@ -115,9 +111,6 @@ func runBitflip(o *Options, in table.Reader) error {
 	sel, err := rel.selectGroups(o.Columns)
 	if err != nil {
 		return err
-	}
-	if len(o.Truth) > 1 {
-		return cli.Usagef("a bitflip release has one original table: give --truth once")
 	}
 	tally, err := rel.tally(in)
 	if err != nil {
@@ -244,39 +237,29 @@ func (rel *bitflipRelease) groupNames() []string {
 
 // tally counts the set bits of every report. Memory: one batch.
 func (rel *bitflipRelease) tally(in table.Reader) (*bitflip.Tally, error) {
-	L := rel.layout.Width()
-	cols := make([]int, L)
-	for i := range cols {
-		n := rel.layout.BitName(i)
-		idx := in.Schema().FieldIndices(n)
-		if len(idx) == 0 {
-			return nil, fmt.Errorf("%s has no bit column %q, which its layout lists; the release was edited: randomize the original table again", rel.name, n)
-		}
-		cols[i] = idx[0]
+	names := make([]string, rel.layout.Width())
+	for i := range names {
+		names[i] = rel.layout.BitName(i)
+	}
+	missing := func(name string) error {
+		return fmt.Errorf("%s has no bit column %q, which its layout lists; the release was edited: randomize the original table again", rel.name, name)
 	}
 	t := rel.mech.NewTally()
-	for {
-		rec, err := in.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, err
-		}
-		first := in.RowsRead() - rec.NumRows() + 1
+	err := scanColumns(in, names, missing, errNoReports(rel.name), func(rec arrow.RecordBatch, cols []int, first int64) error {
 		for i, c := range cols {
 			ones, bad := bitflipCountOnes(rec.Column(c))
 			if bad >= 0 {
 				v := table.ValuesOf(rec.Column(c)).String(bad)
-				return nil, &table.DataError{File: rel.name, Row: first + int64(bad), Column: rel.layout.BitName(i),
+				return &table.DataError{File: rel.name, Row: first + int64(bad), Column: names[i],
 					Err: fmt.Errorf("value %q is not a bit (0 or 1); the release was edited: randomize the original table again", v)}
 			}
 			t.Ones[i] += ones
 		}
 		t.N += rec.NumRows()
-	}
-	if t.N == 0 {
-		return nil, fmt.Errorf("%s has no reports (no data rows): nothing to estimate", rel.name)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return t, nil
 }
@@ -307,72 +290,45 @@ func bitflipCountOnes(a arrow.Array) (ones int64, bad int) {
 // readTruth reads the original table and calls fn with the value index of
 // every group for each row (values is reused between calls).
 func (rel *bitflipRelease) readTruth(o *Options, path string, fn func(values []int)) error {
-	in, err := o.Streams.Open(path)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	if mech := in.Meta()["mechanism"]; mech != "" {
-		return fmt.Errorf("--truth %s is a %s release, not the original table; give the table that was randomized", in.Name(), mech)
-	}
-	type truthCol struct {
-		idx int
-		enc *codebook.Encoder // nil: a 0/1 column
-	}
-	cols := make([]truthCol, rel.layout.NumGroups())
-	for j := range cols {
-		g := rel.layout.Group(j)
-		idx := in.Schema().FieldIndices(g.Name)
-		if len(idx) == 0 {
-			return fmt.Errorf("--truth %s has no column %q: give the original table the release was made from", in.Name(), g.Name)
-		}
-		cols[j].idx = idx[0]
-		if rel.cb != nil {
-			if c, ok := rel.cb.Column(g.Name); ok {
-				if cols[j].enc, err = c.Encoder(codebook.Policy{}); err != nil {
+	names := rel.groupNames()
+	encs := make([]*codebook.Encoder, len(names)) // nil: a 0/1 column
+	if rel.cb != nil {
+		for j, name := range names {
+			if c, ok := rel.cb.Column(name); ok {
+				var err error
+				if encs[j], err = c.Encoder(codebook.Policy{}); err != nil {
 					return err
 				}
 			}
 		}
 	}
-	values := make([]int, len(cols))
-	vals := make([]table.Values, len(cols))
-	for {
-		rec, err := in.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return err
-		}
+	values := make([]int, len(names))
+	vals := make([]table.Values, len(names))
+	return o.scanTruth(path, names, func(file string, rec arrow.RecordBatch, cols []int, first int64) error {
 		for j, c := range cols {
-			vals[j] = table.ValuesOf(rec.Column(c.idx))
+			vals[j] = table.ValuesOf(rec.Column(c))
 		}
-		first := in.RowsRead() - rec.NumRows() + 1
-		for i := 0; i < int(rec.NumRows()); i++ {
-			for j, c := range cols {
-				if c.enc != nil {
-					x, err := c.enc.Index(vals[j].String(i))
+		for i := range int(rec.NumRows()) {
+			for j, enc := range encs {
+				if enc != nil {
+					x, err := enc.Index(vals[j].String(i))
 					if err != nil {
-						return &table.DataError{File: in.Name(), Row: first + int64(i), Column: rel.layout.Group(j).Name, Err: err}
+						return &table.DataError{File: file, Row: first + int64(i), Column: names[j], Err: err}
 					}
 					values[j] = int(x)
 					continue
 				}
 				x, ok := vals[j].Int(i)
 				if !ok || (x != 0 && x != 1) {
-					return &table.DataError{File: in.Name(), Row: first + int64(i), Column: rel.layout.Group(j).Name,
+					return &table.DataError{File: file, Row: first + int64(i), Column: names[j],
 						Err: fmt.Errorf("value %q is not 0 or 1, but the release encoded this column as a 0/1 bit: give the original table", vals[j].String(i))}
 				}
 				values[j] = int(x)
 			}
 			fn(values)
 		}
-	}
-	if in.RowsRead() == 0 {
-		return fmt.Errorf("--truth %s has no data rows", in.Name())
-	}
-	return nil
+		return nil
+	})
 }
 
 // bitflipGroupResult is the estimated distribution of one column.

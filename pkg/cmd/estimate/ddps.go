@@ -1,11 +1,10 @@
 package estimate
 
 import (
-	"errors"
 	"fmt"
-	"io"
 	"math"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/spf13/cobra"
 
 	"github.com/pramkit/pramkit/pkg/cli"
@@ -73,20 +72,15 @@ type ddpsRelease struct {
 }
 
 func runDDPS(o *Options, in table.Reader) error {
-	if err := o.checkLocalOutput(); err != nil {
+	if err := o.checkLocalFlags(in); err != nil {
 		return err
 	}
 	rel, err := readDDPSRelease(in)
 	if err != nil {
 		return err
 	}
-	switch {
-	case o.Codebook != "":
-		return cli.Usagef("%s carries its codebook in its metadata: drop --codebook", rel.name)
-	case len(o.Columns) > 1 || (len(o.Columns) == 1 && o.Columns[0] != rel.column):
+	if len(o.Columns) > 1 || (len(o.Columns) == 1 && o.Columns[0] != rel.column) {
 		return cli.Usagef("--columns: %s is a ddps release of the one column %q", rel.name, rel.column)
-	case len(o.Truth) > 1:
-		return cli.Usagef("a ddps release has one original table: give --truth once")
 	}
 	tally, err := rel.tally(in)
 	if err != nil {
@@ -173,14 +167,9 @@ func readDDPSRelease(in table.Reader) (*ddpsRelease, error) {
 // tally counts the reports of both rounds. Memory: one batch and a map
 // of the V + 1 output labels.
 func (rel *ddpsRelease) tally(in table.Reader) (*ddps.Tally, error) {
-	names := [2]string{rel.column + ".round1", rel.column + ".round2"}
-	var cols [2]int
-	for r, n := range names {
-		idx := in.Schema().FieldIndices(n)
-		if len(idx) == 0 {
-			return nil, fmt.Errorf("%s has no column %q: a ddps release holds %s and %s; the file was edited: randomize the original table again", rel.name, n, names[0], names[1])
-		}
-		cols[r] = idx[0]
+	names := []string{rel.column + ".round1", rel.column + ".round2"}
+	missing := func(name string) error {
+		return fmt.Errorf("%s has no column %q: a ddps release holds %s and %s; the file was edited: randomize the original table again", rel.name, name, names[0], names[1])
 	}
 	output := make(map[string]int, len(rel.values)+1)
 	output[rel.noneToken] = 0
@@ -188,15 +177,7 @@ func (rel *ddpsRelease) tally(in table.Reader) (*ddps.Tally, error) {
 		output[v] = i + 1
 	}
 	t := rel.mech.NewTally()
-	for {
-		rec, err := in.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, err
-		}
-		first := in.RowsRead() - rec.NumRows() + 1
+	err := scanColumns(in, names, missing, errNoReports(rel.name), func(rec arrow.RecordBatch, cols []int, first int64) error {
 		for r, c := range cols {
 			counts := t.RoundOne
 			if r == 1 {
@@ -206,15 +187,16 @@ func (rel *ddpsRelease) tally(in table.Reader) (*ddps.Tally, error) {
 			for i := range vals.Len() {
 				o, ok := output[vals.String(i)]
 				if !ok {
-					return nil, &table.DataError{File: rel.name, Row: first + int64(i), Column: names[r],
+					return &table.DataError{File: rel.name, Row: first + int64(i), Column: names[r],
 						Err: fmt.Errorf("%q is not an output of this release (%s or a category of %s); the file was edited: randomize the original table again", vals.String(i), rel.noneToken, rel.column)}
 				}
 				counts[o]++
 			}
 		}
-	}
-	if in.RowsRead() == 0 {
-		return nil, fmt.Errorf("%s has no reports (no data rows): nothing to estimate", rel.name)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return t, nil
 }
@@ -222,18 +204,6 @@ func (rel *ddpsRelease) tally(in table.Reader) (*ddps.Tally, error) {
 // readTruth counts the true values of the original table's column: the
 // number of owners per output o (0 for the non-participant category).
 func (rel *ddpsRelease) readTruth(o *Options, path string) ([]int64, error) {
-	in, err := o.Streams.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer in.Close()
-	if mech := in.Meta()["mechanism"]; mech != "" {
-		return nil, fmt.Errorf("--truth %s is a %s release, not the original table; give the table that was randomized", in.Name(), mech)
-	}
-	idx := in.Schema().FieldIndices(rel.column)
-	if len(idx) == 0 {
-		return nil, fmt.Errorf("--truth %s has no column %q: give the original table the release was made from", in.Name(), rel.column)
-	}
 	col, _ := rel.cb.Column(rel.column)
 	enc, err := col.Encoder(codebook.Policy{})
 	if err != nil {
@@ -252,26 +222,19 @@ func (rel *ddpsRelease) readTruth(o *Options, path string) ([]int64, error) {
 		return nil, fmt.Errorf("%s: the codebook and the values in the metadata disagree; the release was edited: randomize the original table again", rel.name)
 	}
 	counts := make([]int64, len(rel.values)+1)
-	for {
-		rec, err := in.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, err
-		}
-		vals := table.ValuesOf(rec.Column(idx[0]))
-		first := in.RowsRead() - rec.NumRows() + 1
+	err = o.scanTruth(path, []string{rel.column}, func(file string, rec arrow.RecordBatch, cols []int, first int64) error {
+		vals := table.ValuesOf(rec.Column(cols[0]))
 		for i := range vals.Len() {
 			x, err := enc.Index(vals.String(i))
 			if err != nil {
-				return nil, &table.DataError{File: in.Name(), Row: first + int64(i), Column: rel.column, Err: err}
+				return &table.DataError{File: file, Row: first + int64(i), Column: rel.column, Err: err}
 			}
 			counts[output[x]]++
 		}
-	}
-	if in.RowsRead() == 0 {
-		return nil, fmt.Errorf("--truth %s has no data rows", in.Name())
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return counts, nil
 }

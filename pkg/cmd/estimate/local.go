@@ -2,7 +2,9 @@ package estimate
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"maps"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -31,13 +33,77 @@ type localReport struct {
 	meta    table.Meta // items besides the summary's, or nil
 }
 
-// checkLocalOutput refuses --json with -o -: the summary and the table
-// would both go to standard output.
-func (o *Options) checkLocalOutput() error {
-	if o.JSON && o.cmd.Flags().Changed("output") && table.IsStdio(o.Output.Path) {
+// checkLocalFlags refuses, before anything is read, what no local release
+// takes: --json with -o - (the summary and the table would both go to
+// standard output), --codebook (the release carries its codebook) and a
+// second --truth (a release is made from one original table).
+func (o *Options) checkLocalFlags(in table.Reader) error {
+	switch {
+	case o.JSON && o.cmd.Flags().Changed("output") && table.IsStdio(o.Output.Path):
 		return cli.Usagef("--json prints the summary on standard output: give -o FILE for the table, or drop --json")
+	case o.Codebook != "":
+		return cli.Usagef("%s carries its codebook in its metadata: drop --codebook", in.Name())
+	case len(o.Truth) > 1:
+		return cli.Usagef("a %s release has one original table: give --truth once", in.Meta()["mechanism"])
 	}
 	return nil
+}
+
+// scanColumns calls fn with every batch of in, the indices of the columns
+// names and the row number of the batch's first row (1-based). missing(name)
+// is the error for an absent column, empty the one for a table without
+// rows. Memory: one batch.
+func scanColumns(in table.Reader, names []string, missing func(name string) error, empty error,
+	fn func(rec arrow.RecordBatch, cols []int, first int64) error) error {
+	cols := make([]int, len(names))
+	for j, name := range names {
+		idx := in.Schema().FieldIndices(name)
+		if len(idx) == 0 {
+			return missing(name)
+		}
+		cols[j] = idx[0]
+	}
+	for {
+		rec, err := in.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		if err := fn(rec, cols, in.RowsRead()-rec.NumRows()+1); err != nil {
+			return err
+		}
+	}
+	if in.RowsRead() == 0 {
+		return empty
+	}
+	return nil
+}
+
+// errNoReports is the error for a release without rows.
+func errNoReports(name string) error {
+	return fmt.Errorf("%s has no reports (no data rows): nothing to estimate", name)
+}
+
+// scanTruth reads the original table given by --truth as scanColumns does,
+// for the columns names the release was made from; fn also gets the
+// table's name for errors about its rows. A release in its place is an
+// error.
+func (o *Options) scanTruth(path string, names []string, fn func(file string, rec arrow.RecordBatch, cols []int, first int64) error) error {
+	in, err := o.Streams.Open(path)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	if mech := in.Meta()["mechanism"]; mech != "" {
+		return fmt.Errorf("--truth %s is a %s release, not the original table; give the table that was randomized", in.Name(), mech)
+	}
+	missing := func(name string) error {
+		return fmt.Errorf("--truth %s has no column %q: give the original table the release was made from", in.Name(), name)
+	}
+	return scanColumns(in, names, missing, fmt.Errorf("--truth %s has no data rows", in.Name()),
+		func(rec arrow.RecordBatch, cols []int, first int64) error { return fn(in.Name(), rec, cols, first) })
 }
 
 // writeLocalReport prints the summary (--json) and writes the table: to -o
