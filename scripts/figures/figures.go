@@ -285,17 +285,15 @@ func anonymizeErrorVsL(a *adult, o options, sum io.Writer) (string, error) {
 		p.Title.TextStyle.Font.Size = vg.Points(10)
 		p.X.Tick.Marker = constTicks(floats(ls)...)
 		p.X.Min, p.X.Max = float64(ls[0])-0.3, float64(ls[len(ls)-1])+0.3
-		if rg == rangeSmall {
-			logAxis(&p.Y)
-		} else {
+		if rg == rangeLarge {
 			p.Y.Min = 0
 		}
-		var top float64
+		top, bottom := 0.0, math.Inf(1)
 		for sr := range numSeries {
 			xys := make(plotter.XYs, len(pts))
 			for k, pt := range pts {
 				xys[k] = plotter.XY{X: float64(pt.L), Y: pt.Err[rg][sr].mean()}
-				top = max(top, xys[k].Y)
+				top, bottom = max(top, xys[k].Y), min(bottom, xys[k].Y)
 			}
 			name := seriesNames[sr]
 			if rg == rangeSmall {
@@ -314,6 +312,9 @@ func anonymizeErrorVsL(a *adult, o options, sum io.Writer) (string, error) {
 			}
 			p.Y.Max = top * 1.35 // headroom for the legend, top right
 			p.Legend.Top, p.Legend.Left = true, false
+		} else {
+			logAxis(&p.Y)
+			p.Y.Min = min(bottom, 1) * 0.9 // so that 1 (an error of 100 %) is marked
 		}
 		panels = append(panels, p)
 	}
@@ -335,7 +336,7 @@ func anonymizeErrorVsL(a *adult, o options, sum io.Writer) (string, error) {
 		}
 		fmt.Fprintln(sum)
 	}
-	return fmt.Sprintf("anonymize_error_vs_l.png: ℓ′ = %d…%d × %d publications, %d predicates", ls[0], lmax, o.releases, len(preds)), nil
+	return fmt.Sprintf("anonymize_error_vs_l.png: ℓ′ = %d…%d × %d publication%s, %d predicates", ls[0], lmax, o.releases, plural(o.releases), len(preds)), nil
 }
 
 func floats(xs []int) []float64 {

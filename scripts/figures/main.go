@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -35,31 +36,31 @@ type options struct {
 // 1 failure, 2 usage error. The summary goes to stdout (and summary.txt),
 // progress to stderr.
 func run(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("figures", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	flags := flag.NewFlagSet("figures", flag.ContinueOnError)
+	flags.SetOutput(stderr)
 	var o options
-	fs.StringVar(&o.data, "data", filepath.Join("testdata", "adult", "adult.csv"), "UCI Adult table (CSV from scripts/fetch-adult.sh, or Parquet)")
-	fs.StringVar(&o.codebook, "codebook", filepath.Join("testdata", "adult", "codebook.json"), "codebook of Adult's columns")
-	fs.StringVar(&o.out, "out", filepath.Join("out", "figures"), "folder for the PNG and CSV files")
-	fs.Uint64Var(&o.seed, "seed", 1, "seed of every random draw (experiments only)")
-	fs.IntVar(&o.runs, "runs", 100, "releases per point of error_vs_m and error_vs_epsilon")
-	fs.IntVar(&o.perOctave, "per-octave", 2, "sample sizes per doubling of m in error_vs_m")
-	fs.IntVar(&o.predicates, "predicates", 1500, "random predicates in the count-query pool (each × every occupation)")
-	fs.IntVar(&o.releases, "releases", 3, "publications per ℓ′ and mechanism in anonymize_error_vs_l")
-	fs.IntVar(&o.workers, "workers", runtime.GOMAXPROCS(0), "parallel workers")
-	fs.BoolVar(&o.quick, "quick", false, "smoke run: 5 releases per point, 1 size per doubling, 300 predicates, 1 publication")
-	fs.Usage = func() {
+	flags.StringVar(&o.data, "data", filepath.Join("testdata", "adult", "adult.csv"), "UCI Adult table (CSV from scripts/fetch-adult.sh, or Parquet)")
+	flags.StringVar(&o.codebook, "codebook", filepath.Join("testdata", "adult", "codebook.json"), "codebook of Adult's columns")
+	flags.StringVar(&o.out, "out", filepath.Join("out", "figures"), "folder for the PNG and CSV files")
+	flags.Uint64Var(&o.seed, "seed", 1, "seed of every random draw (experiments only)")
+	flags.IntVar(&o.runs, "runs", 100, "releases per point of error_vs_m and error_vs_epsilon")
+	flags.IntVar(&o.perOctave, "per-octave", 2, "sample sizes per doubling of m in error_vs_m")
+	flags.IntVar(&o.predicates, "predicates", 1500, "random predicates in the count-query pool (each × every occupation)")
+	flags.IntVar(&o.releases, "releases", 3, "publications per ℓ′ and mechanism in anonymize_error_vs_l")
+	flags.IntVar(&o.workers, "workers", runtime.GOMAXPROCS(0), "parallel workers")
+	flags.BoolVar(&o.quick, "quick", false, "smoke run: 5 releases per point, 1 size per doubling, 300 predicates, 1 publication")
+	flags.Usage = func() {
 		fmt.Fprintf(stderr, "usage: figures [flags]\n\nRecomputes the papers' experiments on UCI Adult and writes PNG + CSV per figure.\n\n")
-		fs.PrintDefaults()
+		flags.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := flags.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
 		return 2
 	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "figures: unexpected arguments %q\n", fs.Args())
+	if flags.NArg() > 0 {
+		fmt.Fprintf(stderr, "figures: unexpected arguments %q\n", flags.Args())
 		return 2
 	}
 	if o.quick {
@@ -85,6 +86,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 func makeFigures(o options, progress io.Writer) (string, error) {
 	start := time.Now()
 	cols := append([]string{"education", "income", sensitiveAttr}, predicateAttrs...)
+	if _, err := os.Stat(o.data); errors.Is(err, fs.ErrNotExist) {
+		return "", fmt.Errorf("%s not found: run scripts/fetch-adult.sh first (make figures does), or give -data", o.data)
+	}
 	a, err := loadAdult(o.data, o.codebook, dedupe(cols))
 	if err != nil {
 		return "", err
