@@ -153,7 +153,7 @@ func errorVsM(a *adult, o options, sum io.Writer) (string, error) {
 		if atStar >= 0 {
 			fmt.Fprintf(sum, ", %.4f at m*", pts[atStar].Mean[i])
 		}
-		fmt.Fprintf(sum, ", %.4f at m = n (%.2f× m*'s).", last.Mean[i], last.Mean[i]/pts[max(atStar, 0)].Mean[i])
+		fmt.Fprintf(sum, ", %.4f at m = n (%.2f× the error at m*).", last.Mean[i], last.Mean[i]/pts[max(atStar, 0)].Mean[i])
 	}
 	fmt.Fprintf(sum, " Every mean under the bound: %v.\n", under)
 	return fmt.Sprintf("error_vs_m.png: %d sizes × %d releases", len(pts), o.runs), nil
