@@ -8,6 +8,7 @@ package rng
 
 import (
 	crand "crypto/rand"
+	"crypto/sha256"
 	"encoding/binary"
 	"math/rand/v2"
 )
@@ -35,17 +36,23 @@ func NewSeeded(seed uint64) *rand.Rand {
 	return rand.New(rand.NewChaCha8(s))
 }
 
-// Derive returns an independent generator for a named sub-stream of seed, so
-// that one --seed can drive several mechanisms without their draws
-// overlapping (for example the pads of different columns).
+// Derive returns an independent generator for a named sub-stream of seed,
+// so that one --seed can drive several mechanisms, figures or releases
+// without their draws overlapping. The ChaCha8 key is
+//
+//	SHA-256("pramkit/rng/derive/v1" ‖ seed ‖ stream)
+//
+// so streams differ whenever their names differ, however long.
 func Derive(seed uint64, stream string) *rand.Rand {
-	var s [32]byte
-	binary.LittleEndian.PutUint64(s[:8], seed)
-	n := copy(s[8:], stream)
-	for i := 8 + n; i < 32; i++ {
-		s[i] = 0x5a
-	}
-	return rand.New(rand.NewChaCha8(s))
+	h := sha256.New()
+	h.Write([]byte("pramkit/rng/derive/v1"))
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], seed)
+	h.Write(b[:])
+	h.Write([]byte(stream))
+	var key [32]byte
+	copy(key[:], h.Sum(nil))
+	return rand.New(rand.NewChaCha8(key))
 }
 
 // FromFlag returns NewSeeded(seed) when the user set --seed, New() otherwise.
