@@ -1,7 +1,6 @@
 package estimate
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -14,9 +13,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spf13/cobra"
+
+	"github.com/pramkit/pramkit/internal/cmdtest"
 	"github.com/pramkit/pramkit/internal/stattest"
 	"github.com/pramkit/pramkit/pkg/cli"
-	"github.com/pramkit/pramkit/pkg/cmd/encrypt/encfile/encfiletest"
 	"github.com/pramkit/pramkit/pkg/cmd/perturb"
 	"github.com/pramkit/pramkit/pkg/table"
 )
@@ -27,41 +28,23 @@ import (
 // pkg/ddps (TestEstimatedCountsAreUnbiasedWithTheStatedSD). The tests here
 // run the commands end to end: perturb → estimate, over seeded runs.
 
-// runCmd runs perturb or estimate and returns its exit code, stdout and
-// stderr.
-func lmRun(t testing.TB, tool string, args ...string) (int, string, string) {
-	t.Helper()
-	var out, errb bytes.Buffer
-	s := &cli.Streams{In: strings.NewReader(""), Out: &out, Err: &errb}
-	var code int
-	switch tool {
-	case "perturb":
-		code = cli.Run(perturb.NewCmd(s, nil), args, s)
-	case "estimate":
-		code = cli.Run(NewCmd(s, nil), args, s)
-	default:
-		t.Fatalf("unknown tool %s", tool)
-	}
-	return code, out.String(), errb.String()
-}
+// newEstimate and lmNewPerturb build the commands as their Mains do.
+func newEstimate(s *cli.Streams) *cobra.Command  { return NewCmd(s, nil) }
+func lmNewPerturb(s *cli.Streams) *cobra.Command { return perturb.NewCmd(s, nil) }
 
-// mustRun runs a command and fails the test on a non-zero exit.
+// lmMustRun runs perturb or estimate, fails the test on a non-zero exit and
+// returns what it printed.
 func lmMustRun(t testing.TB, tool string, args ...string) string {
 	t.Helper()
-	code, out, stderr := lmRun(t, tool, args...)
-	if code != 0 {
-		t.Fatalf("%s %s: exit %d: %s", tool, strings.Join(args, " "), code, stderr)
+	build := newEstimate
+	if tool == "perturb" {
+		build = lmNewPerturb
 	}
-	return out
-}
-
-func lmWriteFile(t testing.TB, dir, name, content string) string {
-	t.Helper()
-	p := filepath.Join(dir, name)
-	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
+	res := cmdtest.Run(build, nil, args...)
+	if res.Code != 0 {
+		t.Fatalf("%s %s: exit %d: %s", tool, strings.Join(args, " "), res.Code, res.Stderr)
 	}
-	return p
+	return res.Stdout
 }
 
 const lmCodebook = `{"columns": [
@@ -126,9 +109,9 @@ func TestBitflipCommandsEstimateUnbiased(t *testing.T) {
 		alpha = 1e-6 // per bit; 8 bits
 	)
 	dir := t.TempDir()
-	cb := lmWriteFile(t, dir, "cb.json", lmCodebook)
+	cb := cmdtest.WriteFile(t, dir, "cb.json", lmCodebook)
 	csv, rows := lmPeople(rand.New(rand.NewPCG(1, 2)), n)
-	in := lmWriteFile(t, dir, "people.csv", csv)
+	in := cmdtest.WriteFile(t, dir, "people.csv", csv)
 	// True frequencies of the bits sex=Male, color=red/green/blue, flag=1,
 	// job=Sales/Tech/Craft/? (the order of --columns sex,color,flag,job).
 	names := []string{"sex=Male", "color=red", "color=green", "color=blue", "flag=1", "job=Sales", "job=Tech", "job=Craft", "job=?"}
@@ -173,13 +156,21 @@ var (
 		`,"bits":\[\{"name":"sex=Male","estimate":` + lmNum + `,"ci_low":` + lmNum + `,"ci_high":` + lmNum + `\},\{"name":"color=red",`)
 )
 
+// lmBitflipRelease writes the codebook and n people drawn with seed into a
+// new folder, and randomizes their columns with q = 0.2 into rel.csv.
+func lmBitflipRelease(t *testing.T, seed uint64, n int, columns string) (dir, cb, in, rel string) {
+	t.Helper()
+	dir = t.TempDir()
+	cb = cmdtest.WriteFile(t, dir, "cb.json", lmCodebook)
+	csv, _ := lmPeople(rand.New(rand.NewPCG(seed, seed+1)), n)
+	in = cmdtest.WriteFile(t, dir, "people.csv", csv)
+	rel = filepath.Join(dir, "rel.csv")
+	lmMustRun(t, "perturb", "--mechanism", "bitflip", "--lie", "0.2", "--columns", columns, "--codebook", cb, "--seed", "1", in, "-o", rel)
+	return dir, cb, in, rel
+}
+
 func TestBitflipJSONShape(t *testing.T) {
-	dir := t.TempDir()
-	cb := lmWriteFile(t, dir, "cb.json", lmCodebook)
-	csv, _ := lmPeople(rand.New(rand.NewPCG(3, 4)), 50)
-	in := lmWriteFile(t, dir, "people.csv", csv)
-	rel := filepath.Join(dir, "rel.csv")
-	lmMustRun(t, "perturb", "--mechanism", "bitflip", "--lie", "0.2", "--columns", "sex,color", "--codebook", cb, "--seed", "1", in, "-o", rel)
+	_, _, _, rel := lmBitflipRelease(t, 3, 50, "sex,color")
 	out := lmMustRun(t, "estimate", rel, "--json")
 	if !lmBitflipJSONShape.MatchString(out) || strings.Count(out, "\n") != 1 {
 		t.Errorf("--json output is not in the issue's shape:\n%s", out)
@@ -194,8 +185,8 @@ func TestBitflipJSONShape(t *testing.T) {
 // release writes a bitflip release by hand: a CSV and its sidecar.
 func lmHandRelease(t *testing.T, dir, csv, meta string) string {
 	t.Helper()
-	p := lmWriteFile(t, dir, "hand.csv", csv)
-	lmWriteFile(t, dir, "hand.csv.meta.json", `{"pramkit":1,"meta":`+meta+`}`)
+	p := cmdtest.WriteFile(t, dir, "hand.csv", csv)
+	cmdtest.WriteFile(t, dir, "hand.csv.meta.json", `{"pramkit":1,"meta":`+meta+`}`)
 	return p
 }
 
@@ -212,7 +203,7 @@ const lmHandReleaseCSV = "smoker=1,color=red,color=green,color=blue\n" +
 func TestBitflipEstimatesMatchHandValues(t *testing.T) {
 	dir := t.TempDir()
 	rel := lmHandRelease(t, dir, lmHandReleaseCSV, lmHandMeta)
-	truth := lmWriteFile(t, dir, "truth.csv", "smoker,color\n"+strings.Repeat("1,red\n", 7)+strings.Repeat("0,blue\n", 3))
+	truth := cmdtest.WriteFile(t, dir, "truth.csv", "smoker,color\n"+strings.Repeat("1,red\n", 7)+strings.Repeat("0,blue\n", 3))
 	var res lmBitflipOut
 	summary := lmMustRun(t, "estimate", rel, "--json", "--truth", truth)
 	lmDecode(t, summary, &res)
@@ -279,7 +270,7 @@ func TestBitflipEstimatesMatchHandValues(t *testing.T) {
 	if out := lmMustRun(t, "estimate", rel, "--json", "--truth", truth, "-o", tbl); out != summary {
 		t.Errorf("--json -o printed %s, want %s", out, summary)
 	}
-	fileNames, fileRows, fileMeta := encfiletest.ReadTable(t, tbl)
+	fileNames, fileRows, fileMeta := cmdtest.ReadTable(t, tbl)
 	if !reflect.DeepEqual(fileNames, names) || !reflect.DeepEqual(fileRows, rows) || !reflect.DeepEqual(fileMeta, meta) {
 		t.Errorf("-o table %v %v %v\ndiffers from stdout's %v %v %v", fileNames, fileRows, fileMeta, names, rows, meta)
 	}
@@ -292,7 +283,7 @@ func lmStdoutTable(t *testing.T, stdout string) (names []string, rows [][]string
 	if !strings.HasPrefix(stdout, "#pramkit {") || strings.Contains(stdout, "\n#") {
 		t.Errorf("standard output is not a CSV table with a #pramkit metadata line:\n%s", stdout)
 	}
-	return encfiletest.ReadTable(t, lmWriteFile(t, t.TempDir(), "stdout.csv", stdout))
+	return cmdtest.ReadTable(t, cmdtest.WriteFile(t, t.TempDir(), "stdout.csv", stdout))
 }
 
 // lmSameItems checks that meta holds every number, string and boolean of the
@@ -379,14 +370,14 @@ func lmEncodePerson(row []string) uint64 {
 
 func TestAnonymityThroughTheCommandsMatchesBruteForce(t *testing.T) {
 	dir := t.TempDir()
-	cb := lmWriteFile(t, dir, "cb.json", lmCodebook)
+	cb := cmdtest.WriteFile(t, dir, "cb.json", lmCodebook)
 	for _, tt := range []struct {
 		seed uint64
 		n    int
 		q    float64
 	}{{1, 6, 0.3}, {2, 12, 0.1}, {3, 20, 0.45}} {
 		csv, rows := lmPeople(rand.New(rand.NewPCG(tt.seed, 9)), tt.n)
-		in := lmWriteFile(t, dir, fmt.Sprintf("t%d.csv", tt.seed), csv)
+		in := cmdtest.WriteFile(t, dir, fmt.Sprintf("t%d.csv", tt.seed), csv)
 		rel := filepath.Join(dir, fmt.Sprintf("rel%d.csv", tt.seed))
 		lmMustRun(t, "perturb", "--mechanism", "bitflip", "--lie", fmt.Sprint(tt.q), "--columns", "sex,color,flag", "--codebook", cb, in, "-o", rel)
 		var res struct {
@@ -425,64 +416,47 @@ func TestAnonymityThroughTheCommandsMatchesBruteForce(t *testing.T) {
 }
 
 func TestBitflipEstimateRejectsBadInput(t *testing.T) {
-	dir := t.TempDir()
-	cb := lmWriteFile(t, dir, "cb.json", lmCodebook)
-	csv, _ := lmPeople(rand.New(rand.NewPCG(5, 6)), 30)
-	in := lmWriteFile(t, dir, "people.csv", csv)
-	rel := filepath.Join(dir, "rel.csv")
-	lmMustRun(t, "perturb", "--mechanism", "bitflip", "--lie", "0.2", "--columns", "sex,color,flag", "--codebook", cb, "--seed", "1", in, "-o", rel)
+	dir, cb, in, rel := lmBitflipRelease(t, 5, 30, "sex,color,flag")
 	edited := filepath.Join(dir, "edited.csv")
 	b, _ := os.ReadFile(rel)
 	lines := strings.Split(string(b), "\n")
 	lines[3] = "2" + lines[3][1:]
-	lmWriteFile(t, dir, "edited.csv", strings.Join(lines, "\n"))
+	cmdtest.WriteFile(t, dir, "edited.csv", strings.Join(lines, "\n"))
 	meta, _ := os.ReadFile(rel + ".meta.json")
-	lmWriteFile(t, dir, "edited.csv.meta.json", string(meta))
-	noColor := lmWriteFile(t, dir, "nocolor.csv", "sex,flag\nMale,1\n")
+	cmdtest.WriteFile(t, dir, "edited.csv.meta.json", string(meta))
+	// A layout whose bit names do not follow its labels.
+	cmdtest.WriteFile(t, dir, "renamed.csv", string(b))
+	if !strings.Contains(string(meta), "color=red") {
+		t.Fatalf("no bit color=red in %s", meta)
+	}
+	renamed := cmdtest.WriteFile(t, dir, "renamed.csv.meta.json", strings.Replace(string(meta), "color=red", "color=Red", 1))
+	renamed = strings.TrimSuffix(renamed, ".meta.json")
+	noColor := cmdtest.WriteFile(t, dir, "nocolor.csv", "sex,flag\nMale,1\n")
 	out := filepath.Join(dir, "out.csv")
-	tests := []struct {
-		name string
-		args []string
-		code int
-		msg  string
-	}{
-		{"anonymity without truth", []string{rel, "--anonymity"}, 2, "--anonymity needs the original records"},
-		{"L too large for exact anonymity", []string{rel, "--anonymity", "--truth", in, "--anonymity-max-bits", "4"}, 1,
-			"A_p cannot be computed exactly for L = 5 bits: the exact method needs about 22·2^L bytes (704 B) and is limited to L ≤ 4 (--anonymity-max-bits, at most 24); add --anonymity-samples N for a Monte Carlo estimate"},
-		{"exact limit above the library's", []string{rel, "--anonymity", "--truth", in, "--anonymity-max-bits", "25"}, 2, "--anonymity-max-bits must be in [1, 24]"},
-		{"no Monte Carlo samples", []string{rel, "--anonymity", "--truth", in, "--anonymity-samples", "0"}, 2, "--anonymity-samples must be at least 1"},
-		{"anonymity with columns", []string{rel, "--anonymity", "--truth", in, "--columns", "sex"}, 2, "drop --columns"},
-		{"samples without anonymity", []string{rel, "--anonymity-samples", "10"}, 2, "go with --anonymity"},
-		{"codebook", []string{rel, "--codebook", cb}, 2, "drop --codebook"},
-		{"unknown column", []string{rel, "--columns", "job"}, 2, `has no bitflip column "job" (columns: sex, color, flag)`},
-		{"ddps flag", []string{rel, "--round-two"}, 2, "rel.csv is a bitflip release"},
-		{"two truths", []string{rel, "--truth", in, "--truth", in}, 2, "give --truth once"},
-		{"edited release", []string{edited}, 1, `edited.csv: row 3, column "sex=Male": value "2" is not a bit (0 or 1)`},
-		{"truth without the column", []string{rel, "--truth", noColor}, 1, `nocolor.csv has no column "color": give the original table`},
-		{"truth is a release", []string{rel, "--truth", rel}, 1, "is a bitflip release, not the original table"},
+	tests := []cmdtest.Failure{
+		{Name: "anonymity without truth", Args: []string{rel, "--anonymity"}, Code: 2, Msg: "--anonymity needs the original records"},
+		{Name: "L too large for exact anonymity", Args: []string{rel, "--anonymity", "--truth", in, "--anonymity-max-bits", "4"}, Code: 1, Msg: "A_p cannot be computed exactly for L = 5 bits: the exact method needs about 22·2^L bytes (704 B) and is limited to L ≤ 4 (--anonymity-max-bits, at most 24); add --anonymity-samples N for a Monte Carlo estimate"},
+		{Name: "exact limit above the library's", Args: []string{rel, "--anonymity", "--truth", in, "--anonymity-max-bits", "25"}, Code: 2, Msg: "--anonymity-max-bits must be in [1, 24]"},
+		{Name: "no Monte Carlo samples", Args: []string{rel, "--anonymity", "--truth", in, "--anonymity-samples", "0"}, Code: 2, Msg: "--anonymity-samples must be at least 1"},
+		{Name: "anonymity with columns", Args: []string{rel, "--anonymity", "--truth", in, "--columns", "sex"}, Code: 2, Msg: "drop --columns"},
+		{Name: "samples without anonymity", Args: []string{rel, "--anonymity-samples", "10"}, Code: 2, Msg: "go with --anonymity"},
+		{Name: "codebook", Args: []string{rel, "--codebook", cb}, Code: 2, Msg: "drop --codebook"},
+		{Name: "unknown column", Args: []string{rel, "--columns", "job"}, Code: 2, Msg: `has no bitflip column "job" (columns: sex, color, flag)`},
+		{Name: "ddps flag", Args: []string{rel, "--round-two"}, Code: 2, Msg: "rel.csv is a bitflip release"},
+		{Name: "two truths", Args: []string{rel, "--truth", in, "--truth", in}, Code: 2, Msg: "give --truth once"},
+		{Name: "edited release", Args: []string{edited}, Code: 1, Msg: `edited.csv: row 3, column "sex=Male": value "2" is not a bit (0 or 1)`},
+		{Name: "layout edited", Args: []string{renamed}, Code: 1, Msg: `renamed.csv: metadata "layout" is not valid: bitflip.Layout.UnmarshalJSON: group "color" lists the bits`},
+		{Name: "truth without the column", Args: []string{rel, "--truth", noColor}, Code: 1, Msg: `nocolor.csv has no column "color": give the original table`},
+		{Name: "truth is a release", Args: []string{rel, "--truth", rel}, Code: 1, Msg: "is a bitflip release, not the original table"},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			code, _, stderr := lmRun(t, "estimate", append(tt.args, "-o", out)...)
-			if code != tt.code {
-				t.Errorf("exit %d, want %d (stderr %q)", code, tt.code, stderr)
-			}
-			first, _, _ := strings.Cut(stderr, "\n")
-			if !strings.HasPrefix(first, "estimate: ") || !strings.Contains(first, tt.msg) {
-				t.Errorf("first stderr line %q, want it to contain %q", first, tt.msg)
-			}
-			if m, _ := filepath.Glob(out + "*"); len(m) > 0 {
-				t.Errorf("output left behind: %v", m)
-			}
-		})
-	}
+	cmdtest.ExpectFailures(t, newEstimate, out, tests, "-o", out)
 }
 
 func BenchmarkBitflipEstimate(b *testing.B) {
 	dir := b.TempDir()
-	cb := lmWriteFile(b, dir, "cb.json", lmCodebook)
+	cb := cmdtest.WriteFile(b, dir, "cb.json", lmCodebook)
 	csv, _ := lmPeople(rand.New(rand.NewPCG(1, 1)), 100000)
-	in := lmWriteFile(b, dir, "people.csv", csv)
+	in := cmdtest.WriteFile(b, dir, "people.csv", csv)
 	rel := filepath.Join(dir, "rel.parquet")
 	lmMustRun(b, "perturb", "--mechanism", "bitflip", "--lie", "0.2", "--columns", "sex,color,flag,job", "--codebook", cb, in, "-o", rel)
 	for b.Loop() {

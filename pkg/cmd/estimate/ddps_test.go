@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pramkit/pramkit/internal/cmdtest"
 	"github.com/pramkit/pramkit/internal/stattest"
 )
 
@@ -70,10 +71,10 @@ func TestDDPSCommandsEstimateUnbiased(t *testing.T) {
 		alpha = 1e-6 // per count; 4 estimators × ≤ 5 counts
 	)
 	dir := t.TempDir()
-	cb := lmWriteFile(t, dir, "cb.json", lmCodebook)
+	cb := cmdtest.WriteFile(t, dir, "cb.json", lmCodebook)
 	labels := []string{"Sales", "Tech", "Craft", "?"}
 	counts := []int{1500, 900, 100, 500}
-	in := lmWriteFile(t, dir, "jobs.csv", lmJobsCSV(labels, counts))
+	in := cmdtest.WriteFile(t, dir, "jobs.csv", lmJobsCSV(labels, counts))
 	N := 3000.0
 	for _, tt := range []struct {
 		name     string
@@ -143,12 +144,20 @@ func TestDDPSCommandsEstimateUnbiased(t *testing.T) {
 var lmDDPSJSONShape = regexp.MustCompile(`^\{"mechanism":"ddps","pi_s":0\.2,"epsilon":` + lmNum + `,"participants":` + lmNum +
 	`,"counts":\[\{"value":"Sales","estimate":` + lmNum + `,"sd":` + lmNum + `\},\{"value":"Tech",`)
 
-func TestDDPSJSONShape(t *testing.T) {
-	dir := t.TempDir()
-	cb := lmWriteFile(t, dir, "cb.json", lmCodebook)
-	in := lmWriteFile(t, dir, "jobs.csv", lmJobsCSV([]string{"Sales", "Tech"}, []int{5, 5}))
-	rel := filepath.Join(dir, "rel.parquet")
+// lmDDPSRelease writes the codebook and a table of 5 Sales and 5 Tech into
+// a new folder, and releases their job with π_s = 0.2 as the file name.
+func lmDDPSRelease(t *testing.T, name string) (dir, cb, in, rel string) {
+	t.Helper()
+	dir = t.TempDir()
+	cb = cmdtest.WriteFile(t, dir, "cb.json", lmCodebook)
+	in = cmdtest.WriteFile(t, dir, "jobs.csv", lmJobsCSV([]string{"Sales", "Tech"}, []int{5, 5}))
+	rel = filepath.Join(dir, name)
 	lmMustRun(t, "perturb", "--mechanism", "ddps", "--column", "job", "--pi-s", "0.2", "--codebook", cb, "--seed", "1", in, "-o", rel)
+	return dir, cb, in, rel
+}
+
+func TestDDPSJSONShape(t *testing.T) {
+	_, _, _, rel := lmDDPSRelease(t, "rel.parquet")
 	out := lmMustRun(t, "estimate", rel, "--json")
 	if !lmDDPSJSONShape.MatchString(out) || strings.Count(out, "\n") != 1 {
 		t.Errorf("--json output is not in the issue's shape:\n%s", out)
@@ -164,10 +173,10 @@ func TestDDPSEstimatesMatchHandValues(t *testing.T) {
 	dir := t.TempDir()
 	// 10 owners. Round one: (none) ×5, Sales ×3, Tech ×2. Round two:
 	// (none) ×3, Sales ×5, Tech ×2.
-	rel := lmWriteFile(t, dir, "hand.csv", "job.round1,job.round2\n"+
+	rel := cmdtest.WriteFile(t, dir, "hand.csv", "job.round1,job.round2\n"+
 		"(none),Sales\n(none),Sales\n(none),(none)\n(none),Tech\n(none),(none)\nSales,Sales\nSales,Sales\nSales,(none)\nTech,Sales\nTech,Tech\n")
-	lmWriteFile(t, dir, "hand.csv.meta.json", `{"pramkit":1,"meta":`+lmDDPSMeta+`}`)
-	truth := lmWriteFile(t, dir, "truth.csv", "job\n"+strings.Repeat("Sales\n", 6)+strings.Repeat("Tech\n", 4))
+	cmdtest.WriteFile(t, dir, "hand.csv.meta.json", `{"pramkit":1,"meta":`+lmDDPSMeta+`}`)
+	truth := cmdtest.WriteFile(t, dir, "truth.csv", "job\n"+strings.Repeat("Sales\n", 6)+strings.Repeat("Tech\n", 4))
 	var res lmDDPSOut
 	summary := lmMustRun(t, "estimate", rel, "--json", "--truth", truth)
 	lmDecode(t, summary, &res)
@@ -211,60 +220,37 @@ func TestDDPSEstimatesMatchHandValues(t *testing.T) {
 }
 
 func TestDDPSEstimateRejectsBadInput(t *testing.T) {
-	dir := t.TempDir()
-	cb := lmWriteFile(t, dir, "cb.json", lmCodebook)
-	in := lmWriteFile(t, dir, "jobs.csv", lmJobsCSV([]string{"Sales", "Tech"}, []int{5, 5}))
-	rel := filepath.Join(dir, "rel.csv")
-	lmMustRun(t, "perturb", "--mechanism", "ddps", "--column", "job", "--pi-s", "0.2", "--codebook", cb, "--seed", "1", in, "-o", rel)
+	dir, cb, in, rel := lmDDPSRelease(t, "rel.csv")
 	meta, err := os.ReadFile(rel + ".meta.json")
 	if err != nil {
 		t.Fatal(err)
 	}
-	edited := lmWriteFile(t, dir, "edited.csv", "job.round1,job.round2\nSales,Tech\nSales,Boss\n")
-	lmWriteFile(t, dir, "edited.csv.meta.json", string(meta))
-	oneRound := lmWriteFile(t, dir, "oneround.csv", "job.round1\nSales\n")
-	lmWriteFile(t, dir, "oneround.csv.meta.json", string(meta))
-	badEps := lmWriteFile(t, dir, "badeps.csv", "job.round1,job.round2\nSales,Tech\n")
-	lmWriteFile(t, dir, "badeps.csv.meta.json", strings.Replace(string(meta), `"epsilon":"`, `"epsilon":"9`, 1))
-	noJob := lmWriteFile(t, dir, "nojob.csv", "id\np1\n")
+	edited := cmdtest.WriteFile(t, dir, "edited.csv", "job.round1,job.round2\nSales,Tech\nSales,Boss\n")
+	cmdtest.WriteFile(t, dir, "edited.csv.meta.json", string(meta))
+	oneRound := cmdtest.WriteFile(t, dir, "oneround.csv", "job.round1\nSales\n")
+	cmdtest.WriteFile(t, dir, "oneround.csv.meta.json", string(meta))
+	badEps := cmdtest.WriteFile(t, dir, "badeps.csv", "job.round1,job.round2\nSales,Tech\n")
+	cmdtest.WriteFile(t, dir, "badeps.csv.meta.json", strings.Replace(string(meta), `"epsilon":"`, `"epsilon":"9`, 1))
+	noJob := cmdtest.WriteFile(t, dir, "nojob.csv", "id\np1\n")
 	out := filepath.Join(dir, "out.csv")
-	tests := []struct {
-		name string
-		args []string
-		code int
-		msg  string
-	}{
-		{"anonymity on a ddps release", []string{rel, "--anonymity", "--truth", in}, 2, "--anonymity applies to bitflip releases only, but"},
-		{"codebook", []string{rel, "--codebook", cb}, 2, "drop --codebook"},
-		{"another column", []string{rel, "--columns", "sex"}, 2, `is a ddps release of the one column "job"`},
-		{"two truths", []string{rel, "--truth", in, "--truth", in}, 2, "give --truth once"},
-		{"edited release", []string{edited}, 1, `edited.csv: row 2, column "job.round2": "Boss" is not an output of this release`},
-		{"a round missing", []string{oneRound}, 1, `has no column "job.round2"`},
-		{"ε does not match the masses", []string{badEps}, 1, "its π_s and π_⊥ give ε ="},
-		{"truth without the column", []string{rel, "--truth", noJob}, 1, `nojob.csv has no column "job"`},
-		{"truth is a release", []string{rel, "--truth", rel}, 1, "is a ddps release, not the original table"},
+	tests := []cmdtest.Failure{
+		{Name: "anonymity on a ddps release", Args: []string{rel, "--anonymity", "--truth", in}, Code: 2, Msg: "--anonymity applies to bitflip releases only, but"},
+		{Name: "codebook", Args: []string{rel, "--codebook", cb}, Code: 2, Msg: "drop --codebook"},
+		{Name: "another column", Args: []string{rel, "--columns", "sex"}, Code: 2, Msg: `is a ddps release of the one column "job"`},
+		{Name: "two truths", Args: []string{rel, "--truth", in, "--truth", in}, Code: 2, Msg: "give --truth once"},
+		{Name: "edited release", Args: []string{edited}, Code: 1, Msg: `edited.csv: row 2, column "job.round2": "Boss" is not an output of this release`},
+		{Name: "a round missing", Args: []string{oneRound}, Code: 1, Msg: `has no column "job.round2"`},
+		{Name: "ε does not match the masses", Args: []string{badEps}, Code: 1, Msg: "its π_s and π_⊥ give ε ="},
+		{Name: "truth without the column", Args: []string{rel, "--truth", noJob}, Code: 1, Msg: `nojob.csv has no column "job"`},
+		{Name: "truth is a release", Args: []string{rel, "--truth", rel}, Code: 1, Msg: "is a ddps release, not the original table"},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			code, _, stderr := lmRun(t, "estimate", append(tt.args, "-o", out)...)
-			if code != tt.code {
-				t.Errorf("exit %d, want %d (stderr %q)", code, tt.code, stderr)
-			}
-			first, _, _ := strings.Cut(stderr, "\n")
-			if !strings.HasPrefix(first, "estimate: ") || !strings.Contains(first, tt.msg) {
-				t.Errorf("first stderr line %q, want it to contain %q", first, tt.msg)
-			}
-			if m, _ := filepath.Glob(out + "*"); len(m) > 0 {
-				t.Errorf("output left behind: %v", m)
-			}
-		})
-	}
+	cmdtest.ExpectFailures(t, newEstimate, out, tests, "-o", out)
 }
 
 func BenchmarkDDPSEstimate(b *testing.B) {
 	dir := b.TempDir()
-	cb := lmWriteFile(b, dir, "cb.json", lmCodebook)
-	in := lmWriteFile(b, dir, "jobs.csv", lmJobsCSV([]string{"Sales", "Tech", "Craft", "?"}, []int{40000, 30000, 20000, 10000}))
+	cb := cmdtest.WriteFile(b, dir, "cb.json", lmCodebook)
+	in := cmdtest.WriteFile(b, dir, "jobs.csv", lmJobsCSV([]string{"Sales", "Tech", "Craft", "?"}, []int{40000, 30000, 20000, 10000}))
 	rel := filepath.Join(dir, "rel.parquet")
 	lmMustRun(b, "perturb", "--mechanism", "ddps", "--column", "job", "--pi-s", "0.1", "--codebook", cb, in, "-o", rel)
 	for b.Loop() {

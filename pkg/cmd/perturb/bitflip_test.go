@@ -1,21 +1,20 @@
 package perturb
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/spf13/cobra"
+
+	"github.com/pramkit/pramkit/internal/cmdtest"
 	"github.com/pramkit/pramkit/internal/stattest"
 	"github.com/pramkit/pramkit/pkg/cli"
-	"github.com/pramkit/pramkit/pkg/table"
 )
 
 // Library-level distribution tests of the mechanisms are in pkg/bitflip
@@ -24,66 +23,15 @@ import (
 // command: how columns become bits, what the release holds, and that the
 // randomness reaches every output column as the mechanism says.
 
-// runPerturb runs the command with args and returns its exit code and
-// stderr.
-func runPerturb(t *testing.T, args ...string) (int, string) {
-	t.Helper()
-	var out, errb bytes.Buffer
-	s := &cli.Streams{In: strings.NewReader(""), Out: &out, Err: &errb}
-	code := cli.Run(NewCmd(s, nil), args, s)
-	return code, errb.String()
-}
+// newPerturb builds the command as Main does.
+func newPerturb(s *cli.Streams) *cobra.Command { return NewCmd(s, nil) }
 
 // mustPerturb runs the command and fails the test on a non-zero exit.
 func mustPerturb(t *testing.T, args ...string) {
 	t.Helper()
-	if code, stderr := runPerturb(t, args...); code != 0 {
-		t.Fatalf("perturb %s: exit %d: %s", strings.Join(args, " "), code, stderr)
+	if res := cmdtest.Run(newPerturb, nil, args...); res.Code != 0 {
+		t.Fatalf("perturb %s: exit %d: %s", strings.Join(args, " "), res.Code, res.Stderr)
 	}
-}
-
-// writeFile writes content to dir/name and returns the path.
-func writeFile(t *testing.T, dir, name, content string) string {
-	t.Helper()
-	p := filepath.Join(dir, name)
-	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
-// readTable reads a whole table as strings.
-func readTable(t *testing.T, path string) (names []string, rows [][]string, meta table.Meta) {
-	t.Helper()
-	r, err := table.Open(path, table.ReadOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	for _, f := range r.Schema().Fields() {
-		names = append(names, f.Name)
-	}
-	for {
-		rec, err := r.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		vals := make([]table.Values, len(names))
-		for j := range vals {
-			vals[j] = table.ValuesOf(rec.Column(j))
-		}
-		for i := range int(rec.NumRows()) {
-			row := make([]string, len(names))
-			for j := range vals {
-				row[j] = vals[j].String(i)
-			}
-			rows = append(rows, row)
-		}
-	}
-	return names, rows, r.Meta()
 }
 
 const testCodebook = `{"columns": [
@@ -91,6 +39,14 @@ const testCodebook = `{"columns": [
   {"name": "color", "categories": ["red", "green", "blue"]},
   {"name": "job", "categories": ["Sales", "Tech", "Craft"], "missing": "?"}
 ]}`
+
+// testInputs writes the test codebook and a table into a new folder and
+// returns the folder and their paths.
+func testInputs(t *testing.T, name, table string) (dir, cb, in string) {
+	t.Helper()
+	dir = t.TempDir()
+	return dir, cmdtest.WriteFile(t, dir, "cb.json", testCodebook), cmdtest.WriteFile(t, dir, name, table)
+}
 
 // peopleCSV is a table of n rows cycling through known values: sex, color,
 // a 0/1 flag, job.
@@ -106,14 +62,21 @@ func peopleCSV(n int) string {
 	return b.String()
 }
 
-func TestBitflipFlagsParse(t *testing.T) {
+// parseFlags parses args with a stub run function and returns the options.
+func parseFlags(t *testing.T, args ...string) *Options {
+	t.Helper()
 	var got *Options
 	s := &cli.Streams{In: strings.NewReader(""), Out: io.Discard, Err: io.Discard}
 	cmd := NewCmd(s, func(o *Options) error { got = o; return nil })
-	cmd.SetArgs([]string{"--mechanism", "bitflip", "--lie", "0.2", "--columns", "sex,color", "--codebook", "cb.json", "in.csv", "-o", "out.parquet"})
+	cmd.SetArgs(args)
 	if err := cmd.Execute(); err != nil {
 		t.Fatal(err)
 	}
+	return got
+}
+
+func TestBitflipFlagsParse(t *testing.T) {
+	got := parseFlags(t, "--mechanism", "bitflip", "--lie", "0.2", "--columns", "sex,color", "--codebook", "cb.json", "in.csv", "-o", "out.parquet")
 	if got.Mechanism != "bitflip" || got.Bitflip.Lie != 0.2 || !reflect.DeepEqual(got.Columns, []string{"sex", "color"}) ||
 		got.Codebook != "cb.json" || !reflect.DeepEqual(got.Inputs, []string{"in.csv"}) || got.Output.Path != "out.parquet" {
 		t.Errorf("parsed %+v", got)
@@ -121,12 +84,10 @@ func TestBitflipFlagsParse(t *testing.T) {
 }
 
 func TestBitflipReleaseLayoutAndMetadata(t *testing.T) {
-	dir := t.TempDir()
-	cb := writeFile(t, dir, "cb.json", testCodebook)
-	in := writeFile(t, dir, "people.csv", peopleCSV(12))
+	dir, cb, in := testInputs(t, "people.csv", peopleCSV(12))
 	out := filepath.Join(dir, "out.csv")
 	mustPerturb(t, "--mechanism", "bitflip", "--lie", "0.2", "--columns", "sex,color,flag,job", "--codebook", cb, "--seed", "1", in, "-o", out)
-	names, rows, meta := readTable(t, out)
+	names, rows, meta := cmdtest.ReadTable(t, out)
 
 	// sex has 2 categories: one bit, 1 = Male. color and job are one-hot
 	// (job with its missing category ?). flag is not in the codebook: 0/1.
@@ -198,12 +159,10 @@ func TestBitflipCommandFlipsEachBitWithProbabilityQIndependently(t *testing.T) {
 		q     = 0.2
 		alpha = 1e-6 // per check; 9 binomial + 8 chi-square checks
 	)
-	dir := t.TempDir()
-	cb := writeFile(t, dir, "cb.json", testCodebook)
-	in := writeFile(t, dir, "people.csv", peopleCSV(n))
+	dir, cb, in := testInputs(t, "people.csv", peopleCSV(n))
 	out := filepath.Join(dir, "out.parquet")
 	mustPerturb(t, "--mechanism", "bitflip", "--lie", "0.2", "--columns", "sex,color,flag,job", "--codebook", cb, "--seed", "7", in, "-o", out)
-	names, rows, _ := readTable(t, out)
+	names, rows, _ := cmdtest.ReadTable(t, out)
 	if len(rows) != n {
 		t.Fatalf("%d rows, want %d", len(rows), n)
 	}
@@ -232,13 +191,11 @@ func TestBitflipCommandFlipsEachBitWithProbabilityQIndependently(t *testing.T) {
 }
 
 func TestBitflipSeedReproducesTheRelease(t *testing.T) {
-	dir := t.TempDir()
-	cb := writeFile(t, dir, "cb.json", testCodebook)
-	in := writeFile(t, dir, "people.csv", peopleCSV(200))
+	dir, cb, in := testInputs(t, "people.csv", peopleCSV(200))
 	run := func(seed, name string) [][]string {
 		out := filepath.Join(dir, name)
 		mustPerturb(t, "--mechanism", "bitflip", "--lie", "0.3", "--columns", "color,job", "--codebook", cb, "--seed", seed, in, "-o", out)
-		_, rows, _ := readTable(t, out)
+		_, rows, _ := cmdtest.ReadTable(t, out)
 		return rows
 	}
 	a, b, c := run("5", "a.csv"), run("5", "b.csv"), run("6", "c.csv")
@@ -251,12 +208,10 @@ func TestBitflipSeedReproducesTheRelease(t *testing.T) {
 }
 
 func TestBitflipEpsilonChoosesTheLieProbability(t *testing.T) {
-	dir := t.TempDir()
-	cb := writeFile(t, dir, "cb.json", testCodebook)
-	in := writeFile(t, dir, "people.csv", peopleCSV(5))
+	dir, cb, in := testInputs(t, "people.csv", peopleCSV(5))
 	out := filepath.Join(dir, "out.csv")
 	mustPerturb(t, "--mechanism", "bitflip", "--epsilon", "3", "--columns", "sex,color", "--codebook", cb, in, "-o", out)
-	_, _, meta := readTable(t, out)
+	_, _, meta := cmdtest.ReadTable(t, out)
 	q, _ := meta.Float("lie", "")
 	eps, _ := meta.Float("epsilon_per_record", "")
 	// L = 4 bits: q = 1/(1 + e^(3/4)), and then 4·ln((1 − q)/q) = 3.
@@ -269,78 +224,48 @@ func TestBitflipEpsilonChoosesTheLieProbability(t *testing.T) {
 }
 
 func TestBitflipRejectsBadInput(t *testing.T) {
-	dir := t.TempDir()
-	cb := writeFile(t, dir, "cb.json", testCodebook)
-	in := writeFile(t, dir, "people.csv", peopleCSV(6))
-	enc := writeFile(t, dir, "enc.csv", "sex\n1\n")
-	writeFile(t, dir, "enc.csv.meta.json", `{"pramkit":1,"meta":{"stage":"encrypt"}}`)
+	dir, cb, in := testInputs(t, "people.csv", peopleCSV(6))
+	enc := cmdtest.WriteFile(t, dir, "enc.csv", "sex\n1\n")
+	cmdtest.WriteFile(t, dir, "enc.csv.meta.json", `{"pramkit":1,"meta":{"stage":"encrypt"}}`)
 	out := filepath.Join(dir, "out.csv")
-	base := []string{"--mechanism", "bitflip", "-o", out}
-	tests := []struct {
-		name string
-		args []string
-		code int
-		msg  string
-	}{
-		{"lie zero", []string{"--lie", "0", "--columns", "flag", in}, 2, "--lie must be a probability in (0, 1/2), got 0"},
-		{"lie one half", []string{"--lie", "0.5", "--columns", "flag", in}, 2, "got 0.5"},
-		{"lie NaN", []string{"--lie", "NaN", "--columns", "flag", in}, 2, "got NaN"},
-		{"lie negative", []string{"--lie", "-0.1", "--columns", "flag", in}, 2, "got -0.1"},
-		{"no privacy level", []string{"--columns", "flag", in}, 2, "either --lie Q or --epsilon E"},
-		{"lie and epsilon", []string{"--lie", "0.2", "--epsilon", "1", "--columns", "flag", in}, 2, "either --lie Q or --epsilon E"},
-		{"epsilon infinite", []string{"--epsilon", "+Inf", "--columns", "flag", in}, 2, "--epsilon must be a finite number > 0"},
-		{"no columns", []string{"--lie", "0.2", in}, 2, "bitflip needs --columns"},
-		{"non-binary without codebook", []string{"--lie", "0.2", "--columns", "color", in}, 1,
-			`row 1, column "color": value "red" is not 0 or 1, and no --codebook was given`},
-		{"non-binary not in the codebook", []string{"--lie", "0.2", "--columns", "id", "--codebook", cb, in}, 1,
-			"it is not in the codebook"},
-		{"unknown column", []string{"--lie", "0.2", "--columns", "nope", in}, 1, `has no column "nope"`},
-		{"column twice", []string{"--lie", "0.2", "--columns", "flag,flag", in}, 2, `lists "flag" twice`},
-		{"value outside the codebook", []string{"--lie", "0.2", "--columns", "sex", "--codebook", writeFile(t, dir, "cb2.json", `{"columns":[{"name":"sex","categories":["F","M"]}]}`), in}, 1,
-			`row 1, column "sex"`},
-		{"two inputs", []string{"--lie", "0.2", "--columns", "flag", in, in}, 2, "randomizes one table, got 2 inputs"},
-		{"ddps flag", []string{"--lie", "0.2", "--columns", "flag", "--pi-s", "0.1", in}, 2, "--pi-s does not apply to --mechanism bitflip"},
-		{"gamma flag", []string{"--lie", "0.2", "--columns", "flag", "--gamma", "3", in}, 2, "--gamma does not apply"},
-		{"encrypted input", []string{"--lie", "0.2", "--columns", "sex", enc}, 1, "holds encrypted values or pads"},
+	tests := []cmdtest.Failure{
+		{Name: "lie zero", Args: []string{"--lie", "0", "--columns", "flag", in}, Code: 2, Msg: "--lie must be a probability in (0, 1/2), got 0"},
+		{Name: "lie one half", Args: []string{"--lie", "0.5", "--columns", "flag", in}, Code: 2, Msg: "got 0.5"},
+		{Name: "lie NaN", Args: []string{"--lie", "NaN", "--columns", "flag", in}, Code: 2, Msg: "got NaN"},
+		{Name: "lie negative", Args: []string{"--lie", "-0.1", "--columns", "flag", in}, Code: 2, Msg: "got -0.1"},
+		{Name: "no privacy level", Args: []string{"--columns", "flag", in}, Code: 2, Msg: "either --lie Q or --epsilon E"},
+		{Name: "lie and epsilon", Args: []string{"--lie", "0.2", "--epsilon", "1", "--columns", "flag", in}, Code: 2, Msg: "either --lie Q or --epsilon E"},
+		{Name: "epsilon infinite", Args: []string{"--epsilon", "+Inf", "--columns", "flag", in}, Code: 2, Msg: "--epsilon must be a finite number > 0"},
+		{Name: "no columns", Args: []string{"--lie", "0.2", in}, Code: 2, Msg: "bitflip needs --columns"},
+		{Name: "non-binary without codebook", Args: []string{"--lie", "0.2", "--columns", "color", in}, Code: 1, Msg: `row 1, column "color": value "red" is not 0 or 1, and no --codebook was given`},
+		{Name: "non-binary not in the codebook", Args: []string{"--lie", "0.2", "--columns", "id", "--codebook", cb, in}, Code: 1, Msg: "it is not in the codebook"},
+		{Name: "unknown column", Args: []string{"--lie", "0.2", "--columns", "nope", in}, Code: 1, Msg: `has no column "nope"`},
+		{Name: "column twice", Args: []string{"--lie", "0.2", "--columns", "flag,flag", in}, Code: 2, Msg: `lists "flag" twice`},
+		{Name: "value outside the codebook", Args: []string{"--lie", "0.2", "--columns", "sex", "--codebook", cmdtest.WriteFile(t, dir, "cb2.json", `{"columns":[{"name":"sex","categories":["F","M"]}]}`), in}, Code: 1, Msg: `row 1, column "sex"`},
+		{Name: "two inputs", Args: []string{"--lie", "0.2", "--columns", "flag", in, in}, Code: 2, Msg: "randomizes one table, got 2 inputs"},
+		{Name: "ddps flag", Args: []string{"--lie", "0.2", "--columns", "flag", "--pi-s", "0.1", in}, Code: 2, Msg: "--pi-s does not apply to --mechanism bitflip"},
+		{Name: "gamma flag", Args: []string{"--lie", "0.2", "--columns", "flag", "--gamma", "3", in}, Code: 2, Msg: "--gamma does not apply"},
+		{Name: "encrypted input", Args: []string{"--lie", "0.2", "--columns", "sex", enc}, Code: 1, Msg: "holds encrypted values or pads"},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			code, stderr := runPerturb(t, append(append([]string{}, base...), tt.args...)...)
-			if code != tt.code {
-				t.Errorf("exit %d, want %d (stderr %q)", code, tt.code, stderr)
-			}
-			first, _, _ := strings.Cut(stderr, "\n")
-			if !strings.HasPrefix(first, "perturb: ") || !strings.Contains(first, tt.msg) {
-				t.Errorf("first stderr line %q, want it to contain %q", first, tt.msg)
-			}
-			if m, _ := filepath.Glob(out + "*"); len(m) > 0 {
-				t.Errorf("output left behind: %v", m)
-			}
-		})
-	}
+	cmdtest.ExpectFailures(t, newPerturb, out, tests, "--mechanism", "bitflip", "-o", out)
 }
 
 func BenchmarkBitflipCommand(b *testing.B) {
+	benchPerturb(b, peopleCSV(100000), 100000, "--mechanism", "bitflip", "--lie", "0.2", "--columns", "sex,color,flag,job")
+}
+
+// benchPerturb measures perturb with args on table (rows rows) and the test
+// codebook, written to Parquet.
+func benchPerturb(b *testing.B, table string, rows int, args ...string) {
 	dir := b.TempDir()
-	cbPath := filepath.Join(dir, "cb.json")
-	in := filepath.Join(dir, "people.csv")
-	if err := writeBench(cbPath, testCodebook, in, peopleCSV(100000)); err != nil {
-		b.Fatal(err)
-	}
-	out := filepath.Join(dir, "out.parquet")
+	cb := cmdtest.WriteFile(b, dir, "cb.json", testCodebook)
+	in := cmdtest.WriteFile(b, dir, "in.csv", table)
+	args = append(args, "--codebook", cb, in, "-o", filepath.Join(dir, "out.parquet"))
 	s := &cli.Streams{In: strings.NewReader(""), Out: io.Discard, Err: io.Discard}
 	for b.Loop() {
-		if code := cli.Run(NewCmd(s, nil), []string{"--mechanism", "bitflip", "--lie", "0.2", "--columns", "sex,color,flag,job", "--codebook", cbPath, in, "-o", out}, s); code != 0 {
+		if code := cli.Run(NewCmd(s, nil), args, s); code != 0 {
 			b.Fatal("exit", code)
 		}
 	}
-	b.ReportMetric(float64(100000*b.N)/b.Elapsed().Seconds(), "rows/s")
-}
-
-// writeBench writes a codebook and a table for a benchmark.
-func writeBench(cbPath, cb, in, table string) error {
-	if err := os.WriteFile(cbPath, []byte(cb), 0o644); err != nil {
-		return err
-	}
-	return os.WriteFile(in, []byte(table), 0o644)
+	b.ReportMetric(float64(rows*b.N)/b.Elapsed().Seconds(), "rows/s")
 }

@@ -2,15 +2,14 @@ package perturb
 
 import (
 	"fmt"
-	"io"
 	"math"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/pramkit/pramkit/internal/cmdtest"
 	"github.com/pramkit/pramkit/internal/stattest"
-	"github.com/pramkit/pramkit/pkg/cli"
 )
 
 // Library-level tests of DDPS (round-one independence of the value, the
@@ -34,13 +33,7 @@ func jobsCSV(n int) string {
 }
 
 func TestDDPSFlagsParse(t *testing.T) {
-	var got *Options
-	s := &cli.Streams{In: strings.NewReader(""), Out: io.Discard, Err: io.Discard}
-	cmd := NewCmd(s, func(o *Options) error { got = o; return nil })
-	cmd.SetArgs([]string{"--mechanism", "ddps", "--column", "job", "--pi-s", "0.1", "--pi-bot", "0.2,0.3,0.2,0.1,0.1", "--non-participant", "?", "--codebook", "cb.json", "in.csv"})
-	if err := cmd.Execute(); err != nil {
-		t.Fatal(err)
-	}
+	got := parseFlags(t, "--mechanism", "ddps", "--column", "job", "--pi-s", "0.1", "--pi-bot", "0.2,0.3,0.2,0.1,0.1", "--non-participant", "?", "--codebook", "cb.json", "in.csv")
 	d := got.DDPS
 	if got.Mechanism != "ddps" || d.Column != "job" || d.PiS != 0.1 || !reflect.DeepEqual(d.PiBottom, []float64{0.2, 0.3, 0.2, 0.1, 0.1}) || d.NonParticipant != "?" {
 		t.Errorf("parsed %+v", got)
@@ -48,12 +41,10 @@ func TestDDPSFlagsParse(t *testing.T) {
 }
 
 func TestDDPSReleaseAndMetadata(t *testing.T) {
-	dir := t.TempDir()
-	cb := writeFile(t, dir, "cb.json", testCodebook)
-	in := writeFile(t, dir, "jobs.csv", jobsCSV(40))
+	dir, cb, in := testInputs(t, "jobs.csv", jobsCSV(40))
 	out := filepath.Join(dir, "out.csv")
 	mustPerturb(t, "--mechanism", "ddps", "--column", "job", "--pi-s", "0.2", "--codebook", cb, "--seed", "1", in, "-o", out)
-	names, rows, meta := readTable(t, out)
+	names, rows, meta := cmdtest.ReadTable(t, out)
 	if !reflect.DeepEqual(names, []string{"job.round1", "job.round2"}) {
 		t.Errorf("columns %v", names)
 	}
@@ -103,21 +94,19 @@ func TestDDPSCommandReportDistributions(t *testing.T) {
 		n     = 24000
 		alpha = 1e-6 // per chi-square check, 8 checks
 	)
-	dir := t.TempDir()
-	cb := writeFile(t, dir, "cb.json", testCodebook)
-	in := writeFile(t, dir, "jobs.csv", jobsCSV(n))
+	dir, cb, in := testInputs(t, "jobs.csv", jobsCSV(n))
 	out := filepath.Join(dir, "out.csv")
 	// Outputs ⊥0..⊥3 = (none), Sales, Tech, Craft; ? does not participate.
 	piBot := []float64{0.1, 0.3, 0.2, 0.25}
 	mustPerturb(t, "--mechanism", "ddps", "--column", "job", "--pi-s", "0.15", "--pi-bot", "0.1,0.3,0.2,0.25",
 		"--non-participant", "?", "--codebook", cb, "--seed", "3", in, "-o", out)
-	_, rows, meta := readTable(t, out)
+	_, rows, meta := cmdtest.ReadTable(t, out)
 	if meta["non_participant"] != "?" {
 		t.Errorf("non_participant %q", meta["non_participant"])
 	}
 	index := map[string]int{NoneToken: 0, "Sales": 1, "Tech": 2, "Craft": 3}
 	trueOutput := map[string]int{"?": 0, "Sales": 1, "Tech": 2, "Craft": 3}
-	_, in2, _ := readTable(t, in)
+	_, in2, _ := cmdtest.ReadTable(t, in)
 	var one, two [4][4]int64 // [true output][report]
 	for i, row := range rows {
 		v := trueOutput[in2[i][1]]
@@ -139,12 +128,10 @@ func TestDDPSCommandReportDistributions(t *testing.T) {
 }
 
 func TestDDPSEpsilonChoosesPiS(t *testing.T) {
-	dir := t.TempDir()
-	cb := writeFile(t, dir, "cb.json", testCodebook)
-	in := writeFile(t, dir, "jobs.csv", jobsCSV(10))
+	dir, cb, in := testInputs(t, "jobs.csv", jobsCSV(10))
 	out := filepath.Join(dir, "out.csv")
 	mustPerturb(t, "--mechanism", "ddps", "--column", "job", "--epsilon", "1.5", "--codebook", cb, in, "-o", out)
-	_, _, meta := readTable(t, out)
+	_, _, meta := cmdtest.ReadTable(t, out)
 	eps, _ := meta.Float("epsilon", "")
 	piS, _ := meta.Float("pi_s", "")
 	// V = 4: π_s = x/(5 + x), x = e^1.5 − 1, and then ln(1 + 5π_s/(1 − π_s)) = 1.5.
@@ -156,73 +143,33 @@ func TestDDPSEpsilonChoosesPiS(t *testing.T) {
 
 func TestDDPSRejectsBadInput(t *testing.T) {
 	dir := t.TempDir()
-	cb := writeFile(t, dir, "cb.json", testCodebook)
-	clash := writeFile(t, dir, "clash.json", `{"columns":[{"name":"job","categories":["Sales","(none)"]}]}`)
-	in := writeFile(t, dir, "jobs.csv", jobsCSV(6))
+	cb := cmdtest.WriteFile(t, dir, "cb.json", testCodebook)
+	clash := cmdtest.WriteFile(t, dir, "clash.json", `{"columns":[{"name":"job","categories":["Sales","(none)"]}]}`)
+	in := cmdtest.WriteFile(t, dir, "jobs.csv", jobsCSV(6))
 	out := filepath.Join(dir, "out.csv")
-	base := []string{"--mechanism", "ddps", "-o", out}
-	tests := []struct {
-		name string
-		args []string
-		code int
-		msg  string
-	}{
-		{"no column", []string{"--pi-s", "0.1", "--codebook", cb, in}, 2, "ddps needs --column"},
-		{"no codebook", []string{"--column", "job", "--pi-s", "0.1", in}, 2, "ddps needs --codebook FILE"},
-		{"no privacy level", []string{"--column", "job", "--codebook", cb, in}, 2, "either --pi-s S or --epsilon E"},
-		{"pi-s zero", []string{"--column", "job", "--pi-s", "0", "--codebook", cb, in}, 2, "--pi-s must be a probability in (0, 1), got 0"},
-		{"pi-s one", []string{"--column", "job", "--pi-s", "1", "--codebook", cb, in}, 2, "got 1"},
-		{"pi-s NaN", []string{"--column", "job", "--pi-s", "NaN", "--codebook", cb, in}, 2, "got NaN"},
-		{"pi-bot too short", []string{"--column", "job", "--pi-s", "0.2", "--pi-bot", "0.4,0.4", "--codebook", cb, in}, 2,
-			"--pi-bot needs V + 1 = 5 masses, for (none) then job's categories in codebook order (Sales, Tech, Craft, ?), got 2"},
-		{"masses do not sum to 1", []string{"--column", "job", "--pi-s", "0.2", "--pi-bot", "0.2,0.2,0.2,0.2,0.1", "--codebook", cb, in}, 2,
-			"must sum to 1, got 1.1"},
-		{"negative mass", []string{"--column", "job", "--pi-s", "0.2", "--pi-bot", "0.5,-0.1,0.2,0.1,0.1", "--codebook", cb, in}, 2,
-			"--pi-bot mass 2 (output Sales) must be a finite number ≥ 0"},
-		{"zero mass of a value", []string{"--column", "job", "--pi-s", "0.2", "--pi-bot", "0.4,0,0.2,0.1,0.1", "--codebook", cb, in}, 2,
-			"(output Sales) is 0: a report of Sales would then reveal the value"},
-		{"epsilon with pi-bot", []string{"--column", "job", "--epsilon", "1", "--pi-bot", "0.2,0.2,0.2,0.2,0.2", "--codebook", cb, in}, 2,
-			"with your own --pi-bot give --pi-s"},
-		{"column not in the codebook", []string{"--column", "id", "--pi-s", "0.1", "--codebook", cb, in}, 1, "cb.json"},
-		{"column not in the table", []string{"--column", "color", "--pi-s", "0.1", "--codebook", cb, in}, 1, `has no column "color"`},
-		{"non-participant not a category", []string{"--column", "job", "--pi-s", "0.1", "--non-participant", "none", "--codebook", cb, in}, 2,
-			`--non-participant "none" is not a category of job`},
-		{"category is the none token", []string{"--column", "job", "--pi-s", "0.1", "--codebook", clash, in}, 1, `has a category "(none)"`},
-		{"value outside the codebook", []string{"--column", "job", "--pi-s", "0.1", "--codebook", writeFile(t, dir, "cb3.json", `{"columns":[{"name":"job","categories":["Sales","Tech"]}]}`), in}, 1,
-			`column "job"`},
-		{"bitflip flag", []string{"--column", "job", "--pi-s", "0.1", "--lie", "0.2", "--codebook", cb, in}, 2, "--lie does not apply to --mechanism ddps"},
-		{"columns flag", []string{"--column", "job", "--pi-s", "0.1", "--columns", "job", "--codebook", cb, in}, 2, "--columns does not apply to --mechanism ddps"},
+	tests := []cmdtest.Failure{
+		{Name: "no column", Args: []string{"--pi-s", "0.1", "--codebook", cb, in}, Code: 2, Msg: "ddps needs --column"},
+		{Name: "no codebook", Args: []string{"--column", "job", "--pi-s", "0.1", in}, Code: 2, Msg: "ddps needs --codebook FILE"},
+		{Name: "no privacy level", Args: []string{"--column", "job", "--codebook", cb, in}, Code: 2, Msg: "either --pi-s S or --epsilon E"},
+		{Name: "pi-s zero", Args: []string{"--column", "job", "--pi-s", "0", "--codebook", cb, in}, Code: 2, Msg: "--pi-s must be a probability in (0, 1), got 0"},
+		{Name: "pi-s one", Args: []string{"--column", "job", "--pi-s", "1", "--codebook", cb, in}, Code: 2, Msg: "got 1"},
+		{Name: "pi-s NaN", Args: []string{"--column", "job", "--pi-s", "NaN", "--codebook", cb, in}, Code: 2, Msg: "got NaN"},
+		{Name: "pi-bot too short", Args: []string{"--column", "job", "--pi-s", "0.2", "--pi-bot", "0.4,0.4", "--codebook", cb, in}, Code: 2, Msg: "--pi-bot needs V + 1 = 5 masses, for (none) then job's categories in codebook order (Sales, Tech, Craft, ?), got 2"},
+		{Name: "masses do not sum to 1", Args: []string{"--column", "job", "--pi-s", "0.2", "--pi-bot", "0.2,0.2,0.2,0.2,0.1", "--codebook", cb, in}, Code: 2, Msg: "must sum to 1, got 1.1"},
+		{Name: "negative mass", Args: []string{"--column", "job", "--pi-s", "0.2", "--pi-bot", "0.5,-0.1,0.2,0.1,0.1", "--codebook", cb, in}, Code: 2, Msg: "--pi-bot mass 2 (output Sales) must be a finite number ≥ 0"},
+		{Name: "zero mass of a value", Args: []string{"--column", "job", "--pi-s", "0.2", "--pi-bot", "0.4,0,0.2,0.1,0.1", "--codebook", cb, in}, Code: 2, Msg: "(output Sales) is 0: a report of Sales would then reveal the value"},
+		{Name: "epsilon with pi-bot", Args: []string{"--column", "job", "--epsilon", "1", "--pi-bot", "0.2,0.2,0.2,0.2,0.2", "--codebook", cb, in}, Code: 2, Msg: "with your own --pi-bot give --pi-s"},
+		{Name: "column not in the codebook", Args: []string{"--column", "id", "--pi-s", "0.1", "--codebook", cb, in}, Code: 1, Msg: "cb.json"},
+		{Name: "column not in the table", Args: []string{"--column", "color", "--pi-s", "0.1", "--codebook", cb, in}, Code: 1, Msg: `has no column "color"`},
+		{Name: "non-participant not a category", Args: []string{"--column", "job", "--pi-s", "0.1", "--non-participant", "none", "--codebook", cb, in}, Code: 2, Msg: `--non-participant "none" is not a category of job`},
+		{Name: "category is the none token", Args: []string{"--column", "job", "--pi-s", "0.1", "--codebook", clash, in}, Code: 1, Msg: `has a category "(none)"`},
+		{Name: "value outside the codebook", Args: []string{"--column", "job", "--pi-s", "0.1", "--codebook", cmdtest.WriteFile(t, dir, "cb3.json", `{"columns":[{"name":"job","categories":["Sales","Tech"]}]}`), in}, Code: 1, Msg: `column "job"`},
+		{Name: "bitflip flag", Args: []string{"--column", "job", "--pi-s", "0.1", "--lie", "0.2", "--codebook", cb, in}, Code: 2, Msg: "--lie does not apply to --mechanism ddps"},
+		{Name: "columns flag", Args: []string{"--column", "job", "--pi-s", "0.1", "--columns", "job", "--codebook", cb, in}, Code: 2, Msg: "--columns does not apply to --mechanism ddps"},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			code, stderr := runPerturb(t, append(append([]string{}, base...), tt.args...)...)
-			if code != tt.code {
-				t.Errorf("exit %d, want %d (stderr %q)", code, tt.code, stderr)
-			}
-			first, _, _ := strings.Cut(stderr, "\n")
-			if !strings.HasPrefix(first, "perturb: ") || !strings.Contains(first, tt.msg) {
-				t.Errorf("first stderr line %q, want it to contain %q", first, tt.msg)
-			}
-			if m, _ := filepath.Glob(out + "*"); len(m) > 0 {
-				t.Errorf("output left behind: %v", m)
-			}
-		})
-	}
+	cmdtest.ExpectFailures(t, newPerturb, out, tests, "--mechanism", "ddps", "-o", out)
 }
 
 func BenchmarkDDPSCommand(b *testing.B) {
-	dir := b.TempDir()
-	cb := filepath.Join(dir, "cb.json")
-	in := filepath.Join(dir, "jobs.csv")
-	if err := writeBench(cb, testCodebook, in, jobsCSV(100000)); err != nil {
-		b.Fatal(err)
-	}
-	out := filepath.Join(dir, "out.parquet")
-	s := &cli.Streams{In: strings.NewReader(""), Out: io.Discard, Err: io.Discard}
-	for b.Loop() {
-		if code := cli.Run(NewCmd(s, nil), []string{"--mechanism", "ddps", "--column", "job", "--pi-s", "0.1", "--codebook", cb, in, "-o", out}, s); code != 0 {
-			b.Fatal("exit", code)
-		}
-	}
-	b.ReportMetric(float64(100000*b.N)/b.Elapsed().Seconds(), "rows/s")
+	benchPerturb(b, jobsCSV(100000), 100000, "--mechanism", "ddps", "--column", "job", "--pi-s", "0.1")
 }

@@ -1,20 +1,19 @@
 // Package encfiletest supports the tests of encrypt, perturb and decrypt:
-// it writes sample-stage tables and codebooks, runs a command in-process the
-// way its Main does, and reads tables back.
+// it writes sample-stage tables and codebooks. Run and ReadTable, which
+// every command's tests use, live in internal/cmdtest and are forwarded
+// here.
 package encfiletest
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/spf13/cobra"
 
+	"github.com/pramkit/pramkit/internal/cmdtest"
 	"github.com/pramkit/pramkit/pkg/cli"
 	"github.com/pramkit/pramkit/pkg/table"
 )
@@ -85,53 +84,18 @@ func Labels(prefix string, k int) []string {
 	return out
 }
 
-// Result is what a command run printed and returned.
-type Result struct {
-	Code           int
-	Stdout, Stderr string
-}
+// Result is what a command run printed and returned (cmdtest.Result).
+type Result = cmdtest.Result
 
-// Run runs the command that build returns (typically a package's NewCmd
-// with a nil runF) on args, in-process, with stdin and captured output, as
-// Main would.
+// Run runs the command that build returns on args, in-process, as Main
+// would (cmdtest.Run).
 func Run(build func(*cli.Streams) *cobra.Command, stdin []byte, args ...string) Result {
-	var out, errb bytes.Buffer
-	s := &cli.Streams{In: bytes.NewReader(stdin), Out: &out, Err: &errb}
-	code := cli.Run(build(s), args, s)
-	return Result{Code: code, Stdout: out.String(), Stderr: errb.String()}
+	return cmdtest.Run(build, stdin, args...)
 }
 
-// ReadTable reads every cell of a table as strings (columns in schema
-// order) and returns them with the metadata.
+// ReadTable reads every cell of a table as strings and returns them with
+// the metadata (cmdtest.ReadTable).
 func ReadTable(t testing.TB, path string) (names []string, rows [][]string, meta table.Meta) {
 	t.Helper()
-	r, err := table.Open(path, table.ReadOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	for _, f := range r.Schema().Fields() {
-		names = append(names, f.Name)
-	}
-	for {
-		rec, err := r.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		vals := make([]table.Values, rec.NumCols())
-		for j := range vals {
-			vals[j] = table.ValuesOf(rec.Column(j))
-		}
-		for i := 0; i < int(rec.NumRows()); i++ {
-			row := make([]string, len(vals))
-			for j := range vals {
-				row[j] = vals[j].String(i)
-			}
-			rows = append(rows, row)
-		}
-	}
-	return names, rows, r.Meta()
+	return cmdtest.ReadTable(t, path)
 }
