@@ -9,9 +9,23 @@ import (
 // MaxValues is the largest number of categories V a Mechanism accepts.
 const MaxValues = 1 << 24
 
-// sumTolerance is how far π_⊥0 + … + π_⊥V + π_s may be from 1; the masses
-// are then divided by their sum.
+// sumTolerance is how far π_⊥0 + … + π_⊥V + π_s may be from 1.
 const sumTolerance = 1e-9
+
+// roundingSlack is how far from 1 the float sum Σ of the V + 2 masses may
+// land by rounding alone. Adding n = V + 2 floats whose sum is about 1 errs
+// by at most (n − 1)·2⁻⁵³; masses that were rounded themselves (a quotient
+// like (1 − π_s)/(V + 1), or p/Σ after a renormalization) add at most
+// 2·2⁻⁵³ more (each is off by at most 2⁻⁵³ of itself, twice), so
+//
+//	|Σ − 1| ≤ (V + 3)·2⁻⁵³ < (V + 2)·2⁻⁵²
+//
+// Masses within it are kept as given: dividing them by their float sum
+// would only move them by an ulp (π_s = 0.1 would become
+// 0.09999999999999998 for V = 15), and New would not rebuild the mechanism
+// whose PiS and PiBottom it is given. Masses New normalized lie within it
+// again, so a rebuilt mechanism always equals the original.
+func roundingSlack(V int) float64 { return float64(V+2) * 0x1p-52 }
 
 // Options configures a Mechanism.
 type Options struct {
@@ -21,8 +35,9 @@ type Options struct {
 	// owner's own value in round two. Required: 0 < π_s < 1.
 	PiS float64
 	// PiBottom is π_⊥ = (π_⊥0, …, π_⊥V), the noise masses, V + 1 entries,
-	// each ≥ 0, with Σ π_⊥ + π_s = 1 (within 1e-9). Default: (1 − π_s)/(V + 1)
-	// each.
+	// each ≥ 0, with Σ π_⊥ + π_s = 1 within 1e-9: kept as given when the sum
+	// is 1 up to rounding ((V + 2)·2⁻⁵²), else all masses, π_s included, are
+	// divided by the sum. Default: (1 − π_s)/(V + 1) each.
 	PiBottom []float64
 	// NonParticipants allows true value 0 (⊥0: the owner holds none of the
 	// V values) and protects it in ε. Default false: true values are 1..V
@@ -72,13 +87,17 @@ func New(opts Options) (*Mechanism, error) {
 			}
 			total += p
 		}
-		if math.Abs(total-1) > sumTolerance {
+		switch d := math.Abs(total - 1); {
+		case d > sumTolerance:
 			return nil, fmt.Errorf("ddps.New: π_⊥0 + … + π_⊥%d + π_s must be 1, got %.12g", V, total)
+		case d > roundingSlack(V):
+			for o, p := range opts.PiBottom {
+				pb[o] = p / total
+			}
+			ps /= total
+		default:
+			copy(pb, opts.PiBottom)
 		}
-		for o, p := range opts.PiBottom {
-			pb[o] = p / total
-		}
-		ps /= total
 	}
 	m := &Mechanism{values: V, piS: ps, piBot: pb, nonPart: opts.NonParticipants}
 	if m.domainSize() >= 2 {

@@ -3,6 +3,7 @@ package ddps
 import (
 	"fmt"
 	"math"
+	"slices"
 	"testing"
 
 	"gonum.org/v1/gonum/stat/distuv"
@@ -75,6 +76,91 @@ func TestDefaultMassesAreUniformAndSumToOne(t *testing.T) {
 	}
 	if math.Abs(sum-1) > 1e-15 {
 		t.Errorf("masses sum to %v", sum)
+	}
+}
+
+// Masses that sum to 1 up to rounding are kept bit for bit: perturb records
+// a mechanism's PiS and PiBottom, and estimate must rebuild the same
+// mechanism from them.
+func TestNewKeepsMassesThatSumToOneUpToRounding(t *testing.T) {
+	uniform := func(V int, ps float64) []float64 {
+		pb := make([]float64, V+1)
+		for o := range pb {
+			pb[o] = (1 - ps) / float64(V+1)
+		}
+		return pb
+	}
+	cases := []struct {
+		name string
+		o    Options
+	}{
+		// 0.1 + 16·(0.9/16) is 1 + 2⁻⁵² in floats; dividing by it made
+		// π_s 0.09999999999999998.
+		{"Adult occupation, uniform", Options{Values: 15, PiS: 0.1, PiBottom: uniform(15, 0.1)}},
+		// 0.2 + 8·(0.8/8) is 1 + 2⁻⁵².
+		{"V = 7, uniform", Options{Values: 7, PiS: 0.2, PiBottom: uniform(7, 0.2)}},
+		{"hand masses", Options{Values: 3, PiS: 0.2, PiBottom: []float64{0.1, 0.3, 0.2, 0.2}, NonParticipants: true}},
+		{"large V, uniform", Options{Values: 1 << 20, PiS: 0.3, PiBottom: uniform(1<<20, 0.3)}},
+	}
+	for _, c := range cases {
+		m, err := New(c.o)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if m.PiS() != c.o.PiS {
+			t.Errorf("%s: π_s = %.17g, want %.17g as given", c.name, m.PiS(), c.o.PiS)
+		}
+		for o, p := range m.PiBottom() {
+			if p != c.o.PiBottom[o] {
+				t.Errorf("%s: π_⊥%d = %.17g, want %.17g as given", c.name, o, p, c.o.PiBottom[o])
+				break
+			}
+		}
+	}
+	// A sum off by more than rounding (5e-10, within the tolerance) is still
+	// divided out: π_s and every π_⊥ shrink by the same factor.
+	m, err := New(Options{Values: 3, PiS: 0.2, PiBottom: []float64{0.2, 0.2, 0.2, 0.2 + 5e-10}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := 1 + 5e-10
+	if relErr(m.PiS(), 0.2/total) > 1e-15 || m.PiS() == 0.2 {
+		t.Errorf("π_s = %.17g, want 0.2/%v", m.PiS(), total)
+	}
+}
+
+// New(m.PiS(), m.PiBottom()) is m again, whether New kept the masses or
+// renormalized them, for random masses and domain sizes.
+func TestNewRebuildsItsOwnMasses(t *testing.T) {
+	r := rng.NewSeeded(11)
+	for trial := range 500 {
+		V := 1 + r.IntN(200)
+		if trial%50 == 0 {
+			V = 1 + r.IntN(1<<16)
+		}
+		ps := 0.01 + 0.98*r.Float64()
+		w := make([]float64, V+1)
+		var sw float64
+		for o := range w {
+			w[o] = 0.01 + r.Float64()
+			sw += w[o]
+		}
+		pb := make([]float64, V+1)
+		for o := range pb {
+			// Off from a sum of 1 by rounding, or by up to 5e-10 on purpose.
+			pb[o] = w[o] / sw * (1 - ps) * (1 + float64(trial%3)*2e-10*(r.Float64()-0.5))
+		}
+		m, err := New(Options{Values: V, PiS: ps, PiBottom: pb})
+		if err != nil {
+			t.Fatalf("V = %d: %v", V, err)
+		}
+		again, err := New(Options{Values: V, PiS: m.PiS(), PiBottom: m.PiBottom()})
+		if err != nil {
+			t.Fatalf("V = %d, rebuilt: %v", V, err)
+		}
+		if again.PiS() != m.PiS() || !slices.Equal(again.PiBottom(), m.PiBottom()) || again.Epsilon() != m.Epsilon() {
+			t.Fatalf("V = %d: rebuilt π_s %.17g (ε %v), want %.17g (ε %v)", V, again.PiS(), again.Epsilon(), m.PiS(), m.Epsilon())
+		}
 	}
 }
 

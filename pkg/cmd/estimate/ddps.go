@@ -66,9 +66,6 @@ type ddpsRelease struct {
 	nonParticipant string   // the category reported as ⊥0, "" if none
 	noneToken      string   // how ⊥0 is written
 	cb             *codebook.Codebook
-	// piS and epsilon as perturb recorded them (the mechanism rebuilt here
-	// renormalizes the masses, which can move π_s by an ulp).
-	piS, epsilon float64
 }
 
 func runDDPS(o *Options, in table.Reader) error {
@@ -139,27 +136,18 @@ func readDDPSRelease(in table.Reader) (*ddpsRelease, error) {
 	} else {
 		return nil, fmt.Errorf("%s: the metadata lacks the codebook; %s", name, damaged)
 	}
-	// perturb's default masses are rebuilt as the default, so that π_s is
-	// not renormalized by the rounding of their float sum.
-	uniform := (1 - piS) / float64(len(rel.values)+1)
-	for _, p := range piBot {
-		if p != uniform {
-			uniform = -1
-		}
-	}
-	if uniform >= 0 && len(piBot) == len(rel.values)+1 {
-		piBot = nil
-	}
+	// ddps.New keeps masses that sum to 1 up to rounding, so this is the
+	// mechanism perturb used, π_s and π_⊥ bit for bit.
 	rel.mech, err = ddps.New(ddps.Options{Values: len(rel.values), PiS: piS, PiBottom: piBot, NonParticipants: rel.nonParticipant != ""})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %v; %s", name, err, damaged)
 	}
-	rel.piS = piS
-	if rel.epsilon, err = meta.Float("epsilon", ""); err != nil {
+	eps, err := meta.Float("epsilon", "")
+	if err != nil {
 		return nil, fmt.Errorf("%s: %v; %s", name, err, damaged)
 	}
-	if math.Abs(rel.epsilon-rel.mech.Epsilon()) > 1e-9*max(1, rel.epsilon) {
-		return nil, fmt.Errorf("%s: the metadata says ε = %v but its π_s and π_⊥ give ε = %v; %s", name, rel.epsilon, rel.mech.Epsilon(), damaged)
+	if math.Abs(eps-rel.mech.Epsilon()) > 1e-9*max(1, eps) {
+		return nil, fmt.Errorf("%s: the metadata says ε = %v but its π_s and π_⊥ give ε = %v; %s", name, eps, rel.mech.Epsilon(), damaged)
 	}
 	return rel, nil
 }
@@ -289,7 +277,7 @@ type ddpsTrueCount struct {
 func (r ddpsResult) json() ddpsJSON {
 	rel, est := r.rel, r.est
 	out := ddpsJSON{
-		Mechanism: "ddps", PiS: rel.piS, Epsilon: rel.epsilon,
+		Mechanism: "ddps", PiS: rel.mech.PiS(), Epsilon: rel.mech.Epsilon(),
 		Participants: est.Participants.Count, ParticipantsSD: est.Participants.SD,
 		Reports: est.N, Column: rel.column, Estimator: r.estimator,
 	}

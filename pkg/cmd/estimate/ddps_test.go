@@ -219,6 +219,37 @@ func TestDDPSEstimatesMatchHandValues(t *testing.T) {
 	}
 }
 
+// estimate reports the π_s and ε that perturb recorded, to the last bit:
+// it rebuilds the same mechanism from the release's masses (also where
+// their float sum is not exactly 1, as for π_s = 0.1 and V = 15).
+func TestDDPSEstimateRebuildsTheReleasesMechanism(t *testing.T) {
+	dir := t.TempDir()
+	labels := make([]string, 15) // V = 15, as Adult's occupation
+	for i := range labels {
+		labels[i] = fmt.Sprintf("o%d", i)
+	}
+	cb := cmdtest.WriteFile(t, dir, "cb.json", `{"columns":[{"name":"job","categories":["`+strings.Join(labels, `","`)+`"]}]}`)
+	in := cmdtest.WriteFile(t, dir, "jobs.csv", lmJobsCSV(labels, []int{3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8, 9, 7, 9}))
+	for _, args := range [][]string{
+		{"--pi-s", "0.1"}, // 0.1 + 16·(0.9/16) = 1 + 2⁻⁵² in floats
+		{"--pi-s", "0.2"},
+		{"--epsilon", "1"},
+		{"--pi-s", "0.1", "--non-participant", "o14"},
+		{"--pi-s", "0.2", "--pi-bot", "0.05,0.05,0.05,0.05,0.05,0.05,0.05,0.05,0.05,0.05,0.05,0.05,0.05,0.05,0.05,0.0500000001"},
+	} {
+		rel := filepath.Join(dir, "rel.csv")
+		lmMustRun(t, "perturb", append([]string{"--mechanism", "ddps", "--column", "job", "--codebook", cb, "--seed", "1", in, "-o", rel}, args...)...)
+		_, _, meta := cmdtest.ReadTable(t, rel)
+		var res lmDDPSOut
+		lmDecode(t, lmMustRun(t, "estimate", rel, "--json"), &res)
+		piS, _ := meta.Float("pi_s", "")
+		eps, _ := meta.Float("epsilon", "")
+		if res.PiS != piS || res.Epsilon != eps {
+			t.Errorf("%v: estimate reports π_s = %.17g, ε = %.17g; the release has %.17g, %.17g", args, res.PiS, res.Epsilon, piS, eps)
+		}
+	}
+}
+
 func TestDDPSEstimateRejectsBadInput(t *testing.T) {
 	dir, cb, in, rel := lmDDPSRelease(t, "rel.csv")
 	meta, err := os.ReadFile(rel + ".meta.json")
