@@ -1,11 +1,10 @@
 package cli
 
 import (
-	"errors"
 	"fmt"
-	"io"
 	"strings"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/spf13/cobra"
 
 	"github.com/pramkit/pramkit/pkg/codebook"
@@ -83,14 +82,7 @@ func (c *CodebookFlags) Load(s *Streams, input string, columns []string) (*codeb
 		return nil, err
 	}
 	row := make([]string, len(names))
-	for {
-		rec, err := in.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, err
-		}
+	err = table.EachBatch(in, func(rec arrow.RecordBatch, first int64) error {
 		vals := make([]table.Values, len(idx))
 		for i, j := range idx {
 			vals[i] = table.ValuesOf(rec.Column(j))
@@ -100,9 +92,13 @@ func (c *CodebookFlags) Load(s *Streams, input string, columns []string) (*codeb
 				row[i] = vals[i].String(r)
 			}
 			if err := inf.Add(row); err != nil {
-				return nil, &table.DataError{File: in.Name(), Row: in.RowsRead() - rec.NumRows() + int64(r) + 1, Err: err}
+				return &table.DataError{File: in.Name(), Row: first + int64(r), Err: err}
 			}
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	cb, err := inf.Codebook()
 	if err != nil {

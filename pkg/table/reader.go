@@ -159,3 +159,21 @@ func recovered(name string, err *error) {
 		*err = errorf(name, "the file is corrupt or truncated (%v)", r)
 	}
 }
+
+// EachBatch calls fn with every batch of r, and the 1-based number of the
+// batch's first row, until the table ends (then it returns nil) or fn or
+// the reader fails. The batch is valid only during the call.
+func EachBatch(r Reader, fn func(rec arrow.RecordBatch, first int64) error) error {
+	for {
+		rec, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if err := fn(rec, r.RowsRead()-rec.NumRows()+1); err != nil {
+			return err
+		}
+	}
+}

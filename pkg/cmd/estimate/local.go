@@ -2,9 +2,7 @@ package estimate
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"maps"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -63,17 +61,9 @@ func scanColumns(in table.Reader, names []string, missing func(name string) erro
 		}
 		cols[j] = idx[0]
 	}
-	for {
-		rec, err := in.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return err
-		}
-		if err := fn(rec, cols, in.RowsRead()-rec.NumRows()+1); err != nil {
-			return err
-		}
+	err := table.EachBatch(in, func(rec arrow.RecordBatch, first int64) error { return fn(rec, cols, first) })
+	if err != nil {
+		return err
 	}
 	if in.RowsRead() == 0 {
 		return empty

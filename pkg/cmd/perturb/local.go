@@ -1,9 +1,7 @@
 package perturb
 
 import (
-	"errors"
 	"fmt"
-	"io"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -68,17 +66,8 @@ func columnIndex(in table.Reader, name string) (int, error) {
 // first row (1-based), then refuses an input without data rows. Memory:
 // one batch.
 func eachBatch(in table.Reader, fn func(rec arrow.RecordBatch, first int64) error) error {
-	for {
-		rec, err := in.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return err
-		}
-		if err := fn(rec, in.RowsRead()-rec.NumRows()+1); err != nil {
-			return err
-		}
+	if err := table.EachBatch(in, fn); err != nil {
+		return err
 	}
 	if in.RowsRead() == 0 {
 		return fmt.Errorf("%s has no data rows: nothing to randomize", in.Name())

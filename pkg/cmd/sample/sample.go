@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/spf13/cobra"
 
 	"github.com/pramkit/pramkit/pkg/cli"
@@ -402,14 +403,7 @@ func runSample(o *Options, secret []byte) error {
 	}
 	meter := o.Streams.Progress("sample: read")
 	var pos uint64
-	for {
-		rec, err := in.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return err
-		}
+	err = table.EachBatch(in, func(rec arrow.RecordBatch, _ int64) error {
 		cols := make([]table.Values, len(keep))
 		for j, c := range keep {
 			cols[j] = table.ValuesOf(rec.Column(c))
@@ -441,8 +435,12 @@ func runSample(o *Options, secret []byte) error {
 			})
 		}
 		meter.Add(int64(rows))
-	}
+		return nil
+	})
 	meter.Done()
+	if err != nil {
+		return err
+	}
 	n := int64(pos)
 	var items []sample.Item
 	switch {
