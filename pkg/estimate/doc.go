@@ -17,8 +17,11 @@
 //   - Projected: the Euclidean projection of T̂ onto the probability simplex.
 //     Never further from t than T̂ (projection onto a convex set holding t
 //     is non-expansive).
-//   - MLE: the maximum-likelihood t under the PRAM model, by EM (iterative
-//     Bayesian update), on the simplex by construction.
+//   - MLE: the maximum-likelihood t under the PRAM model, on the simplex.
+//     Exact, in closed form: the Inverse estimate of the release restricted
+//     to its most frequent values, as many as keep that estimate positive,
+//     and 0 elsewhere (see MLE). EM, the iterative Bayesian update, is
+//     kept as an option to compare with.
 //
 // Sparse representation. K may be astronomically larger than m (up to 2^62),
 // but at most m joint values are observed, and the estimators treat all
@@ -27,8 +30,8 @@
 // pairs and Vector the estimates of listed cells plus one value Rest for
 // each of the K − len(Index) others. The estimators, intervals, L2 and
 // Marginal run in memory O(observed) and time O(observed) up to a log
-// factor (times the iterations for MLE, the replicates for the bootstrap);
-// only Vector.Dense expands to K cells.
+// factor (times the iterations for MLE by EM, the replicates for the
+// bootstrap); only Vector.Dense expands to K cells.
 //
 // Also here: confidence intervals (InverseInterval; BootstrapInterval for
 // Projected and MLE), the Theorem III.4 error bound and the optimal sample

@@ -167,7 +167,7 @@ func TestSparseEstimatorsAgreeWithDenseReferences(t *testing.T) {
 		assertClose(t, name+" projection", gotP, projectByBisection(got), 1e-12)
 
 		const iters = 40
-		res, err := MLE(c, tt.gamma, EMOptions{MaxIter: iters, Tol: 1e-300})
+		res, err := MLE(c, tt.gamma, EMOptions{Iterative: true, MaxIter: iters, Tol: 1e-300})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -176,7 +176,38 @@ func TestSparseEstimatorsAgreeWithDenseReferences(t *testing.T) {
 		}
 		gotM, _ := res.Estimate.Dense()
 		assertClose(t, name+" EM", gotM, denseEM(T, tt.gamma, iters), 1e-12)
+
+		// The closed form is the maximum: its Frank–Wolfe gap, from the
+		// explicit matrix, bounds ℓ* − ℓ(x̂)/m and is 0 up to rounding.
+		exact, err := MLE(c, tt.gamma, EMOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		gotX, _ := exact.Estimate.Dense()
+		if gap := denseFrankWolfeGap(T, tt.gamma, gotX); gap > 1e-12 {
+			t.Errorf("%s: closed form has Frank–Wolfe gap %g per row", name, gap)
+		}
 	}
+}
+
+// denseFrankWolfeGap returns max_g ∂ℓ/∂x_g − ⟨∇ℓ(x), x⟩ for the
+// per-row log-likelihood ℓ(x)/m = Σ_j T(j)·ln (A x)_j, with the explicit
+// matrix: ∂ℓ/∂x_g = Σ_j T(j)·A[j, g]/(A x)_j. For the concave ℓ it bounds
+// how far ℓ(x) is below its maximum over the simplex (Jaggi, ICML 2013, §2).
+func denseFrankWolfeGap(T []float64, gamma float64, x []float64) float64 {
+	K := len(T)
+	A := denseA(K, gamma)
+	var ax mat.VecDense
+	ax.MulVec(A, mat.NewVecDense(K, x))
+	w := make([]float64, K)
+	for j := range K {
+		if T[j] > 0 {
+			w[j] = T[j] / ax.AtVec(j)
+		}
+	}
+	var grad mat.VecDense
+	grad.MulVec(A.T(), mat.NewVecDense(K, w))
+	return mat.Max(&grad) - mat.Dot(&grad, mat.NewVecDense(K, x))
 }
 
 func TestInverseHandValue(t *testing.T) {
@@ -200,7 +231,8 @@ func TestInverseHandValue(t *testing.T) {
 }
 
 func TestEstimatesAreDistributions(t *testing.T) {
-	// Projected and MLE estimates are non-negative and sum to 1 (1e-9),
+	// Projected and MLE estimates (closed form and EM) are non-negative
+	// and sum to 1 (1e-9),
 	// also for K = 2^40 with 40 observed cells, where the unobserved block
 	// holds almost all cells; Inverse sums to 1 by construction (checked
 	// for small K, where the sum is not a cancellation of 2^40 terms).
@@ -223,7 +255,11 @@ func TestEstimatesAreDistributions(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for name, v := range map[string]Vector{"projected": proj, "mle": res.Estimate} {
+		em, err := MLE(c, gamma, EMOptions{Iterative: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name, v := range map[string]Vector{"projected": proj, "mle": res.Estimate, "mle by EM": em.Estimate} {
 			if math.Abs(v.Sum()-1) > 1e-9 {
 				t.Errorf("K=%d %s sums to %.15g", K, name, v.Sum())
 			}
@@ -241,16 +277,31 @@ func TestEstimatesAreDistributions(t *testing.T) {
 
 func TestMLELogLikelihoodNeverDecreases(t *testing.T) {
 	// EM's monotonicity (Dempster–Laird–Rubin, Theorem 1), checked on the
-	// trace up to float64 rounding of a sum of m log terms (1e-12 relative).
+	// trace up to float64 rounding of a sum of m log terms (1e-12 relative);
+	// the closed form's ℓ is at or above every EM iterate's.
 	r := rng.NewSeeded(43)
 	for _, tt := range []struct {
 		K     uint64
 		gamma float64
 	}{{8, 1.5}, {32, 28.2}, {32, 2.7}, {1 << 30, 1e6}} {
 		c := randomCounts(t, r, tt.K, 20)
-		res, err := MLE(c, tt.gamma, EMOptions{})
+		res, err := MLE(c, tt.gamma, EMOptions{Iterative: true})
 		if err != nil {
 			t.Fatal(err)
+		}
+		exact, err := MLE(c, tt.gamma, EMOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(exact.LogLikelihood) != 1 || exact.Iterations != 0 || !exact.Converged {
+			t.Fatalf("K=%d: closed form reports %d iterations, converged %v, %d trace entries; want 0, true, 1",
+				tt.K, exact.Iterations, exact.Converged, len(exact.LogLikelihood))
+		}
+		top := exact.LogLikelihood[0]
+		for i, ll := range res.LogLikelihood {
+			if ll > top+1e-12*math.Abs(top) {
+				t.Fatalf("K=%d γ=%v: EM step %d has ℓ = %.17g above the closed form's %.17g", tt.K, tt.gamma, i, ll, top)
+			}
 		}
 		ll := res.LogLikelihood
 		if len(ll) != res.Iterations+1 {
@@ -272,17 +323,23 @@ func TestMLEEqualsInverseInsideTheSimplex(t *testing.T) {
 	// If A⁻¹T is a distribution, it is the unconstrained multinomial MLE
 	// of A x = T, hence the MLE. K = 4, γ = 50, q = 53, T = (0.4, 0.3,
 	// 0.2, 0.1): T̂ = (53T − 1)/49 = (0.4122, 0.3041, 0.1959, 0.0878).
+	// The closed form reaches it to rounding, EM to its stopping rule.
 	c, _ := CountsFromDense([]int64{400, 300, 200, 100})
 	inv, _ := Inverse(c, 50)
-	res, err := MLE(c, 50, EMOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, _ := res.Estimate.Dense()
 	want, _ := inv.Dense()
-	assertClose(t, "MLE vs inverse", got, want, 1e-7)
-	if !res.Converged {
-		t.Errorf("not converged after %d iterations", res.Iterations)
+	for _, tt := range []struct {
+		opts EMOptions
+		tol  float64
+	}{{EMOptions{}, 1e-15}, {EMOptions{Iterative: true}, 1e-7}} {
+		res, err := MLE(c, 50, tt.opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _ := res.Estimate.Dense()
+		assertClose(t, fmt.Sprintf("MLE %+v vs inverse", tt.opts), got, want, tt.tol)
+		if !res.Converged {
+			t.Errorf("%+v: not converged after %d iterations", tt.opts, res.Iterations)
+		}
 	}
 }
 
@@ -290,42 +347,75 @@ func TestMLESatisfiesKKTOnTheBoundary(t *testing.T) {
 	// At the constrained maximum, ∂ℓ/∂x_g /m = (1/q)((γ − 1)T(g)/(Ax)_g + ρ)
 	// equals the multiplier 1 where x_g > 0 and is ≤ 1 where x_g = 0
 	// (for unobserved cells it is ρ/q). Cases whose inverse estimate has
-	// negative cells, one with K = 2^30 (sparse).
+	// negative cells, one with K = 2^30 (sparse). The closed form meets
+	// the conditions to rounding (1e-12) in every positive cell; EM, run
+	// long, to 1e-6 in the cells it has not driven towards 0.
 	dense, _ := CountsFromDense([]int64{50, 30, 5, 2, 0, 0, 1, 12})
 	sparse := randomCounts(t, rng.NewSeeded(45), 1<<30, 20)
-	for _, tt := range []struct {
-		c     Counts
-		gamma float64
-	}{{dense, 3}, {sparse, 1e6}, {sparse, 1e9}} {
-		res, err := MLE(tt.c, tt.gamma, EMOptions{MaxIter: 200000, Tol: 1e-13})
-		if err != nil {
-			t.Fatal(err)
-		}
-		x := res.Estimate
-		m := float64(tt.c.M())
-		q := tt.gamma + float64(tt.c.K-1)
-		var rho float64
-		ax := make([]float64, len(x.Value))
-		for i, xi := range x.Value {
-			ax[i] = ((tt.gamma-1)*xi + 1) / q
-			rho += float64(tt.c.Count[i]) / m / ax[i]
-		}
-		check := func(cell string, xi, grad float64) {
-			if xi > 1e-4 && math.Abs(grad-1) > 1e-6 {
-				t.Errorf("K=%d γ=%v %s: x = %.6g, gradient %.9f ≠ 1", tt.c.K, tt.gamma, cell, xi, grad)
+	for _, alg := range []struct {
+		name        string
+		opts        EMOptions
+		tol, active float64 // gradient tolerance; cells above active must have gradient 1
+	}{
+		{"closed form", EMOptions{}, 1e-12, 0},
+		{"EM", EMOptions{Iterative: true, MaxIter: 200000, Tol: 1e-13}, 1e-6, 1e-4},
+	} {
+		for _, tt := range []struct {
+			c     Counts
+			gamma float64
+		}{{dense, 3}, {sparse, 1e6}, {sparse, 1e9}} {
+			res, err := MLE(tt.c, tt.gamma, alg.opts)
+			if err != nil {
+				t.Fatal(err)
 			}
-			if grad > 1+1e-6 {
-				t.Errorf("K=%d γ=%v %s: x = %.6g, gradient %.9f > 1", tt.c.K, tt.gamma, cell, xi, grad)
+			x := res.Estimate
+			m := float64(tt.c.M())
+			q := tt.gamma + float64(tt.c.K-1)
+			var rho float64
+			ax := make([]float64, len(x.Value))
+			for i, xi := range x.Value {
+				ax[i] = ((tt.gamma-1)*xi + 1) / q
+				rho += float64(tt.c.Count[i]) / m / ax[i]
 			}
+			check := func(cell string, xi, grad float64) {
+				if xi > alg.active && math.Abs(grad-1) > alg.tol {
+					t.Errorf("%s K=%d γ=%v %s: x = %.6g, gradient %.15f ≠ 1", alg.name, tt.c.K, tt.gamma, cell, xi, grad)
+				}
+				if grad > 1+alg.tol {
+					t.Errorf("%s K=%d γ=%v %s: x = %.6g, gradient %.15f > 1", alg.name, tt.c.K, tt.gamma, cell, xi, grad)
+				}
+			}
+			for i, xi := range x.Value {
+				check(fmt.Sprint("cell ", x.Index[i]), xi, ((tt.gamma-1)*float64(tt.c.Count[i])/m/ax[i]+rho)/q)
+			}
+			if x.Unlisted() > 0 {
+				check("unobserved", x.Rest, rho/q)
+			}
+			t.Logf("%s K=%d γ=%v: x = %.4f, rest %.3g after %d iterations (converged %v)", alg.name, tt.c.K, tt.gamma, x.Value, x.Rest, res.Iterations, res.Converged)
 		}
-		for i, xi := range x.Value {
-			check(fmt.Sprint("cell ", x.Index[i]), xi, ((tt.gamma-1)*float64(tt.c.Count[i])/m/ax[i]+rho)/q)
-		}
-		if x.Unlisted() > 0 {
-			check("unobserved", x.Rest, rho/q)
-		}
-		t.Logf("K=%d γ=%v: x = %.4f, rest %.3g after %d iterations (converged %v)", tt.c.K, tt.gamma, x.Value, x.Rest, res.Iterations, res.Converged)
 	}
+}
+
+func TestMLEHandValue(t *testing.T) {
+	// Counts (50, 30, 5, 2, 0, 0, 1, 12), m = 100, γ = 3, so β = 1/2.
+	// Sorted: 50, 30, 12, …; n_(k)(1 + kβ) − β·S_k is 50·1.5 − 25 = 50 and
+	// 30·2 − 40 = 20 (> 0), then 12·2.5 − 46 = −16, so k = 2, S_2 = 80:
+	// x = ((50 + 10)/80, (30 − 10)/80) = (0.75, 0.25), 0 elsewhere. EM from
+	// the uniform distribution heads to the same point.
+	c, _ := CountsFromDense([]int64{50, 30, 5, 2, 0, 0, 1, 12})
+	want := []float64{0.75, 0.25, 0, 0, 0, 0, 0, 0}
+	res, err := MLE(c, 3, EMOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := res.Estimate.Dense()
+	assertClose(t, "closed form", got, want, 1e-15)
+	em, err := MLE(c, 3, EMOptions{Iterative: true, MaxIter: 100000, Tol: 1e-14})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gotEM, _ := em.Estimate.Dense()
+	assertClose(t, "EM", gotEM, want, 1e-9)
 }
 
 func TestProjectionNeverIncreasesTheDistanceToADistribution(t *testing.T) {

@@ -9,7 +9,7 @@ type Method int
 const (
 	MethodInverse   Method = iota + 1 // Inverse: the paper's A⁻¹T
 	MethodProjected                   // Projected: A⁻¹T projected onto the simplex
-	MethodMLE                         // MLE: maximum likelihood by EM
+	MethodMLE                         // MLE: maximum likelihood (closed form, or EM)
 )
 
 // String returns the name ParseMethod accepts.
