@@ -44,15 +44,19 @@ values, q = γ + K − 1. --method chooses the estimator:
              unbiased, but cells can be negative;
   projected  T̂ projected onto the probability simplex (Euclidean): never
              further from the truth than T̂, in every release;
-  mle        (default) maximum likelihood under the PRAM model by EM
-             (iterative Bayesian update), started from the uniform
-             distribution; it stops when no cell changes by more than
-             --tol (1e-10) in an iteration, or after --max-iter (20000)
-             iterations. Then the log-likelihood's distance to its maximum
-             is bounded (Frank–Wolfe duality gap, loglik_gap in --json),
-             with a warning when it may exceed 0.001. On UCI Adult
-             (education × income) mle is at least as accurate as inverse
-             at every ε tested.
+  mle        (default) maximum likelihood under the PRAM model, exact,
+             in closed form: the inverse estimate of the release restricted
+             to its most frequent values, as many as keep it positive, and
+             0 for all other values. Giving --max-iter or --tol computes it
+             by EM instead (iterative Bayesian update, from the uniform
+             distribution; slow when γ is much smaller than K), to compare:
+             it stops when no cell changes by more than --tol (1e-10) in an
+             iteration, or after --max-iter (20000) iterations. The
+             log-likelihood's distance to its maximum is bounded
+             (Frank–Wolfe duality gap, loglik_gap in --json), with a
+             warning when it may exceed 0.001. On UCI Adult (education ×
+             income) mle is at least as accurate as inverse at every ε
+             tested.
 γ, n, m and the codebook come from the metadata; --gamma, -n, -m and
 --codebook override them (with a warning), and a missing item is an error
 that names its flag. K is the product of the codebook's category counts
@@ -65,10 +69,11 @@ Output columns: one per released column (the labels), then
   ci_low, ci_high  a --level (95%) confidence interval for the true share;
   truth      the true share, with --truth.
 Every value is listed, also those never observed (their estimate is not 0
-for inverse and mle). When the output has more than 1,000,000 values, only
-the observed ones are listed, plus one line with empty labels for all the
-others, and a column "cells" says how many values a line stands for (each
-of them has the line's estimate, interval and, for truth, the mean).
+for inverse, and for mle by EM). When the output has more than 1,000,000
+values, only the observed ones are listed, plus one line with empty labels
+for all the others, and a column "cells" says how many values a line
+stands for (each of them has the line's estimate, interval and, for truth,
+the mean).
 
 Intervals (--ci): wilson (default) solves |T(g) − p| ≤ z·sqrt(p(1 − p)/m)
 for the release probability p (Wilson's score interval) and maps it
@@ -102,7 +107,7 @@ when given): method, epsilon (Theorem III.2 for n, m, γ), gamma, n, m, K,
 bound (Theorem III.4, (c·√K + 1)/√m with c = 1 + K/(γ − 1), on the
 expected ℓ2 error of inverse), releases and epsilon_composed (a sample
 released r times: ln((n + m(Γ − 1))/n), Γ the product of the γ's), the
-planning optimum m_opt for this ε and its bound, the MLE's iterations, and
+planning optimum m_opt for this ε and its bound, EM's iterations, and
 l2_error with --truth. The table's metadata carries the same items.`
 
 	pramExample = `  # the researcher decrypts the release and estimates the joint distribution
@@ -130,8 +135,8 @@ func addPRAMFlags(cmd *cobra.Command, o *pramOptions) {
 	f.StringVar(&o.CI, "ci", "wilson", "gamma-diagonal: confidence intervals `KIND`: wilson, bootstrap or none")
 	f.Float64Var(&o.Level, "level", 0.95, "confidence level `L` of the intervals, in (0, 1)")
 	f.IntVar(&o.Reps, "replicates", 200, "gamma-diagonal: bootstrap replicates `N` for --ci bootstrap")
-	f.IntVar(&o.MaxIter, "max-iter", estimate.DefaultMaxIter, "gamma-diagonal: stop the MLE's EM after `N` iterations")
-	f.Float64Var(&o.Tol, "tol", estimate.DefaultTol, "gamma-diagonal: stop the MLE's EM once no cell changes by more than `T`")
+	f.IntVar(&o.MaxIter, "max-iter", estimate.DefaultMaxIter, "gamma-diagonal: compute the MLE by EM, stopped after `N` iterations (instead of exactly)")
+	f.Float64Var(&o.Tol, "tol", estimate.DefaultTol, "gamma-diagonal: compute the MLE by EM, stopped once no cell changes by more than `T` (instead of exactly)")
 	f.StringVar(&o.TruthID, "truth-id", "", "gamma-diagonal: join the --truth files by id `COLUMN` instead of by position")
 }
 
@@ -174,8 +179,8 @@ func (o *Options) parsePRAMSettings() (pramSettings, error) {
 	if !(p.Tol > 0) || math.IsInf(p.Tol, 0) {
 		return s, cli.Usagef("--tol must be a finite number > 0, got %v", p.Tol)
 	}
-	s.em = estimate.EMOptions{MaxIter: p.MaxIter, Tol: p.Tol}
 	f := o.cmd.Flags()
+	s.em = estimate.EMOptions{Iterative: f.Changed("max-iter") || f.Changed("tol"), MaxIter: p.MaxIter, Tol: p.Tol}
 	if f.Changed("gamma") && (!(p.Gamma > 1) || math.IsInf(p.Gamma, 0)) {
 		return s, cli.Usagef("--gamma must be a finite number > 1, got %v", p.Gamma)
 	}

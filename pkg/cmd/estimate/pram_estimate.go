@@ -200,7 +200,7 @@ func (o *Options) estimatePRAM(set pramSettings, rel *pramRelease, sh pramShape,
 		res.em, fit.est = &em, em.Estimate
 		res.emGap = pramEMGap(fit.counts, fit.gamma, em.Estimate)
 		if !em.Converged && res.emGap > pramMaxEMGap {
-			o.pramWarnf("the MLE's EM stopped after --max-iter %d iterations, and its log-likelihood may still be %.3g below the maximum; the estimate may be off: raise --max-iter, or use --method projected", set.em.MaxIter, res.emGap)
+			o.pramWarnf("the MLE's EM stopped after --max-iter %d iterations, and its log-likelihood may still be %.3g below the maximum; the estimate may be off: raise --max-iter, or leave out --max-iter and --tol for the exact MLE", set.em.MaxIter, res.emGap)
 		}
 	} else if fit.est, err = estimate.Run(set.method, fit.counts, fit.gamma, set.em); err != nil {
 		return nil, err
