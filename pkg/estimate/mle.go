@@ -22,9 +22,11 @@ type EMOptions struct {
 	// MaxIter bounds the number of EM iterations. Default 20000.
 	MaxIter int
 	// Tol: EM stops once max_g |x_g^(t+1) − x_g^(t)| ≤ Tol. Default 1e-10.
-	// EM converges linearly, so the distance to the maximum is about
-	// Tol/(1 − ρ) for rate ρ; ρ approaches 1 when PRAM is heavy (γ ≪ K),
-	// which is why the default is far below any statistical error.
+	// EM converges linearly at best, so the distance to the maximum is
+	// at least about Tol/(1 − ρ) for rate ρ; ρ approaches 1 when PRAM is
+	// heavy (γ ≪ K), and cells whose maximum is 0 are approached more
+	// slowly still, which is why the default is far below any
+	// statistical error.
 	Tol float64
 }
 
