@@ -759,7 +759,7 @@ func TestPRAMEMGapBoundsTheLikelihoodGap(t *testing.T) {
 		}
 		return ll
 	}
-	best, err := estimate.MLE(c, gamma, estimate.EMOptions{Tol: 1e-15, MaxIter: 1_000_000})
+	best, err := estimate.MLE(c, gamma, estimate.EMOptions{Iterative: true, Tol: 1e-15, MaxIter: 1_000_000})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -768,7 +768,7 @@ func TestPRAMEMGapBoundsTheLikelihoodGap(t *testing.T) {
 	}
 	top := loglik(best.Estimate)
 	for _, iters := range []int{1, 3, 10, 100} {
-		r, err := estimate.MLE(c, gamma, estimate.EMOptions{MaxIter: iters})
+		r, err := estimate.MLE(c, gamma, estimate.EMOptions{Iterative: true, MaxIter: iters})
 		if err != nil {
 			t.Fatal(err)
 		}
