@@ -5,6 +5,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/pramkit/pramkit/internal/adultquery"
+
 	"github.com/pramkit/pramkit/pkg/anonymize"
 	"github.com/pramkit/pramkit/pkg/rng"
 )
@@ -171,7 +173,7 @@ func TestAdultGroupPairingExplainsTheError(t *testing.T) {
 		t.Skip("an experiment on Adult")
 	}
 	tab := loadAdult(t)
-	preds := randomPredicates(tab, adultPreds, rng.NewSeeded(41))
+	preds := adultquery.RandomPredicates(&tab.Table, adultPreds, rng.NewSeeded(41))
 	const l = adultL
 	sum := map[string]float64{}
 	var nq int
@@ -183,32 +185,32 @@ func TestAdultGroupPairingExplainsTheError(t *testing.T) {
 		"C from published counts, V-state update (1 % rule)",
 	}
 	for seed := range uint64(adultRuns) {
-		rel, err := anonymize.Anonymize([]anonymize.Column{{Values: tab.s, V: tab.v}}, l, rng.NewSeeded(100+seed))
+		rel, err := anonymize.Anonymize([]anonymize.Column{{Values: tab.S, V: tab.V}}, l, rng.NewSeeded(100+seed))
 		if err != nil {
 			t.Fatal(err)
 		}
 		pub := rel.Published[0]
 		n := int64(len(rel.Order))
-		fTrue, fPub := make([]int64, tab.v), make([]int64, tab.v)
+		fTrue, fPub := make([]int64, tab.V), make([]int64, tab.V)
 		for _, row := range rel.Order {
-			fTrue[tab.s[row]]++
+			fTrue[tab.S[row]]++
 			fPub[pub[row]]++
 		}
 		tmTrue := transitions(groupPairs(fTrue, l), fTrue, l)
 		fCap := capCounts(fPub, n, l)
 		tmPub := transitions(groupPairs(fCap, l), fCap, l)
 		for _, p := range preds {
-			y, truth := make([]float64, tab.v), make([]float64, tab.v)
+			y, truth := make([]float64, tab.V), make([]float64, tab.V)
 			var nP float64
-			for _, row := range p.rows {
+			for _, row := range p.Rows {
 				if pub[row] != anonymize.NotPublished {
 					y[pub[row]]++
-					truth[tab.s[row]]++
+					truth[tab.S[row]]++
 					nP++
 				}
 			}
 			var xV []float64
-			for s := range tab.v {
+			for s := range tab.V {
 				if truth[s] < 0.02*float64(n) || truth[s] > 0.05*float64(n) {
 					continue
 				}
@@ -217,7 +219,7 @@ func TestAdultGroupPairingExplainsTheError(t *testing.T) {
 				}
 				mix := func(w []float64, tm [][]float64) float64 {
 					var num, den float64
-					for v := range tab.v {
+					for v := range tab.V {
 						if v != s {
 							num += w[v] * tm[v][s]
 							den += w[v]
@@ -225,8 +227,8 @@ func TestAdultGroupPairingExplainsTheError(t *testing.T) {
 					}
 					return num / den
 				}
-				rest, trueRest := make([]float64, tab.v), make([]float64, tab.v)
-				for v := range tab.v {
+				rest, trueRest := make([]float64, tab.V), make([]float64, tab.V)
+				for v := range tab.V {
 					rest[v] = float64(fPub[v]) - y[v]
 					trueRest[v] = float64(fTrue[v]) - truth[v]
 				}

@@ -3,6 +3,8 @@ package countquery
 import (
 	"testing"
 
+	"github.com/pramkit/pramkit/internal/adultquery"
+
 	"github.com/pramkit/pramkit/pkg/rng"
 )
 
@@ -12,15 +14,15 @@ import (
 // over ≥ 2 000 queries the mean relative error is stable to a few percent.
 func TestAdultLaplaceBaseline(t *testing.T) {
 	tab := loadAdult(t)
-	preds := randomPredicates(tab, adultPreds, rng.NewSeeded(41))
+	preds := adultquery.RandomPredicates(&tab.Table, adultPreds, rng.NewSeeded(41))
 	large, _ := adultQueries(t, tab, preds, adultL, adultRuns)
 	aprime := meanRelErr(large, ibu(t, adultL, Options{}))
 	aexact := meanRelErr(large, ibu(t, adultL, Options{ExactDecoy: true}))
 	t.Logf("selectivity 2–5 %%, %d queries: A′ paper a01 %.3f, exact a01 %.3f", len(large), aprime, aexact)
 	for _, eps := range []float64{0.01, 0.05} {
 		for _, m := range []int{1, 10, 100} {
-			lap := meanRelErr(large, func(q query) float64 {
-				got, err := LaplaceCount(int64(q.truth), eps, m)
+			lap := meanRelErr(large, func(q adultquery.Query) float64 {
+				got, err := LaplaceCount(int64(q.Truth), eps, m)
 				if err != nil {
 					t.Fatal(err)
 				}

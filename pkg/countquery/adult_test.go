@@ -1,13 +1,12 @@
 package countquery
 
 import (
-	"fmt"
 	"math"
-	"math/rand/v2"
 	"slices"
 	"strconv"
-	"strings"
 	"testing"
+
+	"github.com/pramkit/pramkit/internal/adultquery"
 
 	"github.com/pramkit/pramkit/internal/adulttest"
 	"github.com/pramkit/pramkit/pkg/anonymize"
@@ -18,11 +17,8 @@ import (
 // sensitive attribute ("?" a value of its own, as the spec treats missing
 // values), nine non-sensitive attributes serve in predicates.
 type adultTable struct {
-	n      int
-	s      []uint32   // occupation
-	v      int        // occupation codebook size (15)
-	nsa    [][]uint32 // [attribute][row]
-	labels []string   // occupation labels by index
+	adultquery.Table          // S: occupation, V: its codebook size (15), NSA: [attribute][row]
+	labels           []string // occupation labels by index
 }
 
 func bucketAge(a string) string {
@@ -84,9 +80,9 @@ func loadAdult(t *testing.T) *adultTable {
 		}
 		return out
 	}
-	tab := &adultTable{n: len(rows)}
-	tab.s, tab.labels = encode(column(col("occupation"), nil))
-	tab.v = len(tab.labels)
+	tab := &adultTable{Table: adultquery.Table{N: len(rows)}}
+	tab.S, tab.labels = encode(column(col("occupation"), nil))
+	tab.V = len(tab.labels)
 	for _, a := range []struct {
 		name string
 		f    func(string) string
@@ -95,120 +91,24 @@ func loadAdult(t *testing.T) *adultTable {
 		{"relationship", nil}, {"race", nil}, {"sex", nil}, {"hours-per-week", bucketHours}, {"income", nil},
 	} {
 		codes, _ := encode(column(col(a.name), a.f))
-		tab.nsa = append(tab.nsa, codes)
+		tab.NSA = append(tab.NSA, codes)
 	}
 	return tab
 }
 
-// predicate is a conjunction of equality conditions on NSA attributes, with
-// the rows of D satisfying it.
-type predicate struct {
-	attrs  []int
-	values []uint32
-	rows   []uint32
-}
-
-// randomPredicates draws distinct conjunctions of 1–3 conditions; the values
-// come from a random row, so every predicate matches at least one row (the
-// paper's query pool, §9.1: random NSA predicates, each combined with every
-// sensitive value).
-func randomPredicates(tab *adultTable, count int, r *rand.Rand) []predicate {
-	seen := map[string]bool{}
-	var out []predicate
-	for len(out) < count {
-		d := 1 + r.IntN(3)
-		attrs := r.Perm(len(tab.nsa))[:d]
-		slices.Sort(attrs)
-		row := r.IntN(tab.n)
-		p := predicate{attrs: attrs}
-		var key strings.Builder
-		for _, a := range attrs {
-			p.values = append(p.values, tab.nsa[a][row])
-			fmt.Fprintf(&key, "%d=%d;", a, tab.nsa[a][row])
-		}
-		if seen[key.String()] {
-			continue
-		}
-		seen[key.String()] = true
-	rows:
-		for row := range tab.n {
-			for i, a := range p.attrs {
-				if tab.nsa[a][row] != p.values[i] {
-					continue rows
-				}
-			}
-			p.rows = append(p.rows, uint32(row))
-		}
-		out = append(out, p)
-	}
-	return out
-}
-
-// query is one (P, s) count: its truth over the published rows and the
-// state counts y (Figure 3 order) observed in the published table.
-type query struct {
-	pred  int
-	s     uint32
-	truth float64
-	y     [4]float64
-}
-
-// observe returns the queries (every predicate with every value) whose true
-// count over the published rows is in [lo, hi], for a table published with
-// per-row values pub (anonymize.NotPublished for dropped rows). This is the
-// one pass over D′ a caller makes: y needs the counts of s among the P rows
-// and in all of D′.
-func observe(tab *adultTable, preds []predicate, pub []uint32, lo, hi float64) []query {
-	fPrime := make([]float64, tab.v)
-	var n float64
-	for _, x := range pub {
-		if x != anonymize.NotPublished {
-			fPrime[x]++
-			n++
-		}
-	}
-	var out []query
-	truth := make([]float64, tab.v)
-	pubP := make([]float64, tab.v)
-	for pi, p := range preds {
-		clear(truth)
-		clear(pubP)
-		var nP float64
-		for _, row := range p.rows {
-			if pub[row] == anonymize.NotPublished {
-				continue
-			}
-			nP++
-			truth[tab.s[row]]++
-			pubP[pub[row]]++
-		}
-		for s := range tab.v {
-			if truth[s] < lo || truth[s] > hi {
-				continue
-			}
-			y3 := pubP[s]
-			out = append(out, query{
-				pred: pi, s: uint32(s), truth: truth[s],
-				y: [4]float64{n - nP - (fPrime[s] - y3), fPrime[s] - y3, nP - y3, y3},
-			})
-		}
-	}
-	return out
-}
-
 // meanRelErr averages |est − truth|/truth over the queries.
-func meanRelErr(qs []query, est func(q query) float64) float64 {
+func meanRelErr(qs []adultquery.Query, est func(q adultquery.Query) float64) float64 {
 	var sum float64
 	for _, q := range qs {
-		sum += math.Abs(est(q)-q.truth) / q.truth
+		sum += math.Abs(est(q)-q.Truth) / q.Truth
 	}
 	return sum / float64(len(qs))
 }
 
 // ibu returns the A′ estimator with options opt, failing t on errors.
-func ibu(t *testing.T, l int, opt Options) func(q query) float64 {
-	return func(q query) float64 {
-		e, err := Predicate(q.y, l, opt)
+func ibu(t *testing.T, l int, opt Options) func(q adultquery.Query) float64 {
+	return func(q adultquery.Query) float64 {
+		e, err := Predicate(q.Y, l, opt)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -225,16 +125,16 @@ const (
 // adultQueries publishes occupation with A′ (ℓ′ = l) runs times and returns
 // the large (selectivity 2–5 % of N) and small (true count 1–10) queries
 // observed in the releases.
-func adultQueries(t *testing.T, tab *adultTable, preds []predicate, l, runs int) (large, small []query) {
+func adultQueries(t *testing.T, tab *adultTable, preds []adultquery.Predicate, l, runs int) (large, small []adultquery.Query) {
 	t.Helper()
 	for seed := range uint64(runs) {
-		rel, err := anonymize.Anonymize([]anonymize.Column{{Values: tab.s, V: tab.v}}, l, rng.NewSeeded(100+seed))
+		rel, err := anonymize.Anonymize([]anonymize.Column{{Values: tab.S, V: tab.V}}, l, rng.NewSeeded(100+seed))
 		if err != nil {
 			t.Fatal(err)
 		}
 		n := float64(len(rel.Order))
-		large = append(large, observe(tab, preds, rel.Published[0], 0.02*n, 0.05*n)...)
-		small = append(small, observe(tab, preds, rel.Published[0], 1, 10)...)
+		large = append(large, adultquery.Observe(&tab.Table, preds, rel.Published[0], 0.02*n, 0.05*n)...)
+		small = append(small, adultquery.Observe(&tab.Table, preds, rel.Published[0], 1, 10)...)
 	}
 	return large, small
 }
@@ -249,17 +149,17 @@ func counts64(s []uint32, v int) []int64 {
 // sample with 50 occupations) and large errors for counts ≤ 10.
 func TestAdultCountQueryAccuracy(t *testing.T) {
 	tab := loadAdult(t)
-	fc := counts64(tab.s, tab.v)
+	fc := counts64(tab.S, tab.V)
 	if got := anonymize.LargestFeasibleL(fc); got != 7 {
 		t.Errorf("Adult occupation allows ℓ′ ≤ %d, spec says 7", got)
 	}
-	preds := randomPredicates(tab, adultPreds, rng.NewSeeded(41))
+	preds := adultquery.RandomPredicates(&tab.Table, adultPreds, rng.NewSeeded(41))
 	large, small := adultQueries(t, tab, preds, adultL, adultRuns)
 	if len(large) < 300 || len(small) < 300 {
 		t.Fatalf("only %d large and %d small queries", len(large), len(small))
 	}
 	t.Logf("Adult N = %d, V = %d occupations (\"?\" its own value), ℓ′ = %d, %d predicates, %d releases: %d queries with selectivity 2–5 %%, %d with true count 1–10",
-		tab.n, tab.v, adultL, len(preds), adultRuns, len(large), len(small))
+		tab.N, tab.V, adultL, len(preds), adultRuns, len(large), len(small))
 
 	tightOpt := func(o Options) Options { o.Tolerance, o.MaxIter = 1e-9, 100_000; return o }
 	variants := []struct {
@@ -283,7 +183,7 @@ func TestAdultCountQueryAccuracy(t *testing.T) {
 		errs[vnt.name] = e
 		t.Logf("A′ IBU, %-40s mean relative error: selectivity 2–5 %% %.3f, counts ≤ 10 %.3f", vnt.name, e[0], e[1])
 	}
-	raw := func(q query) float64 { return q.y[3] }
+	raw := func(q adultquery.Query) float64 { return q.Y[3] }
 	t.Logf("A′, raw count of (P, s) in D′, no estimation        mean relative error: selectivity 2–5 %% %.3f, counts ≤ 10 %.3f",
 		meanRelErr(large, raw), meanRelErr(small, raw))
 
@@ -294,20 +194,20 @@ func TestAdultCountQueryAccuracy(t *testing.T) {
 	// is model bias: Anatomy's group creation pairs values by bucket size, so
 	// a non-s row's chance of sharing a group with s depends on its own value.
 	var predicted float64
-	bias := make([]float64, tab.v)
-	nq := make([]float64, tab.v)
+	bias := make([]float64, tab.V)
+	nq := make([]float64, tab.V)
 	conv := ibu(t, adultL, tightOpt(Options{ExactDecoy: true}))
 	for _, q := range large {
-		n := q.y[0] + q.y[1] + q.y[2] + q.y[3]
-		x3, x2 := q.truth, q.y[2]+q.y[3]-q.truth
-		a01, p := DecoyProb(float64(fc[q.s]), n, adultL, true), 1.0/adultL
+		n := q.Y[0] + q.Y[1] + q.Y[2] + q.Y[3]
+		x3, x2 := q.Truth, q.Y[2]+q.Y[3]-q.Truth
+		a01, p := DecoyProb(float64(fc[q.S]), n, adultL, true), 1.0/adultL
 		sd := math.Sqrt(x3*p*(1-p)+x2*a01*(1-a01)) / (p - a01)
 		predicted += math.Sqrt(2/math.Pi) * sd / x3
-		bias[q.s] += (conv(q) - x3) / x3
-		nq[q.s]++
+		bias[q.S] += (conv(q) - x3) / x3
+		nq[q.S]++
 	}
 	t.Logf("4-state model's own prediction of the converged exact-a01 error: %.3f", predicted/float64(len(large)))
-	for s := range tab.v {
+	for s := range tab.V {
 		if nq[s] > 0 {
 			t.Logf("  %-18s f_s = %4d: %4.0f queries, mean signed relative error %+.3f (exact a01, converged)", tab.labels[s], fc[s], nq[s], bias[s]/nq[s])
 		}
@@ -315,7 +215,7 @@ func TestAdultCountQueryAccuracy(t *testing.T) {
 
 	var iters []int
 	for _, q := range large {
-		e, _ := Predicate(q.y, adultL, Options{})
+		e, _ := Predicate(q.Y, adultL, Options{})
 		iters = append(iters, e.Iterations)
 	}
 	slices.Sort(iters)
@@ -346,7 +246,7 @@ func TestAdultCountQueryAccuracy(t *testing.T) {
 // on the same predicates (§9.4), and A′ across ℓ′ (Figure 4).
 func TestAdultBaselines(t *testing.T) {
 	tab := loadAdult(t)
-	preds := randomPredicates(tab, adultPreds, rng.NewSeeded(41))
+	preds := adultquery.RandomPredicates(&tab.Table, adultPreds, rng.NewSeeded(41))
 	large, _ := adultQueries(t, tab, preds, adultL, adultRuns)
 	aprime := meanRelErr(large, ibu(t, adultL, Options{}))
 	aexact := meanRelErr(large, ibu(t, adultL, Options{ExactDecoy: true}))
@@ -355,13 +255,13 @@ func TestAdultBaselines(t *testing.T) {
 	var anatomyErr float64
 	var anatomyQueries int
 	for seed := range uint64(adultRuns) {
-		rel, err := anonymize.Anatomize(tab.s, tab.v, adultL, rng.NewSeeded(200+seed))
+		rel, err := anonymize.Anatomize(tab.S, tab.V, adultL, rng.NewSeeded(200+seed))
 		if err != nil {
 			t.Fatal(err)
 		}
 		groups := len(rel.ST) / rel.L
 		sizes := make([]int64, groups)
-		perValue := make([][]int64, tab.v) // [s][g] = c_g(s)
+		perValue := make([][]int64, tab.V) // [s][g] = c_g(s)
 		for s := range perValue {
 			perValue[s] = make([]int64, groups)
 		}
@@ -370,46 +270,46 @@ func TestAdultBaselines(t *testing.T) {
 			perValue[e.Value][e.Group] += int64(e.Count)
 		}
 		// Truth over the rows Anatomy kept: observe with the true values.
-		kept := slices.Clone(tab.s)
+		kept := slices.Clone(tab.S)
 		for _, row := range rel.Dropped {
 			kept[row] = anonymize.NotPublished
 		}
 		n := float64(len(rel.Order))
-		qs := observe(tab, preds, kept, 0.02*n, 0.05*n)
+		qs := adultquery.Observe(&tab.Table, preds, kept, 0.02*n, 0.05*n)
 		matches := make([]int64, groups)
 		last := -1
 		for _, q := range qs {
-			if q.pred != last {
+			if q.Pred != last {
 				clear(matches)
-				for _, row := range preds[q.pred].rows {
+				for _, row := range preds[q.Pred].Rows {
 					if g := rel.GroupOf[row]; g != anonymize.NotPublished {
 						matches[g]++
 					}
 				}
-				last = q.pred
+				last = q.Pred
 			}
-			est, err := AnatomyCount(matches, perValue[q.s], sizes)
+			est, err := AnatomyCount(matches, perValue[q.S], sizes)
 			if err != nil {
 				t.Fatal(err)
 			}
-			anatomyErr += math.Abs(est-q.truth) / q.truth
+			anatomyErr += math.Abs(est-q.Truth) / q.Truth
 		}
 		anatomyQueries += len(qs)
 	}
 	anatomyErr /= float64(anatomyQueries)
 
 	// Global randomization with retention 1/ℓ′ over the 15 occupations.
-	keep := (float64(tab.v)/adultL - 1) / float64(tab.v-1)
-	var globalLarge []query
+	keep := (float64(tab.V)/adultL - 1) / float64(tab.V-1)
+	var globalLarge []adultquery.Query
 	for seed := range uint64(adultRuns) {
-		pub, err := anonymize.Randomize(tab.s, tab.v, keep, rng.NewSeeded(300+seed))
+		pub, err := anonymize.Randomize(tab.S, tab.V, keep, rng.NewSeeded(300+seed))
 		if err != nil {
 			t.Fatal(err)
 		}
-		globalLarge = append(globalLarge, observe(tab, preds, pub, 0.02*float64(tab.n), 0.05*float64(tab.n))...)
+		globalLarge = append(globalLarge, adultquery.Observe(&tab.Table, preds, pub, 0.02*float64(tab.N), 0.05*float64(tab.N))...)
 	}
-	globalErr := meanRelErr(globalLarge, func(q query) float64 {
-		est, err := GlobalCount(int64(q.y[3]), int64(q.y[2]+q.y[3]), tab.v, keep)
+	globalErr := meanRelErr(globalLarge, func(q adultquery.Query) float64 {
+		est, err := GlobalCount(int64(q.Y[3]), int64(q.Y[2]+q.Y[3]), tab.V, keep)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -442,13 +342,13 @@ func TestAdultBaselines(t *testing.T) {
 // estimated over the 8 states of Eq. 13.
 func TestAdultTwoSensitiveAttributes(t *testing.T) {
 	tab := loadAdult(t)
-	age := tab.nsa[0] // age buckets, sensitive here
+	age := tab.NSA[0] // age buckets, sensitive here
 	const va = 6
-	if tab.v != 15 {
-		t.Fatalf("%d occupations, this test sizes its tables for 15", tab.v)
+	if tab.V != 15 {
+		t.Fatalf("%d occupations, this test sizes its tables for 15", tab.V)
 	}
-	l := min(anonymize.LargestFeasibleL(counts64(tab.s, tab.v)), anonymize.LargestFeasibleL(counts64(age, va)))
-	rel, err := anonymize.Anonymize([]anonymize.Column{{Values: tab.s, V: tab.v}, {Values: age, V: va}}, l, rng.NewSeeded(400))
+	l := min(anonymize.LargestFeasibleL(counts64(tab.S, tab.V)), anonymize.LargestFeasibleL(counts64(age, va)))
+	rel, err := anonymize.Anonymize([]anonymize.Column{{Values: tab.S, V: tab.V}, {Values: age, V: va}}, l, rng.NewSeeded(400))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -460,9 +360,9 @@ func TestAdultTwoSensitiveAttributes(t *testing.T) {
 		all[occPub[row]][agePub[row]]++
 		n++
 	}
-	var preds []predicate
-	for _, p := range randomPredicates(tab, 600, rng.NewSeeded(42)) {
-		if !slices.Contains(p.attrs, 0) { // predicates on the other NSA only
+	var preds []adultquery.Predicate
+	for _, p := range adultquery.RandomPredicates(&tab.Table, 600, rng.NewSeeded(42)) {
+		if !slices.Contains(p.Attrs, 0) { // predicates on the other NSA only
 			preds = append(preds, p)
 		}
 	}
@@ -471,15 +371,15 @@ func TestAdultTwoSensitiveAttributes(t *testing.T) {
 	for _, p := range preds {
 		var inP, truth [15][va]float64
 		var nP float64
-		for _, row := range p.rows {
+		for _, row := range p.Rows {
 			if occPub[row] == anonymize.NotPublished {
 				continue
 			}
 			inP[occPub[row]][agePub[row]]++
-			truth[tab.s[row]][age[row]]++
+			truth[tab.S[row]][age[row]]++
 			nP++
 		}
-		for s1 := range tab.v {
+		for s1 := range tab.V {
 			for s2 := range va {
 				x := truth[s1][s2]
 				if x < 0.005*n || x > 0.05*n {
@@ -487,7 +387,7 @@ func TestAdultTwoSensitiveAttributes(t *testing.T) {
 				}
 				// y over the 8 states State(P, occ = s1, age = s2).
 				var y [8]float64
-				for a := range tab.v {
+				for a := range tab.V {
 					for b := range va {
 						k := State(false, a == s1, b == s2)
 						y[k] += all[a][b] - inP[a][b]

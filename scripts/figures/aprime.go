@@ -3,9 +3,9 @@ package main
 import (
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"slices"
-	"strings"
+
+	"github.com/pramkit/pramkit/internal/adultquery"
 
 	"github.com/pramkit/pramkit/pkg/anonymize"
 	"github.com/pramkit/pramkit/pkg/countquery"
@@ -20,117 +20,17 @@ var predicateAttrs = []string{"age", "workclass", "education", "marital-status",
 const sensitiveAttr = "occupation"
 
 // countTable is Adult as the count-query experiment sees it: the sensitive
-// column s (V values, "?" one of them) and the predicate attributes.
-type countTable struct {
-	n   int
-	s   []uint32
-	v   int
-	nsa [][]uint32 // [attribute][row], predicateAttrs order
-}
+// column S (V values, "?" one of them) and the predicate attributes NSA in
+// predicateAttrs order.
+type countTable = adultquery.Table
 
 func newCountTable(a *adult) *countTable {
 	s, c := a.column(sensitiveAttr)
-	t := &countTable{n: a.n, s: s, v: c.K()}
+	t := &countTable{N: a.n, S: s, V: c.K()}
 	for _, name := range predicateAttrs {
-		t.nsa = append(t.nsa, a.cols[name])
+		t.NSA = append(t.NSA, a.cols[name])
 	}
 	return t
-}
-
-// predicate is a conjunction of equality conditions on predicate
-// attributes, with the rows of D that satisfy it.
-type predicate struct {
-	attrs  []int
-	values []uint32
-	rows   []uint32
-}
-
-// randomPredicates draws count distinct conjunctions of 1–3 conditions on
-// distinct attributes, the values taken from a uniformly random row so that
-// each matches at least one row; each is later combined with every
-// sensitive value (the paper's query pool, §9.1). This is the generator of
-// pkg/countquery/adult_test.go (there unexported): same draws in the same
-// order, so the same seed gives the same pool.
-func randomPredicates(t *countTable, count int, r *rand.Rand) []predicate {
-	seen := map[string]bool{}
-	var out []predicate
-	for len(out) < count {
-		d := 1 + r.IntN(3)
-		attrs := r.Perm(len(t.nsa))[:d]
-		slices.Sort(attrs)
-		row := r.IntN(t.n)
-		p := predicate{attrs: attrs}
-		var key strings.Builder
-		for _, a := range attrs {
-			p.values = append(p.values, t.nsa[a][row])
-			fmt.Fprintf(&key, "%d=%d;", a, t.nsa[a][row])
-		}
-		if seen[key.String()] {
-			continue
-		}
-		seen[key.String()] = true
-	rows:
-		for row := range t.n {
-			for i, a := range p.attrs {
-				if t.nsa[a][row] != p.values[i] {
-					continue rows
-				}
-			}
-			p.rows = append(p.rows, uint32(row))
-		}
-		out = append(out, p)
-	}
-	return out
-}
-
-// query is one (P, s) count: its true value over the published rows and
-// the four state counts y of Figure 3 (P̄s̄, P̄s, Ps̄, Ps) in the published
-// table.
-type query struct {
-	pred  int
-	s     uint32
-	truth float64
-	y     [4]float64
-}
-
-// observe returns the queries (every predicate with every value s) whose
-// true count over the published rows lies in [lo, hi], for a column
-// published as pub (anonymize.NotPublished for dropped rows); truth is
-// counted from t.s over the same rows.
-func observe(t *countTable, preds []predicate, pub []uint32, lo, hi float64) []query {
-	fPrime := make([]float64, t.v)
-	var n float64
-	for _, x := range pub {
-		if x != anonymize.NotPublished {
-			fPrime[x]++
-			n++
-		}
-	}
-	var out []query
-	truth := make([]float64, t.v)
-	pubP := make([]float64, t.v)
-	for pi, p := range preds {
-		clear(truth)
-		clear(pubP)
-		var nP float64
-		for _, row := range p.rows {
-			if pub[row] == anonymize.NotPublished {
-				continue
-			}
-			nP++
-			truth[t.s[row]]++
-			pubP[pub[row]]++
-		}
-		for s := range t.v {
-			if truth[s] < lo || truth[s] > hi {
-				continue
-			}
-			y3 := pubP[s]
-			out = append(out, query{pred: pi, s: uint32(s), truth: truth[s],
-				y: [4]float64{n - nP - (fPrime[s] - y3), fPrime[s] - y3, nP - y3, y3}})
-		}
-	}
-	return out
 }
 
 // Series of anonymize_error_vs_l, in legend order.
@@ -181,34 +81,34 @@ func bounds(r int, n float64) (lo, hi float64) {
 // exact average; Anatomy with Xiao and Tao's estimator; global
 // randomization, with keep = (V/ℓ′ − 1)/(V − 1) so that a row retains its
 // value with probability 1/ℓ′ as in §9.4, with the unbiased inverse.
-func countRelease(t *countTable, preds []predicate, l int, seed uint64, name string) (res [numRanges][numSeries]relErr, err error) {
+func countRelease(t *countTable, preds []adultquery.Predicate, l int, seed uint64, name string) (res [numRanges][numSeries]relErr, err error) {
 	// A′.
-	rel, err := anonymize.Anonymize([]anonymize.Column{{Values: t.s, V: t.v}}, l, stream(seed, name+"/aprime"))
+	rel, err := anonymize.Anonymize([]anonymize.Column{{Values: t.S, V: t.V}}, l, stream(seed, name+"/aprime"))
 	if err != nil {
 		return res, fmt.Errorf("countRelease: %w", err)
 	}
 	n := float64(len(rel.Order))
 	for rg := range numRanges {
 		lo, hi := bounds(rg, n)
-		for _, q := range observe(t, preds, rel.Published[0], lo, hi) {
+		for _, q := range adultquery.Observe(t, preds, rel.Published[0], lo, hi) {
 			for _, sr := range []int{seriesExact, seriesPaper} {
-				e, err := countquery.Predicate(q.y, l, countquery.Options{ExactDecoy: sr == seriesExact})
+				e, err := countquery.Predicate(q.Y, l, countquery.Options{ExactDecoy: sr == seriesExact})
 				if err != nil {
 					return res, fmt.Errorf("countRelease: %w", err)
 				}
-				res[rg][sr].add(e.Count, q.truth)
+				res[rg][sr].add(e.Count, q.Truth)
 			}
 		}
 	}
 
 	// Anatomy: est = Σ_g m_g · c_g(s)/n_g over the published groups.
-	an, err := anonymize.Anatomize(t.s, t.v, l, stream(seed, name+"/anatomy"))
+	an, err := anonymize.Anatomize(t.S, t.V, l, stream(seed, name+"/anatomy"))
 	if err != nil {
 		return res, fmt.Errorf("countRelease: %w", err)
 	}
 	groups := len(an.ST) / an.L
 	sizes := make([]int64, groups)
-	perValue := make([][]int64, t.v) // [s][g] = c_g(s)
+	perValue := make([][]int64, t.V) // [s][g] = c_g(s)
 	for s := range perValue {
 		perValue[s] = make([]int64, groups)
 	}
@@ -216,7 +116,7 @@ func countRelease(t *countTable, preds []predicate, l int, seed uint64, name str
 		sizes[e.Group] += int64(e.Count)
 		perValue[e.Value][e.Group] += int64(e.Count)
 	}
-	kept := slices.Clone(t.s) // the truth over the rows Anatomy kept
+	kept := slices.Clone(t.S) // the truth over the rows Anatomy kept
 	for _, row := range an.Dropped {
 		kept[row] = anonymize.NotPublished
 	}
@@ -225,38 +125,38 @@ func countRelease(t *countTable, preds []predicate, l int, seed uint64, name str
 	for rg := range numRanges {
 		lo, hi := bounds(rg, n)
 		last := -1
-		for _, q := range observe(t, preds, kept, lo, hi) {
-			if q.pred != last {
+		for _, q := range adultquery.Observe(t, preds, kept, lo, hi) {
+			if q.Pred != last {
 				clear(matches)
-				for _, row := range preds[q.pred].rows {
+				for _, row := range preds[q.Pred].Rows {
 					if g := an.GroupOf[row]; g != anonymize.NotPublished {
 						matches[g]++
 					}
 				}
-				last = q.pred
+				last = q.Pred
 			}
-			est, err := countquery.AnatomyCount(matches, perValue[q.s], sizes)
+			est, err := countquery.AnatomyCount(matches, perValue[q.S], sizes)
 			if err != nil {
 				return res, fmt.Errorf("countRelease: %w", err)
 			}
-			res[rg][seriesAnatomy].add(est, q.truth)
+			res[rg][seriesAnatomy].add(est, q.Truth)
 		}
 	}
 
 	// Global randomization (mechanism A), every row published.
-	keep := (float64(t.v)/float64(l) - 1) / float64(t.v-1)
-	pub, err := anonymize.Randomize(t.s, t.v, keep, stream(seed, name+"/global"))
+	keep := (float64(t.V)/float64(l) - 1) / float64(t.V-1)
+	pub, err := anonymize.Randomize(t.S, t.V, keep, stream(seed, name+"/global"))
 	if err != nil {
 		return res, fmt.Errorf("countRelease: %w", err)
 	}
 	for rg := range numRanges {
-		lo, hi := bounds(rg, float64(t.n))
-		for _, q := range observe(t, preds, pub, lo, hi) {
-			est, err := countquery.GlobalCount(int64(q.y[3]), int64(q.y[2]+q.y[3]), t.v, keep)
+		lo, hi := bounds(rg, float64(t.N))
+		for _, q := range adultquery.Observe(t, preds, pub, lo, hi) {
+			est, err := countquery.GlobalCount(int64(q.Y[3]), int64(q.Y[2]+q.Y[3]), t.V, keep)
 			if err != nil {
 				return res, fmt.Errorf("countRelease: %w", err)
 			}
-			res[rg][seriesGlobal].add(est, q.truth)
+			res[rg][seriesGlobal].add(est, q.Truth)
 		}
 	}
 	return res, nil
@@ -272,7 +172,7 @@ type countPoint struct {
 
 // measureCounts runs releases publications per ℓ′ in ls, spread over
 // workers; publication k at ℓ′ draws from stream(seed, "anonymize/l=…/release=k/…").
-func measureCounts(t *countTable, preds []predicate, ls []int, releases, workers int, seed uint64) ([]countPoint, error) {
+func measureCounts(t *countTable, preds []adultquery.Predicate, ls []int, releases, workers int, seed uint64) ([]countPoint, error) {
 	raw := make([][numRanges][numSeries]relErr, len(ls)*releases)
 	err := parallel(len(raw), workers, func(_, k int) error {
 		l := ls[k/releases]

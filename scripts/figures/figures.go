@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/pramkit/pramkit/internal/adultquery"
+
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
@@ -245,7 +247,7 @@ func errorVsEpsilon(a *adult, o options, sum io.Writer) (string, error) {
 // count queries against ℓ′, A′ beside Anatomy and global randomization.
 func anonymizeErrorVsL(a *adult, o options, sum io.Writer) (string, error) {
 	t := newCountTable(a)
-	fc, err := anonymize.Counts(t.s, t.v)
+	fc, err := anonymize.Counts(t.S, t.V)
 	if err != nil {
 		return "", err
 	}
@@ -257,7 +259,7 @@ func anonymizeErrorVsL(a *adult, o options, sum io.Writer) (string, error) {
 	for l := 2; l <= lmax; l++ {
 		ls = append(ls, l)
 	}
-	preds := randomPredicates(t, o.predicates, stream(o.seed, "anonymize/predicates"))
+	preds := adultquery.RandomPredicates(t, o.predicates, stream(o.seed, "anonymize/predicates"))
 	pts, err := measureCounts(t, preds, ls, o.releases, o.workers, o.seed)
 	if err != nil {
 		return "", err
@@ -319,12 +321,12 @@ func anonymizeErrorVsL(a *adult, o options, sum io.Writer) (string, error) {
 		panels = append(panels, p)
 	}
 	title := fmt.Sprintf("Count queries on Adult, occupation sensitive (V = %d): %d random predicates × every occupation, %d publication%s per ℓ′ and mechanism",
-		t.v, len(preds), o.releases, plural(o.releases))
+		t.V, len(preds), o.releases, plural(o.releases))
 	if err := savePNG(filepath.Join(o.out, "anonymize_error_vs_l.png"), 26*vg.Centimeter, 11*vg.Centimeter, title, panels...); err != nil {
 		return "", err
 	}
 
-	fmt.Fprintf(sum, "anonymize_error_vs_l (%s sensitive, %d predicates × %d values, %d publications per ℓ′ and mechanism), mean relative error:\n", sensitiveAttr, len(preds), t.v, o.releases)
+	fmt.Fprintf(sum, "anonymize_error_vs_l (%s sensitive, %d predicates × %d values, %d publications per ℓ′ and mechanism), mean relative error:\n", sensitiveAttr, len(preds), t.V, o.releases)
 	for _, pt := range pts {
 		fmt.Fprintf(sum, "  ℓ′ = %d:", pt.L)
 		for rg := range numRanges {

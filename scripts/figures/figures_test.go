@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pramkit/pramkit/internal/adultquery"
+
 	"github.com/pramkit/pramkit/internal/adulttest"
 	"github.com/pramkit/pramkit/internal/stattest"
 	"github.com/pramkit/pramkit/pkg/estimate"
@@ -258,28 +260,28 @@ func TestRandomPredicatesMatchExactlyTheirRows(t *testing.T) {
 		t.Fatal(err)
 	}
 	ct := newCountTable(a)
-	preds := randomPredicates(ct, 50, stream(3, "test/predicates"))
+	preds := adultquery.RandomPredicates(ct, 50, stream(3, "test/predicates"))
 	keys := map[string]bool{}
 	for _, p := range preds {
-		if d := len(p.attrs); d < 1 || d > 3 {
+		if d := len(p.Attrs); d < 1 || d > 3 {
 			t.Fatalf("%d conditions", d)
 		}
 		var key strings.Builder
 		var want []uint32
-		for row := range ct.n {
+		for row := range ct.N {
 			ok := true
-			for i, at := range p.attrs {
-				ok = ok && ct.nsa[at][row] == p.values[i]
+			for i, at := range p.Attrs {
+				ok = ok && ct.NSA[at][row] == p.Values[i]
 			}
 			if ok {
 				want = append(want, uint32(row))
 			}
 		}
-		if len(want) == 0 || !slices.Equal(p.rows, want) {
-			t.Errorf("predicate %v=%v: %d rows listed, %d match", p.attrs, p.values, len(p.rows), len(want))
+		if len(want) == 0 || !slices.Equal(p.Rows, want) {
+			t.Errorf("predicate %v=%v: %d rows listed, %d match", p.Attrs, p.Values, len(p.Rows), len(want))
 		}
-		for i, at := range p.attrs {
-			key.WriteString(predicateAttrs[at] + "=" + strconv.Itoa(int(p.values[i])) + ";")
+		for i, at := range p.Attrs {
+			key.WriteString(predicateAttrs[at] + "=" + strconv.Itoa(int(p.Values[i])) + ";")
 		}
 		if keys[key.String()] {
 			t.Errorf("predicate %s drawn twice", key.String())
