@@ -167,3 +167,25 @@ func Inputs(args []string) []string {
 func NotImplemented(cmd *cobra.Command, _ []string) error {
 	return fmt.Errorf("not implemented yet: see the project's open issues")
 }
+
+// RunE builds a command's RunE: bind records the command and its arguments
+// in the options, then runF runs (a stub, in flag-parsing tests) or, when
+// runF is nil, run does the work.
+func RunE[O any](opts *O, bind func(c *cobra.Command, args []string), runF, run func(*O) error) func(*cobra.Command, []string) error {
+	return func(c *cobra.Command, args []string) error {
+		bind(c, args)
+		if runF != nil {
+			return runF(opts)
+		}
+		return run(opts)
+	}
+}
+
+// FirstArg is the input file of a command that takes at most one ("" for
+// standard input).
+func FirstArg(args []string) string {
+	if len(args) == 0 {
+		return ""
+	}
+	return args[0]
+}

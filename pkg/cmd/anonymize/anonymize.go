@@ -144,16 +144,9 @@ about 40 bytes per row for UCI Adult's 15 columns. global, --check and a
       -o adult.anatomy.csv --groups adult.anatomy.groups.csv
   $ anonymize --mechanism global --sensitive occupation --l 5 --codebook codebook.json adult.csv -o adult.global.csv`,
 		Args: cobra.MaximumNArgs(1),
-		RunE: func(c *cobra.Command, args []string) error {
-			opts.cmd = c
-			if len(args) == 1 {
-				opts.Input = args[0]
-			}
-			if runF != nil {
-				return runF(opts)
-			}
-			return run(opts)
-		},
+		RunE: cli.RunE(opts, func(c *cobra.Command, args []string) {
+			opts.cmd, opts.Input = c, cli.FirstArg(args)
+		}, runF, run),
 	}
 	f := cmd.Flags()
 	f.StringSliceVar(&opts.Sensitive, "sensitive", nil, "sensitive `COL`umns to randomize (comma-separated or repeated)")

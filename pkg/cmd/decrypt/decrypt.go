@@ -60,16 +60,9 @@ Release and keys are read in lockstep, so memory does not grow with m.`,
   # a curator checks a key against the encrypted file before sending it
   $ decrypt --unperturbed --key alice.key alice.enc.parquet | head`,
 		Args: cobra.MaximumNArgs(1),
-		RunE: func(c *cobra.Command, args []string) error {
-			opts.cmd = c
-			if len(args) == 1 {
-				opts.Input = args[0]
-			}
-			if runF != nil {
-				return runF(opts)
-			}
-			return run(opts)
-		},
+		RunE: cli.RunE(opts, func(c *cobra.Command, args []string) {
+			opts.cmd, opts.Input = c, cli.FirstArg(args)
+		}, runF, run),
 	}
 	f := cmd.Flags()
 	f.StringArrayVar(&opts.Keys, "key", nil, "key `FILE` written by encrypt --key-out; repeat for each curator")

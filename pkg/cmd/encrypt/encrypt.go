@@ -92,16 +92,9 @@ with the other curators'.`,
   # compact keys with PRF pads (computational secrecy)
   $ encrypt --codebook codebook.json --prf-key alice.prf --key-out alice.key alice.sample.csv -o alice.enc.parquet`,
 		Args: cobra.MaximumNArgs(1),
-		RunE: func(c *cobra.Command, args []string) error {
-			opts.cmd = c
-			if len(args) == 1 {
-				opts.Input = args[0]
-			}
-			if runF != nil {
-				return runF(opts)
-			}
-			return run(opts)
-		},
+		RunE: cli.RunE(opts, func(c *cobra.Command, args []string) {
+			opts.cmd, opts.Input = c, cli.FirstArg(args)
+		}, runF, run),
 	}
 	f := cmd.Flags()
 	f.StringVar(&opts.Codebook, "codebook", "", "codebook `FILE` of the columns (default: the codebook in the input's metadata)")

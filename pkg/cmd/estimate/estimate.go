@@ -95,16 +95,9 @@ release, value counts of a DDPS release. The mechanism and its parameters
 come from the file's metadata.` + pramHelp + countsHelp + bitflipHelp + ddpsHelp,
 		Example: pramExample + countsExample + bitflipExample + ddpsExample,
 		Args:    cobra.MaximumNArgs(1),
-		RunE: func(c *cobra.Command, args []string) error {
-			opts.cmd = c
-			if len(args) == 1 {
-				opts.Input = args[0]
-			}
-			if runF != nil {
-				return runF(opts)
-			}
-			return run(opts)
-		},
+		RunE: cli.RunE(opts, func(c *cobra.Command, args []string) {
+			opts.cmd, opts.Input = c, cli.FirstArg(args)
+		}, runF, run),
 	}
 	f := cmd.Flags()
 	f.BoolVar(&opts.JSON, "json", false, "print a JSON summary")

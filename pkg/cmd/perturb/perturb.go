@@ -52,14 +52,9 @@ func NewCmd(s *cli.Streams, runF func(*Options) error) *cobra.Command {
 		Long: `Perturb randomizes every row of a table independently with a mechanism whose
 privacy loss ε is recorded in the output's metadata.` + gammaHelp + bitflipHelp + ddpsHelp,
 		Example: gammaExample + bitflipExample + ddpsExample,
-		RunE: func(c *cobra.Command, args []string) error {
-			opts.cmd = c
-			opts.Inputs = cli.Inputs(args)
-			if runF != nil {
-				return runF(opts)
-			}
-			return run(opts)
-		},
+		RunE: cli.RunE(opts, func(c *cobra.Command, args []string) {
+			opts.cmd, opts.Inputs = c, cli.Inputs(args)
+		}, runF, run),
 	}
 	f := cmd.Flags()
 	f.StringVar(&opts.Mechanism, "mechanism", "gamma-diagonal", "`NAME` of the mechanism: gamma-diagonal, bitflip or ddps")

@@ -96,16 +96,9 @@ where K is the size of the joint domain of ALL curators' released columns.`,
   $ sample --secret shared.secret -m optimal --epsilon 1 --domain-size 32 --columns education alice.csv \
       | encrypt --codebook codebook.json --key-out alice.key -o alice.enc.parquet`,
 		Args: cobra.MaximumNArgs(1),
-		RunE: func(c *cobra.Command, args []string) error {
-			opts.cmd = c
-			if len(args) == 1 {
-				opts.Input = args[0]
-			}
-			if runF != nil {
-				return runF(opts)
-			}
-			return run(opts)
-		},
+		RunE: cli.RunE(opts, func(c *cobra.Command, args []string) {
+			opts.cmd, opts.Input = c, cli.FirstArg(args)
+		}, runF, run),
 	}
 	f := cmd.Flags()
 	f.StringVarP(&opts.Size, "sample-size", "m", "", "sample `N` rows, or 'optimal' for m* at --epsilon")
