@@ -2,7 +2,6 @@ package decrypt_test
 
 import (
 	"bytes"
-	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -223,20 +222,9 @@ func BenchmarkDecryptTwoKeys(b *testing.B) {
 	const m = 200_000
 	dir := b.TempDir()
 	var encs, keys []string
-	for _, c := range []struct {
-		name string
-		k    int
-	}{{"education", 16}, {"income", 2}} {
-		rows := make([][]string, m)
-		for i := range rows {
-			rows[i] = []string{fmt.Sprintf("v%d", i%c.k)}
-		}
-		in := filepath.Join(dir, c.name+".arrow")
-		encfiletest.WriteSample(b, in, []string{c.name}, rows, 10*m)
-		cbDir := filepath.Join(dir, c.name)
-		os.Mkdir(cbDir, 0o755)
-		cb := encfiletest.WriteCodebook(b, cbDir, encfiletest.Categorical{Name: c.name, Categories: encfiletest.Labels("v", c.k)})
-		enc, key := filepath.Join(dir, c.name+".enc.arrow"), filepath.Join(dir, c.name+".key.arrow")
+	for _, c := range encfiletest.BenchCurators(b, dir, m) {
+		cb, in := c.Codebook, c.Sample
+		enc, key := filepath.Join(dir, c.Name+".enc.arrow"), filepath.Join(dir, c.Name+".key.arrow")
 		must(b, run(b, encryptCmd, "--codebook", cb, "--key-out", key, "-o", enc, in))
 		encs, keys = append(encs, enc), append(keys, "--key", key)
 	}

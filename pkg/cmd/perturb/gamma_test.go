@@ -464,21 +464,10 @@ func BenchmarkPerturbTwoCurators(b *testing.B) {
 	const m = 200_000
 	dir := b.TempDir()
 	var encs []string
-	for _, c := range []struct {
-		name string
-		k    int
-	}{{"education", 16}, {"income", 2}} {
-		rows := make([][]string, m)
-		for i := range rows {
-			rows[i] = []string{fmt.Sprintf("v%d", i%c.k)}
-		}
-		in := filepath.Join(dir, c.name+".arrow")
-		encfiletest.WriteSample(b, in, []string{c.name}, rows, 10*m)
-		cbDir := filepath.Join(dir, c.name)
-		os.Mkdir(cbDir, 0o755)
-		cb := encfiletest.WriteCodebook(b, cbDir, encfiletest.Categorical{Name: c.name, Categories: encfiletest.Labels("v", c.k)})
-		enc := filepath.Join(dir, c.name+".enc.arrow")
-		if res := runTool(encryptCmd, "--codebook", cb, "--key-out", filepath.Join(dir, c.name+".key"), "-o", enc, in); res.Code != 0 {
+	for _, c := range encfiletest.BenchCurators(b, dir, m) {
+		cb, in := c.Codebook, c.Sample
+		enc := filepath.Join(dir, c.Name+".enc.arrow")
+		if res := runTool(encryptCmd, "--codebook", cb, "--key-out", filepath.Join(dir, c.Name+".key"), "-o", enc, in); res.Code != 0 {
 			b.Fatal(res.Stderr)
 		}
 		encs = append(encs, enc)

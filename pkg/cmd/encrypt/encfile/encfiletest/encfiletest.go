@@ -99,3 +99,35 @@ func ReadTable(t testing.TB, path string) (names []string, rows [][]string, meta
 	t.Helper()
 	return cmdtest.ReadTable(t, path)
 }
+
+// BenchCurator is one curator's sample for the release benchmarks.
+type BenchCurator struct {
+	Name     string // the column, and the stem of the files
+	Sample   string // the sample table (Arrow)
+	Codebook string // its codebook
+}
+
+// BenchCurators writes two curators' samples of m rows, education (k = 16)
+// and income (k = 2), with their codebooks, for the encrypt, perturb and
+// decrypt benchmarks.
+func BenchCurators(t testing.TB, dir string, m int) []BenchCurator {
+	var out []BenchCurator
+	for _, c := range []struct {
+		name string
+		k    int
+	}{{"education", 16}, {"income", 2}} {
+		rows := make([][]string, m)
+		for i := range rows {
+			rows[i] = []string{fmt.Sprintf("v%d", i%c.k)}
+		}
+		in := filepath.Join(dir, c.name+".arrow")
+		WriteSample(t, in, []string{c.name}, rows, 10*int64(m))
+		cbDir := filepath.Join(dir, c.name)
+		if err := os.Mkdir(cbDir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		cb := WriteCodebook(t, cbDir, Categorical{Name: c.name, Categories: Labels("v", c.k)})
+		out = append(out, BenchCurator{Name: c.name, Sample: in, Codebook: cb})
+	}
+	return out
+}
