@@ -3,7 +3,6 @@ package estimate
 import (
 	"errors"
 	"fmt"
-	"io"
 	"math/bits"
 	"slices"
 	"strconv"
@@ -507,23 +506,10 @@ func (p *countPlan) scanRelease(in table.Reader, rel *countRelease, st *anatomyT
 		groupCol = in.Schema().FieldIndices(rel.groupCol)[0]
 	}
 	cls := make([][]int32, len(p.slots))
-	for {
-		rec, err := in.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return err
-		}
+	err = table.EachBatch(in, func(rec arrow.RecordBatch, first int64) error {
 		n := int(rec.NumRows())
-		first := in.RowsRead() - int64(n) + 1
-		for i, c := range cells {
-			cls[i] = slices.Grow(cls[i][:0], n)[:n]
-			if c != nil {
-				if err := c.classes(rec.Column(c.col), first, cls[i]); err != nil {
-					return err
-				}
-			}
+		if err := classify(cells, rec, first, cls); err != nil {
+			return err
 		}
 		if groupCol >= 0 {
 			if err := p.addAnatomyRows(rec.Column(groupCol), first, cls, st, rel); err != nil {
@@ -541,8 +527,12 @@ func (p *countPlan) scanRelease(in table.Reader, rel *countRelease, st *anatomyT
 			}
 		}
 		meter.Add(int64(n))
-	}
+		return nil
+	})
 	meter.Done()
+	if err != nil {
+		return err
+	}
 	p.rows = in.RowsRead()
 	if p.rows == 0 {
 		return fmt.Errorf("%s has no data rows: nothing to estimate", rel.name)
@@ -622,27 +612,13 @@ func (o *Options) scanCountTruth(p *countPlan, rel *countRelease) error {
 	cls := make([][]int32, len(p.slots))
 	dropCls := make([][]int32, len(dropOnly))
 	meter := o.Streams.Progress("estimate: read truth")
-	for {
-		rec, err := in.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
+	err = table.EachBatch(in, func(rec arrow.RecordBatch, first int64) error {
+		n := int(rec.NumRows())
+		if err := classify(cells, rec, first, cls); err != nil {
 			return err
 		}
-		n := int(rec.NumRows())
-		first := in.RowsRead() - int64(n) + 1
-		for i, c := range cells {
-			cls[i] = slices.Grow(cls[i][:0], n)[:n]
-			if err := c.classes(rec.Column(c.col), first, cls[i]); err != nil {
-				return err
-			}
-		}
-		for i, c := range dropOnly {
-			dropCls[i] = slices.Grow(dropCls[i][:0], n)[:n]
-			if err := c.classes(rec.Column(c.col), first, dropCls[i]); err != nil {
-				return err
-			}
+		if err := classify(dropOnly, rec, first, dropCls); err != nil {
+			return err
 		}
 	rows:
 		for row := range n {
@@ -662,10 +638,30 @@ func (o *Options) scanCountTruth(p *countPlan, rel *countRelease) error {
 			})
 		}
 		meter.Add(int64(n))
-	}
+		return nil
+	})
 	meter.Done()
+	if err != nil {
+		return err
+	}
 	if in.RowsRead() == 0 {
 		return fmt.Errorf("--truth %s has no data rows", in.Name())
+	}
+	return nil
+}
+
+// classify fills cls[i] with the classes of one batch's cells of cells[i]
+// (for a nil entry cls[i] is only resized: its column is not read).
+func classify(cells []*countCells, rec arrow.RecordBatch, first int64, cls [][]int32) error {
+	n := int(rec.NumRows())
+	for i, c := range cells {
+		cls[i] = slices.Grow(cls[i][:0], n)[:n]
+		if c == nil {
+			continue
+		}
+		if err := c.classes(rec.Column(c.col), first, cls[i]); err != nil {
+			return err
+		}
 	}
 	return nil
 }
