@@ -136,10 +136,12 @@ func AddOutputFlags(cmd *cobra.Command, o *Output) {
 	cmd.Flags().StringVar(&o.Format, "output-format", "", "output `FORMAT`: csv, parquet or arrow (default: from -o's extension, else the input's format)")
 }
 
-// Seed holds --seed.
+// Seed holds --seed, and --insecure-seed on commands whose randomness
+// protects privacy.
 type Seed struct {
-	Value uint64
-	Set   bool
+	Value    uint64
+	Set      bool
+	Insecure bool // --insecure-seed
 }
 
 // AddSeedFlag registers --seed with help that says what it is for.
@@ -147,11 +149,13 @@ func AddSeedFlag(cmd *cobra.Command, s *Seed) {
 	cmd.Flags().Uint64Var(&s.Value, "seed", 0, "make the run reproducible with seed `N`: FOR TESTS AND EXPERIMENTS ONLY, since anyone who knows N can undo the randomness (default: crypto/rand)")
 }
 
-// Rand returns the run's random source: seeded when --seed was given,
-// crypto-seeded ChaCha8 otherwise.
+// Rand returns the run's random source: seeded when --seed was given (and,
+// on a command with --insecure-seed, that flag too), crypto-seeded ChaCha8
+// otherwise.
 func (s *Seed) Rand(cmd *cobra.Command) *rand.Rand {
 	s.Set = cmd.Flags().Changed("seed")
-	return rng.FromFlag(s.Value, s.Set)
+	guarded := cmd.Flags().Lookup("insecure-seed") != nil
+	return rng.FromFlag(s.Value, s.Set && (s.Insecure || !guarded))
 }
 
 // Inputs returns the input files of a command that reads one table or stdin.
