@@ -53,6 +53,9 @@ type Options struct {
 	Output cli.Output
 	Seed   cli.Seed
 	cmd    *cobra.Command
+	// insecureIn: the input was made with --insecure-seed; o.meta marks
+	// the publication too.
+	insecureIn bool
 }
 
 // NewCmd builds the command; runF replaces the run function in tests.
@@ -165,6 +168,7 @@ about 40 bytes per row for UCI Adult's 15 columns. global, --check and a
 	f.Var(&opts.Missing, "missing", "a missing sensitive value: keep it as its category, drop the row, or fail")
 	cli.AddOutputFlags(cmd, &opts.Output)
 	cli.AddSeedFlag(cmd, &opts.Seed)
+	cli.AddInsecureSeedFlag(cmd, &opts.Seed)
 	return cli.Root(cmd)
 }
 
@@ -292,6 +296,7 @@ func run(o *Options) error {
 		return err
 	}
 	defer in.Close()
+	o.insecureIn = cli.CarryInsecureSeed(o.Streams, "anonymize", in.Name(), in.Meta(), nil)
 	var names []string
 	for _, f := range in.Schema().Fields() {
 		names = append(names, f.Name)

@@ -194,9 +194,9 @@ func TestDivertedPublishesNoGroupsOrIDs(t *testing.T) {
 	counts := []int{300, 260, 250, 240, 200, 150, 100} // N = 1500, f_max = 300 ≤ N/4
 	dir, in, cb, truth := testTable(t, counts)
 	out := filepath.Join(dir, "out.csv")
-	_, errs := mustAnon(t, "--sensitive", "s", "--l", strconv.Itoa(l), "--codebook", cb, "--seed", "3", in, "-o", out)
-	if errs != "" {
-		t.Errorf("stderr %q for a table of N = 1500, a multiple of ℓ′", errs)
+	_, errs := mustAnon(t, "--sensitive", "s", "--l", strconv.Itoa(l), "--codebook", cb, "--seed", "3", "--insecure-seed", in, "-o", out)
+	if errs != "anonymize: warning: --insecure-seed: the output is reproducible by anyone who knows the seed; never publish it\n" {
+		t.Errorf("stderr %q for a table of N = 1500, a multiple of ℓ′ (only the --insecure-seed warning expected)", errs)
 	}
 	recs := readCSV(t, out)
 	if !slices.Equal(recs[0], []string{"row", "s", "x"}) {
@@ -207,7 +207,7 @@ func TestDivertedPublishesNoGroupsOrIDs(t *testing.T) {
 		t.Fatalf("%d rows published, want %d", len(rows), len(truth))
 	}
 	meta := readMeta(t, out)
-	allowed := []string{"stage", "mechanism", "unknown", "missing", "N", "dropped", "sensitive", "codebook", "l", "version"}
+	allowed := []string{"stage", "mechanism", "unknown", "missing", "N", "dropped", "sensitive", "codebook", "l", "version", "insecure_seed"}
 	for k := range meta {
 		if !slices.Contains(allowed, k) {
 			t.Errorf("metadata key %q: the publication says nothing about groups or ids", k)
@@ -267,7 +267,7 @@ func TestDivertedCountsAreUnbiased(t *testing.T) {
 	out := filepath.Join(dir, "out.csv")
 	total := make([]int64, len(counts))
 	for run := range runs {
-		mustAnon(t, "--sensitive", "s", "--l", strconv.Itoa(l), "--codebook", cb, "--seed", strconv.Itoa(run), in, "-o", out)
+		mustAnon(t, "--sensitive", "s", "--l", strconv.Itoa(l), "--codebook", cb, "--seed", strconv.Itoa(run), "--insecure-seed", in, "-o", out)
 		for _, r := range readCSV(t, out)[1:] {
 			v, _ := strconv.Atoi(strings.TrimPrefix(r[1], "v"))
 			total[v]++
@@ -285,7 +285,7 @@ func TestDivertedDropsFewerThanL(t *testing.T) {
 	out := filepath.Join(dir, "out.csv")
 	hits := map[string]int{}
 	for run := range 60 {
-		_, errs := mustAnon(t, "--sensitive", "s", "--l", "4", "--codebook", cb, "--seed", strconv.Itoa(run), in, "-o", out)
+		_, errs := mustAnon(t, "--sensitive", "s", "--l", "4", "--codebook", cb, "--seed", strconv.Itoa(run), "--insecure-seed", in, "-o", out)
 		if !strings.Contains(errs, "left out 1 row chosen at random so that N = 92 is a multiple of ℓ′ = 4") {
 			t.Fatalf("stderr %q", errs)
 		}
@@ -321,7 +321,7 @@ func TestAnatomyTablesDescribeTheGroups(t *testing.T) {
 	counts := []int{40, 35, 30, 20, 10, 9} // N = 144
 	dir, in, cb, truth := testTable(t, counts)
 	out, groups := filepath.Join(dir, "rows.csv"), filepath.Join(dir, "groups.csv")
-	mustAnon(t, "--mechanism", "anatomy", "--sensitive", "s", "--l", strconv.Itoa(l), "--codebook", cb, "--seed", "5", in, "-o", out, "--groups", groups)
+	mustAnon(t, "--mechanism", "anatomy", "--sensitive", "s", "--l", strconv.Itoa(l), "--codebook", cb, "--seed", "5", "--insecure-seed", in, "-o", out, "--groups", groups)
 	recs := readCSV(t, out)
 	if !slices.Equal(recs[0], []string{"row", "x", "group"}) {
 		t.Fatalf("row table header %v, want row,x,group (the sensitive column left out)", recs[0])
@@ -370,7 +370,7 @@ func TestGlobalRetention(t *testing.T) {
 		{[]string{"--p", "0"}, 0.2},
 	} {
 		out := filepath.Join(dir, "out.csv")
-		mustAnon(t, append([]string{"--mechanism", "global", "--sensitive", "s", "--codebook", cb, "--seed", "9", in, "-o", out}, tc.args...)...)
+		mustAnon(t, append([]string{"--mechanism", "global", "--sensitive", "s", "--codebook", cb, "--seed", "9", "--insecure-seed", in, "-o", out}, tc.args...)...)
 		recs := readCSV(t, out)[1:]
 		var same int64
 		for i, r := range recs {

@@ -1,11 +1,11 @@
 package anonymize
 
 import (
+	crand "crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"os"
 	"slices"
 
@@ -29,6 +29,10 @@ func (o *Options) meta(cb *codebook.Codebook, mech string, n int64, drop int, mi
 	// The encoding policies let estimate --truth read the original table
 	// the way anonymize did.
 	meta := table.Meta{"stage": "anonymize", "mechanism": mech, "unknown": o.Unknown.String(), "missing": o.Missing.String()}
+	if o.insecureIn {
+		meta[cli.InsecureSeedKey] = "true"
+	}
+	o.Seed.Mark(meta)
 	meta.SetInt("N", n)
 	meta.SetInt("dropped", int64(drop))
 	if missing > 0 {
@@ -213,7 +217,7 @@ func (o *Options) runAnatomy(in table.Reader, cb *codebook.Codebook) error {
 	meta["group_column"] = o.GroupCol
 	// The two tables carry the same random release id, so that estimate
 	// can check that it was given the sensitive table of these rows.
-	meta["release_id"] = releaseID(r)
+	meta["release_id"] = releaseID()
 	meta["groups_table"] = table.DisplayName(o.Groups)
 
 	// The sensitive table first: it is small, and written in full before
@@ -221,8 +225,10 @@ func (o *Options) runAnatomy(in table.Reader, cb *codebook.Codebook) error {
 	stMeta := table.Meta{"stage": "anonymize", "table": "anatomy-groups", "release_id": meta["release_id"]}
 	stMeta.SetInt("l", int64(o.L))
 	stMeta.SetInt("groups", int64(groups))
-	for _, key := range []string{"sensitive", "codebook", "N"} {
-		stMeta[key] = meta[key]
+	for _, key := range []string{"sensitive", "codebook", "N", cli.InsecureSeedKey} {
+		if v, ok := meta[key]; ok {
+			stMeta[key] = v
+		}
 	}
 	stSchema := arrow.NewSchema([]arrow.Field{
 		{Name: o.GroupCol, Type: arrow.PrimitiveTypes.Int64},
@@ -451,12 +457,12 @@ func (o *Options) runGlobal(in table.Reader, cb *codebook.Codebook) error {
 }
 
 // releaseID is a random 128-bit hex token shared by the two tables of an
-// Anatomy publication.
-func releaseID(r *rand.Rand) string {
+// Anatomy publication. It is public, so it comes from crypto/rand even
+// with --insecure-seed: drawn from the seeded stream it would let anyone
+// confirm a guess of the seed, and then redo the grouping.
+func releaseID() string {
 	var b [16]byte
-	for i := range b {
-		b[i] = byte(r.Uint32())
-	}
+	crand.Read(b[:])
 	return hex.EncodeToString(b[:])
 }
 

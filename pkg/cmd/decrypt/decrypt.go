@@ -185,6 +185,10 @@ func run(o *Options) error {
 		o.Streams.Warnf("decrypt", "%s was never perturbed: the output is the curators' plaintext sample, with no privacy protection; do not publish it", name)
 	}
 	outMeta := meta.Clone()
+	cli.CarryInsecureSeed(o.Streams, "decrypt", name, meta, outMeta)
+	for _, k := range keys {
+		cli.CarryInsecureSeed(o.Streams, "decrypt", k.r.Name(), k.r.Meta(), outMeta)
+	}
 	outMeta["stage"] = encfile.StageDecrypt
 	outMeta[encfile.KeyCodebook] = string(cbJSON)
 	schema := table.StringSchema(encfile.Names(cols))

@@ -19,7 +19,6 @@ import (
 	"github.com/pramkit/pramkit/pkg/cmd/encrypt/encfile"
 	"github.com/pramkit/pramkit/pkg/codebook"
 	"github.com/pramkit/pramkit/pkg/pad"
-	"github.com/pramkit/pramkit/pkg/rng"
 	"github.com/pramkit/pramkit/pkg/table"
 )
 
@@ -106,6 +105,7 @@ with the other curators'.`,
 	f.Var(&opts.Missing, "missing", "what to do with a missing value: keep it as its category, or fail (drop is refused: it would misalign the curators' rows)")
 	cli.AddOutputFlags(cmd, &opts.Output)
 	cli.AddSeedFlag(cmd, &opts.Seed)
+	cli.AddInsecureSeedFlag(cmd, &opts.Seed)
 	return cli.Root(cmd)
 }
 
@@ -207,6 +207,8 @@ func run(o *Options) error {
 	// Only what the server needs, and nothing that depends on the values:
 	// the input's other items (a codebook, say) are not carried over.
 	outMeta := table.Meta{"stage": encfile.StageEncrypt, encfile.KeyPad: kind}
+	cli.CarryInsecureSeed(o.Streams, "encrypt", in.Name(), meta, outMeta)
+	o.Seed.Mark(outMeta)
 	smp.Set(outMeta)
 	if id, ok := meta["sample_id"]; ok {
 		outMeta["sample_id"] = id
@@ -219,6 +221,9 @@ func run(o *Options) error {
 		return err
 	}
 	keyMeta := table.Meta{"stage": encfile.StageKey, encfile.KeyPad: kind}
+	if outMeta[cli.InsecureSeedKey] == "true" {
+		keyMeta[cli.InsecureSeedKey] = "true"
+	}
 	smp.Set(keyMeta)
 	if err := encfile.SetColumns(keyMeta, cols); err != nil {
 		return err
@@ -381,24 +386,24 @@ func (o *Options) layout(in table.Reader, cb *codebook.Codebook) ([]string, []in
 }
 
 // pads returns the run's key id, its pad source and, for PRF pads, the
-// run's pad key. The key id is drawn apart from the pads (crypto/rand, or
-// its own --seed stream), so publishing it says nothing about them.
+// run's pad key. The key id is public, so it always comes from crypto/rand,
+// even with --insecure-seed: derived from the seed it would let anyone
+// confirm a guess of the seed, and with it the pads. The pads and the
+// PRF run key's nonce come from the run's generator, crypto-seeded unless
+// --seed and --insecure-seed are both given.
 func (o *Options) pads(master []byte) (keyID string, src padSource, runKey *pad.Key) {
 	var id [8]byte
-	seeded := o.cmd != nil && o.cmd.Flags().Changed("seed")
-	if seeded {
-		r := rng.Derive(o.Seed.Value, "encrypt/key-id")
-		for i := range id {
-			id[i] = byte(r.Uint32())
-		}
-	} else {
-		crand.Read(id[:])
-	}
+	crand.Read(id[:])
 	keyID = hex.EncodeToString(id[:])
+	r := o.Seed.Rand(o.cmd)
 	if master == nil {
-		return keyID, otpPads{o.Seed.Rand(o.cmd)}, nil
+		return keyID, otpPads{r}, nil
 	}
-	k := encfile.DeriveRunKey(master, keyID)
+	var nonce [16]byte
+	for i := range nonce {
+		nonce[i] = byte(r.Uint32())
+	}
+	k := encfile.DeriveRunKey(master, hex.EncodeToString(nonce[:]))
 	d, _ := pad.NewDeriver(k) // NewDeriver fails only for a bad AES key size
 	return keyID, prfPads{d}, &k
 }

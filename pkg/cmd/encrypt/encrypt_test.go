@@ -134,7 +134,7 @@ func TestRoundTrip(t *testing.T) {
 				key = filepath.Join(dir, tt.keyName)
 			}
 			enc := filepath.Join(dir, "enc."+tt.format)
-			args := append([]string{"--codebook", cb, "--key-out", key, "-o", enc, "--seed", "7", in}, tt.flags...)
+			args := append([]string{"--codebook", cb, "--key-out", key, "-o", enc, "--seed", "7", "--insecure-seed", in}, tt.flags...)
 			if tt.prf {
 				args = append(args, "--prf-key", prfKeyFile(t, dir))
 			}
@@ -189,7 +189,7 @@ func TestCiphertextOfAConstantColumnIsUniform(t *testing.T) {
 			encfiletest.WriteSample(t, in, []string{"a"}, rows, m)
 			cb := encfiletest.WriteCodebook(t, dir, encfiletest.Categorical{Name: "a", Categories: labels})
 			enc := filepath.Join(dir, "enc.arrow")
-			args := []string{"--codebook", cb, "--key-out", filepath.Join(dir, "k"), "-o", enc, "--seed", "11", in}
+			args := []string{"--codebook", cb, "--key-out", filepath.Join(dir, "k"), "-o", enc, "--seed", "11", "--insecure-seed", in}
 			if tt.prf {
 				args = append(args, "--prf-key", prfKeyFile(t, dir))
 			}

@@ -129,7 +129,7 @@ func TestBitflipCommandsEstimateUnbiased(t *testing.T) {
 	for seed := range runs {
 		out := filepath.Join(dir, fmt.Sprintf("r%d.parquet", seed))
 		lmMustRun(t, "perturb", "--mechanism", "bitflip", "--lie", fmt.Sprint(q), "--columns", "sex,color,flag,job",
-			"--codebook", cb, "--seed", fmt.Sprint(seed), in, "-o", out)
+			"--codebook", cb, "--seed", fmt.Sprint(seed), "--insecure-seed", in, "-o", out)
 		var res lmBitflipOut
 		lmDecode(t, lmMustRun(t, "estimate", out, "--json"), &res)
 		if len(res.Bits) != len(names) || res.Reports != n {
@@ -165,7 +165,7 @@ func lmBitflipRelease(t *testing.T, seed uint64, n int, columns string) (dir, cb
 	csv, _ := lmPeople(rand.New(rand.NewPCG(seed, seed+1)), n)
 	in = cmdtest.WriteFile(t, dir, "people.csv", csv)
 	rel = filepath.Join(dir, "rel.csv")
-	lmMustRun(t, "perturb", "--mechanism", "bitflip", "--lie", "0.2", "--columns", columns, "--codebook", cb, "--seed", "1", in, "-o", rel)
+	lmMustRun(t, "perturb", "--mechanism", "bitflip", "--lie", "0.2", "--columns", columns, "--codebook", cb, "--seed", "1", "--insecure-seed", in, "-o", rel)
 	return dir, cb, in, rel
 }
 

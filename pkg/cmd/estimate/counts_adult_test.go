@@ -178,14 +178,14 @@ func (a *countAdult) countExperiment(t testing.TB, queries string, l int, runs i
 	for run := range runs {
 		seed := strconv.Itoa(100 + run)
 		pub := filepath.Join(a.dir, "pub.csv")
-		countRun(t, true, "--sensitive", "occupation", "--l", ls, "--codebook", a.cb, "--seed", seed, a.csv, "-o", pub)
+		countRun(t, true, "--sensitive", "occupation", "--l", ls, "--codebook", a.cb, "--seed", seed, "--insecure-seed", a.csv, "-o", pub)
 		answer("A′ exact a01", pub)
 		answer("A′ paper a01", pub, "--decoy", "paper")
 		anat, groups := filepath.Join(a.dir, "anat.csv"), filepath.Join(a.dir, "anat.groups.csv")
-		countRun(t, true, "--mechanism", "anatomy", "--sensitive", "occupation", "--l", ls, "--codebook", a.cb, "--seed", seed, a.csv, "-o", anat, "--groups", groups)
+		countRun(t, true, "--mechanism", "anatomy", "--sensitive", "occupation", "--l", ls, "--codebook", a.cb, "--seed", seed, "--insecure-seed", a.csv, "-o", anat, "--groups", groups)
 		answer("Anatomy", anat)
 		glob := filepath.Join(a.dir, "global.csv")
-		countRun(t, true, "--mechanism", "global", "--sensitive", "occupation", "--l", ls, "--codebook", a.cb, "--seed", seed, a.csv, "-o", glob)
+		countRun(t, true, "--mechanism", "global", "--sensitive", "occupation", "--l", ls, "--codebook", a.cb, "--seed", seed, "--insecure-seed", a.csv, "-o", glob)
 		answer("global (retention 1/ℓ′)", glob)
 	}
 	return out

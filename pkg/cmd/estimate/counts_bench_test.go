@@ -17,7 +17,7 @@ import (
 func BenchmarkCountQueries100k(b *testing.B) {
 	syn := newCountSynth(b, 100_000)
 	pub := filepath.Join(syn.dir, "pub.csv")
-	countRun(b, true, "--sensitive", "s,u", "--l", "3", "--codebook", syn.cb, "--seed", "1", syn.csv, "-o", pub)
+	countRun(b, true, "--sensitive", "s,u", "--l", "3", "--codebook", syn.cb, "--seed", "1", "--insecure-seed", syn.csv, "-o", pub)
 	var q strings.Builder
 	q.WriteString("query\n")
 	for a := range 4 {

@@ -320,6 +320,7 @@ func (o *Options) writeCountAnswers(rel *countRelease, p *countPlan, answers []c
 		meta["decoy"] = o.Counts.Decoy
 		meta.SetFloat("ibu_tol", o.Counts.Tol)
 	}
+	o.markInsecureSeed(meta)
 	inputs := append([]string{o.Input, o.Counts.Queries, o.Counts.Groups}, o.Truth...)
 	w, err := o.Streams.Create(o.Output, schema, meta, table.CSV, inputs)
 	if err != nil {

@@ -216,7 +216,7 @@ func countBrute(header, row []string, conds map[string]string) bool {
 func TestCountDivertedAnswersAreTheLibrarys(t *testing.T) {
 	syn := newCountSynth(t, 1200)
 	pub := filepath.Join(syn.dir, "pub.csv")
-	countRun(t, true, "--sensitive", "s,u", "--l", "3", "--codebook", syn.cb, "--seed", "11", syn.csv, "-o", pub)
+	countRun(t, true, "--sensitive", "s,u", "--l", "3", "--codebook", syn.cb, "--seed", "11", "--insecure-seed", syn.csv, "-o", pub)
 	recs := countCSV(t, pub)
 	header, rows := recs[0], recs[1:]
 	queries := []string{
@@ -294,7 +294,7 @@ func TestCountDivertedAnswersAreTheLibrarys(t *testing.T) {
 func TestCountGlobalAnswersAreTheLibrarys(t *testing.T) {
 	syn := newCountSynth(t, 1200)
 	pub := filepath.Join(syn.dir, "global.csv")
-	countRun(t, true, "--mechanism", "global", "--sensitive", "s,u", "--p", "0.4", "--codebook", syn.cb, "--seed", "2", syn.csv, "-o", pub)
+	countRun(t, true, "--mechanism", "global", "--sensitive", "s,u", "--p", "0.4", "--codebook", syn.cb, "--seed", "2", "--insecure-seed", syn.csv, "-o", pub)
 	recs := countCSV(t, pub)
 	header, rows := recs[0], recs[1:]
 	queries := []string{"s=s2", "a=a1,s=s2", "b=b0,s=s5,u=u2", "a=a2"}
@@ -350,7 +350,7 @@ func TestCountGlobalAnswersAreTheLibrarys(t *testing.T) {
 func TestCountAnatomyAnswersAreTheLibrarys(t *testing.T) {
 	syn := newCountSynth(t, 1200)
 	rowsFile, groups := filepath.Join(syn.dir, "anat.csv"), filepath.Join(syn.dir, "anat.groups.csv")
-	countRun(t, true, "--mechanism", "anatomy", "--sensitive", "s", "--l", "3", "--codebook", syn.cb, "--seed", "4", syn.csv, "-o", rowsFile, "--groups", groups)
+	countRun(t, true, "--mechanism", "anatomy", "--sensitive", "s", "--l", "3", "--codebook", syn.cb, "--seed", "4", "--insecure-seed", syn.csv, "-o", rowsFile, "--groups", groups)
 	recs := countCSV(t, rowsFile)
 	header, rows := recs[0], recs[1:]
 	st := countCSV(t, groups)[1:]
@@ -406,7 +406,7 @@ func TestCountAnatomyAnswersAreTheLibrarys(t *testing.T) {
 func TestCountTruthIsTheOriginalCount(t *testing.T) {
 	syn := newCountSynth(t, 900)
 	pub := filepath.Join(syn.dir, "pub.csv")
-	countRun(t, true, "--sensitive", "s,u", "--l", "3", "--codebook", syn.cb, "--seed", "1", syn.csv, "-o", pub)
+	countRun(t, true, "--sensitive", "s,u", "--l", "3", "--codebook", syn.cb, "--seed", "1", "--insecure-seed", syn.csv, "-o", pub)
 	out := countRun(t, false, pub, "--query", "a=a2,s=s5,u=u1", "--truth", syn.csv)
 	recs, err := csv.NewReader(strings.NewReader(out)).ReadAll()
 	if err != nil {
@@ -429,7 +429,7 @@ func TestCountTruthIsTheOriginalCount(t *testing.T) {
 func TestCountBadInputFailsCleanly(t *testing.T) {
 	syn := newCountSynth(t, 300)
 	pub := filepath.Join(syn.dir, "pub.csv")
-	countRun(t, true, "--sensitive", "s", "--l", "3", "--codebook", syn.cb, "--seed", "1", syn.csv, "-o", pub)
+	countRun(t, true, "--sensitive", "s", "--l", "3", "--codebook", syn.cb, syn.csv, "-o", pub)
 	bad := filepath.Join(syn.dir, "bad.csv")
 	if err := os.WriteFile(bad, []byte("query\na=a1,s=s1\nb=b0,s\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -519,7 +519,7 @@ func TestCountTruthFollowsMissingDrop(t *testing.T) {
   {"name": "u", "categories": ["u0", "u1", "u2"], "missing": "?"}
 ]}`), 0o644)
 	pub := filepath.Join(dir, "pub.csv")
-	countRun(t, true, "--sensitive", "s,u", "--l", "2", "--missing", "drop", "--codebook", cb, "--seed", "3", in, "-o", pub)
+	countRun(t, true, "--sensitive", "s,u", "--l", "2", "--missing", "drop", "--codebook", cb, "--seed", "3", "--insecure-seed", in, "-o", pub)
 	out := countRun(t, false, pub, "--query", "a=a1,s=s2", "--truth", in)
 	recs, err := csv.NewReader(strings.NewReader(out)).ReadAll()
 	if err != nil {

@@ -98,7 +98,7 @@ func TestDDPSCommandsEstimateUnbiased(t *testing.T) {
 			var part float64
 			for seed := range runs {
 				rel := filepath.Join(dir, fmt.Sprintf("r%d.csv", seed))
-				args := append([]string{"--mechanism", "ddps", "--column", "job", "--pi-s", fmt.Sprint(piS), "--codebook", cb, "--seed", fmt.Sprint(seed), in, "-o", rel}, tt.perturb...)
+				args := append([]string{"--mechanism", "ddps", "--column", "job", "--pi-s", fmt.Sprint(piS), "--codebook", cb, "--seed", fmt.Sprint(seed), "--insecure-seed", in, "-o", rel}, tt.perturb...)
 				lmMustRun(t, "perturb", args...)
 				var res lmDDPSOut
 				lmDecode(t, lmMustRun(t, "estimate", append([]string{rel, "--json"}, tt.estimate...)...), &res)
@@ -152,7 +152,7 @@ func lmDDPSRelease(t *testing.T, name string) (dir, cb, in, rel string) {
 	cb = cmdtest.WriteFile(t, dir, "cb.json", lmCodebook)
 	in = cmdtest.WriteFile(t, dir, "jobs.csv", lmJobsCSV([]string{"Sales", "Tech"}, []int{5, 5}))
 	rel = filepath.Join(dir, name)
-	lmMustRun(t, "perturb", "--mechanism", "ddps", "--column", "job", "--pi-s", "0.2", "--codebook", cb, "--seed", "1", in, "-o", rel)
+	lmMustRun(t, "perturb", "--mechanism", "ddps", "--column", "job", "--pi-s", "0.2", "--codebook", cb, "--seed", "1", "--insecure-seed", in, "-o", rel)
 	return dir, cb, in, rel
 }
 
@@ -238,7 +238,7 @@ func TestDDPSEstimateRebuildsTheReleasesMechanism(t *testing.T) {
 		{"--pi-s", "0.2", "--pi-bot", "0.05,0.05,0.05,0.05,0.05,0.05,0.05,0.05,0.05,0.05,0.05,0.05,0.05,0.05,0.05,0.0500000001"},
 	} {
 		rel := filepath.Join(dir, "rel.csv")
-		lmMustRun(t, "perturb", append([]string{"--mechanism", "ddps", "--column", "job", "--codebook", cb, "--seed", "1", in, "-o", rel}, args...)...)
+		lmMustRun(t, "perturb", append([]string{"--mechanism", "ddps", "--column", "job", "--codebook", cb, "--seed", "1", "--insecure-seed", in, "-o", rel}, args...)...)
 		_, _, meta := cmdtest.ReadTable(t, rel)
 		var res lmDDPSOut
 		lmDecode(t, lmMustRun(t, "estimate", rel, "--json"), &res)

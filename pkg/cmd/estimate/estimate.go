@@ -41,6 +41,17 @@ type Options struct {
 	Output cli.Output
 	Seed   cli.Seed
 	cmd    *cobra.Command
+	// insecure: the release was made with --insecure-seed; the output
+	// says so too (markInsecureSeed).
+	insecure bool
+}
+
+// markInsecureSeed marks an output table's metadata when the release was
+// made with --insecure-seed.
+func (o *Options) markInsecureSeed(meta table.Meta) {
+	if o.insecure {
+		meta[cli.InsecureSeedKey] = "true"
+	}
 }
 
 // runner estimates from one mechanism's release.
@@ -122,6 +133,7 @@ func run(o *Options) error {
 		return err
 	}
 	defer in.Close()
+	o.insecure = cli.CarryInsecureSeed(o.Streams, "estimate", in.Name(), in.Meta(), nil)
 	mech, ok := in.Meta()["mechanism"]
 	if !ok {
 		return fmt.Errorf("%s is not a pramkit release: its metadata names no mechanism; estimate reads the output of perturb, decrypt or anonymize", in.Name())

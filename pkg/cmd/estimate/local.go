@@ -122,6 +122,7 @@ func (o *Options) writeLocalReport(rep *localReport) error {
 			fields[j].Type = arrow.PrimitiveTypes.Float64
 		}
 	}
+	o.markInsecureSeed(meta)
 	schema := arrow.NewSchema(fields, nil)
 	// The estimate is a small table for people: CSV unless asked otherwise.
 	w, err := o.Streams.Create(o.Output, schema, meta, table.CSV, append([]string{o.Input}, o.Truth...))

@@ -176,6 +176,7 @@ func (o *Options) writePRAMTable(rel *pramRelease, res *pramResult, meta table.M
 		}
 	}
 	schema := arrow.NewSchema(fields, nil)
+	o.markInsecureSeed(meta)
 	inputs := append([]string{o.Input}, o.Truth...)
 	// The estimate is a small table for people: CSV unless asked otherwise.
 	w, err := o.Streams.Create(o.Output, schema, meta, table.CSV, inputs)

@@ -113,14 +113,14 @@ func (p *pramAdultPipeline) release(seed uint64, m int, eps float64) (string, er
 		cmd  func(*cli.Streams, func(*Options) error) *cobra.Command
 		args []string
 	}
-	steps := []step{{smp, []string{"--new-secret", f("shared.secret"), "--seed", s}}}
+	steps := []step{{smp, []string{"--new-secret", f("shared.secret"), "--seed", s, "--insecure-seed"}}}
 	for _, c := range []string{"education", "income"} {
 		steps = append(steps,
 			step{smp, []string{"--secret", f("shared.secret"), "-m", fmt.Sprint(m), "--columns", c, p.table, "-o", f(c + ".arrow")}},
-			step{enc, []string{"--codebook", p.cb, "--key-out", f(c + ".key.arrow"), "--seed", s, f(c + ".arrow"), "-o", f(c + ".enc.arrow")}})
+			step{enc, []string{"--codebook", p.cb, "--key-out", f(c + ".key.arrow"), "--seed", s, "--insecure-seed", f(c + ".arrow"), "-o", f(c + ".enc.arrow")}})
 	}
 	steps = append(steps,
-		step{per, []string{"--epsilon", fmt.Sprint(eps), "--seed", s, f("education.enc.arrow"), f("income.enc.arrow"), "-o", f("release.arrow")}},
+		step{per, []string{"--epsilon", fmt.Sprint(eps), "--seed", s, "--insecure-seed", f("education.enc.arrow"), f("income.enc.arrow"), "-o", f("release.arrow")}},
 		step{dec, []string{"--key", f("education.key.arrow"), "--key", f("income.key.arrow"), f("release.arrow"), "-o", f("decrypted.arrow")}})
 	for _, st := range steps {
 		if _, err := pramTryRun(st.cmd, st.args...); err != nil {

@@ -127,6 +127,7 @@ func runBitflip(o *Options) error {
 	if err != nil {
 		return err
 	}
+	o.markInsecureSeed(meta, in)
 	schema := encfile.Int32Schema(names)
 	w, err := o.Streams.Create(o.Output, schema, meta, in.Format(), append([]string{o.Codebook}, o.Inputs...))
 	if err != nil {

@@ -86,7 +86,7 @@ func TestBitflipFlagsParse(t *testing.T) {
 func TestBitflipReleaseLayoutAndMetadata(t *testing.T) {
 	dir, cb, in := testInputs(t, "people.csv", peopleCSV(12))
 	out := filepath.Join(dir, "out.csv")
-	mustPerturb(t, "--mechanism", "bitflip", "--lie", "0.2", "--columns", "sex,color,flag,job", "--codebook", cb, "--seed", "1", in, "-o", out)
+	mustPerturb(t, "--mechanism", "bitflip", "--lie", "0.2", "--columns", "sex,color,flag,job", "--codebook", cb, "--seed", "1", "--insecure-seed", in, "-o", out)
 	names, rows, meta := cmdtest.ReadTable(t, out)
 
 	// sex has 2 categories: one bit, 1 = Male. color and job are one-hot
@@ -161,7 +161,7 @@ func TestBitflipCommandFlipsEachBitWithProbabilityQIndependently(t *testing.T) {
 	)
 	dir, cb, in := testInputs(t, "people.csv", peopleCSV(n))
 	out := filepath.Join(dir, "out.parquet")
-	mustPerturb(t, "--mechanism", "bitflip", "--lie", "0.2", "--columns", "sex,color,flag,job", "--codebook", cb, "--seed", "7", in, "-o", out)
+	mustPerturb(t, "--mechanism", "bitflip", "--lie", "0.2", "--columns", "sex,color,flag,job", "--codebook", cb, "--seed", "7", "--insecure-seed", in, "-o", out)
 	names, rows, _ := cmdtest.ReadTable(t, out)
 	if len(rows) != n {
 		t.Fatalf("%d rows, want %d", len(rows), n)
@@ -194,7 +194,7 @@ func TestBitflipSeedReproducesTheRelease(t *testing.T) {
 	dir, cb, in := testInputs(t, "people.csv", peopleCSV(200))
 	run := func(seed, name string) [][]string {
 		out := filepath.Join(dir, name)
-		mustPerturb(t, "--mechanism", "bitflip", "--lie", "0.3", "--columns", "color,job", "--codebook", cb, "--seed", seed, in, "-o", out)
+		mustPerturb(t, "--mechanism", "bitflip", "--lie", "0.3", "--columns", "color,job", "--codebook", cb, "--seed", seed, "--insecure-seed", in, "-o", out)
 		_, rows, _ := cmdtest.ReadTable(t, out)
 		return rows
 	}

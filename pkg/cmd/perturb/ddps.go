@@ -136,6 +136,7 @@ func runDDPS(o *Options) error {
 	if o.DDPS.NonParticipant != "" {
 		meta["non_participant"] = o.DDPS.NonParticipant
 	}
+	o.markInsecureSeed(meta, in)
 	schema := table.StringSchema([]string{col.Name() + ".round1", col.Name() + ".round2"})
 	w, err := o.Streams.Create(o.Output, schema, meta, in.Format(), append([]string{o.Codebook}, o.Inputs...))
 	if err != nil {

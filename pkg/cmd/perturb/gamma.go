@@ -165,6 +165,9 @@ func runGamma(o *Options) error {
 		"mechanism":    "gamma-diagonal",
 		encfile.KeyPad: encfile.PadKind(all),
 	}
+	for _, in := range ins {
+		o.markInsecureSeed(meta, in.r)
+	}
 	first.smp.Set(meta)
 	if id, ok := first.r.Meta()["sample_id"]; ok {
 		meta["sample_id"] = id

@@ -78,7 +78,7 @@ func pipeline(t *testing.T, dir string, curators []curator, x [][]uint32, n int6
 		encfiletest.WriteSample(t, in, names, rows, n)
 		enc := filepath.Join(dir, c.name+".enc."+c.format)
 		key := filepath.Join(dir, c.name+".key."+c.format)
-		args := []string{"--codebook", cb, "--key-out", key, "-o", enc, "--seed", strconv.Itoa(100 + ci), in}
+		args := []string{"--codebook", cb, "--key-out", key, "-o", enc, "--seed", strconv.Itoa(100 + ci), "--insecure-seed", in}
 		if c.prf {
 			args = append(args, "--prf-key", prf)
 		}
@@ -89,7 +89,7 @@ func pipeline(t *testing.T, dir string, curators []curator, x [][]uint32, n int6
 		keys = append([]string{"--key", key}, keys...) // reverse order: keys match by name
 	}
 	rel := filepath.Join(dir, "release.arrow")
-	args := append(append([]string{"-o", rel, "--seed", "7"}, perturbArgs...), encs...)
+	args := append(append([]string{"-o", rel, "--seed", "7", "--insecure-seed"}, perturbArgs...), encs...)
 	if res := runTool(perturbCmd, args...); res.Code != 0 {
 		t.Fatalf("perturb: %s", res.Stderr)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pramkit/pramkit/pkg/cli"
+	"github.com/pramkit/pramkit/pkg/table"
 )
 
 // Options are the parsed flags of one run. Flags shared by several
@@ -66,6 +67,7 @@ privacy loss ε is recorded in the output's metadata.` + gammaHelp + bitflipHelp
 	addDDPSFlags(cmd, &opts.DDPS)
 	cli.AddOutputFlags(cmd, &opts.Output)
 	cli.AddSeedFlag(cmd, &opts.Seed)
+	cli.AddInsecureSeedFlag(cmd, &opts.Seed)
 	return cli.Root(cmd)
 }
 
@@ -78,6 +80,16 @@ func run(o *Options) error {
 		return cli.Usagef("unknown --mechanism %q: use gamma-diagonal, bitflip or ddps", o.Mechanism)
 	}
 	return r(o)
+}
+
+// markInsecureSeed marks the release's metadata when this run used
+// --insecure-seed or an input was made with it (warning about each such
+// input), so that decrypt and estimate warn in turn.
+func (o *Options) markInsecureSeed(meta table.Meta, ins ...table.Reader) {
+	for _, in := range ins {
+		cli.CarryInsecureSeed(o.Streams, "perturb", in.Name(), in.Meta(), meta)
+	}
+	o.Seed.Mark(meta)
 }
 
 // notImplemented is the run function of a mechanism not built yet.

@@ -115,6 +115,7 @@ where K is the size of the joint domain of ALL curators' released columns.`,
 	f.StringVar(&opts.Codebook, "codebook", "", "codebook `FILE`: K is the product of the --columns' category counts")
 	cli.AddOutputFlags(cmd, &opts.Output)
 	cli.AddSeedFlag(cmd, &opts.Seed)
+	cli.AddInsecureSeedFlag(cmd, &opts.Seed)
 	return cli.Root(cmd)
 }
 
@@ -181,10 +182,11 @@ func (o *Options) secret() ([]byte, error) {
 }
 
 // drawSecret returns 32 random bytes: from crypto/rand, or from the --seed
-// generator in tests.
+// generator in tests (--insecure-seed only: a seeded secret is a guessable
+// one).
 func (o *Options) drawSecret() []byte {
 	s := make([]byte, 32)
-	if o.cmd.Flags().Changed("seed") {
+	if o.Seed.Insecure {
 		r := o.Seed.Rand(o.cmd)
 		for i := range s {
 			s[i] = byte(r.Uint32())
@@ -462,6 +464,8 @@ func runSample(o *Options, secret []byte) error {
 		names[j] = in.Schema().Field(c).Name
 	}
 	meta := in.Meta().Clone()
+	cli.CarryInsecureSeed(o.Streams, "sample", in.Name(), meta, meta)
+	o.Seed.Mark(meta)
 	meta["stage"] = "sample"
 	meta.SetInt("n", n)
 	meta.SetInt("m", m)

@@ -221,18 +221,20 @@ func (h History) Set(meta table.Meta) {
 }
 
 // DeriveRunKey returns the pad key of one encrypt run from the curator's
-// long-term PRF key and the run's key id:
+// long-term PRF key and a fresh random nonce of the run:
 //
-//	k_run = HMAC-SHA-256(master, "pramkit/encrypt/prf-pad/v1" ‖ keyID)
+//	k_run = HMAC-SHA-256(master, "pramkit/encrypt/prf-pad/v1" ‖ nonce)
 //
 // A fresh key per run means two encryptions never share pads (reusing a
 // pad on two different plaintexts would reveal their difference), and the
 // key file handed to a researcher opens this run only, not the curator's
-// other releases.
-func DeriveRunKey(master []byte, keyID string) pad.Key {
+// other releases. The nonce is not the public key id, so that a seeded
+// test run (--insecure-seed) can reproduce its pads while its key id
+// stays unpredictable; decrypt reads k_run from the key file.
+func DeriveRunKey(master []byte, nonce string) pad.Key {
 	mac := hmac.New(sha256.New, master)
 	mac.Write([]byte("pramkit/encrypt/prf-pad/v1"))
-	mac.Write([]byte(keyID))
+	mac.Write([]byte(nonce))
 	var k pad.Key
 	copy(k[:], mac.Sum(nil))
 	return k
