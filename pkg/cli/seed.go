@@ -26,7 +26,7 @@ const InsecureSeedKey = "insecure_seed"
 func AddInsecureSeedFlag(cmd *cobra.Command, s *Seed) {
 	cmd.Flags().BoolVar(&s.Insecure, "insecure-seed", false, "let --seed also fix secrets, pads, keys and the mechanism's noise: FOR TESTS ONLY, anyone who knows the seed can undo the release")
 	if f := cmd.Flags().Lookup("seed"); f != nil {
-		f.Usage += "; secrets, pads, keys and noise only with --insecure-seed"
+		f.Usage = "make the run reproducible with seed `N` together with --insecure-seed: FOR TESTS AND EXPERIMENTS ONLY; alone it fixes no secret, pad, key or noise (default: crypto/rand)"
 	}
 	prev := cmd.PreRunE
 	cmd.PreRunE = func(c *cobra.Command, args []string) error {

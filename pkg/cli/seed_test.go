@@ -90,7 +90,7 @@ func TestInsecureSeedHelpSaysWhatItCosts(t *testing.T) {
 	if u := cmd.Flags().Lookup("insecure-seed").Usage; !strings.Contains(u, "FOR TESTS ONLY") {
 		t.Errorf("--insecure-seed help %q", u)
 	}
-	if u := cmd.Flags().Lookup("seed").Usage; !strings.Contains(u, "only with --insecure-seed") {
+	if u := cmd.Flags().Lookup("seed").Usage; !strings.Contains(u, "together with --insecure-seed") || !strings.Contains(u, "FOR TESTS AND EXPERIMENTS ONLY") {
 		t.Errorf("--seed help %q does not point at --insecure-seed", u)
 	}
 }
