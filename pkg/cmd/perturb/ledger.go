@@ -81,8 +81,9 @@ func (o *Options) composeReleases(led *ledger.Ledger, ins []*gammaInput, p *gamm
 		return nil
 	}
 	p.releases = max(chainCount, len(prev)) + 1
-	if math.IsInf(logSum(earlier)+math.Log(p.gamma), 0) {
-		return fmt.Errorf("the product of γ over the releases of this sample overflows: its privacy is spent; draw a new sample for a new release")
+	if math.IsInf(p.hist.GammaProduct, 0) {
+		// gamma_composed, which older readers need, would not be a number.
+		return fmt.Errorf("%s: the product of γ over its perturbations overflows: its privacy is spent; draw a new sample for a new release", ins[0].r.Name())
 	}
 	var err error
 	if p.epsComposed, err = pram.ComposedEpsilonGammas(n, m, append(append([]float64(nil), earlier...), p.gamma)); err != nil {

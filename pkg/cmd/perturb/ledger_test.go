@@ -213,3 +213,21 @@ func TestLedgerConcurrentReleases(t *testing.T) {
 		t.Errorf("ledger: %+v", got)
 	}
 }
+
+// TestPrivacySpent: perturbing again a release whose product of γ's would
+// overflow float64 is refused, even with --allow-recompose.
+func TestPrivacySpent(t *testing.T) {
+	dir := t.TempDir()
+	enc := encrypted(t, dir, "a", 3, 10, 50)
+	rel1, rel2 := filepath.Join(dir, "r1.csv"), filepath.Join(dir, "r2.csv")
+	if res := runTool(perturbCmd, "--gamma", "1e200", enc, "-o", rel1); res.Code != 0 {
+		t.Fatal(res.Stderr)
+	}
+	res := runTool(perturbCmd, "--gamma", "1e200", "--allow-recompose", rel1, "-o", rel2)
+	if res.Code != cli.ExitFailure || !strings.Contains(res.Stderr, "r1.csv: the product of γ over its perturbations overflows: its privacy is spent") {
+		t.Errorf("code %d, %q", res.Code, res.Stderr)
+	}
+	if _, err := os.Stat(rel2); err == nil {
+		t.Error("output written")
+	}
+}
