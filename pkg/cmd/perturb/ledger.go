@@ -53,13 +53,17 @@ func (o *Options) openLedger() (*ledger.Ledger, error) {
 func (o *Options) composeReleases(led *ledger.Ledger, ins []*gammaInput, p *gammaPlan) error {
 	smp := ins[0].smp
 	n, m := int(smp.N), int(smp.M)
-	// Chain history: the list of γ's, or Γ alone for older files.
-	chain := p.hist.Gammas
-	if chain == nil {
-		chain = []float64{p.hist.GammaProduct / p.gamma, p.gamma}
+	// Chain history: the inputs' earlier perturbations, at most
+	// chainCount, with a product of γ's at most chainProd (taken over all
+	// inputs, a conservative choice when they differ).
+	chainCount, chainProd := p.hist.Releases-1, 1.0
+	for _, in := range ins {
+		chainProd = max(chainProd, in.hist.GammaProduct)
 	}
-	chain = chain[:len(chain)-1]
-	chainCount := p.hist.Releases - 1
+	chain := []float64{}
+	if chainProd > 1 {
+		chain = []float64{chainProd} // only the product matters for ε
+	}
 
 	var prev []ledger.Entry
 	if led != nil {
