@@ -35,7 +35,13 @@ head -6 "$D/alice.enc.csv"
 
 echo
 echo "== The untrusted server joins the ciphertexts and perturbs each joint row (gamma-diagonal PRAM, epsilon = 1)"
-step "$B/perturb" --epsilon 1 "$D/alice.enc.csv" "$D/bob.enc.parquet" -o "$D/release.parquet"
+# The demo keeps its release ledger with its files (by default it is
+# ~/.local/state/pramkit/releases.jsonl).
+step "$B/perturb" --ledger "$D/releases.jsonl" --epsilon 1 "$D/alice.enc.csv" "$D/bob.enc.parquet" -o "$D/release.parquet"
+echo; echo "the release ledger records it:"
+cat "$D/releases.jsonl"
+echo; echo "releasing the same sample again is refused (its epsilon would compose):"
+step "$B/perturb" --ledger "$D/releases.jsonl" --epsilon 1 "$D/alice.enc.csv" "$D/bob.enc.parquet" -o "$D/again.parquet" || true
 
 echo
 echo "== The researcher removes the pads with both keys"

@@ -42,6 +42,9 @@ func TestScripts(t *testing.T) {
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("ADULT", adult)
 			env.Setenv("ROOT", root)
+			// perturb's release ledger goes to the script's own state
+			// directory, never the user's (HOME is /no-home already).
+			env.Setenv("XDG_STATE_HOME", filepath.Join(env.WorkDir, ".state"))
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){

@@ -75,13 +75,7 @@ func ComposedEpsilon(n, m int, gamma float64, r int) (float64, error) {
 	if r < 1 {
 		return 0, fmt.Errorf("pram.ComposedEpsilon: number of releases must be ≥ 1, got %d", r)
 	}
-	a := float64(m) / float64(n)
-	x := float64(r) * math.Log(gamma) // ln γ^r
-	if x < 700 {
-		return math.Log1p(a * math.Expm1(x)), nil
-	}
-	// γ^r overflows: 1 + a(e^x − 1) = a·e^x·(1 + ((1 − a)/a)·e^−x).
-	return math.Log(a) + x + math.Log1p((1-a)/a*math.Exp(-x)), nil
+	return composedFromLog(float64(m)/float64(n), float64(r)*math.Log(gamma)), nil
 }
 
 func checkSizes(n, m int) error {

@@ -15,11 +15,10 @@ import (
 	"github.com/pramkit/pramkit/pkg/cmd/decrypt"
 	"github.com/pramkit/pramkit/pkg/cmd/encrypt"
 	"github.com/pramkit/pramkit/pkg/cmd/encrypt/encfile/encfiletest"
-	"github.com/pramkit/pramkit/pkg/cmd/perturb"
 )
 
 func encryptCmd(s *cli.Streams) *cobra.Command { return encrypt.NewCmd(s, nil) }
-func perturbCmd(s *cli.Streams) *cobra.Command { return perturb.NewCmd(s, nil) }
+func perturbCmd(s *cli.Streams) *cobra.Command { return encfiletest.NewPerturb(s, nil) }
 func decryptCmd(s *cli.Streams) *cobra.Command { return decrypt.NewCmd(s, nil) }
 
 func run(t testing.TB, build func(*cli.Streams) *cobra.Command, args ...string) encfiletest.Result {

@@ -60,8 +60,9 @@ values, q = γ + K − 1. --method chooses the estimator:
 γ, n, m and the codebook come from the metadata; --gamma, -n, -m and
 --codebook override them (with a warning), and a missing item is an error
 that names its flag. K is the product of the codebook's category counts
-and must match the metadata's. A re-perturbed release (releases = 2) is
-estimated with the γ of both perturbations combined.
+and must match the metadata's. A re-perturbed release (releases = r ≥ 2) is
+estimated with the γ of all r perturbations combined (from the metadata's
+list gammas; a file without it only for r = 2).
 
 Output columns: one per released column (the labels), then
   estimate   the estimated share of the full table (n rows) with this value;
@@ -106,7 +107,9 @@ all K values, t the true joint type, and the table a truth column.
 when given): method, epsilon (Theorem III.2 for n, m, γ), gamma, n, m, K,
 bound (Theorem III.4, (c·√K + 1)/√m with c = 1 + K/(γ − 1), on the
 expected ℓ2 error of inverse), releases and epsilon_composed (a sample
-released r times: ln((n + m(Γ − 1))/n), Γ the product of the γ's), the
+released r times: ln((n + m(Γ − 1))/n), Γ the product of the γ's;
+sample_releases when perturb's ledger knew of releases from other copies
+of the files, with its epsilon_composed), the
 planning optimum m_opt for this ε and its bound, EM's iterations, and
 l2_error with --truth. The table's metadata carries the same items.`
 

@@ -23,6 +23,7 @@ type pramSummary struct {
 	K               uint64   `json:"K"`
 	Bound           float64  `json:"bound"`
 	Releases        int      `json:"releases"`
+	SampleReleases  int      `json:"sample_releases,omitempty"`
 	EpsilonComposed *float64 `json:"epsilon_composed,omitempty"`
 	// The domain and γ the estimator worked with, when they are not the
 	// release's (--columns, or a re-perturbed sample).
@@ -61,9 +62,10 @@ func (o *Options) pramSummaryOf(rel *pramRelease, res *pramResult) (pramSummary,
 			s.Marginal = append(s.Marginal, rel.names[j])
 		}
 	}
-	if rel.releases > 1 {
+	if rel.releases > 1 || rel.sampleReleases > 1 {
 		s.EpsilonComposed = &rel.epsComposed
 	}
+	s.SampleReleases = rel.sampleReleases
 	if res.fit.dom.Size() != rel.dom.Size() {
 		s.KEstimated = res.fit.dom.Size()
 	}

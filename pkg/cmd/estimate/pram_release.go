@@ -7,6 +7,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/pramkit/pramkit/pkg/cmd/encrypt/encfile"
 	"github.com/pramkit/pramkit/pkg/codebook"
 	"github.com/pramkit/pramkit/pkg/estimate"
 	"github.com/pramkit/pramkit/pkg/pram"
@@ -33,7 +34,10 @@ type pramRelease struct {
 
 	n, m        int64 // full-table rows and released rows, for ε
 	epsilon     float64
-	epsComposed float64 // when releases > 1
+	epsComposed float64 // when releases > 1 or sampleReleases > 1
+	// sampleReleases counts all releases of the sample that perturb knew
+	// of (its ledger included), when more than releases.
+	sampleReleases int
 }
 
 // pramColumn is the part of the "columns" metadata item estimate needs.
@@ -174,26 +178,34 @@ func (o *Options) pramReleaseGamma(rel *pramRelease, meta table.Meta) error {
 		return fmt.Errorf("%s: release %d of its sample has no valid %q in the metadata; the release was damaged: decrypt it again", name, r, "gamma_composed")
 	}
 	rel.gammaProduct = prod
-	if r > 2 {
-		return fmt.Errorf("%s was perturbed %d times (release %d of the same sample), and its metadata keeps only the product of the γ's, which does not determine the combined perturbation: estimate from the first or second release", name, r, r)
+	// The file went through r perturbations; the estimators undo their
+	// product, which is γ-diagonal (pram.CombineGammas). That needs every
+	// γ_i: the "gammas" list, or for r = 2 Γ and the last γ.
+	var gammas []float64
+	if _, ok := meta[encfile.KeyGammas]; ok {
+		hist, err := encfile.ReadHistory(meta, name)
+		if err != nil {
+			return err
+		}
+		gammas = hist.Gammas
+		if last := gammas[len(gammas)-1]; !o.cmd.Flags().Changed("gamma") && last != g {
+			return fmt.Errorf("%s: the metadata's γ = %v is not the last of its %q %v; the release was damaged: decrypt it again", name, g, encfile.KeyGammas, gammas)
+		}
+		gammas[len(gammas)-1] = g // --gamma overrides the last perturbation's γ
+	} else {
+		if r > 2 {
+			return fmt.Errorf("%s was perturbed %d times (release %d of the same sample), and its metadata keeps only the product of the γ's (it was made before perturb recorded the list %q), which does not determine the combined perturbation: estimate from the first or second release", name, r, r, encfile.KeyGammas)
+		}
+		// Two perturbations: γ₁ = Γ/γ₂, then γ₂.
+		if !(prod/g > 1) {
+			return fmt.Errorf("%s: the metadata's γ = %v and gamma_composed = %v imply a first γ ≤ 1; the release was damaged: decrypt it again", name, g, prod)
+		}
+		gammas = []float64{prod / g, g}
 	}
-	// The file went through two perturbations, γ₁ = Γ/γ₂ then γ₂.
-	if !(prod/g > 1) {
-		return fmt.Errorf("%s: the metadata's γ = %v and gamma_composed = %v imply a first γ ≤ 1; the release was damaged: decrypt it again", name, g, prod)
+	if rel.gamma, err = pram.CombineGammas(rel.dom.Size(), gammas); err != nil {
+		return fmt.Errorf("%s: %w", name, err)
 	}
-	rel.gamma = pramCombineGamma(prod/g, g, rel.dom.Size())
 	return nil
-}
-
-// pramCombineGamma returns the γ of two γ-diagonal perturbations of the same
-// rows in a row (their product is again γ-diagonal). Writing
-// A(γ) = λ·I + (1 − λ)·U, U the uniform matrix, λ = (γ − 1)/(γ − 1 + K),
-// the product has λ = λ₁λ₂, that is, with a = γ − 1,
-//
-//	a = a₁·a₂/(a₁ + a₂ + K).
-func pramCombineGamma(g1, g2 float64, K uint64) float64 {
-	a1, a2 := g1-1, g2-1
-	return 1 + a1*a2/(a1+a2+float64(K))
 }
 
 // pramDomainText is "education (16) × income (2)".
@@ -345,6 +357,21 @@ func (rel *pramRelease) account(o *Options, rows int64) error {
 		// ComposedEpsilon takes one γ used r times: pass Γ^{1/r}.
 		if rel.epsComposed, err = pram.ComposedEpsilon(int(n), int(m), math.Exp(math.Log(rel.gammaProduct)/float64(r)), r); err != nil {
 			return fmt.Errorf("%s: %w", rel.name, err)
+		}
+	}
+	// Other releases of the sample, made from other copies of its
+	// encrypted files, are not in this file's history; perturb found them
+	// in its release ledger and recorded their count and composed ε (for
+	// the metadata's n and m).
+	if _, ok := rel.meta["sample_releases"]; ok {
+		sr, err1 := rel.meta.Int("sample_releases", "")
+		ec, err2 := rel.meta.Float("epsilon_composed", "")
+		if err1 != nil || err2 != nil || sr < 2 || !(ec > 0) || math.IsInf(ec, 0) {
+			return fmt.Errorf("%s: the metadata's sample_releases and epsilon_composed are not valid; the release was damaged: decrypt it again", rel.name)
+		}
+		if int(sr) > rel.releases {
+			rel.sampleReleases = int(sr)
+			rel.epsComposed = max(rel.epsComposed, ec)
 		}
 	}
 	return nil

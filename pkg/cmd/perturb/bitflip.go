@@ -68,7 +68,7 @@ type bitflipColumn struct {
 }
 
 func runBitflip(o *Options) error {
-	if err := o.rejectFlags("bitflip", "gamma", "allow-recompose", "column", "pi-s", "pi-bot", "non-participant"); err != nil {
+	if err := o.rejectFlags("bitflip", "gamma", "allow-recompose", "ledger", "no-ledger", "column", "pi-s", "pi-bot", "non-participant"); err != nil {
 		return err
 	}
 	f := o.cmd.Flags()

@@ -71,7 +71,7 @@ func addDDPSFlags(cmd *cobra.Command, o *ddpsOptions) {
 }
 
 func runDDPS(o *Options) error {
-	if err := o.rejectFlags("ddps", "gamma", "allow-recompose", "columns", "lie"); err != nil {
+	if err := o.rejectFlags("ddps", "gamma", "allow-recompose", "ledger", "no-ledger", "columns", "lie"); err != nil {
 		return err
 	}
 	f := o.cmd.Flags()

@@ -20,6 +20,8 @@ import (
 type gammaOptions struct {
 	Gamma          float64 // --gamma
 	AllowRecompose bool    // --allow-recompose
+	Ledger         string  // --ledger; default ledger.DefaultPath()
+	NoLedger       bool    // --no-ledger
 }
 
 const (
@@ -42,12 +44,23 @@ With --epsilon E, γ = 1 + (n/m)(e^E − 1) using n and m from the metadata,
 the γ for which sampling m of n rows and then PRAM is E-differentially
 private (Theorem III.2); with --gamma G, ε = ln((n + m(G − 1))/n) is
 computed and recorded. The output records mechanism, γ, ε, K, n, m and the
-fingerprint, and a release counter. Perturbing an already perturbed table
-again releases the same sample twice, which composes to
+fingerprint, a release counter and the list of γ's (gammas). Releasing
+the same sample again, by perturbing a perturbed table or by perturbing
+the same encrypted files in another run, composes to
   ε_r = ln((n + m(Γ − 1))/n),  Γ = γ_1·…·γ_r,
 more than r·ε when m < n: perturb refuses it unless --allow-recompose, and
-prints the composed ε either way. (It cannot know about releases made from
-other copies of the same encrypted files: release each sample once.)`
+prints the composed ε either way.
+
+Release ledger: every release is recorded as one JSON line (fingerprint,
+γ, ε, composed ε, time, output) in $XDG_STATE_HOME/pramkit/releases.jsonl,
+else ~/.local/state/pramkit/releases.jsonl, or in --ledger FILE (a ledger
+shared by the cron jobs of one server). A sample whose fingerprint is in
+the ledger is refused as above. perturb holds a lock on the ledger from
+the look-up until the release is recorded, so of two runs releasing the
+same sample at once the second waits and is refused; the line is written
+just before the output is committed and removed if the commit fails. A
+run killed in between leaves a record without an output: it over-counts,
+never under-counts. --no-ledger skips the ledger, with a warning.`
 
 	gammaExample = `  # the server joins Alice's and Bob's ciphertexts and perturbs them for ε = 1
   $ perturb --epsilon 1 alice.enc.parquet bob.enc.parquet -o release.parquet
@@ -64,7 +77,9 @@ other copies of the same encrypted files: release each sample once.)`
 func addGammaFlags(cmd *cobra.Command, o *gammaOptions) {
 	f := cmd.Flags()
 	f.Float64Var(&o.Gamma, "gamma", 0, "gamma-diagonal PRAM parameter `G` > 1 (instead of --epsilon)")
-	f.BoolVar(&o.AllowRecompose, "allow-recompose", false, "allow perturbing an already perturbed table (a further release of the same sample; ε composes)")
+	f.BoolVar(&o.AllowRecompose, "allow-recompose", false, "allow a further release of a sample already released (ε composes)")
+	f.StringVar(&o.Ledger, "ledger", "", "release ledger `FILE` (default $XDG_STATE_HOME/pramkit/releases.jsonl, else ~/.local/state/pramkit/releases.jsonl)")
+	f.BoolVar(&o.NoLedger, "no-ledger", false, "do not record the release in the ledger, nor check it (releases of the sample are then not counted)")
 }
 
 // gammaInput is one curator's encrypted table.
@@ -78,8 +93,12 @@ type gammaInput struct {
 // gammaPlan is what runGamma decided before reading rows.
 type gammaPlan struct {
 	gamma, epsilon float64
-	hist           encfile.History // including this release
-	epsComposed    float64         // when hist.Releases > 1
+	hist           encfile.History // the file's perturbations, this one included
+	// releases counts the releases of the sample known from the inputs'
+	// history and the ledger, this one included; epsComposed is their ε
+	// (when releases > 1).
+	releases    int
+	epsComposed float64
 }
 
 // runGamma is γ-diagonal PRAM at the untrusted server (Lin–Wang–Rane
@@ -155,6 +174,16 @@ func runGamma(o *Options) error {
 	if err != nil {
 		return err
 	}
+	led, err := o.openLedger()
+	if err != nil {
+		return err
+	}
+	if led != nil {
+		defer led.Close() // held until the release is recorded and committed
+	}
+	if err := o.composeReleases(led, ins, &plan); err != nil {
+		return err
+	}
 	mech, err := pram.NewMechanism(plan.gamma, dom)
 	if err != nil {
 		return err
@@ -176,8 +205,9 @@ func runGamma(o *Options) error {
 	meta.SetFloat("epsilon", plan.epsilon)
 	meta.SetInt("K", int64(dom.Size())) // K ≤ 2^62
 	plan.hist.Set(meta)
-	if plan.hist.Releases > 1 {
+	if plan.releases > 1 {
 		meta.SetFloat("epsilon_composed", plan.epsComposed)
+		meta.SetInt("sample_releases", int64(plan.releases))
 	}
 	if err := encfile.SetColumns(meta, all); err != nil {
 		return err
@@ -191,7 +221,7 @@ func runGamma(o *Options) error {
 	if err := perturbRows(o, ins, mech, schema, w); err != nil {
 		return err
 	}
-	return w.Commit()
+	return o.recordAndCommit(led, first, plan, w)
 }
 
 // load reads and checks one input's metadata.
@@ -280,30 +310,12 @@ func (o *Options) gammaPlan(ins []*gammaInput) (gammaPlan, error) {
 	// Earlier releases: the most perturbed input bounds the history (a
 	// conservative choice when inputs differ).
 	prior := encfile.History{GammaProduct: 1}
-	var priorName string
 	for _, in := range ins {
-		if in.hist.Releases > prior.Releases {
-			prior.Releases, priorName = in.hist.Releases, in.r.Name()
+		if in.hist.Releases > prior.Releases || in.hist.Releases == prior.Releases && in.hist.GammaProduct > prior.GammaProduct {
+			prior = in.hist
 		}
-		prior.GammaProduct = max(prior.GammaProduct, in.hist.GammaProduct)
 	}
-	p.hist = encfile.History{Releases: prior.Releases + 1, GammaProduct: prior.GammaProduct * p.gamma}
-	if p.hist.Releases == 1 {
-		return p, nil
-	}
-	if math.IsInf(p.hist.GammaProduct, 0) {
-		return p, fmt.Errorf("%s: the product of γ over its releases overflows: its privacy is spent; draw a new sample for a new release", priorName)
-	}
-	// Γ = γ_1·…·γ_r; ComposedEpsilon takes one γ used r times, so pass the
-	// geometric mean Γ^{1/r}.
-	r := p.hist.Releases
-	if p.epsComposed, err = pram.ComposedEpsilon(n, m, math.Exp(math.Log(p.hist.GammaProduct)/float64(r)), r); err != nil {
-		return p, err
-	}
-	if !o.Gamma.AllowRecompose {
-		return p, fmt.Errorf("%s was already perturbed (release %d of this sample): another release of the same sample composes to ε = %.6g (this release alone: ε = %.6g); pass --allow-recompose to release anyway, or draw a new sample (another --secret) for an independent release", priorName, prior.Releases, p.epsComposed, p.epsilon)
-	}
-	o.Streams.Warnf("perturb", "release %d of the same sample: composed ε = %.6g (this release alone: ε = %.6g)", r, p.epsComposed, p.epsilon)
+	p.hist = prior.Then(p.gamma)
 	return p, nil
 }
 

@@ -17,7 +17,6 @@ import (
 	"github.com/pramkit/pramkit/pkg/cmd/decrypt"
 	"github.com/pramkit/pramkit/pkg/cmd/encrypt"
 	"github.com/pramkit/pramkit/pkg/cmd/encrypt/encfile/encfiletest"
-	"github.com/pramkit/pramkit/pkg/cmd/perturb"
 	"github.com/pramkit/pramkit/pkg/pram"
 	"github.com/pramkit/pramkit/pkg/table"
 )
@@ -27,7 +26,7 @@ func runTool(build func(*cli.Streams) *cobra.Command, args ...string) encfiletes
 }
 
 func encryptCmd(s *cli.Streams) *cobra.Command { return encrypt.NewCmd(s, nil) }
-func perturbCmd(s *cli.Streams) *cobra.Command { return perturb.NewCmd(s, nil) }
+func perturbCmd(s *cli.Streams) *cobra.Command { return encfiletest.NewPerturb(s, nil) }
 func decryptCmd(s *cli.Streams) *cobra.Command { return decrypt.NewCmd(s, nil) }
 
 // curator holds some columns of the joint table; its cells are the labels

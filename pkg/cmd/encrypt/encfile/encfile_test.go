@@ -3,6 +3,7 @@ package encfile
 import (
 	"bytes"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -195,19 +196,48 @@ func TestReadSampleValidates(t *testing.T) {
 }
 
 func TestHistoryRoundTrip(t *testing.T) {
-	for _, h := range []History{{0, 1}, {1, 11}, {3, 1331}} {
+	for _, h := range []History{
+		{Releases: 0, GammaProduct: 1},
+		{Releases: 1, GammaProduct: 11},
+		{Releases: 3, GammaProduct: 1331},
+		{Releases: 1, GammaProduct: 11, Gammas: []float64{11}},
+		{Releases: 3, GammaProduct: 2 * 3.5 * 7, Gammas: []float64{2, 3.5, 7}},
+	} {
 		meta := table.Meta{}
 		if h.Releases == 1 {
 			meta.SetFloat("gamma", h.GammaProduct)
 		}
 		h.Set(meta)
 		got, err := ReadHistory(meta, "f")
-		if err != nil || got != h {
+		if err != nil || got.Releases != h.Releases || got.GammaProduct != h.GammaProduct || !slices.Equal(got.Gammas, h.Gammas) {
 			t.Errorf("%+v: read back %+v, %v", h, got, err)
 		}
 	}
 	if _, err := ReadHistory(table.Meta{"releases": "2", "gamma": "3"}, "f"); err == nil || !strings.Contains(err.Error(), `no valid "gamma_composed"`) {
 		t.Errorf("error %v", err)
+	}
+	for _, tt := range []struct{ gammas, want string }{
+		{`[2,3]`, "lists 2 γ's for 3 releases"},
+		{`[2,3,"x"]`, "not a JSON list"},
+		{`[2,3,0.5]`, "not a finite number > 1"},
+		{`[2,3,4]`, "multiplies to 24"},
+	} {
+		meta := table.Meta{"releases": "3", "gamma_composed": "30", "gammas": tt.gammas}
+		if _, err := ReadHistory(meta, "f"); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("gammas %s: error %v, want %q", tt.gammas, err, tt.want)
+		}
+	}
+}
+
+func TestHistoryThen(t *testing.T) {
+	h := History{GammaProduct: 1}.Then(2).Then(5)
+	if h.Releases != 2 || h.GammaProduct != 10 || !slices.Equal(h.Gammas, []float64{2, 5}) {
+		t.Errorf("two releases: %+v", h)
+	}
+	// An older file that kept only Γ: the list stays unknown.
+	old := History{Releases: 2, GammaProduct: 10}.Then(3)
+	if old.Releases != 3 || old.GammaProduct != 30 || old.Gammas != nil {
+		t.Errorf("after an unknown list: %+v", old)
 	}
 }
 

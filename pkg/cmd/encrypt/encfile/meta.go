@@ -177,11 +177,20 @@ type History struct {
 	Releases int
 	// GammaProduct Γ = Π γ_i over the releases; 1 when there are none.
 	GammaProduct float64
+	// Gammas are γ_1, …, γ_r in the order they were applied: the
+	// "gammas" item, which estimate needs to undo r ≥ 3 perturbations of
+	// the same rows (pram.CombineGammas). nil for a table written before
+	// the item existed.
+	Gammas []float64
 }
 
-// ReadHistory reads the "releases", "gamma" and "gamma_composed" items.
-// Releases after the first record gamma_composed = Γ; a single release
-// only gamma.
+// KeyGammas is the metadata item holding History.Gammas, a JSON array.
+const KeyGammas = "gammas"
+
+// ReadHistory reads the "releases", "gamma", "gamma_composed" and "gammas"
+// items. Releases after the first record gamma_composed = Γ; a single
+// release only gamma. "gammas", when present, must list Releases values > 1
+// whose product is Γ.
 func ReadHistory(meta table.Meta, file string) (History, error) {
 	h := History{GammaProduct: 1}
 	if _, ok := meta["releases"]; !ok {
@@ -204,11 +213,35 @@ func ReadHistory(meta table.Meta, file string) (History, error) {
 		return h, fmt.Errorf("%s: release %d has no valid %q in the metadata; the file was damaged: re-create it", file, r, key)
 	}
 	h.GammaProduct = g
+	if _, ok := meta[KeyGammas]; !ok {
+		return h, nil
+	}
+	damaged := func(why string) (History, error) {
+		return History{GammaProduct: 1}, fmt.Errorf("%s: the %q item of the metadata %s; the file was damaged: re-create it", file, KeyGammas, why)
+	}
+	if err := meta.JSON(KeyGammas, "", &h.Gammas); err != nil {
+		return damaged("is not a JSON list of numbers")
+	}
+	if len(h.Gammas) != h.Releases {
+		return damaged(fmt.Sprintf("lists %d γ's for %d releases", len(h.Gammas), h.Releases))
+	}
+	logProd := 0.0
+	for _, gi := range h.Gammas {
+		if !(gi > 1) || math.IsInf(gi, 0) {
+			return damaged(fmt.Sprintf("holds γ = %v, not a finite number > 1", gi))
+		}
+		logProd += math.Log(gi)
+	}
+	if math.Abs(logProd-math.Log(g)) > 1e-9*math.Max(1, math.Log(g)) {
+		return damaged(fmt.Sprintf("multiplies to %.6g, not to the recorded %s = %.6g", math.Exp(logProd), key, g))
+	}
 	return h, nil
 }
 
-// Set stores the history: releases, and gamma_composed after the first.
+// Set stores the history: releases, gamma_composed after the first, and
+// gammas when known.
 func (h History) Set(meta table.Meta) {
+	delete(meta, KeyGammas)
 	if h.Releases == 0 {
 		return
 	}
@@ -218,6 +251,19 @@ func (h History) Set(meta table.Meta) {
 	} else {
 		delete(meta, "gamma_composed")
 	}
+	if len(h.Gammas) == h.Releases {
+		meta.SetJSON(KeyGammas, h.Gammas) // a []float64 of finite numbers always marshals
+	}
+}
+
+// Then is the history after one more release with γ: the list of γ's
+// grows only when it was known for every earlier release.
+func (h History) Then(gamma float64) History {
+	next := History{Releases: h.Releases + 1, GammaProduct: h.GammaProduct * gamma}
+	if len(h.Gammas) == h.Releases {
+		next.Gammas = append(append([]float64(nil), h.Gammas...), gamma)
+	}
+	return next
 }
 
 // DeriveRunKey returns the pad key of one encrypt run from the curator's
