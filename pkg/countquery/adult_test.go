@@ -167,9 +167,9 @@ func TestAdultCountQueryAccuracy(t *testing.T) {
 		opt   Options
 		small bool // also run on the small-count queries
 	}{
-		{"paper a01 = f_s/N (default)", Options{}, true},
+		{"paper-fixed a01 = f′_s/N (zero Options)", Options{}, true},
 		{"exact a01 = f_s(ℓ′−1)/(ℓ′(N−f_s))", Options{ExactDecoy: true}, true},
-		{"paper a01, f_s re-evaluated each step", Options{UpdateFrequencies: true}, false},
+		{"paper a01 re-evaluated each step (Eq. 12)", Options{UpdateFrequencies: true}, false},
 		{"exact a01, f_s re-evaluated each step", Options{ExactDecoy: true, UpdateFrequencies: true}, false},
 		{"paper a01, converged (tolerance 1e-9)", tightOpt(Options{}), false},
 		{"exact a01, converged (tolerance 1e-9)", tightOpt(Options{ExactDecoy: true}), false},

@@ -231,7 +231,7 @@ func TestCountDivertedAnswersAreTheLibrarys(t *testing.T) {
 	if err := os.WriteFile(nsa, []byte(`{"columns": [{"name": "a", "categories": ["a0", "a1", "a2", "a3", "a4", "a5", "a6", "a7", "a8", "a9"]}]}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for _, decoy := range []string{"exact", "paper"} {
+	for _, decoy := range []string{"exact", "paper", "paper-fixed"} {
 		est, iters := countAsk(t, pub, queries, "--decoy", decoy, "--codebook", nsa)
 		for i, q := range queries {
 			conds, _ := parseCountQuery(q)
@@ -263,7 +263,9 @@ func TestCountDivertedAnswersAreTheLibrarys(t *testing.T) {
 				}
 				y[countquery.State(inP, has...)]++
 			}
-			opt := countquery.Options{ExactDecoy: decoy == "exact"}
+			// The paper's Eq. 12 re-evaluates a01 = (x1 + x3)/N from the
+			// current x at every step (Figure 3); paper-fixed keeps f′_s/N.
+			opt := countquery.Options{ExactDecoy: decoy == "exact", UpdateFrequencies: decoy == "paper"}
 			var want float64
 			wantIter := 0
 			switch {
@@ -457,7 +459,7 @@ func TestCountBadInputFailsCleanly(t *testing.T) {
 		{[]string{"--query", "s=s1", "--queries", bad}, 2, "give either --query or --queries"},
 		{nil, 2, "ask count queries with --query"},
 		{[]string{"--query", "s=s1,"}, 2, "empty condition"},
-		{[]string{"--query", "s=s1", "--decoy", "other"}, 2, `--decoy "other": choose exact or paper`},
+		{[]string{"--query", "s=s1", "--decoy", "other"}, 2, `--decoy "other": choose exact, paper or paper-fixed`},
 		{[]string{"--query", "s=s1", "--groups", "g.csv"}, 2, "--groups applies to anatomy releases only"},
 		{[]string{"--query", "s=s1", "--method", "mle"}, 0, ""}, // --method has a default; harmless
 		{[]string{"--query", "s=s1", "--marginal", "s"}, 2, "--marginal applies to gamma-diagonal releases only"},
