@@ -47,7 +47,9 @@ columns query, estimate, iterations, one row per query in input order;
 on stdout are rounded to 2 decimals; -o keeps full precision. Values of the
 sensitive columns are codebook labels (from the release's metadata); other
 columns are matched as published, or, with --codebook FILE declaring them,
-by category (e.g. age=25-34 with Adult's codebook).
+by category (e.g. age=25-34 with Adult's codebook). A value that is
+neither a category nor in any row of the release is an error that lists
+the column's values (a typo, or bins asked of a column published raw).
 
 diverted (mechanism A′, Fu et al.), with N rows, ℓ′ and f′_s the count of
 s in the release:

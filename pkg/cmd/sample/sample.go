@@ -463,7 +463,7 @@ func runSample(o *Options, secret []byte) error {
 	}
 	var dup *sample.DuplicateError
 	if errors.As(err, &dup) {
-		return &table.DataError{File: in.Name(), Column: o.ID, Err: fmt.Errorf("id %q appears more than once (rows %d and %d); ids given with --id must be unique, since rows of one id are kept or dropped together", dup.Kept.Row[len(keep)], min(dup.Kept.Index, dup.Row), max(dup.Kept.Index, dup.Row))}
+		return &table.DataError{File: in.Name(), Column: o.ID, Err: fmt.Errorf("id %s appears more than once (rows %d and %d); ids given with --id must be unique, since rows of one id are kept or dropped together", quoteID(dup.Kept.Row[len(keep)]), min(dup.Kept.Index, dup.Row), max(dup.Kept.Index, dup.Row))}
 	}
 	if err != nil {
 		return err
@@ -555,4 +555,12 @@ func (o *Options) layout(in table.Reader) (idCol int, keep []int, err error) {
 		return 0, nil, fmt.Errorf("%s: nothing to output once the id column is dropped; pass --keep-id or give other columns", in.Name())
 	}
 	return idCol, keep, nil
+}
+
+// quoteID quotes an id for a message, cut at 80 characters.
+func quoteID(id string) string {
+	if r := []rune(id); len(r) > 80 {
+		return strconv.Quote(string(r[:80])) + "…"
+	}
+	return strconv.Quote(id)
 }
