@@ -123,11 +123,11 @@ func (s *countSlot) missing(queries []countQuery, file, release string) error {
 		}
 	}
 	slices.Sort(known)
-	hint := "check the spelling (values are matched exactly, case included)"
+	hint := "check the spelling (values are matched exactly, case included), or, for a category that no row holds, give --codebook FILE declaring the column's categories"
 	if numeric(known) {
-		hint = "the column holds raw values: to count by bins or categories, give --codebook FILE declaring the column's categories"
+		hint = "the column holds raw values: to count by bins, give --codebook FILE declaring the column's cuts and labels"
 	}
-	return fmt.Errorf("%s: column %q of %s has no value %q (its values: %s); %s, or give --codebook FILE declaring the column with this category if no row holds it", where, s.col, release, value, quoteValues(known, s.knownMore), hint)
+	return fmt.Errorf("%s: column %q of %s has no value %s (its values: %s); %s", where, s.col, release, quoteValues([]string{value}, false), quoteValues(known, s.knownMore), hint)
 }
 
 // numeric says every value is a number (a column released raw, such as
