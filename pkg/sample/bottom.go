@@ -66,10 +66,11 @@ func NewBottomM(m int) (*BottomM, error) {
 	return &BottomM{m: m, h: make(maxHeap, 0, min(m, 1<<20))}, nil
 }
 
-// Wants reports whether a row of priority p would be kept; only then need
-// the caller build the row.
+// Wants reports whether a row of priority p would be kept, or would tie
+// with the m-th best (a repeated id, which Offer records); only then need
+// the caller offer the row.
 func (b *BottomM) Wants(p Priority) bool {
-	return len(b.h) < b.m || p.Less(b.h[0].Priority)
+	return len(b.h) < b.m || !b.h[0].Priority.Less(p)
 }
 
 // Offer counts a row and keeps it if it is among the m best so far. row is
