@@ -149,7 +149,7 @@ step "$B/estimate" --codebook "$CB" --queries "$D/queries.csv" --truth "$T" "$D/
 echo "(counts of a few people get errors of the order of the count itself: the paper's small-count privacy."
 echo " Large counts: over many random queries of selectivity 2-5 % the mean relative error is about 26 %;"
 echo " a pair as associated as sex=Female and Adm-clerical is pulled towards independence, because Anatomy's"
-echo " group creation pairs values by bucket size, not at random. --decoy paper, the paper's a01: about 36 %.)"
+echo " group creation pairs values by bucket size, not at random. --decoy paper, the paper's a01 rule (Eq. 12): about 28 %.)"
 echo
 echo "-- the baselines at the same l' = 5: Anatomy (true values, linked to groups) and global randomization"
 step "$B/anonymize" --mechanism anatomy --sensitive occupation --l 5 --codebook "$CB" "$T" -o "$D/adult.anatomy.csv" --groups "$D/adult.anatomy.groups.csv"

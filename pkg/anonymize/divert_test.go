@@ -286,3 +286,45 @@ func TestRandomizeDistribution(t *testing.T) {
 		t.Error("value outside codebook accepted")
 	}
 }
+
+// Theorem 1 needs p = q = 1/ℓ′: a row publishes its own value with
+// probability exactly 1/ℓ′, like each of its group's ℓ′ − 1 other values.
+// Every kept row's indicator [published = true] is then Bernoulli(1/ℓ′),
+// independent across rows and releases, so over R releases of an
+// Adult-sized column (N = 32,560, 15 values, ℓ′ = 5) the count is exactly
+// Binomial(R·N, 1/5).
+//
+// Two-sided test at false-alarm probability 1e-6 (z = 4.89). Effect size:
+// a mechanism that publishes the true value with extra probability δ
+// (P = δ + (1 − δ)/ℓ′, a shift δ′ = δ(ℓ′ − 1)/ℓ′) is caught with
+// probability ≥ 0.99 when
+//
+//	n ≥ ((z_α·√(p(1−p)) + z_β·√(p′(1−p′)))/δ′)²,  z_β = 2.33 (β = 0.01),
+//
+// which for δ = 1/(100ℓ′ + 1) = 1/501 (δ′ = 0.0016, p = 0.2, p′ = 0.2016)
+// is n ≥ 3.27M draws: R = 110 releases give 3.58M (power 0.996; the
+// smallest shift caught with power 0.99 is δ′ = 0.00152, δ = 0.0019). The
+// mutant with that δ was run against this test and failed it.
+func TestTrueValuePublishedWithProbabilityOneOverL(t *testing.T) {
+	const n, v, l, runs = 32560, 15, 5, 110
+	r := rng.NewSeeded(23)
+	s := randomEligibleColumn(r, n, v, l, true)
+	var hits, draws int64
+	for range runs {
+		rel, err := Anonymize([]Column{{Values: s, V: v}}, l, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, row := range rel.Order {
+			draws++
+			if rel.Published[0][row] == s[row] {
+				hits++
+			}
+		}
+	}
+	if draws != int64(runs)*n {
+		t.Fatalf("%d rows published, want %d", draws, int64(runs)*n)
+	}
+	stattest.AssertBinomial(t, "rows publishing their own value", hits, draws, 1.0/l, 1e-6)
+	t.Logf("%d of %d rows published their own value: %.5f (1/ℓ′ = %.5f)", hits, draws, float64(hits)/float64(draws), 1.0/l)
+}

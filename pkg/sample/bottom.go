@@ -1,6 +1,7 @@
 package sample
 
 import (
+	"cmp"
 	"container/heap"
 	"fmt"
 	"math"
@@ -11,15 +12,50 @@ import (
 type Item struct {
 	Priority Priority
 	Row      []string
+	// Index is the row's 1-based position among the rows offered, for
+	// error messages.
+	Index int64
+}
+
+// DuplicateError reports two rows of one priority: with ids, one id given
+// twice (the PRF gives equal ids equal priorities, while distinct ids tie
+// with probability about n²/2^129, negligible). Such rows would be kept or
+// dropped together, so a repeated id can fill the sample with copies of
+// one person. Kept is the row that was kept; Row is the other's index.
+type DuplicateError struct {
+	Kept Item
+	Row  int64
+}
+
+func (e *DuplicateError) Error() string {
+	return fmt.Sprintf("rows %d and %d have the same sampling priority (the same id)", min(e.Kept.Index, e.Row), max(e.Kept.Index, e.Row))
+}
+
+// duplicate returns the first pair of equal priorities in items sorted by
+// cmpItem: equal priorities are adjacent there, so one pass finds them.
+func duplicate(items []Item) *DuplicateError {
+	for i := 1; i < len(items); i++ {
+		if items[i].Priority == items[i-1].Priority {
+			return &DuplicateError{Kept: items[i-1], Row: items[i].Index}
+		}
+	}
+	return nil
 }
 
 // BottomM keeps the m rows of smallest priority seen so far in a max-heap
 // of size m: a row enters only if it beats the current m-th best, which
 // happens O(m log(n/m)) times over n rows, so only those rows are copied.
+//
+// Rows of equal priority are noticed when both are kept (they are then
+// adjacent in priority order) or when one arrives while the other is the
+// m-th best (a tie at the boundary of the heap); a repeated priority that
+// was never among the m best is not noticed, and does not change the
+// sample.
 type BottomM struct {
 	m    int
 	h    maxHeap
 	seen int64
+	tie  *DuplicateError // first tie with the heap's maximum
 }
 
 // NewBottomM returns a sampler of m rows; m must be ≥ 1.
@@ -30,10 +66,11 @@ func NewBottomM(m int) (*BottomM, error) {
 	return &BottomM{m: m, h: make(maxHeap, 0, min(m, 1<<20))}, nil
 }
 
-// Wants reports whether a row of priority p would be kept; only then need
-// the caller build the row.
+// Wants reports whether a row of priority p would be kept, or would tie
+// with the m-th best (a repeated id, which Offer records); only then need
+// the caller offer the row.
 func (b *BottomM) Wants(p Priority) bool {
-	return len(b.h) < b.m || p.Less(b.h[0].Priority)
+	return len(b.h) < b.m || !b.h[0].Priority.Less(p)
 }
 
 // Offer counts a row and keeps it if it is among the m best so far. row is
@@ -42,12 +79,14 @@ func (b *BottomM) Wants(p Priority) bool {
 func (b *BottomM) Offer(p Priority, row func() []string) {
 	b.seen++
 	if len(b.h) < b.m {
-		heap.Push(&b.h, Item{p, row()})
+		heap.Push(&b.h, Item{p, row(), b.seen})
 		return
 	}
 	if p.Less(b.h[0].Priority) {
-		b.h[0] = Item{p, row()}
+		b.h[0] = Item{p, row(), b.seen}
 		heap.Fix(&b.h, 0)
+	} else if p == b.h[0].Priority && b.tie == nil {
+		b.tie = &DuplicateError{Kept: b.h[0], Row: b.seen}
 	}
 }
 
@@ -56,13 +95,20 @@ func (b *BottomM) Seen() int64 { return b.seen }
 
 // Sample returns the kept rows in increasing priority order, the order that
 // aligns every curator's sample by position. It fails if fewer than m rows
-// were offered.
+// were offered, and with a *DuplicateError if two rows of one priority
+// were seen among the kept rows or at the heap's boundary.
 func (b *BottomM) Sample() ([]Item, error) {
 	if int64(b.m) > b.seen {
 		return nil, fmt.Errorf("cannot sample m = %d rows from a table of n = %d rows; choose m ≤ n", b.m, b.seen)
 	}
 	items := slices.Clone(b.h)
-	slices.SortFunc(items, func(x, y Item) int { return cmpPriority(x.Priority, y.Priority) })
+	slices.SortFunc(items, cmpItem)
+	if d := duplicate(items); d != nil {
+		return nil, d
+	}
+	if b.tie != nil {
+		return nil, b.tie
+	}
 	return items, nil
 }
 
@@ -74,6 +120,15 @@ func cmpPriority(x, y Priority) int {
 		return 1
 	}
 	return 0
+}
+
+// cmpItem orders by priority, then by row index, so that a repeated
+// priority's first two rows are the first two of its run.
+func cmpItem(x, y Item) int {
+	if c := cmpPriority(x.Priority, y.Priority); c != 0 {
+		return c
+	}
+	return cmp.Compare(x.Index, y.Index)
 }
 
 type maxHeap []Item
@@ -136,7 +191,7 @@ func (s *Fraction) Offer(p Priority, row func() []string) {
 	if p.Hi >= s.bound() {
 		return
 	}
-	s.items = append(s.items, Item{p, row()})
+	s.items = append(s.items, Item{p, row(), s.seen})
 	if len(s.items) > s.limit {
 		b := s.bound()
 		s.items = slices.DeleteFunc(s.items, func(it Item) bool { return it.Priority.Hi >= b })
@@ -148,7 +203,9 @@ func (s *Fraction) Offer(p Priority, row func() []string) {
 func (s *Fraction) Seen() int64 { return s.seen }
 
 // Sample returns the m rows of smallest priority in increasing order, m
-// given by mOf(n) (round(f·n), or a planned m* ≤ that).
+// given by mOf(n) (round(f·n), or a planned m* ≤ that). It fails with a
+// *DuplicateError if two rows below the final bound (a superset of the
+// sample) share a priority.
 func (s *Fraction) Sample(m int64) ([]Item, error) {
 	if m < 1 || m > s.seen {
 		return nil, fmt.Errorf("cannot sample m = %d rows from a table of n = %d rows; choose 1 ≤ m ≤ n", m, s.seen)
@@ -158,6 +215,9 @@ func (s *Fraction) Sample(m int64) ([]Item, error) {
 	if int64(len(kept)) < m {
 		return nil, fmt.Errorf("sampling by fraction kept %d rows below its bound but needs %d (a 6-sigma event): run again, or give -m with the row count", len(kept), m)
 	}
-	slices.SortFunc(kept, func(x, y Item) int { return cmpPriority(x.Priority, y.Priority) })
+	slices.SortFunc(kept, cmpItem)
+	if d := duplicate(kept); d != nil {
+		return nil, d
+	}
 	return kept[:m], nil
 }

@@ -1,6 +1,7 @@
 package sample
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -245,4 +246,88 @@ func BenchmarkPRF(b *testing.B) {
 			prf.ID("0123456789012345678901234567890123456789")
 		}
 	})
+}
+
+// TestRepeatedIDsAreRefused: a repeated id gets one priority, so its rows
+// would be kept together (the bug: 100 of 100 sampled rows were one id).
+// The samplers refuse when the repeated id is among the kept rows, or ties
+// with the m-th best at the heap's boundary, and name both rows.
+func TestRepeatedIDsAreRefused(t *testing.T) {
+	prf, _ := NewPRF(secretFrom(rng.NewSeeded(5)))
+	// ids 0..999, then the sampled id "x" 100 times: the bug's table.
+	ids := make([]string, 0, 1100)
+	for i := range 1000 {
+		ids = append(ids, strconv.Itoa(i))
+	}
+	for range 100 {
+		ids = append(ids, "x")
+	}
+	offer := func(k interface {
+		Offer(Priority, func() []string)
+	}, ids []string) {
+		for _, id := range ids {
+			k.Offer(prf.ID(id), func() []string { return []string{id} })
+		}
+	}
+	check := func(name string, err error, kept string, a, b int64) {
+		t.Helper()
+		var d *DuplicateError
+		if !errors.As(err, &d) {
+			t.Fatalf("%s: err = %v, want a *DuplicateError", name, err)
+		}
+		lo, hi := min(d.Kept.Index, d.Row), max(d.Kept.Index, d.Row)
+		if d.Kept.Row[0] != kept || a > 0 && (lo != a || hi != b) {
+			t.Errorf("%s: duplicate %q rows %d and %d, want %q rows %d and %d", name, d.Kept.Row[0], lo, hi, kept, a, b)
+		}
+	}
+
+	// "x" has a small priority with high probability only if it is among
+	// the 100 best of the 1001 distinct ids; find an m that keeps it.
+	px := prf.ID("x")
+	rank := 0
+	for i := range 1000 {
+		if prf.ID(strconv.Itoa(i)).Less(px) {
+			rank++
+		}
+	}
+	t.Logf("x has rank %d of 1001", rank)
+	b, _ := NewBottomM(rank + 100) // room for every copy of "x"
+	offer(b, ids)
+	_, err := b.Sample()
+	check("kept", err, "x", 1001, 1002)
+
+	// m = rank+1: "x" is the m-th best, so every later copy ties with the
+	// heap's maximum.
+	b, _ = NewBottomM(rank + 1)
+	offer(b, ids)
+	_, err = b.Sample()
+	check("boundary tie", err, "x", 1001, 1002)
+	// The same when the caller offers only the rows Wants.
+	b, _ = NewBottomM(rank + 1)
+	for _, id := range ids {
+		if p := prf.ID(id); b.Wants(p) {
+			b.Offer(p, func() []string { return []string{id} })
+		}
+	}
+	_, err = b.Sample()
+	check("boundary tie after Wants", err, "x", 0, 0) // rows counted among those offered
+
+	// Fraction 0.6: x's priority (rank 410 of 1001, below 2^127) is well
+	// below the bound, so all its copies are kept.
+	if px.Hi >= 1<<63 {
+		t.Fatalf("the seed must give x a priority below 1/2, got rank %d", rank)
+	}
+	f, _ := NewFraction(0.6)
+	offer(f, ids)
+	_, err = f.Sample(600)
+	check("fraction", err, "x", 1001, 1002)
+
+	// Not sampled: m smaller than x's rank, nothing noticed (documented).
+	if rank > 1 {
+		b, _ = NewBottomM(rank - 1)
+		offer(b, ids)
+		if _, err := b.Sample(); err != nil {
+			t.Errorf("a repeated id that is not sampled: %v", err)
+		}
+	}
 }

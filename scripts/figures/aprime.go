@@ -42,7 +42,7 @@ const (
 	numSeries
 )
 
-var seriesNames = [numSeries]string{"A′ (exact a01)", "A′ (paper a01)", "Anatomy (ℓ = ℓ′)", "global randomization (retention 1/ℓ′)"}
+var seriesNames = [numSeries]string{"A′ (exact a01)", "A′ (paper-fixed a01)", "Anatomy (ℓ = ℓ′)", "global randomization (retention 1/ℓ′)"}
 
 // seriesKeys name the series in the CSV.
 var seriesKeys = [numSeries]string{"aprime_exact", "aprime_paper", "anatomy", "global"}
@@ -77,7 +77,8 @@ func bounds(r int, n float64) (lo, hi float64) {
 // countRelease publishes the sensitive column once per mechanism at ℓ′ = l
 // and answers every query of both ranges: the error sums [range][series].
 // A′ is estimated with the paper's iterative Bayesian update at its 1 %
-// stopping rule (countquery.Options{}), with the paper's a01 = f_s/N and the
+// stopping rule (countquery.Options{}), with a01 = f′_s/N fixed (estimate
+// --decoy paper-fixed; the paper re-evaluates it each step) and the
 // exact average; Anatomy with Xiao and Tao's estimator; global
 // randomization, with keep = (V/ℓ′ − 1)/(V − 1) so that a row retains its
 // value with probability 1/ℓ′ as in §9.4, with the unbiased inverse.

@@ -28,8 +28,9 @@ type countOptions struct {
 
 // Decoy probability models (--decoy).
 const (
-	decoyExact = "exact"
-	decoyPaper = "paper"
+	decoyExact      = "exact"
+	decoyPaper      = "paper"       // Figure 3's a01 = (x1 + x3)/N at the current x (Eq. 12)
+	decoyPaperFixed = "paper-fixed" // a01 = f′_s/N, Figure 3 evaluated once at x = y
 )
 
 const (
@@ -46,7 +47,9 @@ columns query, estimate, iterations, one row per query in input order;
 on stdout are rounded to 2 decimals; -o keeps full precision. Values of the
 sensitive columns are codebook labels (from the release's metadata); other
 columns are matched as published, or, with --codebook FILE declaring them,
-by category (e.g. age=25-34 with Adult's codebook).
+by category (e.g. age=25-34 with Adult's codebook). A value that is
+neither a category nor in any row of the release is an error that lists
+the column's values (a typo, or bins asked of a column published raw).
 
 diverted (mechanism A′, Fu et al.), with N rows, ℓ′ and f′_s the count of
 s in the release:
@@ -61,11 +64,13 @@ s in the release:
   only non-sensitive values  the exact count (they are published unchanged).
 The chance that a row without s publishes s (a01) is, with --decoy exact
 (the default), f_s(ℓ′−1)/(ℓ′(N − f_s)): the average over the decoy groups,
-which keeps E[f′_s] = f_s. --decoy paper uses the paper's f_s/N, which
-overstates it by about ℓ′/(ℓ′−1). On UCI Adult (occupation, ℓ′ = 5,
-queries of selectivity 2–5 %) exact gives a mean relative error of about
-0.26 against 0.36 for paper, and is at least as accurate at every ℓ′ from 2
-to 7. iterations says how many update steps ran (0 for direct counts).
+which keeps E[f′_s] = f_s. --decoy paper follows the paper: Figure 3's
+a01 = (x1 + x3)/N, re-evaluated from the current estimate x at every step
+of Eq. 12; it overstates a01 by about ℓ′/(ℓ′−1). --decoy paper-fixed keeps
+a01 = f′_s/N fixed (the update's first step), for comparison. On UCI Adult
+(occupation, ℓ′ = 5, queries of selectivity 2–5 %) the mean relative error
+is about 0.26 for exact, 0.28 for paper and 0.37 for paper-fixed.
+iterations says how many update steps ran (0 for direct counts).
 
 anatomy: Xiao and Tao's estimator Σ_g m_g·c_g(s)/n_g over the groups (m_g
 rows of group g satisfy P, c_g(s) of its n_g values are s); the sensitive
@@ -88,7 +93,7 @@ func addCountFlags(cmd *cobra.Command, o *countOptions) {
 	f := cmd.Flags()
 	f.StringVar(&o.Query, "query", "", "anonymize releases: count query `Q` = 'col=value,col=value,…'")
 	f.StringVar(&o.Queries, "queries", "", "anonymize releases: CSV `FILE` of count queries (header \"query\"), answered in order")
-	f.StringVar(&o.Decoy, "decoy", decoyExact, "diverted: decoy probability `MODEL`: exact f_s(ℓ′−1)/(ℓ′(N−f_s)) or the paper's f_s/N")
+	f.StringVar(&o.Decoy, "decoy", decoyExact, "diverted: decoy probability `MODEL`: exact f_s(ℓ′−1)/(ℓ′(N−f_s)), paper (Figure 3's f_s/N, re-evaluated each step) or paper-fixed (f′_s/N)")
 	f.Float64Var(&o.Tol, "ibu-tol", countquery.DefaultTolerance, "diverted: stop the Bayesian update once no state count changes by more than `T` of itself")
 	f.IntVar(&o.MaxIter, "ibu-max-iter", countquery.DefaultMaxIter, "diverted: stop the Bayesian update after `N` steps")
 	f.StringVar(&o.Groups, "groups", "", "anatomy: the sensitive table `FILE` (default: the one named in the release's metadata)")
@@ -238,8 +243,8 @@ func runCounts(o *Options, in table.Reader) error {
 		return cli.Usagef("--columns does not apply to count queries: name the columns in the query")
 	case len(o.Truth) > 1:
 		return cli.Usagef("an anonymize release has one original table: give --truth once")
-	case co.Decoy != decoyExact && co.Decoy != decoyPaper:
-		return cli.Usagef("--decoy %q: choose exact or paper", co.Decoy)
+	case co.Decoy != decoyExact && co.Decoy != decoyPaper && co.Decoy != decoyPaperFixed:
+		return cli.Usagef("--decoy %q: choose exact, paper or paper-fixed", co.Decoy)
 	case !(co.Tol > 0) || math.IsInf(co.Tol, 1):
 		return cli.Usagef("--ibu-tol must be a number > 0, got %v", co.Tol)
 	case co.MaxIter < 1:

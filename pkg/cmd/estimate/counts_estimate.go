@@ -135,7 +135,8 @@ func countNotConverged(answers []countAnswer) int {
 
 // estimate answers every query from the counts gathered.
 func (p *countPlan) estimate(rel *countRelease, co *countOptions) ([]countAnswer, error) {
-	opt := countquery.Options{Tolerance: co.Tol, MaxIter: co.MaxIter, ExactDecoy: co.Decoy == decoyExact}
+	opt := countquery.Options{Tolerance: co.Tol, MaxIter: co.MaxIter, ExactDecoy: co.Decoy == decoyExact,
+		UpdateFrequencies: co.Decoy == decoyPaper}
 	out := make([]countAnswer, len(p.queries))
 	for i := range p.queries {
 		g := p.groups[p.qGroup[i]]

@@ -42,6 +42,103 @@ type countSlot struct {
 	// classOfValue maps a published text to its class (cb == nil).
 	classOfValue map[string]int32
 	values       []string // class → the value as queried
+	// Without a codebook the release's own values are the domain: seen[c]
+	// says a release row holds class c, and known collects up to
+	// countKnownMax other values, for the message when a queried value
+	// is in no row (a typo, or a bin of a column released raw).
+	seen      []bool
+	unseen    int
+	known     map[string]struct{}
+	knownMore bool
+}
+
+// countKnownMax bounds the distinct values a column keeps for the
+// message naming the values a query could have meant.
+const countKnownMax = 1024
+
+// countListMax is how many values such a message lists.
+const countListMax = 20
+
+// quoteValues quotes at most countListMax of values, each cut at 80
+// characters, and says how many more there are (more: at least that many).
+func quoteValues(values []string, more bool) string {
+	var b strings.Builder
+	for i, v := range values {
+		if i == countListMax {
+			n := len(values) - countListMax
+			if more {
+				fmt.Fprintf(&b, ", … and more than %d more", n)
+			} else {
+				fmt.Fprintf(&b, ", … and %d more", n)
+			}
+			return b.String()
+		}
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		if r := []rune(v); len(r) > 80 {
+			v = string(r[:80]) + "…"
+		}
+		fmt.Fprintf(&b, "%q", v)
+	}
+	if more {
+		b.WriteString(", … and more")
+	}
+	return b.String()
+}
+
+// track prepares the slot to record which queried values the release
+// holds (codebook-less slots only).
+func (s *countSlot) track() {
+	if s.cb != nil || s.seen != nil {
+		return
+	}
+	s.seen = make([]bool, len(s.values))
+	s.unseen = len(s.values)
+	s.known = map[string]struct{}{}
+}
+
+// missing returns an error for the first queried value that no release
+// row holds, listing the values the column does hold.
+func (s *countSlot) missing(queries []countQuery, file, release string) error {
+	if s.cb != nil || s.unseen == 0 {
+		return nil
+	}
+	c := slices.Index(s.seen, false)
+	value := s.values[c]
+	where := fmt.Sprintf("query %q", value)
+	for i := range queries {
+		if slices.Contains(queries[i].conds, countCond{s.col, value}) {
+			where = queries[i].where(file)
+			break
+		}
+	}
+	known := make([]string, 0, len(s.known)+len(s.values))
+	for v := range s.known {
+		known = append(known, v)
+	}
+	for c, ok := range s.seen {
+		if ok {
+			known = append(known, s.values[c])
+		}
+	}
+	slices.Sort(known)
+	hint := "check the spelling (values are matched exactly, case included), or, for a category that no row holds, give --codebook FILE declaring the column's categories"
+	if numeric(known) {
+		hint = "the column holds raw values: to count by bins, give --codebook FILE declaring the column's cuts and labels"
+	}
+	return fmt.Errorf("%s: column %q of %s has no value %s (its values: %s); %s", where, s.col, release, quoteValues([]string{value}, false), quoteValues(known, s.knownMore), hint)
+}
+
+// numeric says every value is a number (a column released raw, such as
+// Adult's age).
+func numeric(values []string) bool {
+	for _, v := range values {
+		if _, err := strconv.ParseFloat(strings.TrimSpace(v), 64); err != nil {
+			return false
+		}
+	}
+	return len(values) > 0
 }
 
 // class returns the class of a queried value, numbering it if new.
@@ -57,12 +154,7 @@ func (s *countSlot) class(value string) (int32, error) {
 	}
 	idx, ok := s.labelIndex[value]
 	if !ok {
-		labels := s.cb.Labels()
-		list := strings.Join(labels, ", ")
-		if len(labels) > 20 {
-			list = strings.Join(labels[:20], ", ") + ", …"
-		}
-		return 0, fmt.Errorf("%q is not a category of %s (categories: %s)", value, s.col, list)
+		return 0, fmt.Errorf("%q is not a category of column %q in the codebook (categories: %s)", value, s.col, quoteValues(s.cb.Labels(), false))
 	}
 	c := s.classOfIndex[idx]
 	if c == countNone {
@@ -186,6 +278,7 @@ type countPlan struct {
 	groups  []*countGroup
 	hists   []*countHist
 	queries []countQuery
+	file    string    // the --queries file, for messages
 	qGroup  []int     // group of each query
 	qLocal  [][]int32 // local number of each of the query's sensitive values
 	qTuple  []int     // index of that combination
@@ -201,7 +294,7 @@ type countPlan struct {
 
 // newCountPlan checks the queries against the release and groups them.
 func newCountPlan(rel *countRelease, schema *arrow.Schema, nsaBook *codebook.Codebook, queries []countQuery, file string) (*countPlan, error) {
-	p := &countPlan{queries: queries}
+	p := &countPlan{queries: queries, file: file}
 	slotOf := map[string]int{}
 	var names []string
 	for _, f := range schema.Fields() {
@@ -369,6 +462,7 @@ type countCells struct {
 	memo   map[string]int32
 	imemo  map[int64]int32
 	file   string // for messages
+	track  bool   // record the slot's seen and known values (release scan)
 	// orig says the cells are the original table's values of a
 	// sensitive column, read with the release's policy.
 	orig bool
@@ -419,7 +513,22 @@ func (c *countCells) classOf(s string, row int64) (int32, error) {
 	switch {
 	case sl.cb == nil:
 		if cls, ok := sl.classOfValue[s]; ok {
+			if c.track && !sl.seen[cls] {
+				sl.seen[cls] = true
+				sl.unseen--
+			}
 			return cls, nil
+		}
+		// Other values are kept only while a queried value is still
+		// missing, and only for the message.
+		if c.track && sl.unseen > 0 && !sl.knownMore {
+			if _, ok := sl.known[s]; !ok {
+				if len(sl.known) == countKnownMax {
+					sl.knownMore = true
+				} else {
+					sl.known[strings.Clone(s)] = struct{}{}
+				}
+			}
 		}
 		return countNone, nil
 	case c.labels:
@@ -474,6 +583,10 @@ func (p *countPlan) bind(in table.Reader, rel *countRelease, orig bool, skip fun
 		c := &countCells{slot: s, col: idx[0], file: in.Name(), memo: map[string]int32{}, imemo: map[int64]int32{}}
 		switch {
 		case s.cb == nil:
+			if !orig {
+				c.track = true
+				s.track()
+			}
 		case s.sens >= 0 && !orig:
 			c.labels = true
 		default:
@@ -539,6 +652,11 @@ func (p *countPlan) scanRelease(in table.Reader, rel *countRelease, st *anatomyT
 	}
 	if rel.n > 0 && p.rows != rel.n {
 		return fmt.Errorf("%s has %d rows but its metadata says N = %d; the release was edited: publish the original table again with anonymize", rel.name, p.rows, rel.n)
+	}
+	for _, s := range p.slots {
+		if err := s.missing(p.queries, p.file, rel.name); err != nil {
+			return err
+		}
 	}
 	return nil
 }

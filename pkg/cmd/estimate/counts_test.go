@@ -223,10 +223,16 @@ func TestCountDivertedAnswersAreTheLibrarys(t *testing.T) {
 		"s=s2", "u=u0", "a=a1", "a=a1,b=b2",
 		"a=a1,s=s2", "s=s2,a=a1", "b=b0,s=s5", "a=a3,b=b1,s=s0",
 		"a=a1,s=s2,u=u3", "u=u1,b=b2,s=s4", "s=s1,u=u1",
-		"a=a9,s=s2", // a value never published: P is empty
+		"a=a9,s=s2", // a category no row has: P is empty
 	}
-	for _, decoy := range []string{"exact", "paper"} {
-		est, iters := countAsk(t, pub, queries, "--decoy", decoy)
+	// a9 is a category only by this codebook; without it, a value in no
+	// row is an error (TestCountUnknownValueIsAnError).
+	nsa := filepath.Join(syn.dir, "nsa.json")
+	if err := os.WriteFile(nsa, []byte(`{"columns": [{"name": "a", "categories": ["a0", "a1", "a2", "a3", "a4", "a5", "a6", "a7", "a8", "a9"]}]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, decoy := range []string{"exact", "paper", "paper-fixed"} {
+		est, iters := countAsk(t, pub, queries, "--decoy", decoy, "--codebook", nsa)
 		for i, q := range queries {
 			conds, _ := parseCountQuery(q)
 			pred, sens := map[string]string{}, map[string]string{}
@@ -257,7 +263,9 @@ func TestCountDivertedAnswersAreTheLibrarys(t *testing.T) {
 				}
 				y[countquery.State(inP, has...)]++
 			}
-			opt := countquery.Options{ExactDecoy: decoy == "exact"}
+			// The paper's Eq. 12 re-evaluates a01 = (x1 + x3)/N from the
+			// current x at every step (Figure 3); paper-fixed keeps f′_s/N.
+			opt := countquery.Options{ExactDecoy: decoy == "exact", UpdateFrequencies: decoy == "paper"}
 			var want float64
 			wantIter := 0
 			switch {
@@ -281,7 +289,7 @@ func TestCountDivertedAnswersAreTheLibrarys(t *testing.T) {
 			if math.Abs(est[i]-want) > 1e-9*math.Max(1, want) || iters[i] != wantIter {
 				t.Errorf("--decoy %s, %s: estimate %v in %d steps, library %v in %d", decoy, q, est[i], iters[i], want, wantIter)
 			}
-			alone, _ := countAsk(t, pub, []string{q}, "--decoy", decoy)
+			alone, _ := countAsk(t, pub, []string{q}, "--decoy", decoy, "--codebook", nsa)
 			if alone[0] != est[i] {
 				t.Errorf("--decoy %s, %s: %v asked alone, %v among the others", decoy, q, alone[0], est[i])
 			}
@@ -446,12 +454,12 @@ func TestCountBadInputFailsCleanly(t *testing.T) {
 		msg  string
 	}{
 		{[]string{"--query", "c=1,s=s1"}, 1, `query "c=1,s=s1": ` + pub + ` has no column "c" (columns: a, b, s, u)`},
-		{[]string{"--query", "a=a1,s=s9"}, 1, `"s9" is not a category of s (categories: s0, s1, s2, s3, s4, s5)`},
+		{[]string{"--query", "a=a1,s=s9"}, 1, `"s9" is not a category of column "s" in the codebook (categories: "s0", "s1", "s2", "s3", "s4", "s5")`},
 		{[]string{"--queries", bad}, 1, bad + `: line 3: "s" has no '=': write col=value`},
 		{[]string{"--query", "s=s1", "--queries", bad}, 2, "give either --query or --queries"},
 		{nil, 2, "ask count queries with --query"},
 		{[]string{"--query", "s=s1,"}, 2, "empty condition"},
-		{[]string{"--query", "s=s1", "--decoy", "other"}, 2, `--decoy "other": choose exact or paper`},
+		{[]string{"--query", "s=s1", "--decoy", "other"}, 2, `--decoy "other": choose exact, paper or paper-fixed`},
 		{[]string{"--query", "s=s1", "--groups", "g.csv"}, 2, "--groups applies to anatomy releases only"},
 		{[]string{"--query", "s=s1", "--method", "mle"}, 0, ""}, // --method has a default; harmless
 		{[]string{"--query", "s=s1", "--marginal", "s"}, 2, "--marginal applies to gamma-diagonal releases only"},
@@ -527,5 +535,84 @@ func TestCountTruthFollowsMissingDrop(t *testing.T) {
 	}
 	if recs[1][3] != strconv.Itoa(want) {
 		t.Errorf("true count %s, want %d (rows with u missing left out, as anonymize did)", recs[1][3], want)
+	}
+}
+
+// TestCountUnknownValueIsAnError: a queried value that is neither a
+// codebook category nor in any row of the release is an error naming the
+// column and the value and listing the values there are, not a count of 0
+// (issue 9, 7e: sex=female, age=25-34 against raw ages).
+func TestCountUnknownValueIsAnError(t *testing.T) {
+	dir := t.TempDir()
+	var b strings.Builder
+	b.WriteString("age,sex,s\n")
+	r := rng.NewSeeded(3)
+	for i := range 300 {
+		fmt.Fprintf(&b, "%d,%s,s%d\n", 20+r.IntN(40), []string{"Female", "Male"}[i%2], r.IntN(4))
+	}
+	csvPath := filepath.Join(dir, "t.csv")
+	cbPath := filepath.Join(dir, "cb.json")
+	os.WriteFile(csvPath, []byte(b.String()), 0o644)
+	os.WriteFile(cbPath, []byte(`{"columns": [{"name": "s", "categories": ["s0", "s1", "s2", "s3"]}]}`), 0o644)
+	pub := filepath.Join(dir, "pub.csv")
+	countRun(t, true, "--sensitive", "s", "--l", "2", "--codebook", cbPath, "--seed", "1", csvPath, "-o", pub)
+	bins := filepath.Join(dir, "bins.json")
+	os.WriteFile(bins, []byte(`{"columns": [{"name": "age", "labels": ["<25", "25-34", "35+"], "cuts": [25, 35]}]}`), 0o644)
+
+	for _, tc := range []struct {
+		args []string
+		msg  []string // all on the one line
+	}{
+		{[]string{"--query", "sex=female,s=s1"}, []string{`query "sex=female,s=s1": column "sex" of ` + pub + ` has no value "female" (its values: "Female", "Male")`, "check the spelling"}},
+		{[]string{"--query", "age=25-34"}, []string{`column "age"`, `no value "25-34"`, `(its values: "20", "21",`, ", … and ", " more)", "the column holds raw values", "--codebook"}},
+		// The second query of a file is named by its line.
+		{[]string{"--queries", "-"}, []string{`-: line 3: query "sex=Male,s=s5"`}},
+	} {
+		var so, se bytes.Buffer
+		s := &cli.Streams{In: strings.NewReader("query\nsex=Male,s=s1\nsex=Male,s=s5\n"), Out: &so, Err: &se}
+		out := filepath.Join(dir, "answers.csv")
+		code := cli.Run(NewCmd(s, nil), append([]string{pub, "-o", out}, tc.args...), s)
+		if tc.args[1] == "-" {
+			// s5 is not a codebook category of the sensitive column.
+			tc.msg = []string{`"s5" is not a category of column "s"`}
+		}
+		if code != 1 || strings.Count(se.String(), "\n") != 1 {
+			t.Errorf("%v: exit %d, stderr %q; want exit 1 and one line", tc.args, code, se.String())
+		}
+		for _, m := range tc.msg {
+			if !strings.Contains(se.String(), m) {
+				t.Errorf("%v: stderr %q lacks %q", tc.args, se.String(), m)
+			}
+		}
+		if _, err := os.Stat(out); err == nil {
+			t.Errorf("%v: left %s behind", tc.args, out)
+		}
+	}
+	// Known values: the query runs; a codebook bin without a row counts 0.
+	got := countRun(t, false, pub, "--query", "sex=Female,s=s1")
+	if !strings.Contains(got, "sex=Female,s=s1") {
+		t.Errorf("a known value: %q", got)
+	}
+	got = countRun(t, false, pub, "--codebook", bins, "--query", "age=25-34")
+	if !strings.Contains(got, "age=25-34") {
+		t.Errorf("a codebook bin: %q", got)
+	}
+}
+
+func TestQuoteValuesIsBounded(t *testing.T) {
+	var vs []string
+	for i := range 25 {
+		vs = append(vs, fmt.Sprint(i))
+	}
+	got := quoteValues(vs, false)
+	if want := `"0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11", "12", "13", "14", "15", "16", "17", "18", "19", … and 5 more`; got != want {
+		t.Errorf("quoteValues = %s, want %s", got, want)
+	}
+	if got := quoteValues(vs, true); !strings.HasSuffix(got, "… and more than 5 more") {
+		t.Errorf("capped: %s", got)
+	}
+	long := strings.Repeat("é", 100)
+	if got, want := quoteValues([]string{long}, false), `"`+strings.Repeat("é", 80)+`…"`; got != want {
+		t.Errorf("a long value: %s, want %s", got, want)
 	}
 }

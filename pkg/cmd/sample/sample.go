@@ -63,9 +63,12 @@ Each row's id (its position, or the --id column) gets a priority from a keyed
 pseudo-random function (AES-128) under a secret the curators share; the rows
 of the m smallest priorities are the sample (bottom-m), written in priority
 order, so that curators' samples line up row by row. Memory is O(m) whatever
-the input size. Ids must be unique (two rows with one id get the same
-priority and are kept or dropped together); sampling by position needs every
-curator's file in the same row order. The id column is dropped unless --keep-id: the server need
+the input size. Ids must be unique: two rows with one id get the same
+priority and would be kept or dropped together, so sample stops with an
+error naming the id when a repeated id is among the sampled rows (or ties
+with the last of them); a repeated id that is not sampled is not detected,
+and does not change the sample. Sampling by position needs every curator's
+file in the same row order. The id column is dropped unless --keep-id: the server need
 not know who was sampled.
 
 The output's metadata records n, m and a fingerprint of (secret, n, m) that
@@ -422,9 +425,14 @@ func runSample(o *Options, secret []byte) error {
 			pos++
 			row := i
 			k.Offer(p, func() []string {
-				out := make([]string, len(cols))
+				// With --id the id rides along after the kept columns,
+				// to name it if it turns out to be repeated.
+				out := make([]string, len(cols), len(cols)+1)
 				for j := range cols {
 					out[j] = strings.Clone(cols[j].String(row))
+				}
+				if idCol >= 0 {
+					out = append(out, strings.Clone(ids.String(row)))
 				}
 				return out
 			})
@@ -455,6 +463,10 @@ func runSample(o *Options, secret []byte) error {
 		m := max(int64(sz.fraction*float64(n)+0.5), 1)
 		items, err = frac.Sample(m)
 	}
+	var dup *sample.DuplicateError
+	if errors.As(err, &dup) {
+		return &table.DataError{File: in.Name(), Column: o.ID, Err: fmt.Errorf("id %s appears more than once (rows %d and %d); ids given with --id must be unique, since rows of one id are kept or dropped together", quoteID(dup.Kept.Row[len(keep)]), min(dup.Kept.Index, dup.Row), max(dup.Kept.Index, dup.Row))}
+	}
 	if err != nil {
 		return err
 	}
@@ -484,7 +496,7 @@ func runSample(o *Options, secret []byte) error {
 	bb := table.NewBatchBuilder(schema)
 	defer bb.Release()
 	for i, it := range items {
-		bb.AppendStrings(it.Row)
+		bb.AppendStrings(it.Row[:len(keep)])
 		if bb.Rows() == table.DefaultBatchSize || i == len(items)-1 {
 			rec := bb.NewBatch()
 			err := w.Write(rec)
@@ -547,4 +559,12 @@ func (o *Options) layout(in table.Reader) (idCol int, keep []int, err error) {
 		return 0, nil, fmt.Errorf("%s: nothing to output once the id column is dropped; pass --keep-id or give other columns", in.Name())
 	}
 	return idCol, keep, nil
+}
+
+// quoteID quotes an id for a message, cut at 80 characters.
+func quoteID(id string) string {
+	if r := []rune(id); len(r) > 80 {
+		return strconv.Quote(string(r[:80])) + "…"
+	}
+	return strconv.Quote(id)
 }
