@@ -506,3 +506,41 @@ func (e *emitter) flush() error {
 	e.rows = 0
 	return e.fn(rec)
 }
+
+// Writer is a table.Writer that publishes its rows in a uniformly random
+// order: Write collects them in a Shuffler, Commit emits them to the
+// underlying writer and commits it, Abort removes the spill files and
+// aborts the underlying writer.
+type Writer struct {
+	w table.Writer
+	s *Shuffler
+}
+
+// NewWriter puts a Shuffler in front of w, whose batches have schema.
+func NewWriter(w table.Writer, schema *arrow.Schema, r *rand.Rand, opt Options) (*Writer, error) {
+	s, err := New(schema, r, opt)
+	if err != nil {
+		return nil, err
+	}
+	return &Writer{w: w, s: s}, nil
+}
+
+// Write collects the rows of rec.
+func (sw *Writer) Write(rec arrow.RecordBatch) error { return sw.s.Write(rec) }
+
+// Commit writes the rows in a random order, then commits.
+func (sw *Writer) Commit() error {
+	if err := sw.s.Emit(sw.w.Write); err != nil {
+		return err
+	}
+	return sw.w.Commit()
+}
+
+// Abort removes the spill files and what was written.
+func (sw *Writer) Abort() {
+	sw.s.Close()
+	sw.w.Abort()
+}
+
+// Format is the underlying writer's format.
+func (sw *Writer) Format() table.Format { return sw.w.Format() }

@@ -207,7 +207,7 @@ func TestDivertedPublishesNoGroupsOrIDs(t *testing.T) {
 		t.Fatalf("%d rows published, want %d", len(rows), len(truth))
 	}
 	meta := readMeta(t, out)
-	allowed := []string{"stage", "mechanism", "unknown", "missing", "N", "dropped", "sensitive", "codebook", "l", "version"}
+	allowed := []string{"stage", "mechanism", "unknown", "missing", "N", "dropped", "sensitive", "codebook", "l", "version", "order"}
 	for k := range meta {
 		if !slices.Contains(allowed, k) {
 			t.Errorf("metadata key %q: the publication says nothing about groups or ids", k)
@@ -357,7 +357,8 @@ func TestAnatomyTablesDescribeTheGroups(t *testing.T) {
 
 // Mechanism A keeps the value with probability p, else draws uniformly
 // from the V codebook values: a row shows its own value with probability
-// p + (1 − p)/V.
+// p + (1 − p)/V. --keep-order lets each published row be compared with its
+// input row.
 func TestGlobalRetention(t *testing.T) {
 	counts := []int{300, 300, 300, 300, 300} // V = 5
 	dir, in, cb, truth := testTable(t, counts)
@@ -370,12 +371,15 @@ func TestGlobalRetention(t *testing.T) {
 		{[]string{"--p", "0"}, 0.2},
 	} {
 		out := filepath.Join(dir, "out.csv")
-		mustAnon(t, append([]string{"--mechanism", "global", "--sensitive", "s", "--codebook", cb, "--seed", "9", in, "-o", out}, tc.args...)...)
+		mustAnon(t, append([]string{"--mechanism", "global", "--keep-order", "--sensitive", "s", "--codebook", cb, "--seed", "9", in, "-o", out}, tc.args...)...)
 		recs := readCSV(t, out)[1:]
+		if got := readMeta(t, out)["order"]; got != "input" {
+			t.Errorf("--keep-order: metadata order %q, want input", got)
+		}
 		var same int64
 		for i, r := range recs {
 			if r[0] != strconv.Itoa(i) {
-				t.Fatalf("global reordered the rows (row %d is %s)", i, r[0])
+				t.Fatalf("global --keep-order reordered the rows (row %d is %s)", i, r[0])
 			}
 			if r[1] == fmt.Sprintf("v%d", truth[i]) {
 				same++
