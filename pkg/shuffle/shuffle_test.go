@@ -128,12 +128,12 @@ func TestAllPermutationsEquallyLikely(t *testing.T) {
 	}
 }
 
-// TestPositionsUniform checks, for 30 rows through a spill with 4 buckets,
-// that every row lands in every position with probability 1/30: one
-// chi-square over the 30 positions per row, each at false alarm 1e-6/30
+// TestPositionsUniform checks, for 20 rows through a spill with 4 buckets,
+// that every row lands in every position with probability 1/20: one
+// chi-square over the 20 positions per row, each at false alarm 1e-6/20
 // (1e-6 in all, by the union bound).
 func TestPositionsUniform(t *testing.T) {
-	const n, runs = 30, 1500
+	const n, runs = 20, 1000
 	pos := make([][]int64, n)
 	for i := range pos {
 		pos[i] = make([]int64, n)
@@ -142,7 +142,7 @@ func TestPositionsUniform(t *testing.T) {
 	for k := range runs {
 		rows, spilled, _ := run(t, n, uint64(1000+k), opt)
 		if !spilled {
-			t.Fatal("30 rows did not spill with a budget of 200 bytes")
+			t.Fatal("20 rows did not spill with a budget of 200 bytes")
 		}
 		for p, r := range rows {
 			pos[idOf(r)][p]++
@@ -301,5 +301,20 @@ func TestRefusesWhatItCannotShuffle(t *testing.T) {
 	}
 	if err := s.Write(batches(1, 1)[0]); err == nil || !strings.Contains(err.Error(), "schema") {
 		t.Errorf("another schema: got %v", err)
+	}
+}
+
+// TestNoTempFolder: rows beyond the budget with nowhere to spill them give
+// an error that names the fix.
+func TestNoTempFolder(t *testing.T) {
+	s, err := New(schema, rng.NewSeeded(1), Options{Budget: 100, Dir: "/nonexistent/pramkit"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	rec := batches(100, 100)[0]
+	defer rec.Release()
+	if err := s.Write(rec); err == nil || !strings.Contains(err.Error(), "set TMPDIR to a writable folder") {
+		t.Errorf("got %v, want an error that says to set TMPDIR", err)
 	}
 }

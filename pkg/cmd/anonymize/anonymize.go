@@ -136,9 +136,9 @@ column, 1 byte per row per other column with at most 256 distinct values (2
 bytes up to 65,536, else 4) plus each distinct value once, and 16 bytes per
 row while publishing (decoy groups, shuffled order, published values):
 about 40 bytes per row for UCI Adult's 15 columns. global's shuffle holds
-the published rows (their text plus about 10 bytes per row) up to 64 MiB,
+the published rows (their text plus about 10 bytes per row) up to 16 MiB,
 then spills them to private temporary files (in $TMPDIR, removed at the
-end) and holds one of 64 such files at a time. --check and a --report
+end) and holds one of 128 such files at a time. --check and a --report
 without -o read the table once in constant memory.`,
 		Example: `  # is Adult eligible for ℓ′ = 5 with occupation sensitive? (largest feasible: 7)
   $ anonymize --check --sensitive occupation --l 5 --codebook codebook.json adult.csv

@@ -43,7 +43,7 @@ The metadata records q, L, the layout of the bits (to regroup them) and:
   ε encoded     D·ln((1 − q)/q)   tighter, between valid rows: they differ in
                                   at most D = 2 bits per one-hot column and
                                   1 per binary column
-Memory does not grow with the rows beyond the shuffle's 64 MiB (see above).`
+Memory does not grow with the rows beyond the shuffle's 16 MiB (see above).`
 
 	bitflipExample = `
 

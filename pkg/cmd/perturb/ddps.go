@@ -50,7 +50,7 @@ not one of the V outputs. The metadata records π_s, π_⊥, the codebook and
   ε = max over true values v of ln((π_⊥v + π_s)/π_⊥v)   (Eq. 42–45):
 only round two depends on the owner's value, and it moves mass π_s onto it.
 The two rounds are drawn independently. Memory does not grow with the rows
-beyond the shuffle's 64 MiB (see above).`
+beyond the shuffle's 16 MiB (see above).`
 
 	ddpsExample = `
 

@@ -56,7 +56,7 @@ privacy loss ε is recorded in the output's metadata.
 The local mechanisms (bitflip, ddps) publish their reports in a uniformly
 random order, whatever the input's order: reports published in the order of
 a table sorted by a sensitive column would give each row's value away
-through its neighbours' reports. The shuffle holds the reports up to 64 MiB,
+through its neighbours' reports. The shuffle holds the reports up to 16 MiB,
 then spills them to private temporary files (in $TMPDIR, removed at the
 end). --keep-order keeps the input's order, which is safe only when it
 carries no information about the values (an input already shuffled, or
