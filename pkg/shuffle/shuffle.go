@@ -44,8 +44,10 @@
 // one 32 KiB write buffer per bucket (4 MiB for the default 128 buckets),
 // and while emitting one bucket (about total/B bytes) and one output batch.
 // Spill files hold the rows that are about to be published, nothing else,
-// in a private directory (mode 0700, files 0600) that Emit removes when it
-// ends, and Close removes whatever happens: the caller defers Close. The
+// in a private directory (mode 0700, files 0600). Each is unlinked as soon
+// as it is open and read back through its descriptor, so that even a killed
+// process leaves only an empty directory; Emit removes the directory when
+// it ends, and Close whatever happens: the caller defers Close. The
 // default budget is small (16 MiB) because Go's collector lets the heap
 // grow to about twice what is live: a 64 MiB budget cost 100 MB of peak
 // RSS on a 1M-row table, 16 MiB about 20 MB.
@@ -61,6 +63,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strconv"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -109,13 +112,17 @@ type Shuffler struct {
 
 	// Spilled: the private directory and the level-0 bucket files.
 	dir     string
-	buckets []*spillFile
-	row     []byte // scratch encoding of one row
+	buckets []*spillFile // level 0
+	files   []*spillFile // every spill file made, to release
+	seq     int          // the last spill file's name
+	row     []byte       // scratch encoding of one row
 
 	rows    int64
 	emitted bool
 }
 
+// spillFile is one bucket: an open file, read back through the same
+// descriptor. path is "" once the file is unlinked.
 type spillFile struct {
 	path string
 	f    *os.File
@@ -269,7 +276,7 @@ func (s *Shuffler) spill() error {
 	if err := os.Chmod(dir, 0o700); err != nil {
 		return fmt.Errorf("shuffling the rows: %w", err)
 	}
-	if s.buckets, err = s.createBuckets(dir, "b"); err != nil {
+	if s.buckets, err = s.createBuckets(); err != nil {
 		return err
 	}
 	for _, ref := range s.refs {
@@ -281,42 +288,50 @@ func (s *Shuffler) spill() error {
 	return nil
 }
 
-// createBuckets creates B empty spill files in dir named prefix0, prefix1,
-// …, with write buffers of spillBuffer bytes (less for a small budget).
-func (s *Shuffler) createBuckets(dir, prefix string) ([]*spillFile, error) {
+// createBuckets creates B empty spill files in the spill directory, with
+// write buffers of spillBuffer bytes (less for a small budget). Each file
+// is unlinked as soon as it is open (where the system allows it), so that
+// a process killed before Close leaves only an empty directory behind.
+func (s *Shuffler) createBuckets() ([]*spillFile, error) {
 	out := make([]*spillFile, s.opt.Buckets)
 	buf := int(min(spillBuffer, max(4<<10, s.opt.Budget/int64(s.opt.Buckets))))
 	for b := range out {
-		path := filepath.Join(dir, fmt.Sprintf("%s%d", prefix, b))
-		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		s.seq++
+		path := filepath.Join(s.dir, strconv.Itoa(s.seq))
+		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 		if err != nil {
-			for _, sf := range out[:b] {
-				sf.f.Close()
-			}
-			return nil, fmt.Errorf("shuffle: spill file: %w", err)
+			return nil, spillError(err)
 		}
-		out[b] = &spillFile{path: path, f: f, w: bufio.NewWriterSize(f, buf)}
+		sf := &spillFile{path: path, f: f, w: bufio.NewWriterSize(f, buf)}
+		if os.Remove(path) == nil {
+			sf.path = ""
+		}
+		s.files = append(s.files, sf)
+		out[b] = sf
 	}
 	return out, nil
 }
 
-// closeBuckets flushes and closes the files, returning the first error.
-func closeBuckets(files []*spillFile) error {
-	var first error
+// flushBuckets writes out the files' buffers, returning the first error.
+func flushBuckets(files []*spillFile) error {
 	for _, sf := range files {
-		if sf.f == nil {
-			continue
-		}
-		err := sf.w.Flush()
-		if cerr := sf.f.Close(); err == nil {
-			err = cerr
-		}
-		sf.f = nil
-		if err != nil && first == nil {
-			first = spillError(err)
+		if err := sf.w.Flush(); err != nil {
+			return spillError(err)
 		}
 	}
-	return first
+	return nil
+}
+
+// release closes a spill file and removes it if it was not unlinked.
+func (sf *spillFile) release() {
+	if sf.f != nil {
+		sf.f.Close()
+		sf.f = nil
+	}
+	if sf.path != "" {
+		os.Remove(sf.path)
+		sf.path = ""
+	}
 }
 
 // rowAt returns the encoded row whose length prefix starts at off.
@@ -341,11 +356,11 @@ func (s *Shuffler) Emit(fn func(arrow.RecordBatch) error) error {
 		}
 		s.chunks, s.refs = nil, nil
 	} else {
-		if err := closeBuckets(s.buckets); err != nil {
+		if err := flushBuckets(s.buckets); err != nil {
 			return err
 		}
 		for _, sf := range s.buckets {
-			if err := out.bucket(sf.path, 0); err != nil {
+			if err := out.bucket(sf, 0); err != nil {
 				return err
 			}
 		}
@@ -359,12 +374,15 @@ func (s *Shuffler) Emit(fn func(arrow.RecordBatch) error) error {
 // Close removes the spill directory, if any. It is safe to call more than
 // once and after Emit.
 func (s *Shuffler) Close() error {
+	for _, sf := range s.files {
+		sf.release()
+	}
+	s.files, s.buckets = nil, nil
 	if s.dir == "" {
 		return nil
 	}
-	closeBuckets(s.buckets)
 	err := os.RemoveAll(s.dir)
-	s.dir, s.buckets = "", nil
+	s.dir = ""
 	if err != nil {
 		return fmt.Errorf("shuffle: removing spill files: %w", err)
 	}
@@ -395,36 +413,36 @@ func (e *emitter) shuffled(chunks [][]byte, refs []uint64) error {
 }
 
 // bucket emits the rows of one spill file in a uniformly random order, and
-// removes it. A file larger than the budget is scattered again first.
-func (e *emitter) bucket(path string, depth int) error {
-	st, err := os.Stat(path)
+// releases it. A file larger than the budget is scattered again first.
+func (e *emitter) bucket(sf *spillFile, depth int) error {
+	st, err := sf.f.Stat()
 	if err != nil {
-		return fmt.Errorf("shuffle: spill file: %w", err)
+		return spillError(err)
 	}
-	if st.Size() > e.s.opt.Budget && depth < maxDepth {
-		subs, err := e.rescatter(path, depth)
+	size := st.Size()
+	if size > e.s.opt.Budget && depth < maxDepth {
+		subs, err := e.rescatter(sf, size)
 		if err != nil {
 			return err
 		}
 		for _, sub := range subs {
-			if err := e.bucket(sub.path, depth+1); err != nil {
+			if err := e.bucket(sub, depth+1); err != nil {
 				return err
 			}
 		}
 		return nil
 	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return fmt.Errorf("shuffle: spill file: %w", err)
-	}
-	if err := os.Remove(path); err != nil {
-		return fmt.Errorf("shuffle: spill file: %w", err)
+	data := make([]byte, size)
+	_, err = sf.f.ReadAt(data, 0)
+	sf.release()
+	if err != nil && !(errors.Is(err, io.EOF) && size == 0) {
+		return spillError(err)
 	}
 	var refs []uint64
 	for off := 0; off < len(data); {
 		n, k := binary.Uvarint(data[off:])
 		if k <= 0 || off+k+int(n) > len(data) {
-			return fmt.Errorf("shuffle: spill file %s is corrupt at byte %d", path, off)
+			return fmt.Errorf("shuffling the rows: a temporary file is corrupt at byte %d", off)
 		}
 		refs = append(refs, uint64(off))
 		off += k + int(n)
@@ -432,19 +450,14 @@ func (e *emitter) bucket(path string, depth int) error {
 	return e.shuffled([][]byte{data}, refs)
 }
 
-// rescatter sends every row of the file at path to one of B new files
-// chosen uniformly at random, and removes it.
-func (e *emitter) rescatter(path string, depth int) ([]*spillFile, error) {
-	subs, err := e.s.createBuckets(filepath.Dir(path), fmt.Sprintf("%s.%d.", filepath.Base(path), depth))
+// rescatter sends every row of sf (size bytes) to one of B new files
+// chosen uniformly at random, and releases sf.
+func (e *emitter) rescatter(sf *spillFile, size int64) ([]*spillFile, error) {
+	subs, err := e.s.createBuckets()
 	if err != nil {
 		return nil, err
 	}
-	f, err := os.Open(path)
-	if err != nil {
-		closeBuckets(subs)
-		return nil, fmt.Errorf("shuffle: spill file: %w", err)
-	}
-	br := bufio.NewReaderSize(f, spillBuffer)
+	br := bufio.NewReaderSize(io.NewSectionReader(sf.f, 0, size), spillBuffer)
 	var row []byte
 	for err == nil {
 		var n uint64
@@ -460,18 +473,15 @@ func (e *emitter) rescatter(path string, depth int) ([]*spillFile, error) {
 		}
 		err = writeRow(subs[e.s.r.IntN(len(subs))].w, row)
 	}
-	f.Close()
+	sf.release()
 	if errors.Is(err, io.EOF) {
 		err = nil
 	}
-	if cerr := closeBuckets(subs); err == nil {
-		err = cerr
-	}
 	if err == nil {
-		err = os.Remove(path)
+		err = flushBuckets(subs)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("shuffle: re-scattering %s: %w", path, err)
+		return nil, spillError(err)
 	}
 	return subs, nil
 }
