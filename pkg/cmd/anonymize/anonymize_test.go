@@ -35,6 +35,8 @@ func TestFlagsFillOptions(t *testing.T) {
 			Options{Sensitive: []string{"a", "b"}, L: 3, Codebook: cli.CodebookFlags{Infer: true}, Missing: codebook.MissingDrop, Unknown: codebook.UnknownMissing}},
 		{[]string{"--mechanism", "global", "--p", "0.25", "--sensitive", "s"},
 			Options{Mechanism: global, P: 0.25, Sensitive: []string{"s"}}},
+		{[]string{"--mechanism", "global", "--p", "0.25", "--sensitive", "s", "--keep-order"},
+			Options{Mechanism: global, P: 0.25, Sensitive: []string{"s"}, Order: cli.Order{Keep: true}}},
 		{[]string{"--mechanism", "anatomy", "--sensitive", "s", "--l", "4", "--groups", "g.csv", "--group-column", "gid"},
 			Options{Mechanism: anatomy, Sensitive: []string{"s"}, L: 4, Groups: "g.csv", GroupCol: "gid"}},
 		{[]string{"--report", "--json", "--rel-error", "0.3", "--te", "0.05", "--sensitive", "s", "--l", "10"},
