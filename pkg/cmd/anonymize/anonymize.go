@@ -50,6 +50,7 @@ type Options struct {
 	Unknown  codebook.UnknownPolicy
 	Missing  codebook.MissingPolicy
 
+	Order  cli.Order // --keep-order
 	Output cli.Output
 	Seed   cli.Seed
 	cmd    *cobra.Command
@@ -104,8 +105,16 @@ column.
 probability --p, else gets a value drawn uniformly from the whole codebook.
 Without --p, --l N sets the paper's comparison point: the row retains its
 value with probability 1/ℓ′, that is p = (V/ℓ′ − 1)/(V − 1) for V values.
-Rows stay in input order (each is randomized independently), so global
-streams in constant memory.
+Each row is randomized independently, so global streams; its rows are then
+shuffled (below).
+
+Every mechanism publishes its rows in a uniformly random order, whatever
+the input's order: a table sorted by the sensitive column and published in
+that order would give each row's true value away through its neighbours'
+published values. --keep-order publishes in the input's order instead,
+which is safe only when that order carries no information about the
+sensitive values (an input already shuffled, or ordered by a random id).
+The metadata records order: shuffled or input.
 
 The sensitive columns need a codebook (--codebook FILE, or --infer-codebook,
 which reads the file twice and reveals the values present). A missing value
@@ -129,8 +138,11 @@ Memory: diverted and anatomy hold the table: 4 bytes per row per sensitive
 column, 1 byte per row per other column with at most 256 distinct values (2
 bytes up to 65,536, else 4) plus each distinct value once, and 16 bytes per
 row while publishing (decoy groups, shuffled order, published values):
-about 40 bytes per row for UCI Adult's 15 columns. global, --check and a
---report without -o read the table once in constant memory.`,
+about 40 bytes per row for UCI Adult's 15 columns. global's shuffle holds
+the published rows (their text plus about 10 bytes per row) up to 16 MiB,
+then spills them to private temporary files (in $TMPDIR, removed at the
+end) and holds one of 128 such files at a time. --check and a --report
+without -o read the table once in constant memory.`,
 		Example: `  # is Adult eligible for ℓ′ = 5 with occupation sensitive? (largest feasible: 7)
   $ anonymize --check --sensitive occupation --l 5 --codebook codebook.json adult.csv
 
@@ -166,6 +178,7 @@ about 40 bytes per row for UCI Adult's 15 columns. global, --check and a
 	cli.AddCodebookFlags(cmd, &opts.Codebook)
 	f.Var(&opts.Unknown, "unknown", "a sensitive value outside the codebook: fail, or treat it as missing")
 	f.Var(&opts.Missing, "missing", "a missing sensitive value: keep it as its category, drop the row, or fail")
+	cli.AddOrderFlag(cmd, &opts.Order)
 	cli.AddOutputFlags(cmd, &opts.Output)
 	cli.AddSeedFlag(cmd, &opts.Seed)
 	cli.AddInsecureSeedFlag(cmd, &opts.Seed)
@@ -204,6 +217,8 @@ func (o *Options) validate() error {
 			return cli.Usagef("give either --check or --report, not both")
 		case o.Output.Path != "":
 			return cli.Usagef("--check publishes nothing: drop -o")
+		case o.Order.Keep:
+			return cli.Usagef("--check publishes nothing: drop --keep-order")
 		}
 	} else {
 		if err := o.validatePublish(lGiven); err != nil {

@@ -35,6 +35,8 @@ func TestFlagsFillOptions(t *testing.T) {
 			Options{Sensitive: []string{"a", "b"}, L: 3, Codebook: cli.CodebookFlags{Infer: true}, Missing: codebook.MissingDrop, Unknown: codebook.UnknownMissing}},
 		{[]string{"--mechanism", "global", "--p", "0.25", "--sensitive", "s"},
 			Options{Mechanism: global, P: 0.25, Sensitive: []string{"s"}}},
+		{[]string{"--mechanism", "global", "--p", "0.25", "--sensitive", "s", "--keep-order"},
+			Options{Mechanism: global, P: 0.25, Sensitive: []string{"s"}, Order: cli.Order{Keep: true}}},
 		{[]string{"--mechanism", "anatomy", "--sensitive", "s", "--l", "4", "--groups", "g.csv", "--group-column", "gid"},
 			Options{Mechanism: anatomy, Sensitive: []string{"s"}, L: 4, Groups: "g.csv", GroupCol: "gid"}},
 		{[]string{"--report", "--json", "--rel-error", "0.3", "--te", "0.05", "--sensitive", "s", "--l", "10"},
@@ -207,7 +209,7 @@ func TestDivertedPublishesNoGroupsOrIDs(t *testing.T) {
 		t.Fatalf("%d rows published, want %d", len(rows), len(truth))
 	}
 	meta := readMeta(t, out)
-	allowed := []string{"stage", "mechanism", "unknown", "missing", "N", "dropped", "sensitive", "codebook", "l", "version", "insecure_seed"}
+	allowed := []string{"stage", "mechanism", "unknown", "missing", "N", "dropped", "sensitive", "codebook", "l", "version", "order", "insecure_seed"}
 	for k := range meta {
 		if !slices.Contains(allowed, k) {
 			t.Errorf("metadata key %q: the publication says nothing about groups or ids", k)
@@ -357,7 +359,8 @@ func TestAnatomyTablesDescribeTheGroups(t *testing.T) {
 
 // Mechanism A keeps the value with probability p, else draws uniformly
 // from the V codebook values: a row shows its own value with probability
-// p + (1 − p)/V.
+// p + (1 − p)/V. --keep-order lets each published row be compared with its
+// input row.
 func TestGlobalRetention(t *testing.T) {
 	counts := []int{300, 300, 300, 300, 300} // V = 5
 	dir, in, cb, truth := testTable(t, counts)
@@ -370,12 +373,15 @@ func TestGlobalRetention(t *testing.T) {
 		{[]string{"--p", "0"}, 0.2},
 	} {
 		out := filepath.Join(dir, "out.csv")
-		mustAnon(t, append([]string{"--mechanism", "global", "--sensitive", "s", "--codebook", cb, "--seed", "9", "--insecure-seed", in, "-o", out}, tc.args...)...)
+		mustAnon(t, append([]string{"--mechanism", "global", "--keep-order", "--sensitive", "s", "--codebook", cb, "--seed", "9", "--insecure-seed", in, "-o", out}, tc.args...)...)
 		recs := readCSV(t, out)[1:]
+		if got := readMeta(t, out)["order"]; got != "input" {
+			t.Errorf("--keep-order: metadata order %q, want input", got)
+		}
 		var same int64
 		for i, r := range recs {
 			if r[0] != strconv.Itoa(i) {
-				t.Fatalf("global reordered the rows (row %d is %s)", i, r[0])
+				t.Fatalf("global --keep-order reordered the rows (row %d is %s)", i, r[0])
 			}
 			if r[1] == fmt.Sprintf("v%d", truth[i]) {
 				same++

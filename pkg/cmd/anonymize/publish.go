@@ -33,6 +33,7 @@ func (o *Options) meta(cb *codebook.Codebook, mech string, n int64, drop int, mi
 		meta[cli.InsecureSeedKey] = "true"
 	}
 	o.Seed.Mark(meta)
+	o.Order.Record(meta)
 	meta.SetInt("N", n)
 	meta.SetInt("dropped", int64(drop))
 	if missing > 0 {
@@ -109,6 +110,9 @@ func (o *Options) runDiverted(in table.Reader, cb *codebook.Codebook) error {
 		}
 	}
 	cols, d.s = nil, nil
+	if o.Order.Keep {
+		slices.Sort(rel.Order)
+	}
 	n := int64(len(rel.Order))
 	o.notes(d, len(rel.Dropped), n)
 	meta, err := o.meta(cb, diverted, n, len(rel.Dropped), d.missing)
@@ -205,6 +209,9 @@ func (o *Options) runAnatomy(in table.Reader, cb *codebook.Codebook) error {
 		return d.libError(err)
 	}
 	d.s = nil
+	if o.Order.Keep {
+		slices.Sort(rel.Order)
+	}
 	n := int64(len(rel.Order))
 	o.notes(d, len(rel.Dropped), n)
 	meta, err := o.meta(cb, anatomy, n, len(rel.Dropped), d.missing)
@@ -300,7 +307,9 @@ func writeST(w table.Writer, schema *arrow.Schema, st []anonymize.AnatomyEntry, 
 
 // runGlobal publishes with mechanism A (§3): every row independently keeps
 // its value with probability p, else draws one uniformly from the V values.
-// Rows are independent, so they stream in input order, one batch at a time.
+// Rows are independent, so they are randomized one batch at a time; then
+// shuffled in bounded memory (package shuffle) unless --keep-order, since
+// the input's order may follow the sensitive values.
 func (o *Options) runGlobal(in table.Reader, cb *codebook.Codebook) error {
 	schema := in.Schema()
 	which := make([]int, schema.NumFields())
@@ -363,6 +372,12 @@ func (o *Options) runGlobal(in table.Reader, cb *codebook.Codebook) error {
 	}
 	defer w.Abort()
 	r := o.Seed.Rand(o.cmd)
+	// The published rows go through a shuffle, drawing from r after the
+	// randomization's draws of each batch.
+	if w, err = o.Order.Writer(w, outSchema, r); err != nil {
+		return err
+	}
+	defer w.Abort()
 	bb := table.NewBatchBuilder(outSchema)
 	defer bb.Release()
 	meter := o.Streams.Progress("anonymize: randomize")

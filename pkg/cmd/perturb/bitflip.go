@@ -3,6 +3,7 @@ package perturb
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/spf13/cobra"
@@ -42,7 +43,7 @@ The metadata records q, L, the layout of the bits (to regroup them) and:
   ε encoded     D·ln((1 − q)/q)   tighter, between valid rows: they differ in
                                   at most D = 2 bits per one-hot column and
                                   1 per binary column
-Memory does not grow with the rows.`
+Memory does not grow with the rows beyond the shuffle's 16 MiB (see above).`
 
 	bitflipExample = `
 
@@ -129,12 +130,18 @@ func runBitflip(o *Options) error {
 	}
 	o.markInsecureSeed(meta, in)
 	schema := encfile.Int32Schema(names)
+	o.Order.Record(meta)
 	w, err := o.Streams.Create(o.Output, schema, meta, in.Format(), append([]string{o.Codebook}, o.Inputs...))
 	if err != nil {
 		return err
 	}
 	defer w.Abort()
-	if err := bitflipRows(o, in, cols, cb != nil, o.Codebook, layout, mech, schema, w); err != nil {
+	r := o.Seed.Rand(o.cmd)
+	if w, err = o.Order.Writer(w, schema, r); err != nil {
+		return err
+	}
+	defer w.Abort()
+	if err := bitflipRows(o, in, cols, cb != nil, o.Codebook, layout, mech, schema, w, r); err != nil {
 		return err
 	}
 	return w.Commit()
@@ -217,13 +224,14 @@ func bitflipMeta(layout *bitflip.Layout, mech *bitflip.Mechanism, epsEnc float64
 }
 
 // bitflipRows encodes, randomizes and writes every row. Memory: one input
-// batch plus one output block of at most 4 MiB, whatever the row count.
+// batch plus one output block of at most 4 MiB, whatever the row count
+// (plus the shuffle's bounded buffer behind w).
 func bitflipRows(o *Options, in table.Reader, cols []bitflipColumn, haveCodebook bool, cbPath string,
-	layout *bitflip.Layout, mech *bitflip.Mechanism, schema *arrow.Schema, w table.Writer) error {
+	layout *bitflip.Layout, mech *bitflip.Mechanism, schema *arrow.Schema, w table.Writer, r *rand.Rand) error {
 	L := layout.Width()
 	rows := max(64, min(table.DefaultBatchSize, (1<<20)/L))
 	block := encfile.Block(L, rows)
-	z := mech.NewRandomizer(o.Seed.Rand(o.cmd))
+	z := mech.NewRandomizer(r)
 	word := make([]uint64, layout.Words())
 	values := make([]int, len(cols))
 	vals := make([]table.Values, len(cols))

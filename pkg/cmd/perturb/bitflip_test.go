@@ -161,7 +161,7 @@ func TestBitflipCommandFlipsEachBitWithProbabilityQIndependently(t *testing.T) {
 	)
 	dir, cb, in := testInputs(t, "people.csv", peopleCSV(n))
 	out := filepath.Join(dir, "out.parquet")
-	mustPerturb(t, "--mechanism", "bitflip", "--lie", "0.2", "--columns", "sex,color,flag,job", "--codebook", cb, "--seed", "7", "--insecure-seed", in, "-o", out)
+	mustPerturb(t, "--mechanism", "bitflip", "--lie", "0.2", "--columns", "sex,color,flag,job", "--codebook", cb, "--seed", "7", "--insecure-seed", "--keep-order", in, "-o", out)
 	names, rows, _ := cmdtest.ReadTable(t, out)
 	if len(rows) != n {
 		t.Fatalf("%d rows, want %d", len(rows), n)

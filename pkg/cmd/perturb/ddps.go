@@ -3,6 +3,7 @@ package perturb
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -48,7 +49,8 @@ labels; nothing else of the input is released. Rows whose value is the
 not one of the V outputs. The metadata records π_s, π_⊥, the codebook and
   ε = max over true values v of ln((π_⊥v + π_s)/π_⊥v)   (Eq. 42–45):
 only round two depends on the owner's value, and it moves mass π_s onto it.
-The two rounds are drawn independently. Memory does not grow with the rows.`
+The two rounds are drawn independently. Memory does not grow with the rows
+beyond the shuffle's 16 MiB (see above).`
 
 	ddpsExample = `
 
@@ -138,12 +140,18 @@ func runDDPS(o *Options) error {
 	}
 	o.markInsecureSeed(meta, in)
 	schema := table.StringSchema([]string{col.Name() + ".round1", col.Name() + ".round2"})
+	o.Order.Record(meta)
 	w, err := o.Streams.Create(o.Output, schema, meta, in.Format(), append([]string{o.Codebook}, o.Inputs...))
 	if err != nil {
 		return err
 	}
 	defer w.Abort()
-	if err := ddpsRows(o, in, idx, enc, plan, mech, schema, w); err != nil {
+	r := o.Seed.Rand(o.cmd)
+	if w, err = o.Order.Writer(w, schema, r); err != nil {
+		return err
+	}
+	defer w.Abort()
+	if err := ddpsRows(o, in, idx, enc, plan, mech, schema, w, r); err != nil {
 		return err
 	}
 	return w.Commit()
@@ -222,9 +230,9 @@ func (o *Options) ddpsPlan(col *codebook.Column) (ddpsPlan, error) {
 }
 
 // ddpsRows draws and writes the two reports of every row. Memory: one input
-// batch and one output batch, whatever the row count.
-func ddpsRows(o *Options, in table.Reader, idx int, enc *codebook.Encoder, plan ddpsPlan, mech *ddps.Mechanism, schema *arrow.Schema, w table.Writer) error {
-	r := o.Seed.Rand(o.cmd)
+// batch and one output batch, whatever the row count (plus the shuffle's
+// bounded buffer behind w).
+func ddpsRows(o *Options, in table.Reader, idx int, enc *codebook.Encoder, plan ddpsPlan, mech *ddps.Mechanism, schema *arrow.Schema, w table.Writer, r *rand.Rand) error {
 	bb := table.NewBatchBuilder(schema)
 	defer bb.Release()
 	meter := o.Streams.Progress("perturb: rows")

@@ -99,7 +99,7 @@ func TestDDPSCommandReportDistributions(t *testing.T) {
 	// Outputs ⊥0..⊥3 = (none), Sales, Tech, Craft; ? does not participate.
 	piBot := []float64{0.1, 0.3, 0.2, 0.25}
 	mustPerturb(t, "--mechanism", "ddps", "--column", "job", "--pi-s", "0.15", "--pi-bot", "0.1,0.3,0.2,0.25",
-		"--non-participant", "?", "--codebook", cb, "--seed", "3", "--insecure-seed", in, "-o", out)
+		"--non-participant", "?", "--codebook", cb, "--seed", "3", "--insecure-seed", "--keep-order", in, "-o", out)
 	_, rows, meta := cmdtest.ReadTable(t, out)
 	if meta["non_participant"] != "?" {
 		t.Errorf("non_participant %q", meta["non_participant"])

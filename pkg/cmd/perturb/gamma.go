@@ -123,6 +123,11 @@ func runGamma(o *Options) error {
 		return cli.Usagef("--gamma must be a finite number > 1, got %v (γ = 1 would release the rows unchanged)", o.Gamma.Gamma)
 	case len(o.Columns) > 0 || o.Codebook != "":
 		return cli.Usagef("--columns and --codebook do not apply to gamma-diagonal: the server perturbs every encrypted column and needs no codebook")
+	case f.Changed("keep-order"):
+		// decrypt joins the curators' files by row position, so
+		// gamma-diagonal never reorders; its order is the sample's, which
+		// sample draws at random.
+		return cli.Usagef("--keep-order does not apply to gamma-diagonal: it always keeps the row order, which decrypt needs to match each row with its pads")
 	}
 	stdin := 0
 	for _, p := range o.Inputs {

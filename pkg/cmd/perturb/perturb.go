@@ -32,6 +32,7 @@ type Options struct {
 	Bitflip bitflipOptions
 	DDPS    ddpsOptions
 
+	Order  cli.Order // --keep-order (bitflip, ddps)
 	Output cli.Output
 	Seed   cli.Seed
 	cmd    *cobra.Command
@@ -51,7 +52,17 @@ func NewCmd(s *cli.Streams, runF func(*Options) error) *cobra.Command {
 		Use:   "perturb [<file>...] [--mechanism gamma-diagonal|bitflip|ddps] [flags]",
 		Short: "Randomize a table's rows with a privacy mechanism",
 		Long: `Perturb randomizes every row of a table independently with a mechanism whose
-privacy loss ε is recorded in the output's metadata.` + gammaHelp + bitflipHelp + ddpsHelp,
+privacy loss ε is recorded in the output's metadata.
+
+The local mechanisms (bitflip, ddps) publish their reports in a uniformly
+random order, whatever the input's order: reports published in the order of
+a table sorted by a sensitive column would give each row's value away
+through its neighbours' reports. The shuffle holds the reports up to 16 MiB,
+then spills them to private temporary files (in $TMPDIR, removed at the
+end). --keep-order keeps the input's order, which is safe only when it
+carries no information about the values (an input already shuffled, or
+ordered by a random id). The metadata records order: shuffled or input.
+gamma-diagonal always keeps the order, which decrypt needs.` + gammaHelp + bitflipHelp + ddpsHelp,
 		Example: gammaExample + bitflipExample + ddpsExample,
 		RunE: cli.RunE(opts, func(c *cobra.Command, args []string) {
 			opts.cmd, opts.Inputs = c, cli.Inputs(args)
@@ -65,6 +76,7 @@ privacy loss ε is recorded in the output's metadata.` + gammaHelp + bitflipHelp
 	addGammaFlags(cmd, &opts.Gamma)
 	addBitflipFlags(cmd, &opts.Bitflip)
 	addDDPSFlags(cmd, &opts.DDPS)
+	cli.AddOrderFlag(cmd, &opts.Order)
 	cli.AddOutputFlags(cmd, &opts.Output)
 	cli.AddSeedFlag(cmd, &opts.Seed)
 	cli.AddInsecureSeedFlag(cmd, &opts.Seed)
