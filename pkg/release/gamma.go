@@ -1,0 +1,169 @@
+package release
+
+import (
+	"fmt"
+	"math"
+	"math/bits"
+
+	"github.com/pramkit/pramkit/pkg/pram"
+	"github.com/pramkit/pramkit/pkg/table"
+)
+
+// MechanismGamma is the "mechanism" item of a γ-diagonal release.
+const MechanismGamma = "gamma-diagonal"
+
+// gammaFix is what to do about a damaged γ-diagonal release.
+const gammaFix = "re-run perturb"
+
+// GammaDiagonal is the metadata of a γ-diagonal PRAM release: perturb's
+// output (stage "perturb", still encrypted) and decrypt's (stage
+// "decrypt", which adds the codebook).
+type GammaDiagonal struct {
+	Stage string // StagePerturb or StageDecrypt
+	Sample
+	// K = k_1·…·k_d, the size of the joint domain; 1 ≤ K ≤ 2^62.
+	K uint64
+	// Gamma is the γ > 1 of this (the last) perturbation, Epsilon its
+	// privacy level, ε = ln((n + m(γ − 1))/n) (Theorem III.2).
+	Gamma, Epsilon float64
+	// Releases counts the γ-diagonal releases of the sample, ≥ 1.
+	Releases int
+	// GammaComposed Γ = γ_1·…·γ_r and EpsilonComposed
+	// ε_r = ln((n + m(Γ − 1))/n) (pram.ComposedEpsilon), recorded when
+	// Releases > 1; 0 otherwise.
+	GammaComposed, EpsilonComposed float64
+}
+
+// Encode stores the release's items (not the columns, pad kind or codebook,
+// which encfile and decrypt write).
+func (g GammaDiagonal) Encode(meta table.Meta) {
+	meta["stage"] = g.Stage
+	meta["mechanism"] = MechanismGamma
+	g.Sample.Encode(meta)
+	meta.SetInt("K", int64(g.K))
+	meta.SetFloat("gamma", g.Gamma)
+	meta.SetFloat("epsilon", g.Epsilon)
+	meta.SetInt("releases", int64(g.Releases))
+	delete(meta, "gamma_composed")
+	delete(meta, "epsilon_composed")
+	if g.Releases > 1 {
+		meta.SetFloat("gamma_composed", g.GammaComposed)
+		meta.SetFloat("epsilon_composed", g.EpsilonComposed)
+	}
+}
+
+// Decode reads a γ-diagonal release's items and checks them:
+//
+//   - stage "perturb" or "decrypt", mechanism "gamma-diagonal";
+//   - 1 ≤ m ≤ n, a fingerprint, 1 ≤ K ≤ 2^62 and, when the "columns" item
+//     lists the alphabets, K = k_1·…·k_d;
+//   - γ finite > 1, and ε = ln((n + m(γ − 1))/n) (Theorem III.2);
+//   - releases ≥ 1; after the first, Γ = gamma_composed finite > γ and
+//     epsilon_composed = ε_r for Γ and r (pram.ComposedEpsilon).
+func (g *GammaDiagonal) Decode(meta table.Meta, file string) error {
+	f := newFields(meta, file, gammaFix)
+	g.Stage = f.str("stage")
+	if f.err == nil && g.Stage != StagePerturb && g.Stage != StageDecrypt {
+		f.failf("stage", "metadata %q = %q is not a γ-diagonal release (want %q or %q)", "stage", g.Stage, StagePerturb, StageDecrypt)
+	}
+	if mech := f.str("mechanism"); f.err == nil && mech != MechanismGamma {
+		f.failf("mechanism", "metadata %q = %q is not a γ-diagonal release (want %q)", "mechanism", mech, MechanismGamma)
+	}
+	g.Sample.decode(f)
+	K := f.int("K")
+	g.Gamma = f.float("gamma")
+	g.Epsilon = f.float("epsilon")
+	r := f.int("releases")
+	if f.err != nil {
+		return f.err
+	}
+	switch {
+	case K < 1 || uint64(K) > pram.MaxJointSize:
+		f.outOfRange("K", K, "a joint domain has 1 ≤ K ≤ 2^62 values")
+	case !(g.Gamma > 1) || !finite(g.Gamma):
+		f.outOfRange("gamma", g.Gamma, "γ-diagonal PRAM needs a finite γ > 1 (γ = 1 releases the rows unchanged)")
+	case !(g.Epsilon > 0) || !finite(g.Epsilon):
+		f.outOfRange("epsilon", g.Epsilon, "ε must be a finite number > 0")
+	case r < 1 || r > maxInt32:
+		f.outOfRange("releases", r, "a release counter is ≥ 1")
+	}
+	if f.err != nil {
+		return f.err
+	}
+	g.K, g.Releases = uint64(K), int(r)
+	g.checkColumns(f)
+	n, m := int(g.N), int(g.M)
+	eps, err := pram.EpsilonFromGamma(n, m, g.Gamma)
+	if err != nil {
+		f.failf("gamma", "%v", err)
+		return f.err
+	}
+	if !agree(g.Epsilon, eps) {
+		f.mismatch("epsilon", g.Epsilon, "γ = %v, n = %d, m = %d (ε = ln((n + m(γ−1))/n) = %v)", g.Gamma, n, m, eps)
+	}
+	g.GammaComposed, g.EpsilonComposed = 0, 0
+	if g.Releases == 1 {
+		// A single release records no composition; a stray item must
+		// agree with γ and ε all the same.
+		if f.has("gamma_composed") {
+			if gc := f.float("gamma_composed"); f.err == nil && !agree(gc, g.Gamma) {
+				f.mismatch("gamma_composed", gc, "γ = %v of the only release (releases = 1)", g.Gamma)
+			}
+		}
+		if f.has("epsilon_composed") {
+			if ec := f.float("epsilon_composed"); f.err == nil && !agree(ec, g.Epsilon) {
+				f.mismatch("epsilon_composed", ec, "ε = %v of the only release (releases = 1)", g.Epsilon)
+			}
+		}
+		return f.err
+	}
+	g.GammaComposed = f.float("gamma_composed")
+	g.EpsilonComposed = f.float("epsilon_composed")
+	if f.err != nil {
+		return f.err
+	}
+	switch {
+	case !finite(g.GammaComposed) || !(g.GammaComposed > g.Gamma):
+		f.outOfRange("gamma_composed", g.GammaComposed, fmt.Sprintf("the product Γ of the γ of %d releases is finite and > the last γ = %v", g.Releases, g.Gamma))
+	case !finite(g.EpsilonComposed):
+		f.outOfRange("epsilon_composed", g.EpsilonComposed, "ε_r must be finite")
+	}
+	if f.err != nil {
+		return f.err
+	}
+	// Γ^{1/r}, as perturb passes it (ComposedEpsilon takes one γ used r times).
+	ec, err := pram.ComposedEpsilon(n, m, math.Exp(math.Log(g.GammaComposed)/float64(g.Releases)), g.Releases)
+	if err != nil {
+		f.failf("gamma_composed", "%v", err)
+		return f.err
+	}
+	if !agree(g.EpsilonComposed, ec) {
+		f.mismatch("epsilon_composed", g.EpsilonComposed, "Γ = %v, r = %d, n = %d, m = %d (ε_r = ln((n + m(Γ−1))/n) = %v)", g.GammaComposed, g.Releases, n, m, ec)
+	}
+	return f.err
+}
+
+// checkColumns checks K = k_1·…·k_d when the "columns" item lists the
+// alphabets (its full validation is the readers').
+func (g *GammaDiagonal) checkColumns(f *fields) {
+	if !f.has("columns") {
+		return
+	}
+	var cols []Column
+	f.json("columns", &cols)
+	if f.err != nil || len(cols) == 0 {
+		return
+	}
+	var prod uint64 = 1
+	for _, c := range cols {
+		hi, lo := bits.Mul64(prod, uint64(c.K))
+		if hi != 0 || lo > pram.MaxJointSize {
+			f.failf("columns", "the alphabets in metadata %q multiply to more than 2^62", "columns")
+			return
+		}
+		prod = lo
+	}
+	if prod != g.K {
+		f.failf("K", "metadata %q = %d does not match the product of the columns' alphabets k_1·…·k_d = %d", "K", g.K, prod)
+	}
+}
