@@ -11,6 +11,7 @@ import (
 
 	"github.com/pramkit/pramkit/pkg/codebook"
 	"github.com/pramkit/pramkit/pkg/pad"
+	"github.com/pramkit/pramkit/pkg/release"
 	"github.com/pramkit/pramkit/pkg/table"
 )
 
@@ -45,21 +46,10 @@ const (
 	KeyPRFKey = "prf_key"
 )
 
-// Column describes one ciphertext column. The "columns" metadata item is
-// the JSON list of them in the table's column order.
-type Column struct {
-	Name string `json:"name"`
-	// K is the alphabet size k_j: the codebook length of the column.
-	K uint32 `json:"k"`
-	// CodebookHash is the Hash of the column's one-column codebook.
-	CodebookHash string `json:"codebook_hash"`
-	// KeyID identifies the encrypt run (random, independent of the pads),
-	// so that decrypt can tell the right key from a key of another run on
-	// the same sample.
-	KeyID string `json:"key_id"`
-	// Pad is PadOTP or PadPRF.
-	Pad string `json:"pad"`
-}
+// Column describes one ciphertext column; the "columns" metadata item is
+// the JSON list of them in the table's column order. The type lives in
+// package release, which owns the stages' metadata.
+type Column = release.Column
 
 // SetColumns stores cols as the "columns" item.
 func SetColumns(meta table.Meta, cols []Column) error {
