@@ -167,3 +167,73 @@ func (g *GammaDiagonal) checkColumns(f *fields) {
 		f.failf("K", "metadata %q = %d does not match the product of the columns' alphabets k_1·…·k_d = %d", "K", g.K, prod)
 	}
 }
+
+// CheckGammaDiagonal checks the γ-diagonal items that meta has, for readers
+// that let flags supply missing ones (estimate's --gamma, -n, -m): each item
+// present must parse and be in range, and each rule of Decode whose items
+// are all present must hold. The stage, fingerprint and the K = Π k_j rule
+// are left to the caller.
+func CheckGammaDiagonal(meta table.Meta, file string) error {
+	f := newFields(meta, file, gammaFix)
+	if f.has("mechanism") {
+		if mech := f.str("mechanism"); mech != MechanismGamma {
+			f.failf("mechanism", "metadata %q = %q is not a γ-diagonal release (want %q)", "mechanism", mech, MechanismGamma)
+		}
+	}
+	// Optional items: NaN or −1 when absent.
+	num := func(key string) float64 {
+		if !f.has(key) {
+			return math.NaN()
+		}
+		return f.float(key)
+	}
+	count := func(key string) int64 {
+		if !f.has(key) {
+			return -1
+		}
+		return f.int(key)
+	}
+	n, m, K, r := count("n"), count("m"), count("K"), count("releases")
+	gamma, eps := num("gamma"), num("epsilon")
+	gc, ec := num("gamma_composed"), num("epsilon_composed")
+	if f.err != nil {
+		return f.err
+	}
+	has := f.has
+	switch {
+	case has("n") && n < 1:
+		f.outOfRange("n", n, "a table has n ≥ 1 rows")
+	case has("m") && m < 1:
+		f.outOfRange("m", m, "a sample needs m ≥ 1")
+	case has("n") && has("m") && m > n:
+		f.outOfRange("m", m, fmt.Sprintf("a sample needs 1 ≤ m ≤ n = %d", n))
+	case has("K") && (K < 1 || uint64(K) > pram.MaxJointSize):
+		f.outOfRange("K", K, "a joint domain has 1 ≤ K ≤ 2^62 values")
+	case has("gamma") && (!(gamma > 1) || !finite(gamma)):
+		f.outOfRange("gamma", gamma, "γ-diagonal PRAM needs a finite γ > 1 (γ = 1 releases the rows unchanged)")
+	case has("epsilon") && (!(eps > 0) || !finite(eps)):
+		f.outOfRange("epsilon", eps, "ε must be a finite number > 0")
+	case has("releases") && (r < 1 || r > maxInt32):
+		f.outOfRange("releases", r, "a release counter is ≥ 1")
+	case has("gamma_composed") && (!finite(gc) || !(gc > 1)):
+		f.outOfRange("gamma_composed", gc, "the product Γ of the γ of the releases is finite and > 1")
+	case has("epsilon_composed") && (!finite(ec) || !(ec > 0)):
+		f.outOfRange("epsilon_composed", ec, "ε_r must be a finite number > 0")
+	}
+	if f.err != nil || !has("n") || !has("m") {
+		return f.err
+	}
+	if has("gamma") && has("epsilon") {
+		want, err := pram.EpsilonFromGamma(int(n), int(m), gamma)
+		if err == nil && !agree(eps, want) {
+			f.mismatch("epsilon", eps, "γ = %v, n = %d, m = %d (ε = ln((n + m(γ−1))/n) = %v)", gamma, n, m, want)
+		}
+	}
+	if has("releases") && r > 1 && has("gamma_composed") && has("epsilon_composed") {
+		want, err := pram.ComposedEpsilon(int(n), int(m), math.Exp(math.Log(gc)/float64(r)), int(r))
+		if err == nil && !agree(ec, want) {
+			f.mismatch("epsilon_composed", ec, "Γ = %v, r = %d, n = %d, m = %d (ε_r = ln((n + m(Γ−1))/n) = %v)", gc, r, n, m, want)
+		}
+	}
+	return f.err
+}
