@@ -118,7 +118,7 @@ func (f *fields) json(key string, v any) {
 		return
 	}
 	if err := json.Unmarshal([]byte(s), v); err != nil {
-		f.failf(key, "metadata %q is not valid JSON of the expected shape (%v)", key, err)
+		f.failf(key, "metadata %q is not valid: %v", key, err)
 	}
 }
 
