@@ -693,7 +693,9 @@ func TestPRAMBadInputFailsCleanly(t *testing.T) {
 		}, nil, 1, "has 12 rows but m = 13 rows were released"},
 		{"epsilon not a number", func() string { return f.release("banana.csv", set("epsilon", "banana")) }, nil, 1, `banana.csv: metadata "epsilon" = "banana" is not a number; the file was edited or damaged — re-run perturb`},
 		{"gamma edited", func() string { return f.release("g15.csv", set("gamma", "1.5")) }, nil, 1, `g15.csv: metadata "epsilon" = 0.21511137961694\d* does not match γ = 1.5, n = 100, m = 12 \(ε = ln\(\(n \+ m\(γ−1\)\)/n\) = 0.058268908123975\d*\); the file was edited or damaged — re-run perturb`},
-		{"gamma edited, stage removed", func() string { return f.release("g15s.csv", func(m table.Meta) { m["gamma"] = "1.5"; delete(m, "stage") }) }, nil, 1, `g15s.csv: metadata "epsilon" = 0.21511137961694\d* does not match γ = 1.5`},
+		{"gamma edited, stage removed", func() string {
+			return f.release("g15s.csv", func(m table.Meta) { m["gamma"] = "1.5"; delete(m, "stage") })
+		}, nil, 1, `g15s.csv: metadata "epsilon" = 0.21511137961694\d* does not match γ = 1.5`},
 		{"m above n", func() string { return f.release("m200.csv", set("m", "200")) }, nil, 1, `m200.csv: metadata "m" = 200 is out of range: a sample needs 1 ≤ m ≤ n = 100`},
 		{"epsilon_composed edited", func() string {
 			return f.release("ec.csv", func(m table.Meta) { m["releases"] = "2"; m["gamma_composed"] = "6"; m["epsilon_composed"] = "0.5" })
