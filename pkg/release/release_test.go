@@ -367,3 +367,39 @@ func TestCheckKeep(t *testing.T) {
 		}
 	}
 }
+
+// checker adapts CheckGammaDiagonal to checkEdits.
+type checker struct{}
+
+func (checker) Decode(meta table.Meta, file string) error { return CheckGammaDiagonal(meta, file) }
+
+func TestCheckGammaDiagonalChecksWhatIsPresent(t *testing.T) {
+	_, one := gammaHonest(t, 1)
+	fresh := func() decoder { return checker{} }
+	checkEdits(t, one, fresh, []edit{
+		// Items a flag can supply may be missing.
+		{"no gamma", del("gamma"), ""},
+		{"no n", del("n"), ""},
+		{"no epsilon", del("epsilon"), ""},
+		{"no stage, fingerprint or releases", del("stage", "fingerprint", "releases"), ""},
+		// Present items are still checked, alone and together.
+		{"gamma edited", set("gamma", "1.01"), `^r\.csv: metadata "epsilon" = 0\.0487\d* does not match γ = 1\.01, n = 1000, m = 100 `},
+		{"gamma edited, stage gone", func(m table.Meta) { m["gamma"] = "1.01"; delete(m, "stage") }, `metadata "epsilon" = 0\.0487\d* does not match γ = 1\.01`},
+		{"epsilon not a number", set("epsilon", "banana"), `metadata "epsilon" = "banana" is not a number`},
+		{"gamma 1", set("gamma", "1"), `metadata "gamma" = 1 is out of range`},
+		{"m above n", set("m", "1001"), `metadata "m" = 1001 is out of range: a sample needs 1 ≤ m ≤ n = 1000`},
+		{"m alone zero", func(m table.Meta) { m["m"] = "0"; delete(m, "n") }, `metadata "m" = 0 is out of range`},
+		{"mechanism", set("mechanism", "ddps"), `metadata "mechanism" = "ddps" is not a γ-diagonal release`},
+		{"K not an integer", set("K", "six"), `metadata "K" = "six" is not an integer`},
+		{"releases 0", set("releases", "0"), `metadata "releases" = 0 is out of range`},
+		// The K = Π k_j rule is the caller's (estimate checks K against
+		// the codebook).
+		{"K edited", set("K", "8"), ""},
+	})
+	_, two := gammaHonest(t, 2)
+	checkEdits(t, two, fresh, []edit{
+		{"epsilon_composed edited", set("epsilon_composed", "0.5"), `metadata "epsilon_composed" = 0\.5 does not match Γ = 4\.5, r = 2`},
+		{"no epsilon_composed", del("epsilon_composed"), ""},
+		{"gamma_composed 1", set("gamma_composed", "1"), `metadata "gamma_composed" = 1 is out of range`},
+	})
+}
