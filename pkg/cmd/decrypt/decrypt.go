@@ -119,7 +119,7 @@ func run(o *Options) error {
 		if err := g.Decode(meta, name); err != nil {
 			return err
 		}
-		smp = encfile.Sample(g.Sample)
+		smp = g.Sample
 	} else if smp, err = encfile.ReadSample(meta, name, "the release was not written by perturb; decrypt reads perturb's output"); err != nil {
 		return err
 	}
@@ -264,7 +264,7 @@ func openKey(o *Options, path string, smp encfile.Sample, relCols []encfile.Colu
 	}
 	// Same sampling, and the same encrypt run (key_id) for every column
 	// the release shares with the key: an error names both values.
-	if err := id.Match(release.Sample(smp), relCols, path, relName); err != nil {
+	if err := id.Match(smp, relCols, path, relName); err != nil {
 		return fail(err)
 	}
 	if k.cols, err = encfile.ReadColumns(meta, path, notKey); err != nil {

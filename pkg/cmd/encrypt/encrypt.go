@@ -207,7 +207,7 @@ func run(o *Options) error {
 	// Only what the server needs, and nothing that depends on the values:
 	// the input's other items (a codebook, say) are not carried over.
 	outMeta := table.Meta{"stage": encfile.StageEncrypt, encfile.KeyPad: kind}
-	smp.Set(outMeta)
+	smp.Encode(outMeta)
 	if id, ok := meta["sample_id"]; ok {
 		outMeta["sample_id"] = id
 	}
@@ -219,7 +219,7 @@ func run(o *Options) error {
 		return err
 	}
 	keyMeta := table.Meta{"stage": encfile.StageKey, encfile.KeyPad: kind}
-	smp.Set(keyMeta)
+	smp.Encode(keyMeta)
 	if err := encfile.SetColumns(keyMeta, cols); err != nil {
 		return err
 	}

@@ -166,7 +166,7 @@ func runGamma(o *Options) error {
 		"mechanism":    "gamma-diagonal",
 		encfile.KeyPad: encfile.PadKind(all),
 	}
-	first.smp.Set(meta)
+	first.smp.Encode(meta)
 	if id, ok := first.r.Meta()["sample_id"]; ok {
 		meta["sample_id"] = id
 	}

@@ -121,11 +121,9 @@ func PadKind(cols []Column) string {
 }
 
 // Sample is what the sample stage records about the sampling: n rows in
-// the table, m sampled, and the fingerprint of (secret, n, m).
-type Sample struct {
-	N, M        int64
-	Fingerprint string
-}
+// the table, m sampled, and the fingerprint of (secret, n, m). Its Encode
+// stores them.
+type Sample = release.Sample
 
 // ReadSample reads n, m and fingerprint from file's metadata and checks
 // n ≥ m ≥ 1. notFrom says what to do when an item is missing.
@@ -151,13 +149,6 @@ func ReadSample(meta table.Meta, file, notFrom string) (Sample, error) {
 		return s, fmt.Errorf("%s: the sample fingerprint in the metadata is empty; re-create the file with sample", file)
 	}
 	return s, nil
-}
-
-// Set stores n, m and fingerprint in meta.
-func (s Sample) Set(meta table.Meta) {
-	meta.SetInt("n", s.N)
-	meta.SetInt("m", s.M)
-	meta["fingerprint"] = s.Fingerprint
 }
 
 // History is the privacy history of a table that was perturbed before:
