@@ -17,11 +17,11 @@ import (
 
 // Stages written in the "stage" metadata item.
 const (
-	StageSample  = "sample"
-	StageEncrypt = "encrypt"
-	StageKey     = "key"
-	StagePerturb = "perturb"
-	StageDecrypt = "decrypt"
+	StageSample  = release.StageSample
+	StageEncrypt = release.StageEncrypt
+	StageKey     = release.StageKey
+	StagePerturb = release.StagePerturb
+	StageDecrypt = release.StageDecrypt
 )
 
 // Pad kinds, in the "pad" item and in each Column.
