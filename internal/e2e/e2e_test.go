@@ -5,6 +5,10 @@
 package e2e
 
 import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"testing"
@@ -18,6 +22,7 @@ import (
 	"github.com/pramkit/pramkit/pkg/cmd/estimate"
 	"github.com/pramkit/pramkit/pkg/cmd/perturb"
 	"github.com/pramkit/pramkit/pkg/cmd/sample"
+	"github.com/pramkit/pramkit/pkg/table"
 )
 
 func TestMain(m *testing.M) {
@@ -71,6 +76,100 @@ func TestScripts(t *testing.T) {
 					ts.Fatalf("unexpected files: %v", m)
 				}
 			},
+			// editmeta FILE KEY [VALUE] sets (or, without VALUE, deletes)
+			// one pramkit metadata item of FILE: in a CSV file's sidecar,
+			// else inside the Parquet or Arrow file. It reproduces a
+			// metadata edit, for the checks that refuse one.
+			// editmeta FILE KEY -from SRC copies SRC's value of KEY.
+			"editmeta": func(ts *testscript.TestScript, neg bool, args []string) {
+				if neg || len(args) < 2 || len(args) > 4 || (len(args) == 4) != (len(args) > 2 && args[2] == "-from") {
+					ts.Fatalf("usage: editmeta FILE KEY [VALUE | -from SRC]")
+				}
+				value := args[2:]
+				if len(args) == 4 {
+					r, err := table.Open(ts.MkAbs(args[3]), table.ReadOptions{})
+					ts.Check(err)
+					v, ok := r.Meta()[args[1]]
+					r.Close()
+					if !ok {
+						ts.Fatalf("%s has no metadata %q", args[3], args[1])
+					}
+					value = []string{v}
+				}
+				ts.Check(editMeta(ts.MkAbs(args[0]), args[1], value))
+			},
 		},
 	})
+}
+
+// editMeta sets meta[key] = value[0] (deletes it when value is empty) in
+// path's metadata. A CSV sidecar is edited as generic JSON, so that its
+// other top-level fields are kept whatever they are; a Parquet or Arrow
+// file is rewritten with the new metadata, same rows and permissions.
+func editMeta(path, key string, value []string) error {
+	set := func(m map[string]any) {
+		if len(value) == 0 {
+			delete(m, key)
+		} else {
+			m[key] = value[0]
+		}
+	}
+	side := path + ".meta.json"
+	if b, err := os.ReadFile(side); err == nil {
+		var doc map[string]any
+		if err := json.Unmarshal(b, &doc); err != nil {
+			return fmt.Errorf("%s: %v", side, err)
+		}
+		m, ok := doc["meta"].(map[string]any)
+		if !ok {
+			return fmt.Errorf("%s has no \"meta\" object", side)
+		}
+		set(m)
+		out, err := json.Marshal(doc)
+		if err != nil {
+			return err
+		}
+		st, err := os.Stat(side)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(side, out, st.Mode().Perm())
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	r, err := table.Open(path, table.ReadOptions{})
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	meta := r.Meta().Clone()
+	if len(value) == 0 {
+		delete(meta, key)
+	} else {
+		meta[key] = value[0]
+	}
+	tmp := path + ".editmeta"
+	w, err := table.Create(tmp, r.Schema(), meta, table.WriteOptions{Format: r.Format(), Perm: st.Mode().Perm()})
+	if err != nil {
+		return err
+	}
+	defer w.Abort()
+	for {
+		rec, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		if err := w.Write(rec); err != nil {
+			return err
+		}
+	}
+	if err := w.Commit(); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
 }

@@ -274,7 +274,7 @@ func TestRandomizeDistribution(t *testing.T) {
 			stattest.AssertChiSquare(t, "published values", obs, probs, 1e-6) // false alarm 1e-6
 		})
 	}
-	for _, keep := range []float64{-0.1, 1.1} {
+	for _, keep := range []float64{-0.1, 1, 1.1} {
 		if _, err := Randomize([]uint32{0}, 2, keep, rng.NewSeeded(1)); err == nil {
 			t.Errorf("keep %v accepted", keep)
 		}

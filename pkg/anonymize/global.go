@@ -11,7 +11,8 @@ import (
 // the paper's mechanism A (§3, after Agrawal, Srikant and Thomas): each row
 // independently keeps its value with probability keep, and otherwise gets a
 // value drawn uniformly from the whole codebook of V values (possibly its
-// own). The transition matrix is
+// own); keep must be in [0, 1), since keep = 1 publishes the column
+// unchanged. The transition matrix is
 //
 //	A = keep·I + (1 − keep)/V · J      (J: the all-ones V×V matrix)
 //
@@ -27,8 +28,9 @@ func Randomize(s []uint32, v int, keep float64, r *rand.Rand) ([]uint32, error) 
 	if v < 1 || int64(v) > math.MaxUint32 {
 		return nil, fmt.Errorf("anonymize.Randomize: codebook size V must be in [1, 2^32−1], got %d", v)
 	}
-	if !(keep >= 0 && keep <= 1) { // also rejects NaN
-		return nil, fmt.Errorf("anonymize.Randomize: keep probability must be in [0, 1], got %v", keep)
+	if !(keep >= 0 && keep < 1) { // also rejects NaN
+		// keep = 1 would publish the column unchanged: no privacy.
+		return nil, fmt.Errorf("anonymize.Randomize: keep probability must be in [0, 1), got %v", keep)
 	}
 	uv := uint32(v)
 	out := make([]uint32, len(s))

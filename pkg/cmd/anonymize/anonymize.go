@@ -18,6 +18,7 @@ import (
 
 	"github.com/pramkit/pramkit/pkg/cli"
 	"github.com/pramkit/pramkit/pkg/codebook"
+	"github.com/pramkit/pramkit/pkg/release"
 	"github.com/pramkit/pramkit/pkg/table"
 )
 
@@ -103,6 +104,8 @@ column.
 
 --mechanism global is the paper's mechanism A: each row keeps its value with
 probability --p, else gets a value drawn uniformly from the whole codebook.
+p = 1 is refused (it publishes the column unchanged); p = 0 redraws every
+value: private, but nothing can be estimated from it.
 Without --p, --l N sets the paper's comparison point: the row retains its
 value with probability 1/ℓ′, that is p = (V/ℓ′ − 1)/(V − 1) for V values.
 Each row is randomized independently, so global streams; its rows are then
@@ -167,7 +170,7 @@ without -o read the table once in constant memory.`,
 	f.StringSliceVar(&opts.Sensitive, "sensitive", nil, "sensitive `COL`umns to randomize (comma-separated or repeated)")
 	f.IntVar(&opts.L, "l", 0, "ℓ′ `N` ≥ 2: decoy group size, the number of values each row may take (ℓ for anatomy)")
 	f.StringVar(&opts.Mechanism, "mechanism", diverted, "`MECH`anism: diverted (A′), anatomy or global (mechanism A)")
-	f.Float64Var(&opts.P, "p", 0, "global: keep each value with probability `P` in [0, 1], else draw it uniformly (default: retention 1/ℓ′)")
+	f.Float64Var(&opts.P, "p", 0, "global: keep each value with probability `P` in [0, 1), else draw it uniformly (default: retention 1/ℓ′)")
 	f.StringVar(&opts.Groups, "groups", "", "anatomy: write the sensitive table (group, value, count) to `FILE`")
 	f.StringVar(&opts.GroupCol, "group-column", "group", "anatomy: `NAME` of the group id column")
 	f.BoolVar(&opts.Report, "report", false, "print each sensitive value's utility and privacy guarantees (Lemma 4, Definition 5)")
@@ -290,8 +293,11 @@ func (o *Options) validatePublish(lGiven bool) error {
 		case f.Changed("p") && lGiven:
 			return cli.Usagef("give either --p (keep probability) or --l (retention 1/ℓ′), not both")
 		case f.Changed("p"):
-			if !(o.P >= 0 && o.P <= 1) {
-				return cli.Usagef("--p must be in [0, 1], got %v", o.P)
+			switch {
+			case o.P == 1:
+				return cli.Usagef("--p 1 keeps every value: mechanism A would publish the sensitive column unchanged, with no privacy; choose a keep probability p < 1 (or --l N for retention 1/ℓ′)")
+			case release.CheckKeep(o.P) != nil: // also NaN
+				return cli.Usagef("--p must be a keep probability in [0, 1), got %v", o.P)
 			}
 		case !lGiven:
 			return cli.Usagef("give the keep probability --p P, or --l N for the paper's comparison point (retention 1/ℓ′)")

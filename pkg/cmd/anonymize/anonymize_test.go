@@ -84,6 +84,8 @@ func TestUsageErrorsExitWithCode2(t *testing.T) {
 		{"--sensitive", "s", "--l", "3", "--mechanism", "x"},      // unknown mechanism
 		{"--sensitive", "s", "--l", "3", "--p", "0.5"},            // --p without global
 		{"--sensitive", "s", "--mechanism", "global", "--p", "2"}, // p > 1
+		{"--sensitive", "s", "--mechanism", "global", "--p", "1"}, // no privacy
+		{"--sensitive", "s", "--mechanism", "global", "--p", "NaN"},
 		{"--sensitive", "s", "--mechanism", "global", "--p", "0.5", "--l", "3"},
 		{"--sensitive", "s", "--mechanism", "anatomy", "--l", "3"},                    // no --groups
 		{"--sensitive", "s,t", "--mechanism", "anatomy", "--l", "3", "--groups", "g"}, // two columns

@@ -15,6 +15,7 @@ import (
 	"github.com/pramkit/pramkit/pkg/cli"
 	"github.com/pramkit/pramkit/pkg/codebook"
 	"github.com/pramkit/pramkit/pkg/progress"
+	"github.com/pramkit/pramkit/pkg/release"
 	"github.com/pramkit/pramkit/pkg/table"
 )
 
@@ -340,8 +341,7 @@ func (o *Options) runGlobal(in table.Reader, cb *codebook.Codebook) error {
 		keep[k] = o.P
 		if !o.cmd.Flags().Changed("p") {
 			// Retention 1/ℓ′: p + (1 − p)/V = 1/ℓ′.
-			v := float64(col.K())
-			keep[k] = max(0, (v/float64(o.L)-1)/(v-1))
+			keep[k] = release.KeepForRetention(col.K(), o.L)
 		}
 	}
 	meta, err := o.meta(cb, global, 0, 0, 0)
@@ -351,18 +351,15 @@ func (o *Options) runGlobal(in table.Reader, cb *codebook.Codebook) error {
 	// Rows stream through, and the metadata goes first on a pipe, so N is
 	// not known in time: global leaves it out (estimate counts the rows;
 	// mechanism A needs no N). No row is left out for group sizes.
-	meta.SetFloat("p", keep[0])
+	// p (p_per_column when different codebook sizes give different p for
+	// retention 1/ℓ′) and ℓ′: the items estimate decodes with
+	// release.Global.
+	md := release.Global{Sensitive: o.Sensitive, P: keep}
 	if o.cmd.Flags().Changed("l") {
-		meta.SetInt("l", int64(o.L))
+		md.L = o.L
 	}
-	for k := 1; k < len(keep); k++ {
-		if keep[k] != keep[0] {
-			// Different codebook sizes give different p for retention 1/ℓ′.
-			if err := meta.SetJSON("p_per_column", keep); err != nil {
-				return err
-			}
-			break
-		}
+	if err := md.Encode(meta); err != nil {
+		return err
 	}
 	delete(meta, "N")
 	outSchema := table.StringSchema(names)

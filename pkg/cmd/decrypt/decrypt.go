@@ -12,6 +12,7 @@ import (
 	"github.com/pramkit/pramkit/pkg/cmd/encrypt/encfile"
 	"github.com/pramkit/pramkit/pkg/codebook"
 	"github.com/pramkit/pramkit/pkg/pad"
+	"github.com/pramkit/pramkit/pkg/release"
 	"github.com/pramkit/pramkit/pkg/table"
 )
 
@@ -109,8 +110,17 @@ func run(o *Options) error {
 	if err := o.checkStage(rel); err != nil {
 		return err
 	}
-	smp, err := encfile.ReadSample(meta, name, "the release was not written by perturb; decrypt reads perturb's output")
-	if err != nil {
+	var smp encfile.Sample
+	if meta["stage"] == encfile.StagePerturb {
+		// γ, ε, n, m, K and the release counter, typed and checked
+		// against each other, so that an edited release is refused
+		// here rather than estimated with the wrong γ.
+		var g release.GammaDiagonal
+		if err := g.Decode(meta, name); err != nil {
+			return err
+		}
+		smp = g.Sample
+	} else if smp, err = encfile.ReadSample(meta, name, "the release was not written by perturb; decrypt reads perturb's output"); err != nil {
 		return err
 	}
 	cols, err := encfile.ReadColumns(meta, name, "the release was not written by perturb; decrypt reads perturb's output")
@@ -133,7 +143,7 @@ func run(o *Options) error {
 		byName[c.Name] = j
 	}
 	for _, p := range o.Keys {
-		k, err := openKey(o, p, smp, name)
+		k, err := openKey(o, p, smp, cols, name)
 		if err != nil {
 			return err
 		}
@@ -147,10 +157,10 @@ func run(o *Options) error {
 			switch {
 			case slots[j].key != nil:
 				return fmt.Errorf("column %q is in two keys, %s and %s: pass each curator's key once", kc.Name, slots[j].key.r.Name(), p)
-			case rc.KeyID != kc.KeyID || rc.K != kc.K || rc.Pad != kc.Pad:
-				return fmt.Errorf("%s is the key of another encrypt run on the same sample (column %q): pass the key written together with the encrypted file that the server perturbed", p, kc.Name)
-			case rc.CodebookHash != kc.CodebookHash:
-				return fmt.Errorf("%s and %s disagree on the codebook of column %q: the key was made with another codebook; pass the key written together with the encrypted file", p, name, kc.Name)
+			case rc != kc:
+				// openKey's release.Key.Match compared key_id, k, pad
+				// and codebook hash already; this guards the slot table.
+				return fmt.Errorf("%s does not match %s on column %q: pass the key written together with the encrypted file that the server perturbed", p, name, kc.Name)
 			}
 			slots[j] = slot{key: k, col: i}
 		}
@@ -234,7 +244,7 @@ func (o *Options) checkStage(rel table.Reader) error {
 
 // openKey opens and checks one key file against the release's sampling.
 // Errors never quote key material.
-func openKey(o *Options, path string, smp encfile.Sample, relName string) (*key, error) {
+func openKey(o *Options, path string, smp encfile.Sample, relCols []encfile.Column, relName string) (*key, error) {
 	r, err := o.Streams.Open(path)
 	if err != nil {
 		return nil, err
@@ -252,12 +262,14 @@ func openKey(o *Options, path string, smp encfile.Sample, relName string) (*key,
 		return fail(fmt.Errorf("%s is not a key file (stage: %s): pass the file that encrypt wrote with --key-out", path, stage))
 	}
 	notKey := "the key file is damaged; use the key file encrypt wrote with --key-out"
-	ks, err := encfile.ReadSample(meta, path, notKey)
-	if err != nil {
+	var id release.Key
+	if err := id.Decode(meta, path); err != nil {
 		return fail(err)
 	}
-	if ks != smp {
-		return fail(fmt.Errorf("%s was made for another sampling than %s (sample fingerprints differ): it is a key for another release; pass the key written when this release's columns were encrypted", path, relName))
+	// Same sampling, and the same encrypt run (key_id) for every column
+	// the release shares with the key: an error names both values.
+	if err := id.Match(smp, relCols, path, relName); err != nil {
+		return fail(err)
 	}
 	if k.cols, err = encfile.ReadColumns(meta, path, notKey); err != nil {
 		return fail(err)

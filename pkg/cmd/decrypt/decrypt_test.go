@@ -15,6 +15,8 @@ import (
 	"github.com/pramkit/pramkit/pkg/cmd/decrypt"
 	"github.com/pramkit/pramkit/pkg/cmd/encrypt"
 	"github.com/pramkit/pramkit/pkg/cmd/encrypt/encfile/encfiletest"
+	"github.com/pramkit/pramkit/pkg/release"
+	"github.com/pramkit/pramkit/pkg/table"
 )
 
 func encryptCmd(s *cli.Streams) *cobra.Command { return encrypt.NewCmd(s, nil) }
@@ -54,6 +56,22 @@ func TestFlagsParse(t *testing.T) {
 type fixture struct {
 	dir, rel, aKey, bKey, otherKey, rerunKey, aEnc string
 	prfHex                                         string
+	keyID, rerunKeyID                              string // column a's key_id in aKey and rerunKey
+}
+
+// keyID returns the key_id of column a in a key file.
+func keyID(t *testing.T, path string) string {
+	t.Helper()
+	r, err := table.Open(path, table.ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var k release.Key
+	if err := k.Decode(r.Meta(), path); err != nil {
+		t.Fatal(err)
+	}
+	return k.Columns[0].KeyID
 }
 
 // editSidecar rewrites a CSV file's metadata sidecar with f.
@@ -104,6 +122,7 @@ func newFixture(t *testing.T) fixture {
 	f.rel = filepath.Join(dir, "release.csv")
 	must(t, run(t, perturbCmd, "--epsilon", "1", f.aEnc, bEnc, "-o", f.rel))
 	side, _ := os.ReadFile(f.bKey + ".meta.json")
+	f.keyID, f.rerunKeyID = keyID(t, f.aKey), keyID(t, f.rerunKey)
 	f.prfHex = regexp.MustCompile(`"prf_key":"([0-9a-f]+)"`).FindStringSubmatch(string(side))[1]
 	return f
 }
@@ -126,6 +145,23 @@ func TestBadKeysAndReleases(t *testing.T) {
 	truncated := cp("truncated.csv", func(b []byte) []byte { return b[:bytes.LastIndexByte(b[:len(b)-1], '\n')+1] })
 	noGamma := cp("nogamma.csv", func(b []byte) []byte { return b })
 	editSidecar(t, noGamma, func(s string) string { return regexp.MustCompile(`"gamma":"[^"]*",`).ReplaceAllString(s, "") })
+	// Releases whose privacy metadata was edited.
+	same := func(b []byte) []byte { return b }
+	editMeta := func(name, from, to string) string {
+		p := cp(name, same)
+		editSidecar(t, p, func(s string) string {
+			if !strings.Contains(s, from) {
+				t.Fatalf("%s: no %s in %s", name, from, s)
+			}
+			return strings.Replace(s, from, to, 1)
+		})
+		return p
+	}
+	banana := editMeta("banana.csv", `"epsilon":"1"`, `"epsilon":"banana"`)
+	gamma := regexp.MustCompile(`"gamma":"[^"]+"`).FindString(func() string { b, _ := os.ReadFile(f.rel + ".meta.json"); return string(b) }())
+	edited := editMeta("gamma.csv", gamma, `"gamma":"1.5"`)
+	bigM := editMeta("bigm.csv", `"m":"50"`, `"m":"501"`)
+
 	// A key whose pads were damaged: a pad of 99 in a column with k = 3.
 	damaged := filepath.Join(f.dir, "damaged.key.csv")
 	kb, _ := os.ReadFile(f.aKey)
@@ -150,9 +186,12 @@ func TestBadKeysAndReleases(t *testing.T) {
 		code int
 		want string
 	}{
-		{"key for another release", []string{"--key", f.otherKey, "--key", f.bKey, f.rel}, 1, "other.key was made for another sampling than " + f.rel},
+		{"key for another release", []string{"--key", f.otherKey, "--key", f.bKey, f.rel}, 1, `other.key: metadata "fingerprint" = "ffffffffffffffffffffffffffffffff" does not match ` + f.rel + `'s "` + encfiletest.Fingerprint + `": the key was made for another sampling`},
 		{"key for another column", []string{"--key", f.aKey, f.bEnc(), "--unperturbed"}, 1, `alice.key.csv holds the pads of column "a", which`},
-		{"key of another encrypt run", []string{"--key", f.rerunKey, "--key", f.bKey, f.rel}, 1, "alice-rerun.key is the key of another encrypt run on the same sample"},
+		{"key of another encrypt run", []string{"--key", f.rerunKey, "--key", f.bKey, f.rel}, 1, `alice-rerun.key: metadata "key_id" of column "a" = "` + f.rerunKeyID + `" does not match ` + f.rel + `'s "` + f.keyID + `": it is the key of another encrypt run`},
+		{"epsilon not a number", []string{"--key", f.aKey, "--key", f.bKey, banana}, 1, `banana.csv: metadata "epsilon" = "banana" is not a number; the file was edited or damaged — re-run perturb`},
+		{"gamma edited", []string{"--key", f.aKey, "--key", f.bKey, edited}, 1, `gamma.csv: metadata "epsilon" = 1 does not match γ = 1.5, n = 500, m = 50 (ε = ln((n + m(γ−1))/n) = 0.04879016416943`},
+		{"m above n", []string{"--key", f.aKey, "--key", f.bKey, bigM}, 1, `bigm.csv: metadata "m" = 501 is out of range: a sample needs 1 ≤ m ≤ n = 500`},
 		{"missing key", []string{"--key", f.aKey, f.rel}, 1, `no key for column b of ` + f.rel + `: pass --key`},
 		{"key twice", []string{"--key", f.aKey, "--key", f.aKey, "--key", f.bKey, f.rel}, 1, `column "a" is in two keys`},
 		{"truncated release", []string{"--key", f.aKey, "--key", f.bKey, truncated}, 1, "truncated.csv ended after 49 rows but its metadata says m = 50: the release is truncated"},
@@ -177,7 +216,8 @@ func TestBadKeysAndReleases(t *testing.T) {
 			}
 			// File names come from t.TempDir and may contain any digits:
 			// look for key material only in the rest of the message.
-			msg := strings.ReplaceAll(res.Stderr, f.dir, "")
+			// Sample fingerprints and key ids are not secret.
+			msg := strings.NewReplacer(f.dir, "", encfiletest.Fingerprint, "", f.keyID, "", f.rerunKeyID, "").Replace(res.Stderr)
 			for _, secret := range []string{"99", f.prfHex, f.prfHex[:16]} {
 				if strings.Contains(msg, secret) {
 					t.Errorf("stderr quotes key material %q: %s", secret, res.Stderr)

@@ -209,7 +209,7 @@ func run(o *Options) error {
 	outMeta := table.Meta{"stage": encfile.StageEncrypt, encfile.KeyPad: kind}
 	cli.CarryInsecureSeed(o.Streams, "encrypt", in.Name(), meta, outMeta)
 	o.Seed.Mark(outMeta)
-	smp.Set(outMeta)
+	smp.Encode(outMeta)
 	if id, ok := meta["sample_id"]; ok {
 		outMeta["sample_id"] = id
 	}
@@ -224,7 +224,7 @@ func run(o *Options) error {
 	if outMeta[cli.InsecureSeedKey] == "true" {
 		keyMeta[cli.InsecureSeedKey] = "true"
 	}
-	smp.Set(keyMeta)
+	smp.Encode(keyMeta)
 	if err := encfile.SetColumns(keyMeta, cols); err != nil {
 		return err
 	}

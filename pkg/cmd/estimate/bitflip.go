@@ -12,6 +12,7 @@ import (
 	"github.com/pramkit/pramkit/pkg/bitflip"
 	"github.com/pramkit/pramkit/pkg/cli"
 	"github.com/pramkit/pramkit/pkg/codebook"
+	"github.com/pramkit/pramkit/pkg/release"
 	"github.com/pramkit/pramkit/pkg/table"
 )
 
@@ -169,31 +170,21 @@ func (o *Options) bitflipLevel() (float64, error) {
 func readBitflipRelease(in table.Reader) (*bitflipRelease, error) {
 	name, meta := in.Name(), in.Meta()
 	damaged := "the release was damaged or edited: randomize the original table again with perturb --mechanism bitflip"
-	q, err := meta.Float("lie", "")
-	if err != nil {
-		return nil, fmt.Errorf("%s: %v; %s", name, err, damaged)
+	// q, L, the layout and the three ε, typed and checked against each
+	// other: an edited q or ε is refused rather than estimated with.
+	var md release.Bitflip
+	if err := md.Decode(meta, name); err != nil {
+		return nil, err
 	}
-	L, err := meta.Int("bits", "")
-	if err != nil {
-		return nil, fmt.Errorf("%s: %v; %s", name, err, damaged)
-	}
-	rel := &bitflipRelease{name: name, layout: new(bitflip.Layout)}
-	if err := meta.JSON("layout", "", rel.layout); err != nil {
-		return nil, fmt.Errorf("%s: %v; %s", name, err, damaged)
-	}
+	rel := &bitflipRelease{name: name, layout: md.Layout, epsEnc: md.EpsilonEncoded}
+	var err error
 	if s, ok := meta["codebook"]; ok {
 		if rel.cb, err = codebook.Parse([]byte(s)); err != nil {
 			return nil, fmt.Errorf("%s: the codebook in the metadata is not valid (%v); %s", name, err, damaged)
 		}
 	}
-	if int64(rel.layout.Width()) != L {
-		return nil, fmt.Errorf("%s: the layout has %d bits but the metadata says L = %d; %s", name, rel.layout.Width(), L, damaged)
-	}
-	if rel.mech, err = bitflip.New(bitflip.Options{LieProbability: q, Bits: int(L)}); err != nil {
+	if rel.mech, err = bitflip.New(bitflip.Options{LieProbability: md.Lie, Bits: md.Bits}); err != nil {
 		return nil, fmt.Errorf("%s: %v; %s", name, err, damaged)
-	}
-	if rel.epsEnc, err = rel.mech.EpsilonEncoded(rel.layout); err != nil {
-		return nil, err
 	}
 	return rel, nil
 }

@@ -191,6 +191,7 @@ func lmHandRelease(t *testing.T, dir, csv, meta string) string {
 }
 
 const lmHandMeta = `{"stage":"perturb","mechanism":"bitflip","lie":"0.25","bits":"4",` +
+	`"epsilon_per_bit":"1.0986122886681096","epsilon_per_record":"4.394449154672438","epsilon_encoded":"3.2958368660043287",` +
 	`"layout":"[{\"name\":\"smoker\",\"kind\":\"binary\",\"labels\":[\"0\",\"1\"],\"bits\":[\"smoker=1\"]},` +
 	`{\"name\":\"color\",\"kind\":\"one-hot\",\"labels\":[\"red\",\"green\",\"blue\"],\"bits\":[\"color=red\",\"color=green\",\"color=blue\"]}]",` +
 	`"codebook":"{\"columns\":[{\"name\":\"color\",\"categories\":[\"red\",\"green\",\"blue\"]}]}"}`

@@ -12,6 +12,7 @@ import (
 	"github.com/pramkit/pramkit/pkg/cli"
 	"github.com/pramkit/pramkit/pkg/codebook"
 	"github.com/pramkit/pramkit/pkg/countquery"
+	"github.com/pramkit/pramkit/pkg/release"
 	"github.com/pramkit/pramkit/pkg/table"
 )
 
@@ -172,27 +173,13 @@ func readCountRelease(in table.Reader, path string) (*countRelease, error) {
 	}
 	switch rel.mech {
 	case "global":
-		p, err := meta.Float("p", "")
-		if err != nil {
-			return nil, bad(err)
+		// p (per column) and ℓ′, typed and checked: p = 1 (no privacy)
+		// and a p that disagrees with ℓ′ are refused.
+		var g release.Global
+		if err := g.Decode(meta, rel.name); err != nil {
+			return nil, err
 		}
-		rel.keep = make([]float64, len(rel.sensitive))
-		for k := range rel.keep {
-			rel.keep[k] = p
-		}
-		if _, ok := meta["p_per_column"]; ok {
-			if err := meta.JSON("p_per_column", "", &rel.keep); err != nil {
-				return nil, bad(err)
-			}
-			if len(rel.keep) != len(rel.sensitive) {
-				return nil, bad(fmt.Errorf("p_per_column has %d entries for %d sensitive columns", len(rel.keep), len(rel.sensitive)))
-			}
-		}
-		for _, p := range rel.keep {
-			if !(p >= 0 && p <= 1) {
-				return nil, bad(fmt.Errorf("keep probability p = %v", p))
-			}
-		}
+		rel.keep = g.P
 	case "anatomy":
 		if len(rel.sensitive) != 1 {
 			return nil, bad(fmt.Errorf("an anatomy release has one sensitive column, the metadata names %d", len(rel.sensitive)))

@@ -10,6 +10,7 @@ import (
 	"github.com/pramkit/pramkit/pkg/cli"
 	"github.com/pramkit/pramkit/pkg/codebook"
 	"github.com/pramkit/pramkit/pkg/ddps"
+	"github.com/pramkit/pramkit/pkg/release"
 	"github.com/pramkit/pramkit/pkg/table"
 )
 
@@ -111,21 +112,14 @@ func runDDPS(o *Options, in table.Reader) error {
 func readDDPSRelease(in table.Reader) (*ddpsRelease, error) {
 	name, meta := in.Name(), in.Meta()
 	damaged := "the release was damaged or edited: randomize the original table again with perturb --mechanism ddps"
-	rel := &ddpsRelease{name: name, column: meta["column"], nonParticipant: meta["non_participant"], noneToken: meta["none_token"]}
-	if rel.column == "" || rel.noneToken == "" {
-		return nil, fmt.Errorf("%s: the metadata lacks the column or the none_token; %s", name, damaged)
+	// The column, values, masses and ε, typed and checked against each
+	// other: an edited mass or ε is refused rather than estimated with.
+	var md release.DDPS
+	if err := md.Decode(meta, name); err != nil {
+		return nil, err
 	}
-	piS, err := meta.Float("pi_s", "")
-	if err != nil {
-		return nil, fmt.Errorf("%s: %v; %s", name, err, damaged)
-	}
-	var piBot []float64
-	if err := meta.JSON("pi_bot", "", &piBot); err != nil {
-		return nil, fmt.Errorf("%s: %v; %s", name, err, damaged)
-	}
-	if err := meta.JSON("values", "", &rel.values); err != nil {
-		return nil, fmt.Errorf("%s: %v; %s", name, err, damaged)
-	}
+	rel := &ddpsRelease{name: name, column: md.Column, values: md.Values, nonParticipant: md.NonParticipant, noneToken: md.NoneToken}
+	var err error
 	if s, ok := meta["codebook"]; ok {
 		if rel.cb, err = codebook.Parse([]byte(s)); err != nil {
 			return nil, fmt.Errorf("%s: the codebook in the metadata is not valid (%v); %s", name, err, damaged)
@@ -138,16 +132,8 @@ func readDDPSRelease(in table.Reader) (*ddpsRelease, error) {
 	}
 	// ddps.New keeps masses that sum to 1 up to rounding, so this is the
 	// mechanism perturb used, π_s and π_⊥ bit for bit.
-	rel.mech, err = ddps.New(ddps.Options{Values: len(rel.values), PiS: piS, PiBottom: piBot, NonParticipants: rel.nonParticipant != ""})
-	if err != nil {
+	if rel.mech, err = md.Mechanism(); err != nil {
 		return nil, fmt.Errorf("%s: %v; %s", name, err, damaged)
-	}
-	eps, err := meta.Float("epsilon", "")
-	if err != nil {
-		return nil, fmt.Errorf("%s: %v; %s", name, err, damaged)
-	}
-	if math.Abs(eps-rel.mech.Epsilon()) > 1e-9*max(1, eps) {
-		return nil, fmt.Errorf("%s: the metadata says ε = %v but its π_s and π_⊥ give ε = %v; %s", name, eps, rel.mech.Epsilon(), damaged)
 	}
 	return rel, nil
 }

@@ -271,7 +271,7 @@ func TestDDPSEstimateRejectsBadInput(t *testing.T) {
 		{Name: "two truths", Args: []string{rel, "--truth", in, "--truth", in}, Code: 2, Msg: "give --truth once"},
 		{Name: "edited release", Args: []string{edited}, Code: 1, Msg: `edited.csv: row 2, column "job.round2": "Boss" is not an output of this release`},
 		{Name: "a round missing", Args: []string{oneRound}, Code: 1, Msg: `has no column "job.round2"`},
-		{Name: "ε does not match the masses", Args: []string{badEps}, Code: 1, Msg: "its π_s and π_⊥ give ε ="},
+		{Name: "ε does not match the masses", Args: []string{badEps}, Code: 1, Msg: `metadata "epsilon" = 90.81093021621633 does not match π_s = 0.2, π_⊥ = [0.16 0.16 0.16 0.16 0.16] (ε = max_v ln((π_⊥v + π_s)/π_⊥v) = 0.8109302162163288)`},
 		{Name: "truth without the column", Args: []string{rel, "--truth", noJob}, Code: 1, Msg: `nojob.csv has no column "job"`},
 		{Name: "truth is a release", Args: []string{rel, "--truth", rel}, Code: 1, Msg: "is a ddps release, not the original table"},
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/pramkit/pramkit/pkg/codebook"
 	"github.com/pramkit/pramkit/pkg/estimate"
 	"github.com/pramkit/pramkit/pkg/pram"
+	"github.com/pramkit/pramkit/pkg/release"
 	"github.com/pramkit/pramkit/pkg/table"
 )
 
@@ -62,6 +63,13 @@ func (o *Options) openPRAMRelease(in table.Reader) (*pramRelease, error) {
 		return nil, fmt.Errorf("%s is still encrypted (stage perturb): decrypt it first, e.g. decrypt --key alice.key --key bob.key %s | estimate", name, name)
 	default:
 		return nil, fmt.Errorf("%s is not a decrypted release (stage %s): estimate reads the output of decrypt", name, stage)
+	}
+	// γ, ε, n, m and the release counter, as far as the metadata has them
+	// (flags may supply the rest): in range and consistent, so that an
+	// edited γ is refused rather than estimated with and reported as
+	// another ε. --gamma, -n and -m override values of a consistent file.
+	if err := release.CheckGammaDiagonal(meta, name); err != nil {
+		return nil, err
 	}
 	rel := &pramRelease{name: name, meta: meta}
 

@@ -817,7 +817,22 @@ func TestPRAMBadInputFailsCleanly(t *testing.T) {
 		}, nil, 1, `column "a" has k = 4 values in the release but 2 in the codebook`},
 		{"another codebook", func() string { return good }, []string{"--codebook", otherPath}, 1, `codebook of column "a" differs`},
 		{"label outside the codebook", func() string { return f.write("lab.csv", []string{"a", "b"}, badRows, f.meta()) }, nil, 1, `row 3, column "a": value "z" is not one of the column's 2 codebook labels`},
-		{"rows are not m", func() string { return f.release("m.csv", set("m", "13")) }, nil, 1, "has 12 rows but m = 13 rows were released"},
+		{"rows are not m", func() string {
+			return f.release("m.csv", func(m table.Meta) {
+				m["m"] = "13"
+				eps, _ := pram.EpsilonFromGamma(100, 13, 3)
+				m.SetFloat("epsilon", eps)
+			})
+		}, nil, 1, "has 12 rows but m = 13 rows were released"},
+		{"epsilon not a number", func() string { return f.release("banana.csv", set("epsilon", "banana")) }, nil, 1, `banana.csv: metadata "epsilon" = "banana" is not a number; the file was edited or damaged — re-run perturb`},
+		{"gamma edited", func() string { return f.release("g15.csv", set("gamma", "1.5")) }, nil, 1, `g15.csv: metadata "epsilon" = 0.21511137961694\d* does not match γ = 1.5, n = 100, m = 12 \(ε = ln\(\(n \+ m\(γ−1\)\)/n\) = 0.058268908123975\d*\); the file was edited or damaged — re-run perturb`},
+		{"gamma edited, stage removed", func() string {
+			return f.release("g15s.csv", func(m table.Meta) { m["gamma"] = "1.5"; delete(m, "stage") })
+		}, nil, 1, `g15s.csv: metadata "epsilon" = 0.21511137961694\d* does not match γ = 1.5`},
+		{"m above n", func() string { return f.release("m200.csv", set("m", "200")) }, nil, 1, `m200.csv: metadata "m" = 200 is out of range: a sample needs 1 ≤ m ≤ n = 100`},
+		{"epsilon_composed edited", func() string {
+			return f.release("ec.csv", func(m table.Meta) { m["releases"] = "2"; m["gamma_composed"] = "6"; m["epsilon_composed"] = "0.5" })
+		}, nil, 1, `ec.csv: metadata "epsilon_composed" = 0.5 does not match Γ = 6, r = 2, n = 100, m = 12`},
 		{"no rows", func() string { return f.write("empty.csv", []string{"a", "b"}, nil, f.meta()) }, nil, 1, "no data rows"},
 		{"perturbed three times", func() string {
 			return f.release("r3.csv", func(m table.Meta) { m["releases"] = "3"; m["gamma_composed"] = "27" })

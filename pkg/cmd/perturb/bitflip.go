@@ -12,6 +12,7 @@ import (
 	"github.com/pramkit/pramkit/pkg/cli"
 	"github.com/pramkit/pramkit/pkg/cmd/encrypt/encfile"
 	"github.com/pramkit/pramkit/pkg/codebook"
+	"github.com/pramkit/pramkit/pkg/release"
 	"github.com/pramkit/pramkit/pkg/table"
 )
 
@@ -120,11 +121,7 @@ func runBitflip(o *Options) error {
 	if err != nil {
 		return cli.Usagef("--lie %v: %v", q, err)
 	}
-	epsEnc, err := mech.EpsilonEncoded(layout)
-	if err != nil {
-		return err
-	}
-	meta, names, err := bitflipMeta(layout, mech, epsEnc, cb, used)
+	meta, names, err := bitflipMeta(layout, mech, cb, used)
 	if err != nil {
 		return err
 	}
@@ -189,13 +186,16 @@ func (o *Options) bitflipLayout(in table.Reader, cb *codebook.Codebook) ([]bitfl
 }
 
 // bitflipMeta builds the release's metadata and output column names.
-func bitflipMeta(layout *bitflip.Layout, mech *bitflip.Mechanism, epsEnc float64, cb *codebook.Codebook, used []string) (table.Meta, []string, error) {
-	meta := table.Meta{"stage": encfile.StagePerturb, "mechanism": "bitflip"}
-	meta.SetFloat("lie", mech.LieProbability())
-	meta.SetInt("bits", int64(mech.Bits()))
-	meta.SetFloat("epsilon_per_bit", mech.EpsilonBit())
-	meta.SetFloat("epsilon_per_record", mech.EpsilonRecord())
-	meta.SetFloat("epsilon_encoded", epsEnc)
+func bitflipMeta(layout *bitflip.Layout, mech *bitflip.Mechanism, cb *codebook.Codebook, used []string) (table.Meta, []string, error) {
+	// The items estimate decodes with release.Bitflip.
+	md, err := release.NewBitflip(mech, layout)
+	if err != nil {
+		return nil, nil, err
+	}
+	meta := table.Meta{"stage": encfile.StagePerturb}
+	if err := md.Encode(meta); err != nil {
+		return nil, nil, err
+	}
 	names := make([]string, layout.Width())
 	seen := make(map[string]int, len(names)) // bit name → group
 	for j := range layout.NumGroups() {
@@ -207,9 +207,6 @@ func bitflipMeta(layout *bitflip.Layout, mech *bitflip.Mechanism, epsEnc float64
 			}
 			seen[names[i]] = j
 		}
-	}
-	if err := meta.SetJSON("layout", layout); err != nil {
-		return nil, nil, err
 	}
 	if len(used) > 0 {
 		sel, err := cb.Select(used)

@@ -13,6 +13,7 @@ import (
 	"github.com/pramkit/pramkit/pkg/cmd/encrypt/encfile"
 	"github.com/pramkit/pramkit/pkg/codebook"
 	"github.com/pramkit/pramkit/pkg/ddps"
+	"github.com/pramkit/pramkit/pkg/release"
 	"github.com/pramkit/pramkit/pkg/table"
 )
 
@@ -123,20 +124,15 @@ func runDDPS(o *Options) error {
 		return err
 	}
 
-	meta := table.Meta{"stage": encfile.StagePerturb, "mechanism": "ddps", "column": col.Name(), "none_token": NoneToken}
-	meta.SetFloat("pi_s", mech.PiS())
-	meta.SetFloat("epsilon", mech.Epsilon())
-	if err := meta.SetJSON("pi_bot", mech.PiBottom()); err != nil {
-		return err
-	}
-	if err := meta.SetJSON("values", plan.labels[1:]); err != nil {
+	// The items estimate decodes with release.DDPS.
+	md := release.DDPS{Column: col.Name(), NoneToken: NoneToken, NonParticipant: o.DDPS.NonParticipant,
+		Values: plan.labels[1:], PiS: mech.PiS(), PiBottom: mech.PiBottom(), Epsilon: mech.Epsilon()}
+	meta := table.Meta{"stage": encfile.StagePerturb}
+	if err := md.Encode(meta); err != nil {
 		return err
 	}
 	if err := meta.SetJSON("codebook", sel); err != nil {
 		return err
-	}
-	if o.DDPS.NonParticipant != "" {
-		meta["non_participant"] = o.DDPS.NonParticipant
 	}
 	o.markInsecureSeed(meta, in)
 	schema := table.StringSchema([]string{col.Name() + ".round1", col.Name() + ".round2"})

@@ -12,6 +12,7 @@ import (
 	"github.com/pramkit/pramkit/pkg/cli"
 	"github.com/pramkit/pramkit/pkg/cmd/encrypt/encfile"
 	"github.com/pramkit/pramkit/pkg/pram"
+	"github.com/pramkit/pramkit/pkg/release"
 	"github.com/pramkit/pramkit/pkg/table"
 )
 
@@ -202,7 +203,7 @@ func runGamma(o *Options) error {
 	for _, in := range ins {
 		o.markInsecureSeed(meta, in.r)
 	}
-	first.smp.Set(meta)
+	first.smp.Encode(meta)
 	if id, ok := first.r.Meta()["sample_id"]; ok {
 		meta["sample_id"] = id
 	}
@@ -241,6 +242,14 @@ func (in *gammaInput) load() error {
 			stage = "none"
 		}
 		return fmt.Errorf("%s is not encrypted (stage: %s): the server perturbs only encrypt's output; run encrypt --codebook FILE --key-out KEY on it first", name, stage)
+	}
+	if meta["stage"] == encfile.StagePerturb {
+		// A further release composes with this one's γ: typed and
+		// checked, so that an edited history cannot understate ε.
+		var g release.GammaDiagonal
+		if err := g.Decode(meta, name); err != nil {
+			return err
+		}
 	}
 	var err error
 	notFrom := "the file was not written by encrypt; encrypt the curator's sample first"

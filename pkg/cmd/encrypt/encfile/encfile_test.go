@@ -184,7 +184,7 @@ func TestReadSampleValidates(t *testing.T) {
 	} {
 		s, err := ReadSample(tt.meta, "f.csv", "FIX")
 		if tt.want == "" {
-			if err != nil || s != (Sample{10, 3, "f"}) {
+			if err != nil || s != (Sample{N: 10, M: 3, Fingerprint: "f"}) {
 				t.Errorf("%v: %+v, %v", tt.meta, s, err)
 			}
 			continue

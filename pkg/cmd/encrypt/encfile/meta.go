@@ -11,16 +11,17 @@ import (
 
 	"github.com/pramkit/pramkit/pkg/codebook"
 	"github.com/pramkit/pramkit/pkg/pad"
+	"github.com/pramkit/pramkit/pkg/release"
 	"github.com/pramkit/pramkit/pkg/table"
 )
 
 // Stages written in the "stage" metadata item.
 const (
-	StageSample  = "sample"
-	StageEncrypt = "encrypt"
-	StageKey     = "key"
-	StagePerturb = "perturb"
-	StageDecrypt = "decrypt"
+	StageSample  = release.StageSample
+	StageEncrypt = release.StageEncrypt
+	StageKey     = release.StageKey
+	StagePerturb = release.StagePerturb
+	StageDecrypt = release.StageDecrypt
 )
 
 // Pad kinds, in the "pad" item and in each Column.
@@ -45,21 +46,10 @@ const (
 	KeyPRFKey = "prf_key"
 )
 
-// Column describes one ciphertext column. The "columns" metadata item is
-// the JSON list of them in the table's column order.
-type Column struct {
-	Name string `json:"name"`
-	// K is the alphabet size k_j: the codebook length of the column.
-	K uint32 `json:"k"`
-	// CodebookHash is the Hash of the column's one-column codebook.
-	CodebookHash string `json:"codebook_hash"`
-	// KeyID identifies the encrypt run (random, independent of the pads),
-	// so that decrypt can tell the right key from a key of another run on
-	// the same sample.
-	KeyID string `json:"key_id"`
-	// Pad is PadOTP or PadPRF.
-	Pad string `json:"pad"`
-}
+// Column describes one ciphertext column; the "columns" metadata item is
+// the JSON list of them in the table's column order. The type lives in
+// package release, which owns the stages' metadata.
+type Column = release.Column
 
 // SetColumns stores cols as the "columns" item.
 func SetColumns(meta table.Meta, cols []Column) error {
@@ -131,11 +121,9 @@ func PadKind(cols []Column) string {
 }
 
 // Sample is what the sample stage records about the sampling: n rows in
-// the table, m sampled, and the fingerprint of (secret, n, m).
-type Sample struct {
-	N, M        int64
-	Fingerprint string
-}
+// the table, m sampled, and the fingerprint of (secret, n, m). Its Encode
+// stores them.
+type Sample = release.Sample
 
 // ReadSample reads n, m and fingerprint from file's metadata and checks
 // n ≥ m ≥ 1. notFrom says what to do when an item is missing.
@@ -161,13 +149,6 @@ func ReadSample(meta table.Meta, file, notFrom string) (Sample, error) {
 		return s, fmt.Errorf("%s: the sample fingerprint in the metadata is empty; re-create the file with sample", file)
 	}
 	return s, nil
-}
-
-// Set stores n, m and fingerprint in meta.
-func (s Sample) Set(meta table.Meta) {
-	meta.SetInt("n", s.N)
-	meta.SetInt("m", s.M)
-	meta["fingerprint"] = s.Fingerprint
 }
 
 // History is the privacy history of a table that was perturbed before:

@@ -1,0 +1,138 @@
+package release
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+
+	"github.com/pramkit/pramkit/pkg/table"
+)
+
+// Tolerance is the largest relative difference between a stored value and
+// the value the other items determine that Decode accepts.
+const Tolerance = 1e-9
+
+// agree reports whether a and b agree within Tolerance, relative to the
+// larger of them (exact equality for 0).
+func agree(a, b float64) bool {
+	if a == b {
+		return true
+	}
+	return math.Abs(a-b) <= Tolerance*math.Max(math.Abs(a), math.Abs(b))
+}
+
+// Error is a metadata item that is missing, malformed, out of range or
+// inconsistent with the others. Its message is one line: the file, the
+// item, the values, and what to do.
+type Error struct {
+	File string
+	Key  string
+	Msg  string // what is wrong, e.g. `metadata "gamma" = 0.5 is out of range: …`
+	Fix  string // what to do
+}
+
+func (e *Error) Error() string {
+	return fmt.Sprintf("%s: %s; the file was edited or damaged — %s", e.File, e.Msg, e.Fix)
+}
+
+// fields parses the items of one file's metadata, keeping the first error.
+type fields struct {
+	meta table.Meta
+	file string
+	fix  string
+	err  error
+}
+
+func newFields(meta table.Meta, file, fix string) *fields {
+	return &fields{meta: meta, file: file, fix: fix}
+}
+
+// failf records an error about key unless one was recorded already.
+func (f *fields) failf(key, format string, args ...any) {
+	if f.err == nil {
+		f.err = &Error{File: f.file, Key: key, Msg: fmt.Sprintf(format, args...), Fix: f.fix}
+	}
+}
+
+func (f *fields) has(key string) bool {
+	_, ok := f.meta[key]
+	return ok
+}
+
+// str returns a required item.
+func (f *fields) str(key string) string {
+	s, ok := f.meta[key]
+	if !ok {
+		f.failf(key, "no %q in the metadata", key)
+	}
+	return s
+}
+
+// nonEmpty returns a required item that must not be empty.
+func (f *fields) nonEmpty(key string) string {
+	s := f.str(key)
+	if f.has(key) && s == "" {
+		f.failf(key, "metadata %q is empty", key)
+	}
+	return s
+}
+
+// float returns a required number. NaN and ±Inf parse; the callers' range
+// checks refuse them.
+func (f *fields) float(key string) float64 {
+	s, ok := f.meta[key]
+	if !ok {
+		f.failf(key, "no %q in the metadata", key)
+		return math.NaN()
+	}
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil && !errors.Is(err, strconv.ErrRange) {
+		f.failf(key, "metadata %q = %q is not a number", key, s)
+		return math.NaN()
+	}
+	return v
+}
+
+// int returns a required integer.
+func (f *fields) int(key string) int64 {
+	s, ok := f.meta[key]
+	if !ok {
+		f.failf(key, "no %q in the metadata", key)
+		return 0
+	}
+	v, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		f.failf(key, "metadata %q = %q is not an integer", key, s)
+		return 0
+	}
+	return v
+}
+
+// json decodes a required JSON item into v.
+func (f *fields) json(key string, v any) {
+	s, ok := f.meta[key]
+	if !ok {
+		f.failf(key, "no %q in the metadata", key)
+		return
+	}
+	if err := json.Unmarshal([]byte(s), v); err != nil {
+		f.failf(key, "metadata %q is not valid: %v", key, err)
+	}
+}
+
+// outOfRange records that key's value v breaks the rule want.
+func (f *fields) outOfRange(key string, v any, want string) {
+	f.failf(key, "metadata %q = %v is out of range: %s", key, v, want)
+}
+
+// mismatch records that key's stored value disagrees with the value the
+// other items determine; derivation names them and the formula, e.g.
+// "γ = 3, n = 100, m = 12 (ε = ln((n + m(γ−1))/n) = 0.215)".
+func (f *fields) mismatch(key string, stored float64, derivation string, args ...any) {
+	f.failf(key, "metadata %q = %v does not match %s", key, stored, fmt.Sprintf(derivation, args...))
+}
+
+// finite reports whether v is a finite number.
+func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
