@@ -128,6 +128,7 @@ func Root(cmd *cobra.Command) *cobra.Command {
 type Output struct {
 	Path   string // -o/--output; "" or "-" is stdout
 	Format string // --output-format
+	Flag   string // the flag that gave Path, for messages; "" means -o
 }
 
 // AddOutputFlags registers -o and --output-format.

@@ -142,16 +142,20 @@ func bindSidecar(name string, side *sidecarInput) (*boundSidecar, error) {
 		return nil, fmt.Errorf("%s: metadata sidecar is not valid: %v; delete it or rewrite the file with the stage that made it", side.path, err)
 	}
 	if s.Data == nil {
-		return nil, fmt.Errorf("%s: the metadata sidecar does not record the size and SHA-256 of %s, so nothing shows that the two belong together (an older pramkit or a hand wrote it); run the stage that wrote %s again", side.path, name, name)
+		return nil, fmt.Errorf("%s: the metadata sidecar does not record the size and SHA-256 of %s, so nothing shows that the two belong together (an older pramkit or a hand wrote it); run the stage that wrote %s again, or, for a table made by hand, put the metadata in its first line as #pramkit {…} and delete the sidecar", side.path, name, name)
 	}
 	if s.Data.Bytes != side.size {
-		return nil, mismatch(name, side.path, fmt.Sprintf("the sidecar describes a file of %d bytes, the file has %d", s.Data.Bytes, side.size))
+		return nil, mismatch(name, side.path, fmt.Sprintf("the sidecar describes a file of %d bytes, the file has %d", s.Data.Bytes, side.size), s.Data.Bytes > side.size)
 	}
 	return &boundSidecar{meta: s.Meta, bind: &binding{sidecar: side.path, want: *s.Data, got: side.hr.d}}, nil
 }
 
-func mismatch(name, sidecar, why string) error {
-	return fmt.Errorf("%s does not match its metadata sidecar %s (%s): they come from different runs, or one was edited or copied without the other; run the stage that wrote %s again", name, sidecar, why, name)
+func mismatch(name, sidecar, why string, short bool) error {
+	cause := "they come from different runs, or one was edited or copied without the other"
+	if short {
+		cause = "the file was cut short (or edited, or the two come from different runs)"
+	}
+	return fmt.Errorf("%s does not match its metadata sidecar %s (%s): %s; run the stage that wrote %s again, or copy both files again", name, sidecar, why, cause, name)
 }
 
 // verify checks, once the scanner has reached the end of the data, that
@@ -168,9 +172,9 @@ func (c *csvReader) verify() error {
 	got := b.got.digest()
 	switch {
 	case got.Bytes != b.want.Bytes:
-		return mismatch(c.name, b.sidecar, fmt.Sprintf("the sidecar describes a file of %d bytes, %d were read", b.want.Bytes, got.Bytes))
+		return mismatch(c.name, b.sidecar, fmt.Sprintf("the sidecar describes a file of %d bytes, %d were read", b.want.Bytes, got.Bytes), b.want.Bytes > got.Bytes)
 	case got.SHA256 != b.want.SHA256:
-		return mismatch(c.name, b.sidecar, "the file's SHA-256 differs from the one the sidecar records")
+		return mismatch(c.name, b.sidecar, "the file's SHA-256 differs from the one the sidecar records", false)
 	}
 	return nil
 }
