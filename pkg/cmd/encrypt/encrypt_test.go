@@ -13,8 +13,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/pramkit/pramkit/internal/stattest"
 	"github.com/pramkit/pramkit/internal/cmdtest"
+	"github.com/pramkit/pramkit/internal/stattest"
 	"github.com/pramkit/pramkit/pkg/cli"
 	"github.com/pramkit/pramkit/pkg/cmd/decrypt"
 	"github.com/pramkit/pramkit/pkg/cmd/encrypt"
