@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/pramkit/pramkit/pkg/table"
 )
@@ -19,11 +20,19 @@ import (
 // (`encrypt … | head -1`) from a silent death, which would skip every
 // clean-up, into an EPIPE error that the command returns like any other
 // (its deferred Aborts remove its files) and Run reports quietly. Only
-// SIGKILL can still leave a ".NAME.pramkit-partial-*" file. The returned
+// SIGKILL can still leave a ".NAME.pramkit-partial-*" file. A signal the
+// process was started with ignored (SIGINT for a background job of a
+// non-interactive shell) stays ignored, as POSIX tools do. The returned
 // function undoes it when the command is done.
 func handleSignals() (stop func()) {
 	ch := make(chan os.Signal, 4)
-	signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM, syscall.SIGPIPE)
+	sigs := []os.Signal{syscall.SIGPIPE}
+	for _, sig := range []os.Signal{syscall.SIGINT, syscall.SIGTERM} {
+		if !signal.Ignored(sig) {
+			sigs = append(sigs, sig)
+		}
+	}
+	signal.Notify(ch, sigs...)
 	done := make(chan struct{})
 	go func() {
 		for {
@@ -34,7 +43,12 @@ func handleSignals() (stop func()) {
 				}
 				table.RemovePartialFiles()
 				signal.Reset(sig)
-				syscall.Kill(syscall.Getpid(), sig.(syscall.Signal))
+				n := sig.(syscall.Signal)
+				syscall.Kill(syscall.Getpid(), n)
+				// Not reached unless the default action was changed
+				// meanwhile: end the process the way a shell reports it.
+				time.Sleep(time.Second)
+				os.Exit(128 + int(n))
 			case <-done:
 				return
 			}

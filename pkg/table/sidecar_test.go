@@ -113,6 +113,12 @@ func TestConcurrentWritersLeaveAConsistentPair(t *testing.T) {
 	}
 	var wg sync.WaitGroup
 	errs := make(chan error, 3*iters)
+	report := func(err error) {
+		select {
+		case errs <- err:
+		default: // enough reported
+		}
+	}
 	for w := range 2 {
 		wg.Add(1)
 		go func() {
@@ -120,7 +126,7 @@ func TestConcurrentWritersLeaveAConsistentPair(t *testing.T) {
 			for i := range iters {
 				meta := Meta{"writer": fmt.Sprint(w), "iter": fmt.Sprint(i)}
 				if err := writeRowsErr(p, rowsOf(w), meta); err != nil {
-					errs <- err
+					report(err)
 				}
 			}
 		}()
@@ -140,11 +146,11 @@ func TestConcurrentWritersLeaveAConsistentPair(t *testing.T) {
 				continue // not written yet
 			}
 			if err != nil {
-				errs <- fmt.Errorf("reader: %w", err)
+				report(fmt.Errorf("reader: %w", err))
 				continue
 			}
 			if w := m["writer"]; n != int64(len(rowsOf(int(w[0]-'0')))) {
-				errs <- fmt.Errorf("reader: writer %s's metadata with %d rows", w, n)
+				report(fmt.Errorf("reader: writer %s's metadata with %d rows", w, n))
 			}
 			reads++
 		}
