@@ -77,10 +77,15 @@ func Open(path string, opt ReadOptions) (Reader, error) {
 			src = os.Stdin
 		}
 	} else {
-		// The data file and its sidecar are opened under a shared lock on
+		// A regular file and its sidecar are opened under a shared lock on
 		// the folder, which a writer holds exclusively while it renames a
-		// pair into place: the two are from the same commit.
-		unlock := lockDir(path, false)
+		// pair into place: the two are from the same commit. A FIFO or a
+		// device is a stream: no sidecar, and no lock held while opening
+		// it blocks.
+		unlock := func() {}
+		if st, err := os.Stat(path); err == nil && st.Mode().IsRegular() {
+			unlock = lockDir(path, false)
+		}
 		f, err := os.Open(path)
 		if err != nil {
 			unlock()
@@ -97,11 +102,14 @@ func Open(path string, opt ReadOptions) (Reader, error) {
 			f.Close()
 			return nil, errorf(name, "is a folder, not a table file")
 		}
-		side = &sidecarInput{path: sidecarPath(path), size: st.Size()}
-		side.data, side.err = os.ReadFile(side.path)
+		src, file = f, f
+		if st.Mode().IsRegular() {
+			side = &sidecarInput{path: sidecarPath(path), size: st.Size()}
+			side.data, side.err = os.ReadFile(side.path)
+			side.hr = &hashReader{r: f, d: &digester{h: sha256.New()}}
+			src = side.hr
+		}
 		unlock()
-		side.hr = &hashReader{r: f, d: &digester{h: sha256.New()}}
-		src, file = side.hr, f
 	}
 	br := bufio.NewReaderSize(src, 1<<20)
 	head, err := br.Peek(8)
