@@ -2,6 +2,9 @@ package cmdtest
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -134,4 +137,32 @@ func ReadTable(t testing.TB, path string) (names []string, rows [][]string, meta
 		}
 	}
 	return names, rows, r.Meta()
+}
+
+// BindSidecar makes the sidecar of the CSV file csvPath record the file's
+// current size and SHA-256, as the writer does, so that a test which
+// edits a table or writes a sidecar by hand reaches the checks behind the
+// reader's pair check (table: a sidecar must describe its data file).
+func BindSidecar(t testing.TB, csvPath string) {
+	t.Helper()
+	data, err := os.ReadFile(csvPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	side := csvPath + ".meta.json"
+	b, err := os.ReadFile(side)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s map[string]json.RawMessage
+	if err := json.Unmarshal(b, &s); err != nil {
+		t.Fatalf("%s: %v", side, err)
+	}
+	sum := sha256.Sum256(data)
+	s["data"], _ = json.Marshal(map[string]any{"bytes": len(data), "sha256": hex.EncodeToString(sum[:])})
+	b, _ = json.Marshal(s)
+	st, _ := os.Stat(side)
+	if err := os.WriteFile(side, b, st.Mode().Perm()); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -93,9 +93,16 @@ func Run(cmd *cobra.Command, args []string, s *Streams) int {
 	cmd.SilenceErrors = true
 	cmd.SilenceUsage = true
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &UsageError{err} })
+	stop := handleSignals()
 	err := cmd.Execute()
+	stop()
 	if err == nil {
 		return ExitOK
+	}
+	if isBrokenPipe(err) {
+		// The reader of the output went away (… | head): not a failure
+		// worth a message; the partial outputs are already removed.
+		return ExitFailure
 	}
 	msg := strings.ReplaceAll(err.Error(), "\n", " ")
 	fmt.Fprintf(s.Err, "%s: %s\n", cmd.Name(), msg)
@@ -128,6 +135,7 @@ func Root(cmd *cobra.Command) *cobra.Command {
 type Output struct {
 	Path   string // -o/--output; "" or "-" is stdout
 	Format string // --output-format
+	Flag   string // the flag that gave Path, for messages; "" means -o
 }
 
 // AddOutputFlags registers -o and --output-format.

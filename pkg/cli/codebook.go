@@ -109,7 +109,9 @@ func (c *CodebookFlags) Load(s *Streams, input string, columns []string) (*codeb
 		if err := cb.Write(&b); err != nil {
 			return nil, err
 		}
-		if err := table.WriteFileAtomic(c.Save, []byte(b.String()), 0o644, []string{input}); err != nil {
+		// The categories come from the input's values: no more readable
+		// than the input.
+		if err := table.WriteFile(c.Save, []byte(b.String()), table.WriteOptions{Inputs: []string{input}, Flag: "--save-codebook"}); err != nil {
 			return nil, err
 		}
 	}

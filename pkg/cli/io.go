@@ -14,8 +14,9 @@ func (s *Streams) Open(path string) (table.Reader, error) {
 
 // Create opens the output table o with the given schema and metadata. The
 // format comes from --output-format, else -o's extension, else the input's
-// format (inputFormat). Writing over any of inputs is refused. The pramkit
-// version is recorded in the metadata.
+// format (inputFormat). Writing over any of inputs or their sidecars, or
+// over a key or secret file, is refused (table.WriteOptions.Inputs). The
+// pramkit version is recorded in the metadata.
 func (s *Streams) Create(o Output, schema *arrow.Schema, meta table.Meta, inputFormat table.Format, inputs []string) (table.Writer, error) {
 	f, err := table.ParseFormat(o.Format)
 	if err != nil {
@@ -33,6 +34,7 @@ func (s *Streams) Create(o Output, schema *arrow.Schema, meta table.Meta, inputF
 		Fallback: inputFormat,
 		Stdout:   s.Out,
 		Inputs:   inputs,
+		Flag:     o.Flag,
 	})
 }
 
@@ -52,5 +54,7 @@ func (s *Streams) CreateKey(path string, schema *arrow.Schema, meta table.Meta, 
 		Inputs:    inputs,
 		Perm:      0o600,
 		NoClobber: !force,
+		Key:       true,
+		Flag:      "--key-out",
 	})
 }

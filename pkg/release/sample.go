@@ -11,7 +11,7 @@ import (
 const (
 	StageSample  = "sample"
 	StageEncrypt = "encrypt"
-	StageKey     = "key"
+	StageKey     = table.StageKey // "key": table recognises key files by it
 	StagePerturb = "perturb"
 	StageDecrypt = "decrypt"
 )

@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
 )
 
 // benchCSV is 200k rows of six Adult-like categorical columns.
@@ -82,4 +85,43 @@ func BenchmarkWriteParquetReadBack(b *testing.B) {
 		pr.Close()
 	}
 	b.ReportMetric(float64(200_000*b.N)/b.Elapsed().Seconds(), "rows/s")
+}
+
+// BenchmarkReadCSVFile compares reading a CSV file with a bound sidecar
+// (SHA-256 of every byte checked at the end) and without one.
+func BenchmarkReadCSVFile(b *testing.B) {
+	data := benchCSV()
+	dir := b.TempDir()
+	in, err := Open("-", ReadOptions{Stdin: bytes.NewReader(data)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	bound := filepath.Join(dir, "bound.csv")
+	w, err := Create(bound, in.Schema(), Meta{"n": "200000"}, WriteOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := EachBatch(in, func(rec arrow.RecordBatch, _ int64) error { return w.Write(rec) }); err != nil {
+		b.Fatal(err)
+	}
+	if err := w.Commit(); err != nil {
+		b.Fatal(err)
+	}
+	plain := filepath.Join(dir, "plain.csv")
+	if err := os.WriteFile(plain, data, 0o644); err != nil {
+		b.Fatal(err)
+	}
+	for _, p := range []string{bound, plain} {
+		b.Run(filepath.Base(p), func(b *testing.B) {
+			b.SetBytes(int64(len(data)))
+			for i := 0; i < b.N; i++ {
+				r, err := Open(p, ReadOptions{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				drain(b, r)
+				r.Close()
+			}
+		})
+	}
 }

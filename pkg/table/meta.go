@@ -137,29 +137,58 @@ func withMeta(s *arrow.Schema, meta Meta) *arrow.Schema {
 }
 
 // sidecarPath is where a CSV file's metadata lives.
-func sidecarPath(csvPath string) string { return csvPath + ".meta.json" }
+func sidecarPath(csvPath string) string { return csvPath + sidecarSuffix }
+
+// sidecarSuffix ends the name of a CSV file's metadata sidecar.
+const sidecarSuffix = ".meta.json"
 
 // sidecar is the JSON layout of a metadata sidecar and of the "#pramkit"
-// line: a version tag so the layout can change later, and the items.
+// line: a version tag so the layout can change later, the items, and, in a
+// sidecar file only, what binds it to its data file.
 type sidecar struct {
-	Pramkit int  `json:"pramkit"`
-	Meta    Meta `json:"meta"`
+	Pramkit int         `json:"pramkit"`
+	Meta    Meta        `json:"meta"`
+	Data    *dataDigest `json:"data,omitempty"`
+}
+
+// dataDigest identifies the exact bytes of the CSV file a sidecar describes.
+// A CSV and its sidecar are two files, renamed into place one after the
+// other; a crash between the renames, two runs writing the same -o, or a
+// copy of one file without the other would otherwise pair rows with the
+// metadata of another run, which later stages trust (n, m, γ, the sample
+// fingerprint). Readers check the size on open and the SHA-256 at the end
+// of the stream, so a mismatched pair is never accepted. The data file's
+// name is not recorded: renaming both files together keeps them valid.
+type dataDigest struct {
+	Bytes  int64  `json:"bytes"`
+	SHA256 string `json:"sha256"`
 }
 
 func encodeSidecar(m Meta) ([]byte, error) {
 	return json.Marshal(sidecar{Pramkit: 1, Meta: m})
 }
 
+// encodeBoundSidecar is a sidecar file's content: the metadata and the
+// digest of the data file it describes.
+func encodeBoundSidecar(m Meta, d dataDigest) ([]byte, error) {
+	return json.Marshal(sidecar{Pramkit: 1, Meta: m, Data: &d})
+}
+
 func decodeSidecar(b []byte) (Meta, error) {
+	s, err := decodeSidecarFull(b)
+	return s.Meta, err
+}
+
+func decodeSidecarFull(b []byte) (sidecar, error) {
 	var s sidecar
 	if err := json.Unmarshal(b, &s); err != nil {
-		return nil, err
+		return s, err
 	}
 	if s.Pramkit != 1 {
-		return nil, fmt.Errorf("metadata layout version %d is not supported (want 1)", s.Pramkit)
+		return s, fmt.Errorf("metadata layout version %d is not supported (want 1)", s.Pramkit)
 	}
 	if s.Meta == nil {
 		s.Meta = Meta{}
 	}
-	return s.Meta, nil
+	return s, nil
 }

@@ -2,6 +2,7 @@ package table
 
 import (
 	"bufio"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -68,6 +69,7 @@ func Open(path string, opt ReadOptions) (Reader, error) {
 	var (
 		src  io.Reader
 		file *os.File
+		side *sidecarInput
 	)
 	if IsStdio(path) {
 		src = opt.Stdin
@@ -75,20 +77,39 @@ func Open(path string, opt ReadOptions) (Reader, error) {
 			src = os.Stdin
 		}
 	} else {
+		// A regular file and its sidecar are opened under a shared lock on
+		// the folder, which a writer holds exclusively while it renames a
+		// pair into place: the two are from the same commit. A FIFO or a
+		// device is a stream: no sidecar, and no lock held while opening
+		// it blocks.
+		unlock := func() {}
+		if st, err := os.Stat(path); err == nil && st.Mode().IsRegular() {
+			unlock = lockDir(path, false)
+		}
 		f, err := os.Open(path)
 		if err != nil {
+			unlock()
 			return nil, fmt.Errorf("%s: cannot open: %w", name, unwrapPathError(err))
 		}
 		st, err := f.Stat()
 		if err != nil {
+			unlock()
 			f.Close()
 			return nil, fmt.Errorf("%s: %w", name, unwrapPathError(err))
 		}
 		if st.IsDir() {
+			unlock()
 			f.Close()
 			return nil, errorf(name, "is a folder, not a table file")
 		}
 		src, file = f, f
+		if st.Mode().IsRegular() {
+			side = &sidecarInput{path: sidecarPath(path), size: st.Size()}
+			side.data, side.err = os.ReadFile(side.path)
+			side.hr = &hashReader{r: f, d: &digester{h: sha256.New()}}
+			src = side.hr
+		}
+		unlock()
 	}
 	br := bufio.NewReaderSize(src, 1<<20)
 	head, err := br.Peek(8)
@@ -102,6 +123,13 @@ func Open(path string, opt ReadOptions) (Reader, error) {
 		return nil, errorf(name, "the file is empty: a table needs at least a header row")
 	}
 	format := sniff(head)
+	if side != nil && format != CSV {
+		// Parquet and Arrow carry their metadata inside the file, so the
+		// binding is intrinsic: no digest to check, no hashing. (A key
+		// file's match with a release is checked by decrypt, the
+		// curators' files' match with each other by perturb.)
+		side.hr.d = nil
+	}
 	switch format {
 	case Parquet:
 		return openParquet(name, file, br, opt)
@@ -111,7 +139,31 @@ func Open(path string, opt ReadOptions) (Reader, error) {
 		}
 		return openArrowStream(name, file, br, opt)
 	}
-	return openCSV(name, path, file, br, opt)
+	return openCSV(name, file, br, opt, side)
+}
+
+// sidecarInput is what Open read of a CSV file's sidecar, and the hashing
+// reader that lets the CSV reader check the data against it.
+type sidecarInput struct {
+	path string
+	data []byte
+	err  error
+	size int64 // the data file's size when it was opened
+	hr   *hashReader
+}
+
+// hashReader hashes what it reads until d is set to nil.
+type hashReader struct {
+	r io.Reader
+	d *digester
+}
+
+func (h *hashReader) Read(p []byte) (int, error) {
+	n, err := h.r.Read(p)
+	if h.d != nil {
+		h.d.Write(p[:n])
+	}
+	return n, err
 }
 
 // unwrapPathError drops the operation and path that *fs.PathError repeats,

@@ -32,15 +32,26 @@ type csvReader struct {
 	cur    arrow.RecordBatch
 	rows   int64
 	done   bool
+	br     *bufio.Reader
+	bind   *binding // the sidecar's digest, checked at the end of the data
 }
 
-func openCSV(name, path string, file *os.File, br *bufio.Reader, opt ReadOptions) (rd Reader, err error) {
+// binding is what a sidecar says of its data file, and where the data's
+// digest is computed while it is read.
+type binding struct {
+	sidecar string
+	want    dataDigest
+	got     *digester
+}
+
+func openCSV(name string, file *os.File, br *bufio.Reader, opt ReadOptions, side *sidecarInput) (rd Reader, err error) {
 	defer func() {
 		if err != nil && file != nil {
 			file.Close()
 		}
 	}()
 	meta := Meta{}
+	var bind *binding
 	skipped := 0 // lines before the header, for line numbers in errors
 	// A "#pramkit {…}" first line carries the metadata of a CSV stream.
 	if head, _ := br.Peek(len(metaLinePrefix)); string(head) == metaLinePrefix {
@@ -54,18 +65,17 @@ func openCSV(name, path string, file *os.File, br *bufio.Reader, opt ReadOptions
 		}
 		meta = m
 		skipped = 1
-	} else if !IsStdio(path) {
-		b, err := os.ReadFile(sidecarPath(path))
-		switch {
-		case err == nil:
-			m, err := decodeSidecar(b)
-			if err != nil {
-				return nil, fmt.Errorf("%s: metadata sidecar is not valid: %v; delete it or rewrite the file with the stage that made it", sidecarPath(path), err)
-			}
-			meta = m
-		case !errors.Is(err, os.ErrNotExist):
-			return nil, fmt.Errorf("%s: %w", sidecarPath(path), unwrapPathError(err))
+	} else if side != nil {
+		b, err := bindSidecar(name, side)
+		if err != nil {
+			return nil, err
 		}
+		if b != nil {
+			meta, bind = b.meta, b.bind
+		}
+	}
+	if bind == nil && side != nil {
+		side.hr.d = nil // nothing to check: stop hashing
 	}
 	// Skip a UTF-8 byte-order mark, which spreadsheet exports add.
 	if bom, _ := br.Peek(3); bytes.Equal(bom, []byte{0xef, 0xbb, 0xbf}) {
@@ -103,8 +113,70 @@ func openCSV(name, path string, file *os.File, br *bufio.Reader, opt ReadOptions
 		schema: arrow.NewSchema(fields, nil),
 		meta:   meta,
 		batch:  opt.BatchSize,
+		br:     br,
+		bind:   bind,
 	}
 	return c, nil
+}
+
+type boundSidecar struct {
+	meta Meta
+	bind *binding
+}
+
+// bindSidecar reads a CSV file's sidecar, if there is one, and checks that
+// it describes a file of the data's size; the digest is checked when the
+// data has been read (csvReader.verify). A sidecar without a digest is
+// refused rather than accepted with a warning: nothing would show that it
+// belongs to this data, and a warning scrolls by in a pipeline while the
+// stage goes on to trust n, m and γ from another run.
+func bindSidecar(name string, side *sidecarInput) (*boundSidecar, error) {
+	switch {
+	case errors.Is(side.err, os.ErrNotExist):
+		return nil, nil
+	case side.err != nil:
+		return nil, fmt.Errorf("%s: %w", side.path, unwrapPathError(side.err))
+	}
+	s, err := decodeSidecarFull(side.data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: metadata sidecar is not valid: %v; delete it or rewrite the file with the stage that made it", side.path, err)
+	}
+	if s.Data == nil {
+		return nil, fmt.Errorf("%s: the metadata sidecar does not record the size and SHA-256 of %s, so nothing shows that the two belong together (an older pramkit or a hand wrote it); run the stage that wrote %s again, or, for a table made by hand, put the metadata in its first line as #pramkit {…} and delete the sidecar", side.path, name, name)
+	}
+	if s.Data.Bytes != side.size {
+		return nil, mismatch(name, side.path, fmt.Sprintf("the sidecar describes a file of %d bytes, the file has %d", s.Data.Bytes, side.size), s.Data.Bytes > side.size)
+	}
+	return &boundSidecar{meta: s.Meta, bind: &binding{sidecar: side.path, want: *s.Data, got: side.hr.d}}, nil
+}
+
+func mismatch(name, sidecar, why string, short bool) error {
+	cause := "they come from different runs, or one was edited or copied without the other"
+	if short {
+		cause = "the file was cut short (or edited, or the two come from different runs)"
+	}
+	return fmt.Errorf("%s does not match its metadata sidecar %s (%s): %s; run the stage that wrote %s again, or copy both files again", name, sidecar, why, cause, name)
+}
+
+// verify checks, once the scanner has reached the end of the data, that
+// the bytes read are those the sidecar describes.
+func (c *csvReader) verify() error {
+	if c.bind == nil {
+		return nil
+	}
+	b := c.bind
+	c.bind = nil
+	if _, err := io.Copy(io.Discard, c.br); err != nil {
+		return fmt.Errorf("%s: %w", c.name, err)
+	}
+	got := b.got.digest()
+	switch {
+	case got.Bytes != b.want.Bytes:
+		return mismatch(c.name, b.sidecar, fmt.Sprintf("the sidecar describes a file of %d bytes, %d were read", b.want.Bytes, got.Bytes), b.want.Bytes > got.Bytes)
+	case got.SHA256 != b.want.SHA256:
+		return mismatch(c.name, b.sidecar, "the file's SHA-256 differs from the one the sidecar records", false)
+	}
+	return nil
 }
 
 // csvError turns encoding/csv's errors into one-line DataErrors with a fix.
@@ -145,6 +217,9 @@ func (c *csvReader) Next() (arrow.RecordBatch, error) {
 		err := c.s.readRecord()
 		if errors.Is(err, io.EOF) {
 			c.done = true
+			if err := c.verify(); err != nil {
+				return nil, err
+			}
 			break
 		}
 		if err != nil {

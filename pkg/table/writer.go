@@ -2,11 +2,13 @@ package table
 
 import (
 	"bufio"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"os"
-	"path/filepath"
 
 	"github.com/apache/arrow-go/v18/arrow"
 )
@@ -35,12 +37,21 @@ type WriteOptions struct {
 	Fallback Format
 	// Stdout is written for "-" or ""; nil means os.Stdout.
 	Stdout io.Writer
-	// Inputs are the paths being read: writing over one of them is refused.
+	// Inputs are the paths the run reads, and its other outputs: writing
+	// over one of them or over their sidecars is refused, and the output
+	// is never more permissive than the inputs (see outputPerm).
 	Inputs []string
-	// Perm is the new file's permission; 0 means 0644. Key files use 0600.
+	// Perm is the widest permission of the new file; 0 means 0666. The
+	// umask and the inputs' permissions narrow it. Key files use 0600.
 	Perm os.FileMode
 	// NoClobber refuses to replace an existing file (key files).
 	NoClobber bool
+	// Key marks an output that holds key material: with NoClobber off
+	// (--force) it may replace an existing key file, which no other output
+	// may.
+	Key bool
+	// Flag is the flag that named the path, for messages; "" means -o.
+	Flag string
 }
 
 // ResolveFormat is the format Create would write for path.
@@ -70,7 +81,7 @@ func Create(path string, schema *arrow.Schema, meta Meta, opt WriteOptions) (Wri
 		}
 		return newFormatWriter(format, "stdout", nopCloser{out}, schema, meta, nil)
 	}
-	af, err := createAtomic(path, opt)
+	af, err := createAtomic(path, opt, format == CSV)
 	if err != nil {
 		return nil, err
 	}
@@ -106,14 +117,30 @@ type atomicFile struct {
 	noClobber bool
 	tmp       *os.File
 	buf       *bufio.Writer
+	sum       *digester // the data's size and SHA-256, for a CSV's sidecar
 	done      bool
 }
 
-func createAtomic(path string, opt WriteOptions) (*atomicFile, error) {
-	perm := opt.Perm
-	if perm == 0 {
-		perm = 0o644
-	}
+// digester counts and hashes the bytes written through it.
+type digester struct {
+	h hash.Hash
+	n int64
+}
+
+func (d *digester) Write(p []byte) (int, error) {
+	d.h.Write(p)
+	d.n += int64(len(p))
+	return len(p), nil
+}
+
+func (d *digester) digest() dataDigest {
+	return dataDigest{Bytes: d.n, SHA256: hex.EncodeToString(d.h.Sum(nil))}
+}
+
+// createAtomic checks that path may be written (see checkDestination) and
+// opens its temporary file; digest asks for the data's digest, which a
+// CSV's sidecar records.
+func createAtomic(path string, opt WriteOptions, digest bool) (*atomicFile, error) {
 	st, err := os.Stat(path)
 	switch {
 	case err == nil:
@@ -123,18 +150,16 @@ func createAtomic(path string, opt WriteOptions) (*atomicFile, error) {
 		if opt.NoClobber {
 			return nil, fmt.Errorf("%s: already exists; remove it or pass --force to replace it", path)
 		}
-		for _, in := range opt.Inputs {
-			if IsStdio(in) {
-				continue
-			}
-			if ist, err := os.Stat(in); err == nil && os.SameFile(st, ist) {
-				return nil, fmt.Errorf("%s: the output is also an input; write to another file", path)
-			}
-		}
 	case !errors.Is(err, os.ErrNotExist):
 		return nil, fmt.Errorf("%s: %w", path, unwrapPathError(err))
 	}
-	af := &atomicFile{dst: path, perm: perm, noClobber: opt.NoClobber}
+	if err := checkDestination(path, opt, digest); err != nil {
+		return nil, err
+	}
+	af := &atomicFile{dst: path, perm: outputPerm(opt), noClobber: opt.NoClobber}
+	if digest {
+		af.sum = &digester{h: sha256.New()}
+	}
 	if err := af.open(); err != nil {
 		return nil, err
 	}
@@ -142,17 +167,16 @@ func createAtomic(path string, opt WriteOptions) (*atomicFile, error) {
 }
 
 func (a *atomicFile) open() error {
-	tmp, err := os.CreateTemp(filepath.Dir(a.dst), "."+filepath.Base(a.dst)+".tmp-*")
+	tmp, err := createPartial(a.dst, a.perm)
 	if err != nil {
 		return fmt.Errorf("%s: cannot create the output: %w", a.dst, unwrapPathError(err))
 	}
-	if err := tmp.Chmod(a.perm); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return fmt.Errorf("%s: %w", a.dst, err)
-	}
 	a.tmp = tmp
-	a.buf = bufio.NewWriterSize(tmp, 1<<20)
+	var w io.Writer = tmp
+	if a.sum != nil {
+		w = io.MultiWriter(tmp, a.sum)
+	}
+	a.buf = bufio.NewWriterSize(w, 1<<20)
 	return nil
 }
 
@@ -162,10 +186,9 @@ func (a *atomicFile) Write(p []byte) (int, error) { return a.buf.Write(p) }
 // and the file must stay until commit or abort decides its fate.
 func (a *atomicFile) Close() error { return nil }
 
-func (a *atomicFile) commit() error {
-	if a.done {
-		return nil
-	}
+// prepare makes the temporary file complete and durable before it is
+// published.
+func (a *atomicFile) prepare() error {
 	if err := a.buf.Flush(); err != nil {
 		a.abort()
 		return fmt.Errorf("%s: %w", a.dst, err)
@@ -178,31 +201,67 @@ func (a *atomicFile) commit() error {
 		a.abort()
 		return fmt.Errorf("%s: %w", a.dst, err)
 	}
-	if a.noClobber {
-		// Link fails if the destination appeared meanwhile: a key file is
-		// never replaced, not even by a race.
-		if err := os.Link(a.tmp.Name(), a.dst); err != nil {
-			os.Remove(a.tmp.Name())
-			a.done = true
-			return fmt.Errorf("%s: %w", a.dst, unwrapPathError(err))
-		}
-		os.Remove(a.tmp.Name())
-	} else if err := os.Rename(a.tmp.Name(), a.dst); err != nil {
-		os.Remove(a.tmp.Name())
-		a.done = true
-		return fmt.Errorf("%s: %w", a.dst, unwrapPathError(err))
-	}
-	a.done = true
 	return nil
 }
 
-func (a *atomicFile) abort() {
+// publish moves the prepared temporary file to its destination. The caller
+// holds partials' lock.
+func (a *atomicFile) publish() error {
+	if a.done {
+		return nil
+	}
+	a.done = true
+	name := a.tmp.Name()
+	defer forgetPartial(name)
+	if partials.dying {
+		os.Remove(name)
+		return errDying
+	}
+	if a.noClobber {
+		// Link fails if the destination appeared meanwhile: a key file is
+		// never replaced, not even by a race.
+		err := os.Link(name, a.dst)
+		os.Remove(name)
+		if err != nil {
+			return fmt.Errorf("%s: %w", a.dst, unwrapPathError(err))
+		}
+		return nil
+	}
+	if err := os.Rename(name, a.dst); err != nil {
+		os.Remove(name)
+		return fmt.Errorf("%s: %w", a.dst, unwrapPathError(err))
+	}
+	return nil
+}
+
+// commit prepares and publishes a lone file (no sidecar).
+func (a *atomicFile) commit() error {
+	if a.done {
+		return nil
+	}
+	if err := a.prepare(); err != nil {
+		return err
+	}
+	partials.Lock()
+	defer partials.Unlock()
+	return a.publish()
+}
+
+// discard removes the temporary file; the caller holds partials' lock.
+func (a *atomicFile) discard() {
 	if a.done || a.tmp == nil {
 		return
 	}
 	a.done = true
 	a.tmp.Close()
 	os.Remove(a.tmp.Name())
+	forgetPartial(a.tmp.Name())
+}
+
+func (a *atomicFile) abort() {
+	partials.Lock()
+	defer partials.Unlock()
+	a.discard()
 }
 
 // newFormatWriter builds the writer for one format over sink s.
@@ -276,28 +335,69 @@ func (w *writer) Commit() error {
 		}
 		return nil
 	}
-	if w.side != nil {
-		if len(w.meta) > 0 {
-			b, err := encodeSidecar(w.meta)
-			if err != nil {
-				w.abortFiles()
-				return err
-			}
-			if err := w.side.open(); err != nil {
-				w.abortFiles()
-				return err
-			}
-			w.side.buf.Write(append(b, '\n'))
-			if err := w.side.commit(); err != nil {
-				af.abort()
-				return err
-			}
-		} else if err := os.Remove(w.side.dst); err != nil && !errors.Is(err, os.ErrNotExist) {
-			w.abortFiles()
-			return fmt.Errorf("%s: cannot remove the stale metadata sidecar: %w", w.side.dst, unwrapPathError(err))
-		}
+	if w.side == nil {
+		return af.commit()
 	}
-	return af.commit()
+	return w.commitPair(af)
+}
+
+// betweenRenames, when set by a test, runs between the data's and the
+// sidecar's rename, to widen the window a concurrent run could slip into.
+var betweenRenames func()
+
+// commitPair publishes a CSV file and its sidecar as one unit: the sidecar
+// records the digest of the data it describes; both are complete on disk
+// before either is renamed; the data is renamed first, then the sidecar,
+// under an exclusive lock on the folder (readers take it shared), so two
+// runs writing the same -o end with one run's pair, and a crash between
+// the two renames leaves a pair that readers refuse, never one they accept.
+func (w *writer) commitPair(af *atomicFile) error {
+	if err := af.prepare(); err != nil {
+		w.abortFiles()
+		return err
+	}
+	side := w.side
+	if len(w.meta) > 0 {
+		b, err := encodeBoundSidecar(w.meta, af.sum.digest())
+		if err != nil {
+			w.abortFiles()
+			return err
+		}
+		if err := side.open(); err != nil {
+			w.abortFiles()
+			return err
+		}
+		side.buf.Write(append(b, '\n'))
+		if err := side.prepare(); err != nil {
+			w.abortFiles()
+			return err
+		}
+	} else {
+		side = nil
+	}
+	unlock := lockDir(af.dst, true)
+	defer unlock()
+	partials.Lock()
+	defer partials.Unlock()
+	if err := af.publish(); err != nil {
+		if side != nil {
+			side.discard()
+		}
+		return err
+	}
+	if betweenRenames != nil {
+		betweenRenames()
+	}
+	if side == nil {
+		if err := os.Remove(w.side.dst); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("%s: cannot remove the stale metadata sidecar (readers will refuse %s until it is gone): %w", w.side.dst, af.dst, unwrapPathError(err))
+		}
+		return nil
+	}
+	if err := side.publish(); err != nil {
+		return fmt.Errorf("%s: written, but its metadata sidecar was not (readers will refuse the pair; run again): %w", af.dst, err)
+	}
+	return nil
 }
 
 func (w *writer) abortFiles() {
@@ -319,9 +419,17 @@ func (w *writer) Abort() {
 }
 
 // WriteFileAtomic writes data to path through a temporary file and a
-// rename, refusing to replace any of inputs.
+// rename, refusing to replace any of inputs; perm is narrowed as
+// WriteOptions.Perm is.
 func WriteFileAtomic(path string, data []byte, perm os.FileMode, inputs []string) error {
-	af, err := createAtomic(path, WriteOptions{Perm: perm, Inputs: inputs})
+	return WriteFile(path, data, WriteOptions{Perm: perm, Inputs: inputs})
+}
+
+// WriteFile writes a file that is not a table (a codebook, a secret)
+// through a temporary file and a rename, with the checks and permissions
+// of Create.
+func WriteFile(path string, data []byte, opt WriteOptions) error {
+	af, err := createAtomic(path, opt, false)
 	if err != nil {
 		return err
 	}

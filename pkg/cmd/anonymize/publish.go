@@ -243,7 +243,7 @@ func (o *Options) runAnatomy(in table.Reader, cb *codebook.Codebook) error {
 		{Name: sv.name, Type: arrow.BinaryTypes.String},
 		{Name: "count", Type: arrow.PrimitiveTypes.Int64},
 	}, nil)
-	gw, err := o.Streams.Create(cli.Output{Path: o.Groups, Format: o.Output.Format}, stSchema, stMeta, in.Format(), append(o.inputs(), o.Output.Path))
+	gw, err := o.Streams.Create(cli.Output{Path: o.Groups, Format: o.Output.Format, Flag: "--groups"}, stSchema, stMeta, in.Format(), append(o.inputs(), o.Output.Path))
 	if err != nil {
 		return err
 	}

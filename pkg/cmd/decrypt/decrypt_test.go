@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/pramkit/pramkit/internal/cmdtest"
 	"github.com/pramkit/pramkit/pkg/cli"
 	"github.com/pramkit/pramkit/pkg/cmd/decrypt"
 	"github.com/pramkit/pramkit/pkg/cmd/encrypt"
@@ -140,6 +141,7 @@ func TestBadKeysAndReleases(t *testing.T) {
 		p := filepath.Join(f.dir, name)
 		os.WriteFile(p, edit(b), 0o644)
 		os.WriteFile(p+".meta.json", side, 0o644)
+		cmdtest.BindSidecar(t, p) // edited by hand, on purpose: reach the checks behind the pair check
 		return p
 	}
 	truncated := cp("truncated.csv", func(b []byte) []byte { return b[:bytes.LastIndexByte(b[:len(b)-1], '\n')+1] })
@@ -171,9 +173,11 @@ func TestBadKeysAndReleases(t *testing.T) {
 	os.WriteFile(damaged, []byte(strings.Join(lines, "\n")), 0o600)
 	ks, _ := os.ReadFile(f.aKey + ".meta.json")
 	os.WriteFile(damaged+".meta.json", ks, 0o600)
+	cmdtest.BindSidecar(t, damaged)
 	shortKey := filepath.Join(f.dir, "short.key.csv")
 	os.WriteFile(shortKey, []byte(short), 0o600)
 	os.WriteFile(shortKey+".meta.json", ks, 0o600)
+	cmdtest.BindSidecar(t, shortKey)
 	badPRF := filepath.Join(f.dir, "badprf.key.csv")
 	bk, _ := os.ReadFile(f.bKey)
 	os.WriteFile(badPRF, bk, 0o600)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/pramkit/pramkit/internal/cmdtest"
 	"github.com/pramkit/pramkit/internal/stattest"
 	"github.com/pramkit/pramkit/pkg/cli"
 	"github.com/pramkit/pramkit/pkg/cmd/decrypt"
@@ -335,6 +336,7 @@ func TestBadInput(t *testing.T) {
 	encfiletest.WriteSample(t, short, []string{"a", "b"}, [][]string{{"x", "p"}, {"y", "q"}, {"x", "q"}}, 5)
 	b, _ := os.ReadFile(short)
 	os.WriteFile(short, b[:len(b)-4], 0o644) // drop the last row, keep m = 3 in the sidecar
+	cmdtest.BindSidecar(t, short)            // as a careful hand edit would: reach the m check
 	encrypted := filepath.Join(dir, "encrypted.csv")
 	if res := runEncrypt("--codebook", cb, "--key-out", filepath.Join(dir, "e.key"), "-o", encrypted, good); res.Code != 0 {
 		t.Fatal(res.Stderr)

@@ -187,6 +187,7 @@ func lmHandRelease(t *testing.T, dir, csv, meta string) string {
 	t.Helper()
 	p := cmdtest.WriteFile(t, dir, "hand.csv", csv)
 	cmdtest.WriteFile(t, dir, "hand.csv.meta.json", `{"pramkit":1,"meta":`+meta+`}`)
+	cmdtest.BindSidecar(t, p)
 	return p
 }
 
@@ -425,6 +426,7 @@ func TestBitflipEstimateRejectsBadInput(t *testing.T) {
 	cmdtest.WriteFile(t, dir, "edited.csv", strings.Join(lines, "\n"))
 	meta, _ := os.ReadFile(rel + ".meta.json")
 	cmdtest.WriteFile(t, dir, "edited.csv.meta.json", string(meta))
+	cmdtest.BindSidecar(t, filepath.Join(dir, "edited.csv"))
 	// A layout whose bit names do not follow its labels.
 	cmdtest.WriteFile(t, dir, "renamed.csv", string(b))
 	if !strings.Contains(string(meta), "color=red") {

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pramkit/pramkit/internal/cmdtest"
 	"github.com/pramkit/pramkit/pkg/cli"
 	"github.com/pramkit/pramkit/pkg/countquery"
 	"github.com/pramkit/pramkit/pkg/rng"
@@ -447,6 +448,7 @@ func TestCountBadInputFailsCleanly(t *testing.T) {
 	os.WriteFile(edited, b[:bytes.LastIndexByte(b[:len(b)-1], '\n')+1], 0o644)
 	m, _ := os.ReadFile(pub + ".meta.json")
 	os.WriteFile(edited+".meta.json", m, 0o644)
+	cmdtest.BindSidecar(t, edited) // edited by hand, on purpose: reach the row-count check
 	out := filepath.Join(syn.dir, "answers.csv")
 	for _, tc := range []struct {
 		args []string

@@ -176,6 +176,7 @@ func TestDDPSEstimatesMatchHandValues(t *testing.T) {
 	rel := cmdtest.WriteFile(t, dir, "hand.csv", "job.round1,job.round2\n"+
 		"(none),Sales\n(none),Sales\n(none),(none)\n(none),Tech\n(none),(none)\nSales,Sales\nSales,Sales\nSales,(none)\nTech,Sales\nTech,Tech\n")
 	cmdtest.WriteFile(t, dir, "hand.csv.meta.json", `{"pramkit":1,"meta":`+lmDDPSMeta+`}`)
+	cmdtest.BindSidecar(t, rel)
 	truth := cmdtest.WriteFile(t, dir, "truth.csv", "job\n"+strings.Repeat("Sales\n", 6)+strings.Repeat("Tech\n", 4))
 	var res lmDDPSOut
 	summary := lmMustRun(t, "estimate", rel, "--json", "--truth", truth)
@@ -262,6 +263,9 @@ func TestDDPSEstimateRejectsBadInput(t *testing.T) {
 	cmdtest.WriteFile(t, dir, "oneround.csv.meta.json", string(meta))
 	badEps := cmdtest.WriteFile(t, dir, "badeps.csv", "job.round1,job.round2\nSales,Tech\n")
 	cmdtest.WriteFile(t, dir, "badeps.csv.meta.json", strings.Replace(string(meta), `"epsilon":"`, `"epsilon":"9`, 1))
+	for _, p := range []string{edited, oneRound, badEps} {
+		cmdtest.BindSidecar(t, p) // tables edited by hand, on purpose
+	}
 	noJob := cmdtest.WriteFile(t, dir, "nojob.csv", "id\np1\n")
 	out := filepath.Join(dir, "out.csv")
 	tests := []cmdtest.Failure{

@@ -227,6 +227,7 @@ func TestBitflipRejectsBadInput(t *testing.T) {
 	dir, cb, in := testInputs(t, "people.csv", peopleCSV(6))
 	enc := cmdtest.WriteFile(t, dir, "enc.csv", "sex\n1\n")
 	cmdtest.WriteFile(t, dir, "enc.csv.meta.json", `{"pramkit":1,"meta":{"stage":"encrypt"}}`)
+	cmdtest.BindSidecar(t, enc)
 	out := filepath.Join(dir, "out.csv")
 	tests := []cmdtest.Failure{
 		{Name: "lie zero", Args: []string{"--lie", "0", "--columns", "flag", in}, Code: 2, Msg: "--lie must be a probability in (0, 1/2), got 0"},

@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/pramkit/pramkit/internal/cmdtest"
 	"github.com/pramkit/pramkit/pkg/cli"
 	"github.com/pramkit/pramkit/pkg/cmd/encrypt/encfile/encfiletest"
 	"github.com/pramkit/pramkit/pkg/cmd/perturb"
@@ -125,6 +126,9 @@ func TestLedgerFailedRunDoesNotCount(t *testing.T) {
 	b, _ := os.ReadFile(csv)
 	lines := strings.SplitAfter(strings.TrimSuffix(string(b), "\n"), "\n")
 	os.WriteFile(csv, []byte(strings.Join(lines[:len(lines)-1], "")), 0o600)
+	// The sidecar is bound to the cut file, so the run fails mid-way, at
+	// the missing row, after the ledger was consulted.
+	cmdtest.BindSidecar(t, csv)
 	led := filepath.Join(dir, "l.jsonl")
 	if res := runTool(perturbCmd, "--gamma", "3", "--ledger", led, csv, "-o", filepath.Join(dir, "r.csv")); res.Code != cli.ExitFailure || !strings.Contains(res.Stderr, "truncated") {
 		t.Fatalf("truncated input: code %d, %q", res.Code, res.Stderr)

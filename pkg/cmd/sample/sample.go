@@ -159,20 +159,14 @@ func (o *Options) secret() ([]byte, error) {
 	}
 	s := o.drawSecret()
 	if o.NewSecret != "" {
-		f, err := os.OpenFile(o.NewSecret, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-		if errors.Is(err, os.ErrExist) {
+		if _, err := os.Lstat(o.NewSecret); err == nil {
 			return nil, fmt.Errorf("%s already exists; a secret is never overwritten: use it with --secret, or remove it first", o.NewSecret)
 		}
+		// Written whole or not at all (an interrupted run leaves no half
+		// secret), owner-only, and never over an existing file.
+		err := table.WriteFile(o.NewSecret, sample.FormatSecret(s), table.WriteOptions{Perm: 0o600, NoClobber: true, Flag: "--new-secret", Inputs: []string{o.Input}})
 		if err != nil {
-			return nil, fmt.Errorf("cannot create the secret %s: %w", o.NewSecret, unwrap(err))
-		}
-		_, err = f.Write(sample.FormatSecret(s))
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			os.Remove(o.NewSecret)
-			return nil, fmt.Errorf("writing the secret %s: %w", o.NewSecret, err)
+			return nil, fmt.Errorf("cannot create the secret: %w", err)
 		}
 		if !sizeGiven && o.Input == "" {
 			fmt.Fprintf(o.Streams.Err, "sample: created %s (share it with the other curators over a secure channel)\n", o.NewSecret)
@@ -488,7 +482,7 @@ func runSample(o *Options, secret []byte) error {
 		meta["sample_id"] = "position"
 	}
 	schema := table.StringSchema(names)
-	w, err := o.Streams.Create(o.Output, schema, meta, in.Format(), []string{o.Input, o.Secret})
+	w, err := o.Streams.Create(o.Output, schema, meta, in.Format(), []string{o.Input, o.Secret, o.NewSecret})
 	if err != nil {
 		return err
 	}

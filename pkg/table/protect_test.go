@@ -1,0 +1,137 @@
+package table
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestIsKeyMaterialJudgesByContent(t *testing.T) {
+	dir := t.TempDir()
+	p := func(name string) string { return filepath.Join(dir, name) }
+	keyMeta := Meta{"stage": StageKey, "pad": "prf", "prf_key": "00"}
+	writeRows(t, p("k.data"), []string{"a"}, [][]string{{"1"}}, keyMeta, WriteOptions{Format: Parquet})
+	writeRows(t, p("k.arrow"), []string{"a"}, [][]string{{"1"}}, keyMeta, WriteOptions{})
+	writeRows(t, p("k.csv"), []string{"a"}, [][]string{{"1"}}, keyMeta, WriteOptions{})
+	writeRows(t, p("release.parquet"), []string{"a"}, [][]string{{"1"}}, Meta{"stage": "perturb"}, WriteOptions{})
+	writeRows(t, p("sample.csv"), []string{"a"}, [][]string{{"1"}}, Meta{"stage": "sample"}, WriteOptions{})
+	os.WriteFile(p("s.secret"), []byte(strings.Repeat("ab", 32)+"\n"), 0o600)
+	raw := []byte(strings.Repeat("k", 31) + "\x00")
+	os.WriteFile(p("raw.prf"), raw, 0o600)
+	os.WriteFile(p("text32.csv"), []byte("a,b\n"+strings.Repeat("1,2\n", 7)), 0o644) // 32 bytes of text
+	os.WriteFile(p("hex.csv"), []byte("h\n"+strings.Repeat("0", 64)+"\n"), 0o644)
+	for _, tc := range []struct {
+		name string
+		want KeyKind
+	}{
+		{"k.data", KeyFile}, // Parquet, whatever the name
+		{"k.arrow", KeyFile},
+		{"k.csv", KeyFile},
+		{"k.csv.meta.json", KeySidecar},
+		{"s.secret", Secret},
+		{"raw.prf", RawKey},
+		{"release.parquet", NotKey},
+		{"sample.csv", NotKey},
+		{"sample.csv.meta.json", NotKey},
+		{"text32.csv", NotKey},
+		{"hex.csv", NotKey},
+		{"absent", NotKey},
+	} {
+		if ok, got := IsKeyMaterial(p(tc.name)); got != tc.want || ok != (tc.want != NotKey) {
+			t.Errorf("%s: %v %v, want %v", tc.name, ok, got, tc.want)
+		}
+	}
+}
+
+// Every output is checked against the run's inputs and other outputs,
+// their sidecars, and existing key material; the refused files are kept.
+func TestCreateRefusesToDestroyInputsSidecarsAndKeys(t *testing.T) {
+	dir := t.TempDir()
+	p := func(name string) string { return filepath.Join(dir, name) }
+	writeRows(t, p("in.csv"), []string{"a"}, [][]string{{"1"}}, Meta{"stage": "sample"}, WriteOptions{})
+	writeRows(t, p("k.csv"), []string{"a"}, [][]string{{"1"}}, Meta{"stage": StageKey}, WriteOptions{Perm: 0o600, Key: true, NoClobber: true})
+	os.WriteFile(p("s.secret"), []byte(strings.Repeat("ab", 32)+"\n"), 0o600)
+	schema := StringSchema([]string{"a"})
+	for _, tc := range []struct {
+		path string
+		opt  WriteOptions
+		msg  string
+	}{
+		{p("in.csv.meta.json"), WriteOptions{Inputs: []string{p("in.csv")}}, "in.csv.meta.json: is the metadata sidecar of " + p("in.csv") + ", which this run reads or writes; refusing to overwrite it with -o"},
+		{p("new.csv.meta.json"), WriteOptions{Inputs: []string{p("new.csv")}, Flag: "--groups"}, "refusing to overwrite it with --groups"}, // an output not written yet
+		{p("k.csv"), WriteOptions{}, "k.csv: is a pramkit key file; refusing to overwrite it with -o; choose another output name"},
+		{p("k.csv.meta.json"), WriteOptions{}, "k.csv.meta.json: is the metadata of a pramkit key file; refusing"},
+		{p("s.secret"), WriteOptions{Flag: "--save-codebook"}, "s.secret: is a pramkit secret; refusing to overwrite it with --save-codebook"},
+		{p("s.secret"), WriteOptions{Key: true, Flag: "--key-out"}, "s.secret: is a pramkit secret; refusing to overwrite it with --key-out"},
+	} {
+		before, _ := os.ReadFile(tc.path)
+		w, err := Create(tc.path, schema, Meta{"x": "1"}, tc.opt)
+		if err == nil {
+			w.Abort()
+			t.Errorf("%s: accepted", tc.path)
+			continue
+		}
+		if !strings.Contains(err.Error(), tc.msg) {
+			t.Errorf("%s: %v\nwant %q", tc.path, err, tc.msg)
+		}
+		if after, _ := os.ReadFile(tc.path); string(after) != string(before) {
+			t.Errorf("%s was changed", tc.path)
+		}
+	}
+	// A key output with --force may replace a key, sidecar included.
+	writeRows(t, p("k.csv"), []string{"a"}, [][]string{{"2"}}, Meta{"stage": StageKey}, WriteOptions{Perm: 0o600, Key: true})
+}
+
+// Outputs are never more readable than their inputs (secrets aside: they
+// never reach the output), and a key stays owner-only.
+func TestOutputPermNarrowedByInputs(t *testing.T) {
+	dir := t.TempDir()
+	p := func(name string) string { return filepath.Join(dir, name) }
+	os.WriteFile(p("private.csv"), []byte("a\n1\n"), 0o600)
+	os.WriteFile(p("group.csv"), []byte("a\n1\n"), 0o640)
+	os.WriteFile(p("s.secret"), []byte(strings.Repeat("ab", 32)+"\n"), 0o600)
+	for _, tc := range []struct {
+		opt  WriteOptions
+		want os.FileMode
+	}{
+		{WriteOptions{}, 0o666},
+		{WriteOptions{Inputs: []string{p("private.csv")}}, 0o600},
+		{WriteOptions{Inputs: []string{"-", p("group.csv")}}, 0o640},
+		{WriteOptions{Inputs: []string{p("group.csv"), p("s.secret")}}, 0o640},
+		{WriteOptions{Perm: 0o600, Inputs: []string{p("group.csv")}}, 0o600},
+	} {
+		if got := outputPerm(tc.opt); got != tc.want {
+			t.Errorf("%v: %v, want %v", tc.opt.Inputs, got, tc.want)
+		}
+	}
+}
+
+// RemovePartialFiles (what a signal handler calls) removes every
+// temporary output, and a commit after it fails instead of publishing.
+func TestRemovePartialFilesRemovesOpenOutputs(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "out.csv")
+	schema := StringSchema([]string{"a"})
+	w, err := Create(out, schema, Meta{"n": "1"}, WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Abort()
+	left, _ := filepath.Glob(filepath.Join(dir, ".out.csv"+partialInfix+"*"))
+	if len(left) != 1 {
+		t.Fatalf("partial files %v, want one .out.csv%s*", left, partialInfix)
+	}
+	RemovePartialFiles()
+	defer func() {
+		partials.Lock()
+		partials.dying = false
+		partials.Unlock()
+	}()
+	if err := w.Commit(); err == nil {
+		t.Error("a commit after RemovePartialFiles succeeded")
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("left behind: %v", entries)
+	}
+}
