@@ -2,7 +2,9 @@ package table
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // DataError locates a problem in an input table: the file, the data row
@@ -41,4 +43,24 @@ func (e *DataError) Unwrap() error { return e.Err }
 // errorf makes a DataError about a whole file.
 func errorf(file string, format string, args ...any) error {
 	return &DataError{File: file, Err: fmt.Errorf(format, args...)}
+}
+
+// MaxQuotedCell is how many characters of a cell QuoteCell shows.
+const MaxQuotedCell = 80
+
+// QuoteCell quotes a cell value for an error message (like %q), showing at
+// most MaxQuotedCell characters: a message must stay one readable line even
+// when the cell is a 10 MB blob. A cut value ends in "… (N bytes)". The cut
+// falls between characters, never inside a UTF-8 sequence.
+func QuoteCell(s string) string {
+	cut, n := 0, 0
+	for cut < len(s) && n < MaxQuotedCell {
+		_, size := utf8.DecodeRuneInString(s[cut:])
+		cut += size
+		n++
+	}
+	if cut == len(s) {
+		return strconv.Quote(s)
+	}
+	return fmt.Sprintf("%s… (%d bytes)", strconv.Quote(s[:cut]), len(s))
 }
