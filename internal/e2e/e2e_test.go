@@ -5,8 +5,11 @@
 package e2e
 
 import (
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
@@ -66,6 +69,37 @@ func TestScripts(t *testing.T) {
 				m, _ := filepath.Glob(ts.MkAbs(args[0]))
 				if len(m) > 0 {
 					ts.Fatalf("unexpected files: %v", m)
+				}
+			},
+			// flipbyte FILE OFFSET flips the top bit of one byte (a
+			// negative OFFSET counts from the end): a corrupt copy.
+			"flipbyte": func(ts *testscript.TestScript, neg bool, args []string) {
+				b, err := os.ReadFile(ts.MkAbs(args[0]))
+				ts.Check(err)
+				off, err := strconv.Atoi(args[1])
+				ts.Check(err)
+				if off < 0 {
+					off += len(b)
+				}
+				b[off] ^= 0x80
+				ts.Check(os.WriteFile(ts.MkAbs(args[0]), b, 0o644))
+			},
+			// exitcode N PROG ARGS... runs PROG like exec and checks its
+			// exit code is N (exec only tells zero from non-zero; a Go
+			// panic exits with 2, like a usage error).
+			"exitcode": func(ts *testscript.TestScript, neg bool, args []string) {
+				want, err := strconv.Atoi(args[0])
+				ts.Check(err)
+				got := 0
+				if err := ts.Exec(args[1], args[2:]...); err != nil {
+					var ee *exec.ExitError
+					if !errors.As(err, &ee) {
+						ts.Fatalf("%v", err)
+					}
+					got = ee.ExitCode()
+				}
+				if got != want {
+					ts.Fatalf("%s exited with %d, want %d", args[1], got, want)
 				}
 			},
 		},

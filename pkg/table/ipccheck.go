@@ -27,7 +27,7 @@ const (
 	fbMaxDepth      = 64
 )
 
-var errFlatbuffer = errors.New("corrupt Arrow metadata")
+var errFlatbuffer = errors.New("the message metadata is corrupt")
 
 type fbuf []byte
 
