@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
@@ -101,6 +102,19 @@ func TestScripts(t *testing.T) {
 				if got != want {
 					ts.Fatalf("%s exited with %d, want %d", args[1], got, want)
 				}
+			},
+			// bigcell FILE N writes a CSV table (sex,disease) whose first
+			// row holds an N-byte disease; bigcell FILE N HEADER PREFIX
+			// writes HEADER, then PREFIX and N x's on one line.
+			"bigcell": func(ts *testscript.TestScript, neg bool, args []string) {
+				n, err := strconv.Atoi(args[1])
+				ts.Check(err)
+				head, prefix, tail := "sex,disease", "Female,", "\nMale,flu\nMale,cold\n"
+				if len(args) == 4 {
+					head, prefix, tail = args[2], args[3], "\n"
+				}
+				csv := head + "\n" + prefix + strings.Repeat("x", n) + tail
+				ts.Check(os.WriteFile(ts.MkAbs(args[0]), []byte(csv), 0o644))
 			},
 		},
 	})

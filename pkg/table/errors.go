@@ -31,7 +31,7 @@ func (e *DataError) Error() string {
 		fmt.Fprintf(&b, ": row %d", e.Row)
 	}
 	if e.Column != "" {
-		fmt.Fprintf(&b, ", column %q", e.Column)
+		fmt.Fprintf(&b, ", column %s", QuoteCell(e.Column))
 	}
 	b.WriteString(": ")
 	b.WriteString(e.Err.Error())
@@ -45,7 +45,8 @@ func errorf(file string, format string, args ...any) error {
 	return &DataError{File: file, Err: fmt.Errorf(format, args...)}
 }
 
-// MaxQuotedCell is how many characters of a cell QuoteCell shows.
+// MaxQuotedCell is how many characters of a cell QuoteCell and ShortCell
+// show.
 const MaxQuotedCell = 80
 
 // QuoteCell quotes a cell value for an error message (like %q), showing at
@@ -53,14 +54,30 @@ const MaxQuotedCell = 80
 // when the cell is a 10 MB blob. A cut value ends in "… (N bytes)". The cut
 // falls between characters, never inside a UTF-8 sequence.
 func QuoteCell(s string) string {
-	cut, n := 0, 0
-	for cut < len(s) && n < MaxQuotedCell {
-		_, size := utf8.DecodeRuneInString(s[cut:])
-		cut += size
-		n++
-	}
-	if cut == len(s) {
+	head, cut := cutCell(s)
+	if !cut {
 		return strconv.Quote(s)
 	}
-	return fmt.Sprintf("%s… (%d bytes)", strconv.Quote(s[:cut]), len(s))
+	return fmt.Sprintf("%s… (%d bytes)", strconv.Quote(head), len(s))
+}
+
+// ShortCell is QuoteCell without the quotes, for lists of values.
+func ShortCell(s string) string {
+	head, cut := cutCell(s)
+	if !cut {
+		return s
+	}
+	return fmt.Sprintf("%s… (%d bytes)", head, len(s))
+}
+
+// cutCell returns the first MaxQuotedCell characters of s (an invalid
+// UTF-8 byte counts as one) and whether that is less than s.
+func cutCell(s string) (string, bool) {
+	end, n := 0, 0
+	for end < len(s) && n < MaxQuotedCell {
+		_, size := utf8.DecodeRuneInString(s[end:])
+		end += size
+		n++
+	}
+	return s[:end], end < len(s)
 }

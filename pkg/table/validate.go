@@ -2,6 +2,7 @@ package table
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -25,6 +26,9 @@ import (
 // is no memory-safety risk.
 func validateBatch(rec arrow.RecordBatch) error {
 	s := rec.Schema()
+	if rec.NumRows() < 0 || rec.NumRows() > math.MaxInt32 {
+		return fmt.Errorf("the batch claims %d rows", rec.NumRows())
+	}
 	if int(rec.NumCols()) != s.NumFields() {
 		return fmt.Errorf("the batch has %d columns but the schema %d", rec.NumCols(), s.NumFields())
 	}
