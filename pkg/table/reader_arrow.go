@@ -29,6 +29,9 @@ func openArrowStream(name string, f *os.File, br *bufio.Reader, _ ReadOptions) (
 		if f != nil {
 			f.Close()
 		}
+		if errors.Is(err, errFlatbuffer) {
+			return nil, errorf(name, "not a readable Arrow IPC stream: its schema message is corrupt; the file was damaged or cut short: copy or write it again")
+		}
 		return nil, errorf(name, "not a readable Arrow IPC stream (%v)", err)
 	}
 	s := r.Schema()
