@@ -31,6 +31,8 @@ unit:
 fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzCSVReader$$' -fuzztime=$(FUZZTIME) ./pkg/table
 	$(GO) test -run='^$$' -fuzz='^FuzzCSVScannerMatchesEncodingCSV$$' -fuzztime=$(FUZZTIME) ./pkg/table
+	$(GO) test -run='^$$' -fuzz='^FuzzArrowReader$$' -fuzztime=$(FUZZTIME) ./pkg/table
+	$(GO) test -run='^$$' -fuzz='^FuzzParquetReader$$' -fuzztime=$(FUZZTIME) ./pkg/table
 	$(GO) test -run='^$$' -fuzz='^FuzzParse$$' -fuzztime=$(FUZZTIME) ./pkg/codebook
 	$(GO) test -run='^$$' -fuzz='^FuzzCountParseQuery$$' -fuzztime=$(FUZZTIME) ./pkg/cmd/estimate
 

@@ -10,7 +10,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
@@ -97,6 +100,50 @@ func TestScripts(t *testing.T) {
 					value = []string{v}
 				}
 				ts.Check(editMeta(ts.MkAbs(args[0]), args[1], value))
+			},
+			// flipbyte FILE OFFSET flips the top bit of one byte (a
+			// negative OFFSET counts from the end): a corrupt copy.
+			"flipbyte": func(ts *testscript.TestScript, neg bool, args []string) {
+				b, err := os.ReadFile(ts.MkAbs(args[0]))
+				ts.Check(err)
+				off, err := strconv.Atoi(args[1])
+				ts.Check(err)
+				if off < 0 {
+					off += len(b)
+				}
+				b[off] ^= 0x80
+				ts.Check(os.WriteFile(ts.MkAbs(args[0]), b, 0o644))
+			},
+			// exitcode N PROG ARGS... runs PROG like exec and checks its
+			// exit code is N (exec only tells zero from non-zero; a Go
+			// panic exits with 2, like a usage error).
+			"exitcode": func(ts *testscript.TestScript, neg bool, args []string) {
+				want, err := strconv.Atoi(args[0])
+				ts.Check(err)
+				got := 0
+				if err := ts.Exec(args[1], args[2:]...); err != nil {
+					var ee *exec.ExitError
+					if !errors.As(err, &ee) {
+						ts.Fatalf("%v", err)
+					}
+					got = ee.ExitCode()
+				}
+				if got != want {
+					ts.Fatalf("%s exited with %d, want %d", args[1], got, want)
+				}
+			},
+			// bigcell FILE N writes a CSV table (sex,disease) whose first
+			// row holds an N-byte disease; bigcell FILE N HEADER PREFIX
+			// writes HEADER, then PREFIX and N x's on one line.
+			"bigcell": func(ts *testscript.TestScript, neg bool, args []string) {
+				n, err := strconv.Atoi(args[1])
+				ts.Check(err)
+				head, prefix, tail := "sex,disease", "Female,", "\nMale,flu\nMale,cold\n"
+				if len(args) == 4 {
+					head, prefix, tail = args[2], args[3], "\n"
+				}
+				csv := head + "\n" + prefix + strings.Repeat("x", n) + tail
+				ts.Check(os.WriteFile(ts.MkAbs(args[0]), []byte(csv), 0o644))
 			},
 		},
 	})

@@ -10,6 +10,8 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
+	"runtime"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -84,8 +86,17 @@ func ExitCode(err error) int {
 
 // Run executes cmd with args and returns the exit code. It is the one place
 // where errors are printed: "<tool>: <message>" on one line of stderr, and,
-// for flag errors only, a pointer to --help.
-func Run(cmd *cobra.Command, args []string, s *Streams) int {
+// for flag errors only, a pointer to --help. A panic (a bug) is reported the
+// same way, as an internal error with exit code 1: Go's own exit code for a
+// panic, 2, would read as a usage error.
+func Run(cmd *cobra.Command, args []string, s *Streams) (code int) {
+	defer func() {
+		if r := recover(); r != nil {
+			msg := strings.ReplaceAll(fmt.Sprint(r), "\n", " ")
+			fmt.Fprintf(s.Err, "%s: internal error: %s%s; please report this bug\n", cmd.Name(), msg, panicSite())
+			code = ExitFailure
+		}
+	}()
 	cmd.SetArgs(args)
 	cmd.SetIn(s.In)
 	cmd.SetOut(s.Out)
@@ -106,11 +117,27 @@ func Run(cmd *cobra.Command, args []string, s *Streams) int {
 	}
 	msg := strings.ReplaceAll(err.Error(), "\n", " ")
 	fmt.Fprintf(s.Err, "%s: %s\n", cmd.Name(), msg)
-	code := ExitCode(err)
+	code = ExitCode(err)
 	if code == ExitUsage {
 		fmt.Fprintf(s.Err, "Run '%s --help' for usage.\n", cmd.Name())
 	}
 	return code
+}
+
+// panicSite is " at file:line" of the function that panicked, called from
+// Run's deferred recover.
+func panicSite() string {
+	pcs := make([]uintptr, 32)
+	frames := runtime.CallersFrames(pcs[:runtime.Callers(3, pcs)])
+	for {
+		f, more := frames.Next()
+		if !strings.HasPrefix(f.Function, "runtime.") {
+			return fmt.Sprintf(" at %s:%d", filepath.Base(f.File), f.Line)
+		}
+		if !more {
+			return ""
+		}
+	}
 }
 
 // Root fills the settings every pramkit command shares: version, arguments

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/pramkit/pramkit/pkg/table"
 )
 
 // MaxK is the largest alphabet size a column may have. Value indices are
@@ -217,9 +219,9 @@ func checkValue(what, v string) error {
 	case v == "":
 		return fmt.Errorf("%s is empty; an empty cell always means a missing value, declare a \"missing\" token instead", what)
 	case !utf8.ValidString(v):
-		return fmt.Errorf("%s %q is not valid UTF-8", what, v)
+		return fmt.Errorf("%s %s is not valid UTF-8", what, table.QuoteCell(v))
 	case strings.TrimFunc(v, unicode.IsSpace) != v:
-		return fmt.Errorf("%s %q has leading or trailing spaces; values are matched exactly, so trim them here and in the data", what, v)
+		return fmt.Errorf("%s %s has leading or trailing spaces; values are matched exactly, so trim them here and in the data", what, table.QuoteCell(v))
 	}
 	return nil
 }

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
+
+	"github.com/pramkit/pramkit/pkg/table"
 )
 
 // UnknownPolicy says what an Encoder does with a value that is not in the
@@ -134,20 +136,25 @@ func (e *ValueError) Error() string {
 	tok, hasMissing := c.MissingToken()
 	switch e.Kind {
 	case KindUnknown:
-		fmt.Fprintf(&b, "value %q is not in the codebook for column %q (known: ", e.Value, e.Column)
+		fmt.Fprintf(&b, "value %s is not in the codebook for column %s (known: ", table.QuoteCell(e.Value), table.QuoteCell(e.Column))
 		n := min(len(c.labels), maxKnown)
-		b.WriteString(strings.Join(c.labels[:n], ", "))
+		for i, l := range c.labels[:n] {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString(table.ShortCell(l))
+		}
 		if len(c.labels) > n {
 			fmt.Fprintf(&b, ", and %d more", len(c.labels)-n)
 		}
 		b.WriteString(")")
 	case KindNotNumber:
-		fmt.Fprintf(&b, "value %q in numeric column %q is not a finite number", e.Value, e.Column)
+		fmt.Fprintf(&b, "value %s in numeric column %s is not a finite number", table.QuoteCell(e.Value), table.QuoteCell(e.Column))
 	case KindMissing:
 		if e.Value == "" {
-			fmt.Fprintf(&b, "empty value in column %q", e.Column)
+			fmt.Fprintf(&b, "empty value in column %s", table.QuoteCell(e.Column))
 		} else {
-			fmt.Fprintf(&b, "missing value %q in column %q", e.Value, e.Column)
+			fmt.Fprintf(&b, "missing value %s in column %s", table.QuoteCell(e.Value), table.QuoteCell(e.Column))
 		}
 	}
 	if e.Value != strings.TrimFunc(e.Value, unicode.IsSpace) {

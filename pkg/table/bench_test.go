@@ -125,3 +125,39 @@ func BenchmarkReadCSVFile(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkReadArrow reads the CSV's rows from an Arrow IPC stream in
+// memory: decoding plus validateBatch, the cost of checking every batch.
+func BenchmarkReadArrow(b *testing.B) {
+	data := benchCSV()
+	r, _ := Open("-", ReadOptions{Stdin: bytes.NewReader(data)})
+	var buf bytes.Buffer
+	w, err := Create("-", r.Schema(), nil, WriteOptions{Format: Arrow, Stdout: &buf})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for {
+		rec, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err := w.Write(rec); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := w.Commit(); err != nil {
+		b.Fatal(err)
+	}
+	r.Close()
+	b.SetBytes(int64(buf.Len()))
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		ar, err := Open("-", ReadOptions{Stdin: bytes.NewReader(buf.Bytes())})
+		if err != nil {
+			b.Fatal(err)
+		}
+		drain(b, ar)
+		ar.Close()
+	}
+	b.ReportMetric(float64(200_000*b.N)/b.Elapsed().Seconds(), "rows/s")
+}

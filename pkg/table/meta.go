@@ -66,7 +66,7 @@ func (m Meta) Int(key, flag string) (int64, error) {
 	}
 	v, err := strconv.ParseInt(s, 10, 64)
 	if err != nil {
-		return 0, fmt.Errorf("metadata %q = %q is not an integer", key, s)
+		return 0, fmt.Errorf("metadata %q = %s is not an integer", key, QuoteCell(s))
 	}
 	return v, nil
 }
@@ -79,7 +79,7 @@ func (m Meta) Float(key, flag string) (float64, error) {
 	}
 	v, err := strconv.ParseFloat(s, 64)
 	if err != nil {
-		return 0, fmt.Errorf("metadata %q = %q is not a number", key, s)
+		return 0, fmt.Errorf("metadata %q = %s is not a number", key, QuoteCell(s))
 	}
 	return v, nil
 }

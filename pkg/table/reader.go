@@ -212,6 +212,12 @@ func recovered(name string, err *error) {
 	}
 }
 
+// corruptBatch is the error for a decoded batch that fails validateBatch,
+// the first row of which would have been row after+1.
+func corruptBatch(name string, after int64, err error) error {
+	return errorf(name, "the batch of rows from row %d on is corrupt (%v); the file was damaged or cut short: copy or write it again", after+1, err)
+}
+
 // EachBatch calls fn with every batch of r, and the 1-based number of the
 // batch's first row, until the table ends (then it returns nil) or fn or
 // the reader fails. The batch is valid only during the call.

@@ -24,10 +24,13 @@ type arrowStreamReader struct {
 
 func openArrowStream(name string, f *os.File, br *bufio.Reader, _ ReadOptions) (rd Reader, err error) {
 	defer recovered(name, &err)
-	r, err := ipc.NewReader(br)
+	r, err := ipc.NewReader(&checkedStream{r: br}, ipc.WithAllocator(decodeAllocator))
 	if err != nil {
 		if f != nil {
 			f.Close()
+		}
+		if errors.Is(err, errFlatbuffer) {
+			return nil, errorf(name, "not a readable Arrow IPC stream: its schema message is corrupt; the file was damaged or cut short: copy or write it again")
 		}
 		return nil, errorf(name, "not a readable Arrow IPC stream (%v)", err)
 	}
@@ -54,7 +57,11 @@ func (a *arrowStreamReader) Next() (rec arrow.RecordBatch, err error) {
 		}
 		return nil, io.EOF
 	}
-	a.cur = rebatch(a.schema, a.r.RecordBatch())
+	rb := a.r.RecordBatch()
+	if err := validateBatch(rb); err != nil {
+		return nil, corruptBatch(a.name, a.rows, err)
+	}
+	a.cur = rebatch(a.schema, rb)
 	a.rows += a.cur.NumRows()
 	return a.cur, nil
 }
@@ -88,7 +95,11 @@ func openArrowFile(name string, f *os.File, br *bufio.Reader, opt ReadOptions) (
 	if err != nil {
 		return nil, err
 	}
-	r, err := ipc.NewFileReader(sf)
+	if err := checkArrowFile(sf); err != nil {
+		sf.Close()
+		return nil, errorf(name, "not a readable Arrow file (%v)", err)
+	}
+	r, err := ipc.NewFileReader(sf, ipc.WithAllocator(decodeAllocator))
 	if err != nil {
 		sf.Close()
 		return nil, errorf(name, "not a readable Arrow file (%v)", err)
@@ -118,6 +129,9 @@ func (a *arrowFileReader) Next() (rec arrow.RecordBatch, err error) {
 		return nil, errorf(a.name, "reading batch %d: %v", a.next+1, err)
 	}
 	a.next++
+	if err := validateBatch(r); err != nil {
+		return nil, corruptBatch(a.name, a.rows, err)
+	}
 	a.cur = rebatch(a.schema, r)
 	a.rows += a.cur.NumRows()
 	return a.cur, nil

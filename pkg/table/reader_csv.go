@@ -99,7 +99,7 @@ func openCSV(name string, file *os.File, br *bufio.Reader, opt ReadOptions, side
 			return nil, &DataError{File: name, Line: skipped + 1, Err: fmt.Errorf("column %d of the header row has no name; name every column", i+1)}
 		}
 		if j, dup := seen[h]; dup {
-			return nil, &DataError{File: name, Line: skipped + 1, Err: fmt.Errorf("columns %d and %d are both named %q; give every column a distinct name", j+1, i+1, h)}
+			return nil, &DataError{File: name, Line: skipped + 1, Err: fmt.Errorf("columns %d and %d are both named %s; give every column a distinct name", j+1, i+1, QuoteCell(h))}
 		}
 		seen[h] = i
 		fields[i] = arrow.Field{Name: h, Type: arrow.BinaryTypes.String}

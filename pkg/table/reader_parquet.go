@@ -2,12 +2,16 @@ package table
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
 	"io"
 	"os"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 )
@@ -37,11 +41,14 @@ func openParquet(name string, f *os.File, br *bufio.Reader, opt ReadOptions) (rd
 			sf.Close()
 		}
 	}()
-	pf, err := file.NewParquetReader(sf)
+	pf, err := file.NewParquetReader(sf, file.WithReadProps(parquet.NewReaderProperties(decodeAllocator)))
 	if err != nil {
 		return nil, errorf(name, "not a readable Parquet file (%v); check that it was copied whole", err)
 	}
-	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: int64(opt.BatchSize)}, memory.DefaultAllocator)
+	if err := checkStoredArrowSchema(pf); err != nil {
+		return nil, errorf(name, "cannot read the Parquet schema (%v)", err)
+	}
+	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: int64(opt.BatchSize)}, decodeAllocator)
 	if err != nil {
 		return nil, errorf(name, "cannot read the Parquet schema (%v)", err)
 	}
@@ -87,6 +94,9 @@ func (p *parquetReader) Next() (rec arrow.RecordBatch, err error) {
 	if err != nil {
 		return nil, errorf(p.name, "reading row %d: %v; the file is corrupt or truncated", p.rows+1, err)
 	}
+	if err := validateBatch(rec); err != nil {
+		return nil, corruptBatch(p.name, p.rows, err)
+	}
 	p.rows += rec.NumRows()
 	// Drop the schema metadata so callers see the same schema as Schema().
 	p.cur = rebatch(p.schema, rec)
@@ -99,4 +109,28 @@ func (p *parquetReader) Close() error {
 	}
 	p.rr.Release()
 	return p.f.Close()
+}
+
+// checkStoredArrowSchema checks the Arrow schema that Parquet writers such
+// as ours store (base64 IPC) under ARROW:schema, which pqarrow decodes with
+// arrow-go's IPC reader and its unchecked sizes (see checkedStream).
+func checkStoredArrowSchema(pf *file.Reader) error {
+	v := pf.MetaData().KeyValueMetadata().FindValue("ARROW:schema")
+	if v == nil {
+		return nil
+	}
+	var b []byte
+	err := errors.New("")
+	if len(*v)%4 == 0 {
+		b, err = base64.StdEncoding.DecodeString(*v)
+	}
+	if len(b) == 0 || err != nil {
+		if b, err = base64.RawStdEncoding.DecodeString(*v); err != nil {
+			return nil // pqarrow reports it
+		}
+	}
+	if _, err := io.Copy(io.Discard, &checkedStream{r: bytes.NewReader(b)}); err != nil {
+		return fmt.Errorf("the stored Arrow schema is corrupt: %v", err)
+	}
+	return nil
 }

@@ -25,8 +25,8 @@ func (d *dataset) ineligible(e *anonymize.IneligibleError) error {
 		return fmt.Errorf("%s: %s is not eligible for ℓ′ = %d: it has only %d distinct values and a decoy group needs ℓ′; %s",
 			d.name, sv.name, e.L, e.Distinct, feasible)
 	}
-	return fmt.Errorf("%s: %s is not eligible for ℓ′ = %d: %q occurs %d times in %d rows, more than N/ℓ′ = %d; %s",
-		d.name, sv.name, e.L, sv.col.Label(int(e.Value)), e.Count, e.N, e.N/int64(e.L), feasible)
+	return fmt.Errorf("%s: %s is not eligible for ℓ′ = %d: %s occurs %d times in %d rows, more than N/ℓ′ = %d; %s",
+		d.name, sv.name, e.L, table.QuoteCell(sv.col.Label(int(e.Value))), e.Count, e.N, e.N/int64(e.L), feasible)
 }
 
 // eligible checks every sensitive column for ℓ′ = l.

@@ -242,7 +242,7 @@ func (rel *bitflipRelease) tally(in table.Reader) (*bitflip.Tally, error) {
 			if bad >= 0 {
 				v := table.ValuesOf(rec.Column(c)).String(bad)
 				return &table.DataError{File: rel.name, Row: first + int64(bad), Column: names[i],
-					Err: fmt.Errorf("value %q is not a bit (0 or 1); the release was edited: randomize the original table again", v)}
+					Err: fmt.Errorf("value %s is not a bit (0 or 1); the release was edited: randomize the original table again", table.QuoteCell(v))}
 			}
 			t.Ones[i] += ones
 		}
@@ -312,7 +312,7 @@ func (rel *bitflipRelease) readTruth(o *Options, path string, fn func(values []i
 				x, ok := vals[j].Int(i)
 				if !ok || (x != 0 && x != 1) {
 					return &table.DataError{File: file, Row: first + int64(i), Column: names[j],
-						Err: fmt.Errorf("value %q is not 0 or 1, but the release encoded this column as a 0/1 bit: give the original table", vals[j].String(i))}
+						Err: fmt.Errorf("value %s is not 0 or 1, but the release encoded this column as a 0/1 bit: give the original table", table.QuoteCell(vals[j].String(i)))}
 				}
 				values[j] = int(x)
 			}

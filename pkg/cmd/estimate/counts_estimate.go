@@ -80,15 +80,15 @@ func (o *Options) readAnatomyTable(rel *countRelease, p *countPlan) (*anatomyTab
 			}
 			gid, ok := g.Int(i)
 			if !ok || gid < 0 || gid >= int64(rel.groups) {
-				return nil, edited(rel.groupCol, fmt.Sprintf("%q is not a group id (0 to %d)", g.String(i), rel.groups-1))
+				return nil, edited(rel.groupCol, fmt.Sprintf("%s is not a group id (0 to %d)", table.QuoteCell(g.String(i)), rel.groups-1))
 			}
 			val, ok := labels[v.String(i)]
 			if !ok {
-				return nil, edited(col, fmt.Sprintf("%q is not a category of %s", v.String(i), col))
+				return nil, edited(col, fmt.Sprintf("%s is not a category of %s", table.QuoteCell(v.String(i)), col))
 			}
 			cnt, ok := c.Int(i)
 			if !ok || cnt < 1 {
-				return nil, edited("count", fmt.Sprintf("%q is not a count ≥ 1", c.String(i)))
+				return nil, edited("count", fmt.Sprintf("%s is not a count ≥ 1", table.QuoteCell(c.String(i))))
 			}
 			entries = append(entries, entry{uint32(gid), val, cnt})
 			per[gid] += cnt

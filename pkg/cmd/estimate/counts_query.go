@@ -8,6 +8,8 @@ import (
 	"os"
 	"slices"
 	"strings"
+
+	"github.com/pramkit/pramkit/pkg/table"
 )
 
 // countCond is one col=value term of a count query.
@@ -25,9 +27,9 @@ type countQuery struct {
 // where names a query in messages: "query 'a=b'" or "--queries q.csv line 4".
 func (q *countQuery) where(file string) string {
 	if q.line > 0 {
-		return fmt.Sprintf("%s: line %d: query %q", file, q.line, q.text)
+		return fmt.Sprintf("%s: line %d: query %s", file, q.line, table.QuoteCell(q.text))
 	}
-	return fmt.Sprintf("query %q", q.text)
+	return fmt.Sprintf("query %s", table.QuoteCell(q.text))
 }
 
 // parseCountQuery parses 'col=value,col=value,…': conditions separated by
@@ -46,10 +48,10 @@ func parseCountQuery(s string) ([]countCond, error) {
 			if v == "" {
 				return errors.New("empty condition (two commas in a row, or a comma at an end); write col=value,col=value")
 			}
-			return fmt.Errorf("%q has no '=': write col=value", v)
+			return fmt.Errorf("%s has no '=': write col=value", table.QuoteCell(v))
 		}
 		if col == "" {
-			return fmt.Errorf("a condition has no column name before '=' (value %q)", v)
+			return fmt.Errorf("a condition has no column name before '=' (value %s)", table.QuoteCell(v))
 		}
 		if slices.ContainsFunc(conds, func(c countCond) bool { return c.col == col }) {
 			return fmt.Errorf("column %q appears twice; a count query holds one value per column", col)

@@ -154,7 +154,7 @@ func (s *countSlot) class(value string) (int32, error) {
 	}
 	idx, ok := s.labelIndex[value]
 	if !ok {
-		return 0, fmt.Errorf("%q is not a category of column %q in the codebook (categories: %s)", value, s.col, quoteValues(s.cb.Labels(), false))
+		return 0, fmt.Errorf("%s is not a category of column %q in the codebook (categories: %s)", table.QuoteCell(value), s.col, quoteValues(s.cb.Labels(), false))
 	}
 	c := s.classOfIndex[idx]
 	if c == countNone {
@@ -535,7 +535,7 @@ func (c *countCells) classOf(s string, row int64) (int32, error) {
 		idx, ok := sl.labelIndex[s]
 		if !ok {
 			return 0, &table.DataError{File: c.file, Row: row, Column: sl.col,
-				Err: fmt.Errorf("%q is not a category of the release's codebook; the release was edited: publish the original table again with anonymize", s)}
+				Err: fmt.Errorf("%s is not a category of the release's codebook; the release was edited: publish the original table again with anonymize", table.QuoteCell(s))}
 		}
 		return sl.classOfIndex[idx], nil
 	}
@@ -675,7 +675,7 @@ func (p *countPlan) addAnatomyRows(a arrow.Array, first int64, cls [][]int32, st
 		gid, ok := vals.Int(row)
 		if !ok || gid < 0 || gid >= int64(rel.groups) {
 			return &table.DataError{File: rel.name, Row: first + int64(row), Column: rel.groupCol,
-				Err: fmt.Errorf("%q is not a group id of this release (0 to %d); the release was edited: publish the original table again with anonymize", vals.String(row), rel.groups-1)}
+				Err: fmt.Errorf("%s is not a group id of this release (0 to %d); the release was edited: publish the original table again with anonymize", table.QuoteCell(vals.String(row)), rel.groups-1)}
 		}
 		p.each(cls, row, func(g *countGroup) {
 			g.nP++

@@ -162,7 +162,7 @@ func (rel *ddpsRelease) tally(in table.Reader) (*ddps.Tally, error) {
 				o, ok := output[vals.String(i)]
 				if !ok {
 					return &table.DataError{File: rel.name, Row: first + int64(i), Column: names[r],
-						Err: fmt.Errorf("%q is not an output of this release (%s or a category of %s); the file was edited: randomize the original table again", vals.String(i), rel.noneToken, rel.column)}
+						Err: fmt.Errorf("%s is not an output of this release (%s or a category of %s); the file was edited: randomize the original table again", table.QuoteCell(vals.String(i)), rel.noneToken, rel.column)}
 				}
 				counts[o]++
 			}

@@ -281,7 +281,7 @@ func (rel *pramRelease) count(o *Options, in table.Reader) (estimate.Counts, err
 				x, ok := index[j][s]
 				if !ok {
 					return estimate.Counts{}, &table.DataError{File: rel.name, Row: rows + int64(i) + 1, Column: rel.names[j],
-						Err: fmt.Errorf("value %q is not one of the column's %d codebook labels: the file is not decrypt's output for this codebook; decrypt the release again, or pass the --codebook it was made with", s, len(rel.labels[j]))}
+						Err: fmt.Errorf("value %s is not one of the column's %d codebook labels: the file is not decrypt's output for this codebook; decrypt the release again, or pass the --codebook it was made with", table.QuoteCell(s), len(rel.labels[j]))}
 				}
 				g += uint64(x) * stride[j]
 			}

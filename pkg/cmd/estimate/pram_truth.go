@@ -44,7 +44,7 @@ func (c *pramTruthCol) index(s string) (uint32, error) {
 	if x, err := c.enc.Index(s); err == nil {
 		return x, nil
 	}
-	return 0, fmt.Errorf("value %q is not in the codebook of the column: --truth must be the original table the curators sampled, whose values the codebook covers", s)
+	return 0, fmt.Errorf("value %s is not in the codebook of the column: --truth must be the original table the curators sampled, whose values the codebook covers", table.QuoteCell(s))
 }
 
 // addPRAMTruth reads the --truth tables, and sets the true type t and the ℓ2
@@ -293,11 +293,11 @@ func pramJoinByID(files []*pramTruthFile, idName string, acc map[uint64]int64) (
 				}
 				e, ok := ids[id]
 				if ok && e.seen&(1<<k) != 0 {
-					return 0, &table.DataError{File: f.r.Name(), Row: row, Column: idName, Err: fmt.Errorf("id %q occurs twice; ids must be unique", id)}
+					return 0, &table.DataError{File: f.r.Name(), Row: row, Column: idName, Err: fmt.Errorf("id %s occurs twice; ids must be unique", table.QuoteCell(id))}
 				}
 				if !ok {
 					if k > 0 {
-						return 0, &table.DataError{File: f.r.Name(), Row: row, Column: idName, Err: fmt.Errorf("mismatched --truth: id %q is not in %s; the curators' tables must hold the same people", id, files[0].r.Name())}
+						return 0, &table.DataError{File: f.r.Name(), Row: row, Column: idName, Err: fmt.Errorf("mismatched --truth: id %s is not in %s; the curators' tables must hold the same people", table.QuoteCell(id), files[0].r.Name())}
 					}
 					id = strings.Clone(id)
 				}
@@ -316,7 +316,7 @@ func pramJoinByID(files []*pramTruthFile, idName string, acc map[uint64]int64) (
 		if e.seen != all {
 			for k, f := range files {
 				if e.seen&(1<<k) == 0 {
-					return 0, fmt.Errorf("mismatched --truth: id %q is in %s but not in %s; the curators' tables must hold the same people", id, files[0].r.Name(), f.r.Name())
+					return 0, fmt.Errorf("mismatched --truth: id %s is in %s but not in %s; the curators' tables must hold the same people", table.QuoteCell(id), files[0].r.Name(), f.r.Name())
 				}
 			}
 		}

@@ -279,5 +279,5 @@ func bitValue(c bitflipColumn, v table.Values, i int, haveCodebook bool, cbPath 
 	if haveCodebook {
 		why = fmt.Sprintf("it is not in the codebook %s", cbPath)
 	}
-	return 0, fmt.Errorf("value %q is not 0 or 1, and %s: a bit column without a codebook must hold 0/1; list the column's categories in the --codebook to one-hot encode it", v.String(i), why)
+	return 0, fmt.Errorf("value %s is not 0 or 1, and %s: a bit column without a codebook must hold 0/1; list the column's categories in the --codebook to one-hot encode it", table.QuoteCell(v.String(i)), why)
 }
