@@ -34,6 +34,31 @@ func ParseSecret(content []byte) ([]byte, error) {
 // FormatSecret is the file content --new-secret writes for secret.
 func FormatSecret(secret []byte) []byte { return []byte(hex.EncodeToString(secret) + "\n") }
 
+// InsecureMark is the second line of a secret file that sample
+// --new-secret wrote under --insecure-seed: the secret is a function of the
+// seed, and the mark travels with the file so that every run that uses it
+// knows (ParseSecretFile) and marks its own output.
+const InsecureMark = "# pramkit: made with --insecure-seed, FOR TESTS ONLY: anyone who knows the seed can recompute this secret"
+
+// FormatInsecureSecret is FormatSecret followed by InsecureMark.
+func FormatInsecureSecret(secret []byte) []byte {
+	return append(FormatSecret(secret), InsecureMark+"\n"...)
+}
+
+// ParseSecretFile reads a secret file's content like ParseSecret, and
+// recognises the layout FormatInsecureSecret writes: 64 hex digits on the
+// first line, InsecureMark on the second. insecure reports the mark.
+func ParseSecretFile(content []byte) (secret []byte, insecure bool, err error) {
+	first, rest, ok := strings.Cut(string(content), "\n")
+	if ok && strings.TrimSpace(rest) == InsecureMark {
+		if b, err := hex.DecodeString(strings.TrimSpace(first)); err == nil && len(b) == 32 {
+			return b, true, nil
+		}
+	}
+	secret, err = ParseSecret(content)
+	return secret, false, err
+}
+
 // Priority is a row's 128-bit priority; smaller is sampled first. 128 bits
 // make ties between distinct ids negligible even at 10^12 rows.
 type Priority struct{ Hi, Lo uint64 }

@@ -177,6 +177,22 @@ func TestSecretFileRoundTrip(t *testing.T) {
 	if err != nil || !slices.Equal(got, s) {
 		t.Fatalf("got %x, %v", got, err)
 	}
+	// Both layouts through ParseSecretFile: the mark is reported and is not
+	// part of the secret; a plain file is not marked.
+	for _, tc := range []struct {
+		content  []byte
+		insecure bool
+	}{{FormatSecret(s), false}, {FormatInsecureSecret(s), true}} {
+		got, insecure, err := ParseSecretFile(tc.content)
+		if err != nil || !slices.Equal(got, s) || insecure != tc.insecure {
+			t.Errorf("%q: got %x, insecure %v, %v", tc.content, got, insecure, err)
+		}
+	}
+	// Another second line is not the mark: the content is used as is.
+	other := append(FormatSecret(s), "# a note\n"...)
+	if got, insecure, err := ParseSecretFile(other); err != nil || insecure || !slices.Equal(got, other) {
+		t.Errorf("note line: got %x, insecure %v, %v", got, insecure, err)
+	}
 }
 
 // TestPRFSeparatesIDs: the id encoding is prefix-free, so ids that differ

@@ -77,14 +77,20 @@ func keyKind(path string) KeyKind {
 // raw PRF key from /dev/urandom; 32 random bytes are all printable with
 // probability (95/256)^32 < 10⁻¹³).
 func secretKind(path string, size int64) KeyKind {
-	if size > 128 || size < 32 {
+	if size > 256 || size < 32 {
 		return NotKey
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return NotKey
 	}
-	if t := bytes.TrimSpace(b); len(t) == 64 {
+	// The hex secret may be followed by comment lines (sample's mark of a
+	// secret made with --insecure-seed).
+	t := b
+	if first, rest, ok := bytes.Cut(b, []byte("\n")); ok && bytes.HasPrefix(bytes.TrimSpace(rest), []byte("#")) {
+		t = first
+	}
+	if t = bytes.TrimSpace(t); len(t) == 64 {
 		if _, err := hex.DecodeString(string(t)); err == nil {
 			return Secret
 		}

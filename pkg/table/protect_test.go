@@ -17,6 +17,7 @@ func TestIsKeyMaterialJudgesByContent(t *testing.T) {
 	writeRows(t, p("release.parquet"), []string{"a"}, [][]string{{"1"}}, Meta{"stage": "perturb"}, WriteOptions{})
 	writeRows(t, p("sample.csv"), []string{"a"}, [][]string{{"1"}}, Meta{"stage": "sample"}, WriteOptions{})
 	os.WriteFile(p("s.secret"), []byte(strings.Repeat("ab", 32)+"\n"), 0o600)
+	os.WriteFile(p("marked.secret"), []byte(strings.Repeat("ab", 32)+"\n# pramkit: made with --insecure-seed, FOR TESTS ONLY: anyone who knows the seed can recompute this secret\n"), 0o600)
 	raw := []byte(strings.Repeat("k", 31) + "\x00")
 	os.WriteFile(p("raw.prf"), raw, 0o600)
 	os.WriteFile(p("text32.csv"), []byte("a,b\n"+strings.Repeat("1,2\n", 7)), 0o644) // 32 bytes of text
@@ -30,6 +31,7 @@ func TestIsKeyMaterialJudgesByContent(t *testing.T) {
 		{"k.csv", KeyFile},
 		{"k.csv.meta.json", KeySidecar},
 		{"s.secret", Secret},
+		{"marked.secret", Secret},
 		{"raw.prf", RawKey},
 		{"release.parquet", NotKey},
 		{"sample.csv", NotKey},

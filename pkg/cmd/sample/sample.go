@@ -47,6 +47,9 @@ type Options struct {
 	Output cli.Output
 	Seed   cli.Seed
 	cmd    *cobra.Command
+
+	// insecureSecret: the --secret file carries sample.InsecureMark.
+	insecureSecret bool
 }
 
 // NewCmd builds the command; runF replaces the run function in tests.
@@ -151,9 +154,13 @@ func (o *Options) secret() ([]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("cannot read the secret %s: %w; check the path, or create one with --new-secret", o.Secret, unwrap(err))
 		}
-		s, err := sample.ParseSecret(b)
+		s, insecure, err := sample.ParseSecretFile(b)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", o.Secret, err)
+		}
+		if insecure {
+			o.Streams.Warnf("sample", "%s was made with --insecure-seed: anyone who knows the seed can recompute it and the sample; never publish what it samples", o.Secret)
+			o.insecureSecret = true
 		}
 		return s, nil
 	}
@@ -164,7 +171,11 @@ func (o *Options) secret() ([]byte, error) {
 		}
 		// Written whole or not at all (an interrupted run leaves no half
 		// secret), owner-only, and never over an existing file.
-		err := table.WriteFile(o.NewSecret, sample.FormatSecret(s), table.WriteOptions{Perm: 0o600, NoClobber: true, Flag: "--new-secret", Inputs: []string{o.Input}})
+		content := sample.FormatSecret(s)
+		if o.Seed.Insecure {
+			content = sample.FormatInsecureSecret(s)
+		}
+		err := table.WriteFile(o.NewSecret, content, table.WriteOptions{Perm: 0o600, NoClobber: true, Flag: "--new-secret", Inputs: []string{o.Input}})
 		if err != nil {
 			return nil, fmt.Errorf("cannot create the secret: %w", err)
 		}
@@ -472,6 +483,9 @@ func runSample(o *Options, secret []byte) error {
 	meta := in.Meta().Clone()
 	cli.CarryInsecureSeed(o.Streams, "sample", in.Name(), meta, meta)
 	o.Seed.Mark(meta)
+	if o.insecureSecret {
+		meta[cli.InsecureSeedKey] = "true"
+	}
 	meta["stage"] = "sample"
 	meta.SetInt("n", n)
 	meta.SetInt("m", m)
