@@ -136,14 +136,8 @@ func BenchmarkReadArrow(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	for {
-		rec, err := r.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err := w.Write(rec); err != nil {
-			b.Fatal(err)
-		}
+	if err := EachBatch(r, func(rec arrow.RecordBatch, _ int64) error { return w.Write(rec) }); err != nil {
+		b.Fatal(err)
 	}
 	if err := w.Commit(); err != nil {
 		b.Fatal(err)
