@@ -194,6 +194,9 @@ func TestREADMEWalkthrough(t *testing.T) {
 	)
 	out, err := cmd.CombinedOutput()
 	if err == nil {
+		if testing.Verbose() {
+			t.Logf("the walkthrough's output:\n%s", out)
+		}
 		return
 	}
 	where := "README.md"
