@@ -19,7 +19,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/pramkit/pramkit/internal/adulttest"
+	"github.com/pramkit/pramkit/pkg/cli"
 	"github.com/pramkit/pramkit/pkg/cmd/anonymize"
 	"github.com/pramkit/pramkit/pkg/cmd/decrypt"
 	"github.com/pramkit/pramkit/pkg/cmd/encrypt"
@@ -50,8 +53,10 @@ func TestMain(m *testing.M) {
 
 // block is one runnable fenced block of the README.
 type block struct {
-	line  int // README line of its first command
-	lines []string
+	line    int    // README line of its first command
+	section string // first word of the "## " heading it is under
+	first   bool   // the section's first runnable block
+	lines   []string
 }
 
 // runnable returns the README's ```sh blocks in order. Any other fence
@@ -59,14 +64,18 @@ type block struct {
 func runnable(text string) ([]block, error) {
 	var out []block
 	var cur *block
+	section, first := "", false
 	sc := bufio.NewScanner(strings.NewReader(text))
 	for n := 1; sc.Scan(); n++ {
 		line := sc.Text()
 		trimmed := strings.TrimSpace(line)
 		switch {
+		case cur == nil && strings.HasPrefix(line, "## "):
+			section, first = strings.Fields(line)[1], true
 		case cur == nil && strings.HasPrefix(trimmed, "```"):
 			if strings.TrimSpace(strings.TrimPrefix(trimmed, "```")) == "sh" {
-				cur = &block{line: n + 1}
+				cur = &block{line: n + 1, section: section, first: first}
+				first = false
 			} else {
 				// Skip a non-runnable block up to its closing fence.
 				for n++; sc.Scan(); n++ {
@@ -166,50 +175,111 @@ func TestREADMEWalkthrough(t *testing.T) {
 	}
 	must(t, os.WriteFile(filepath.Join(data, "codebook.json"), cb, 0o644))
 
-	// One script: the ERR trap writes the failing line, which lineOf maps
-	// back to the README.
-	failed := filepath.Join(dir, "failed-line")
-	var script strings.Builder
-	lineOf := map[int]int{}
-	emit := func(s string, readmeLine int) {
-		script.WriteString(s + "\n")
-		lineOf[strings.Count(script.String(), "\n")] = readmeLine
-	}
-	emit("set -euo pipefail", 0)
-	emit(fmt.Sprintf("trap 'echo $LINENO > %q' ERR", failed), 0)
+	// Where a tool's section begins, the session's folder is copied: that
+	// tool's --help examples continue the walkthrough from there (estimate's,
+	// which also query the anonymized and local releases, from its end).
+	snaps := filepath.Join(dir, "snap")
+	must(t, os.Mkdir(snaps, 0o755))
+	var sess session
 	for _, b := range blocks {
-		emit(fmt.Sprintf(": README.md:%d", b.line), b.line)
+		if _, ok := tools[b.section]; ok && b.first {
+			sess.add(fmt.Sprintf("cp -a . %q", filepath.Join(snaps, b.section)), "")
+		}
 		for i, l := range b.lines {
-			emit(l, b.line+i)
+			sess.add(l, fmt.Sprintf("README.md:%d", b.line+i))
 		}
 	}
+	sess.add(fmt.Sprintf("cp -a . %q", filepath.Join(snaps, "estimate")), "")
+	env := []string{"PATH=" + bin + string(os.PathListSeparator) + os.Getenv("PATH"), "HOME=" + filepath.Join(dir, "home")}
+	sess.run(t, bash, work, append(env, "XDG_STATE_HOME="+filepath.Join(dir, "state")), "the walkthrough")
+	if t.Failed() {
+		return
+	}
+
+	// The --help examples: each "$ " line (and its "\" continuations) is a
+	// command; other lines are comments or printed output.
+	for _, name := range []string{"sample", "encrypt", "perturb", "decrypt", "estimate", "anonymize"} {
+		t.Run("help-"+name, func(t *testing.T) {
+			folder := filepath.Join(snaps, name)
+			if _, err := os.Stat(folder); err != nil {
+				t.Fatalf("README.md: no section \"## %s\" with a runnable block to start %s's --help examples from", name, name)
+			}
+			var sess session
+			cont := false
+			for i, l := range strings.Split(newCmd[name]().Example, "\n") {
+				l = strings.TrimSpace(l)
+				where := fmt.Sprintf("%s --help, example line %d", name, i+1)
+				switch {
+				case cont:
+					sess.add(l, where)
+				case strings.HasPrefix(l, "$ "):
+					sess.add(strings.TrimPrefix(l, "$ "), where)
+				default:
+					continue
+				}
+				cont = strings.HasSuffix(l, "\\")
+			}
+			if len(sess.lines) == 0 {
+				t.Fatalf("%s --help has no example", name)
+			}
+			sess.run(t, bash, folder, append(env, "XDG_STATE_HOME="+filepath.Join(folder, ".state")), name+"'s --help examples")
+		})
+	}
+}
+
+// newCmd builds each tool's command, for its --help examples.
+var newCmd = map[string]func() *cobra.Command{
+	"sample":    func() *cobra.Command { return sample.NewCmd(cli.StdStreams(), nil) },
+	"encrypt":   func() *cobra.Command { return encrypt.NewCmd(cli.StdStreams(), nil) },
+	"perturb":   func() *cobra.Command { return perturb.NewCmd(cli.StdStreams(), nil) },
+	"decrypt":   func() *cobra.Command { return decrypt.NewCmd(cli.StdStreams(), nil) },
+	"estimate":  func() *cobra.Command { return estimate.NewCmd(cli.StdStreams(), nil) },
+	"anonymize": func() *cobra.Command { return anonymize.NewCmd(cli.StdStreams(), nil) },
+}
+
+// session is a shell script built line by line, each line labelled with
+// where it comes from.
+type session struct {
+	lines []string
+	where []string
+}
+
+func (s *session) add(line, where string) {
+	s.lines = append(s.lines, line)
+	s.where = append(s.where, where)
+}
+
+// run runs the session in dir under bash -euo pipefail, with env added to
+// the environment. On failure it names the source of the failing command
+// (its ERR trap records the line) and shows the end of the output.
+func (s *session) run(t *testing.T, bash, dir string, env []string, what string) {
+	t.Helper()
+	failed := filepath.Join(t.TempDir(), "failed-line")
+	const head = 2 // lines before the session's first
+	script := fmt.Sprintf("set -euo pipefail\ntrap 'echo $LINENO > %q' ERR\n", failed) + strings.Join(s.lines, "\n") + "\n"
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bash, "-c", script.String(), "walkthrough")
-	cmd.Dir = work
-	cmd.Env = append(os.Environ(),
-		"PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"),
-		"HOME="+filepath.Join(dir, "home"),
-		"XDG_STATE_HOME="+filepath.Join(dir, "state"),
-	)
+	cmd := exec.CommandContext(ctx, bash, "-c", script, "walkthrough")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
 	out, err := cmd.CombinedOutput()
 	if err == nil {
 		if testing.Verbose() {
-			t.Logf("the walkthrough's output:\n%s", out)
+			t.Logf("%s, output:\n%s", what, out)
 		}
 		return
 	}
-	where := "README.md"
+	where := what
 	if b, rerr := os.ReadFile(failed); rerr == nil {
-		if n, aerr := strconv.Atoi(strings.TrimSpace(string(b))); aerr == nil && lineOf[n] > 0 {
-			where = fmt.Sprintf("README.md:%d", lineOf[n])
+		if n, aerr := strconv.Atoi(strings.TrimSpace(string(b))); aerr == nil && n > head && n-head <= len(s.where) && s.where[n-head-1] != "" {
+			where = s.where[n-head-1]
 		}
 	}
 	tail := string(out)
 	if len(tail) > 4000 {
 		tail = "…" + tail[len(tail)-4000:]
 	}
-	t.Fatalf("%s: the walkthrough command here failed (%v); its output, last part:\n%s", where, err, tail)
+	t.Errorf("%s: this command of %s failed (%v); the output, last part:\n%s", where, what, err, tail)
 }
 
 func must(t *testing.T, err error) {
