@@ -152,23 +152,11 @@ func TestREADMEWalkthrough(t *testing.T) {
 	}
 
 	dir := t.TempDir()
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(dir, "bin")
-	must(t, os.Mkdir(bin, 0o755))
-	for name := range tools {
-		must(t, os.Symlink(self, filepath.Join(bin, name)))
-	}
+	bin := toolBin(t)
 	work := filepath.Join(dir, "pramkit")
 	data := filepath.Join(work, "testdata", "adult")
 	must(t, os.MkdirAll(data, 0o755))
-	csv, err := os.ReadFile(adulttest.WriteCSV(t, adulttest.Load(t, "data")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	must(t, os.WriteFile(filepath.Join(data, "adult.csv"), csv, 0o644))
+	must(t, os.Rename(adultCSV(t), filepath.Join(data, "adult.csv")))
 	cb, err := os.ReadFile(filepath.Join(root, "testdata", "adult", "codebook.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -227,6 +215,66 @@ func TestREADMEWalkthrough(t *testing.T) {
 	}
 }
 
+// TestDemo runs scripts/demo.sh (make demo) with its output going to a
+// pipe, as into a log file: it must succeed, print no terminal escape
+// codes, describe the default estimator as it is, and print no note twice.
+func TestDemo(t *testing.T) {
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("bash not found")
+	}
+	dir := t.TempDir()
+	var sess session
+	sess.add("bash scripts/demo.sh", "scripts/demo.sh")
+	out := sess.run(t, bash, adulttest.RepoRoot(t), []string{
+		"PRAMKIT_BIN=" + toolBin(t),
+		"DEMO_OUT=" + filepath.Join(dir, "demo"),
+		"ADULT_CSV=" + adultCSV(t),
+		"HOME=" + filepath.Join(dir, "home"),
+		"XDG_STATE_HOME=" + filepath.Join(dir, "state"),
+	}, "make demo")
+	if t.Failed() {
+		return
+	}
+	if i := strings.IndexByte(out, 0x1b); i >= 0 {
+		t.Errorf("the demo's log holds a terminal escape code: %q", out[max(0, i-20):min(len(out), i+40)])
+	}
+	if strings.Contains(out, "by EM") {
+		t.Error("the demo says the default estimator is EM; it is the exact maximum likelihood in closed form")
+	}
+	seen := map[string]bool{}
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, "anonymize: ") {
+			if seen[l] {
+				t.Errorf("the demo prints this note twice: %s", l)
+			}
+			seen[l] = true
+		}
+	}
+}
+
+// toolBin returns a folder of links named after the tools, to this test
+// binary (TestMain runs the tool a link is named after).
+func toolBin(t *testing.T) string {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := t.TempDir()
+	for name := range tools {
+		must(t, os.Symlink(self, filepath.Join(bin, name)))
+	}
+	return bin
+}
+
+// adultCSV writes Adult's training data as scripts/fetch-adult.sh derives
+// adult.csv, and returns its path.
+func adultCSV(t *testing.T) string {
+	t.Helper()
+	return adulttest.WriteCSV(t, adulttest.Load(t, "data"))
+}
+
 // newCmd builds each tool's command, for its --help examples.
 var newCmd = map[string]func() *cobra.Command{
 	"sample":    func() *cobra.Command { return sample.NewCmd(cli.StdStreams(), nil) },
@@ -252,7 +300,7 @@ func (s *session) add(line, where string) {
 // run runs the session in dir under bash -euo pipefail, with env added to
 // the environment. On failure it names the source of the failing command
 // (its ERR trap records the line) and shows the end of the output.
-func (s *session) run(t *testing.T, bash, dir string, env []string, what string) {
+func (s *session) run(t *testing.T, bash, dir string, env []string, what string) string {
 	t.Helper()
 	failed := filepath.Join(t.TempDir(), "failed-line")
 	const head = 2 // lines before the session's first
@@ -267,7 +315,7 @@ func (s *session) run(t *testing.T, bash, dir string, env []string, what string)
 		if testing.Verbose() {
 			t.Logf("%s, output:\n%s", what, out)
 		}
-		return
+		return string(out)
 	}
 	where := what
 	if b, rerr := os.ReadFile(failed); rerr == nil {
@@ -280,6 +328,7 @@ func (s *session) run(t *testing.T, bash, dir string, env []string, what string)
 		tail = "…" + tail[len(tail)-4000:]
 	}
 	t.Errorf("%s: this command of %s failed (%v); the output, last part:\n%s", where, what, err, tail)
+	return string(out)
 }
 
 func must(t *testing.T, err error) {
