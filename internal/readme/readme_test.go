@@ -253,6 +253,41 @@ func TestDemo(t *testing.T) {
 	}
 }
 
+// TestMillerRecipe runs the README's Miller recipe for reading CSV that
+// starts with a #pramkit line (sample's standard output) with the
+// installed mlr. Miller 6.6 (Debian) fails on --icsv --skip-comments and
+// reads it with --icsvlite.
+func TestMillerRecipe(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join(adulttest.RepoRoot(t), "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	recipes := regexp.MustCompile("`(mlr --[^`]+)`").FindAllStringSubmatch(string(readme), -1)
+	if len(recipes) == 0 {
+		t.Fatal("README.md: no Miller recipe (`mlr --…`) for CSV with a #pramkit line")
+	}
+	mlr, err := exec.LookPath("mlr")
+	if err != nil {
+		t.Skip("mlr not installed (apt-get install miller)")
+	}
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("bash not found")
+	}
+	dir := t.TempDir()
+	csv := filepath.Join(dir, "in.csv")
+	must(t, os.WriteFile(csv, []byte("sex,income\nF,>50K\nM,<=50K\nF,<=50K\n"), 0o644))
+	for _, r := range recipes {
+		cmd := exec.Command(bash, "-c", "set -euo pipefail; sample --fraction 1 in.csv 2>/dev/null | "+r[1]+" --ojson cat")
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "PATH="+toolBin(t)+string(os.PathListSeparator)+filepath.Dir(mlr)+string(os.PathListSeparator)+os.Getenv("PATH"))
+		out, err := cmd.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), `"income": "<=50K"`) {
+			t.Errorf("README.md: the recipe %q does not read sample's output with the installed mlr (%v):\n%s", r[1], err, out)
+		}
+	}
+}
+
 // toolBin returns a folder of links named after the tools, to this test
 // binary (TestMain runs the tool a link is named after).
 func toolBin(t *testing.T) string {
