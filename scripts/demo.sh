@@ -1,16 +1,27 @@
 #!/usr/bin/env bash
 # make demo: the pramkit toolchain on UCI Adult, step by step.
+#
+# PRAMKIT_BIN (default bin), DEMO_OUT (default out/demo) and ADULT_CSV
+# (default: scripts/fetch-adult.sh, then testdata/adult/adult.csv) let the
+# tests run it elsewhere (internal/readme).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-B=bin
-D=out/demo
+B=${PRAMKIT_BIN:-bin}
+D=${DEMO_OUT:-out/demo}
 rm -rf "$D"; mkdir -p "$D"
-bash scripts/fetch-adult.sh
+if [[ -n ${ADULT_CSV:-} ]]; then
+  T=$ADULT_CSV
+else
+  bash scripts/fetch-adult.sh
+  T=testdata/adult/adult.csv
+fi
 CB=testdata/adult/codebook.json
-step() { printf '\n\033[1m$ %s\033[0m\n' "$*"; "$@"; }
+# Commands in bold on a terminal only: a log file gets no escape codes.
+if [[ -t 1 ]]; then bold=$'\033[1m' plain=$'\033[0m'; else bold='' plain=''; fi
+step() { printf '\n%s$ %s%s\n' "$bold" "$*" "$plain"; "$@"; }
 
 echo "== Plan: how many rows to sample for epsilon = 1 (education x income, K = 16 x 2 = 32)"
-step "$B/sample" --plan --epsilon 1 --codebook "$CB" --columns education,income testdata/adult/adult.csv
+step "$B/sample" --plan --epsilon 1 --codebook "$CB" --columns education,income "$T"
 
 echo
 echo "== Two curators share a secret and sample the same people"
@@ -18,9 +29,9 @@ step "$B/sample" --new-secret "$D/shared.secret"
 # m* depends only on n, epsilon and the JOINT domain size K = 32, so both
 # curators compute the same m without talking to each other.
 step "$B/sample" --secret "$D/shared.secret" -m optimal --epsilon 1 --domain-size 32 \
-  --columns education testdata/adult/adult.csv -o "$D/alice.sample.csv"
+  --columns education "$T" -o "$D/alice.sample.csv"
 step "$B/sample" --secret "$D/shared.secret" -m optimal --epsilon 1 --domain-size 32 \
-  --columns income testdata/adult/adult.csv -o "$D/bob.sample.csv"
+  --columns income "$T" -o "$D/bob.sample.csv"
 echo; echo "first rows of each curator's sample (same people, row by row):"
 paste -d, <(head -6 "$D/alice.sample.csv") <(head -6 "$D/bob.sample.csv")
 echo; echo "metadata: $(cat "$D/alice.sample.csv.meta.json")"
@@ -58,11 +69,10 @@ paste -d'|' <(paste -d, "$D/alice.sample.csv" "$D/bob.sample.csv") "$D/sanitized
 echo "metadata for estimate: n=$(item n) m=$(item m) K=$(item K) gamma=$(item gamma) epsilon=$(item epsilon) releases=$(item releases)"
 
 echo
-echo "== The researcher estimates the joint distribution (maximum likelihood by EM, the default)"
+echo "== The researcher estimates the joint distribution (exact maximum likelihood, the default)"
 # --truth: the curators' original tables (here both columns come from
 # adult.csv), joined by position, only to show the error; a real researcher
 # does not have them.
-T=testdata/adult/adult.csv
 step "$B/estimate" --truth "$T" "$D/sanitized.csv" -o "$D/joint.csv"
 show() { # estimate's table: labels, estimate, observed, count, ci_low, ci_high, truth
   awk -F, -v labels="$2" 'NR==1{for(i=1;i<=labels;i++) printf "  %-13s", $i; printf "%9s %9s %9s   %s\n", "estimate", "observed", "truth", "95% interval"; next}

@@ -151,7 +151,7 @@ without -o read the table once in constant memory.`,
 
   # publish Adult with occupation ℓ′-diverted, then ask a count query
   $ anonymize --sensitive occupation --l 5 --codebook codebook.json adult.csv -o adult.l5.csv
-  anonymize: left out 1 row chosen at random so that N = 32560 is a multiple of ℓ′ = 5
+  anonymize: adult.l5.csv: left out 1 row chosen at random so that N = 32560 is a multiple of ℓ′ = 5
   $ estimate --query 'sex=Female,occupation=Sales' adult.l5.csv
 
   # utility and privacy per value for ε = 0.3

@@ -53,18 +53,34 @@ func (o *Options) meta(cb *codebook.Codebook, mech string, n int64, drop int, mi
 	return meta, nil
 }
 
-// notes tells on stderr which rows were left out.
+// notes tells on stderr which rows were left out of the publication. Each
+// line names the publication: two runs (A′ and Anatomy of one table, as in
+// make demo) leave out different random rows, and two identical lines
+// read as one message printed twice.
 func (o *Options) notes(d *dataset, drop int, n int64) {
+	out := o.outName()
 	if d.missing > 0 {
-		fmt.Fprintf(o.Streams.Err, "anonymize: left out %d rows with a missing sensitive value (--missing drop)\n", d.missing)
+		fmt.Fprintf(o.Streams.Err, "anonymize: %s: left out %s with a missing sensitive value (--missing drop)\n", out, rowCount(d.missing))
 	}
 	if drop > 0 {
-		rows := "rows"
-		if drop == 1 {
-			rows = "row"
-		}
-		fmt.Fprintf(o.Streams.Err, "anonymize: left out %d %s chosen at random so that N = %d is a multiple of ℓ′ = %d\n", drop, rows, n, o.L)
+		fmt.Fprintf(o.Streams.Err, "anonymize: %s: left out %s chosen at random so that N = %d is a multiple of ℓ′ = %d\n", out, rowCount(int64(drop)), n, o.L)
 	}
+}
+
+// rowCount is "1 row" or "N rows".
+func rowCount(n int64) string {
+	if n == 1 {
+		return "1 row"
+	}
+	return fmt.Sprintf("%d rows", n)
+}
+
+// outName names the publication in notes: the -o file, else standard output.
+func (o *Options) outName() string {
+	if o.Output.Path == "" || o.Output.Path == "-" {
+		return "standard output"
+	}
+	return o.Output.Path
 }
 
 // readRows reads the whole table into memory for publishing, and checks
@@ -460,7 +476,7 @@ func (o *Options) runGlobal(in table.Reader, cb *codebook.Codebook) error {
 		return fmt.Errorf("%s has no data rows: nothing to anonymize", in.Name())
 	}
 	if missing > 0 {
-		fmt.Fprintf(o.Streams.Err, "anonymize: left out %d rows with a missing sensitive value (--missing drop)\n", missing)
+		fmt.Fprintf(o.Streams.Err, "anonymize: %s: left out %s with a missing sensitive value (--missing drop)\n", o.outName(), rowCount(missing))
 	}
 	if in.RowsRead() == missing {
 		return fmt.Errorf("%s: every row has a missing sensitive value and --missing drop removed them all: nothing to anonymize", in.Name())

@@ -59,7 +59,8 @@ Release and keys are read in lockstep, so memory does not grow with m.`,
   $ decrypt --key bob.key --key alice.key release.parquet | estimate --method mle
 
   # a curator checks a key against the encrypted file before sending it
-  $ decrypt --unperturbed --key alice.key alice.enc.parquet | head`,
+  # (CSV: the encrypted file is Parquet, and so would be the output)
+  $ decrypt --unperturbed --key alice.key alice.enc.parquet -o alice.check.csv`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: cli.RunE(opts, func(c *cobra.Command, args []string) {
 			opts.cmd, opts.Input = c, cli.FirstArg(args)

@@ -88,8 +88,9 @@ with the other curators'.`,
   $ perturb --epsilon 1 alice.enc.parquet bob.enc.parquet -o release.parquet
   $ decrypt --key alice.key --key bob.key release.parquet -o sanitized.csv
 
-  # compact keys with PRF pads (computational secrecy)
-  $ encrypt --codebook codebook.json --prf-key alice.prf --key-out alice.key alice.sample.csv -o alice.enc.parquet`,
+  # compact keys with PRF pads (computational secrecy) from a 32-byte secret
+  $ head -c 32 /dev/urandom > alice.prf && chmod 600 alice.prf
+  $ encrypt --codebook codebook.json --prf-key alice.prf --key-out alice.prf.key alice.sample.csv -o alice.prf.enc.parquet`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: cli.RunE(opts, func(c *cobra.Command, args []string) {
 			opts.cmd, opts.Input = c, cli.FirstArg(args)

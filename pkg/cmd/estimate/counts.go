@@ -86,7 +86,7 @@ satisfying P (and its tensor form for several sensitive values).`
   $ estimate --query 'sex=Female,occupation=Sales' adult.l5.csv
   query,estimate,iterations
   "sex=Female,occupation=Sales",1298.05,1
-  $ estimate --queries queries.csv --truth adult.csv -o answers.csv adult.l5.csv
+  $ estimate --codebook codebook.json --queries queries.csv --truth adult.csv -o answers.csv adult.l5.csv
   $ estimate --codebook codebook.json --query 'age=25-34,occupation=Craft-repair' adult.l5.csv`
 )
 

@@ -66,13 +66,18 @@ never under-counts. --no-ledger skips the ledger, with a warning.`
 	gammaExample = `  # the server joins Alice's and Bob's ciphertexts and perturbs them for ε = 1
   $ perturb --epsilon 1 alice.enc.parquet bob.enc.parquet -o release.parquet
 
-  # or choose γ directly; ε is computed from n, m and γ and recorded
-  $ perturb --gamma 20 alice.enc.parquet bob.enc.parquet -o release.parquet
+  # releasing the same sample again is refused (the ledger remembers it),
+  # unless asked for: ε composes; --gamma chooses γ directly
+  $ perturb --allow-recompose --gamma 20 alice.enc.parquet bob.enc.parquet -o release2.parquet
 
-  # straight from a curator's pipe (- is standard input)
-  $ sample --secret s.secret -m 2057 --columns education adult.csv \
-      | encrypt --codebook codebook.json --key-out alice.key \
-      | perturb --epsilon 1 - bob.enc.parquet -o release.parquet`
+  # a new sample (another secret), Alice's side straight from her pipe
+  # (- is standard input)
+  $ sample --new-secret new.secret
+  $ sample --secret new.secret -m 2057 bob.csv \
+      | encrypt --codebook codebook.json --key-out bob.new.key -o bob.new.enc.parquet
+  $ sample --secret new.secret -m 2057 alice.csv \
+      | encrypt --codebook codebook.json --key-out alice.new.key \
+      | perturb --epsilon 1 - bob.new.enc.parquet -o release.new.parquet`
 )
 
 func addGammaFlags(cmd *cobra.Command, o *gammaOptions) {
