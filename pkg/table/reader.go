@@ -82,8 +82,11 @@ func Open(path string, opt ReadOptions) (Reader, error) {
 		// pair into place: the two are from the same commit. A FIFO or a
 		// device is a stream: no sidecar, and no lock held while opening
 		// it blocks.
+		// A path that does not exist yet is locked too: a writer may
+		// publish its first pair between the Stat and the Open, and the
+		// reader must not see the data without its sidecar.
 		unlock := func() {}
-		if st, err := os.Stat(path); err == nil && st.Mode().IsRegular() {
+		if st, err := os.Stat(path); err != nil || st.Mode().IsRegular() {
 			unlock = lockDir(path, false)
 		}
 		f, err := os.Open(path)
