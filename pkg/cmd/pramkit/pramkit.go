@@ -100,9 +100,9 @@ func usage(w io.Writer) {
 // a tool was called.
 func Command(s *cli.Streams) *cobra.Command {
 	root := &cobra.Command{
-		Use:     Name + " <tool> [flags] [files]",
+		Use:     Name + " TOOL [flags] [files]",
 		Short:   "Private release of statistics from census-like tables",
-		Long:    "pramkit holds the tools sample, encrypt, perturb, decrypt, estimate and anonymize in one binary. Call a tool as 'pramkit <tool>' or by its own name (bin/sample is a link to bin/pramkit).",
+		Long:    "pramkit holds the tools sample, encrypt, perturb, decrypt, estimate and anonymize in one binary. Call a tool as 'pramkit TOOL' or by its own name (bin/sample is a link to bin/pramkit).",
 		Version: version.String(),
 	}
 	root.CompletionOptions.DisableDefaultCmd = true
