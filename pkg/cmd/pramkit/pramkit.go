@@ -66,6 +66,9 @@ func Dispatch(argv []string, s *cli.Streams) int {
 		return cli.Run(Command(s), argv, s)
 	}
 	t, ok := tools.Lookup(argv[0])
+	if !ok && strings.HasPrefix(argv[0], "-") {
+		return usageError(s, fmt.Sprintf("unknown flag %q: the tool comes first, as in '%s sample --help'; the tools are %s", argv[0], Name, strings.Join(tools.Names(), ", ")))
+	}
 	if !ok {
 		return usageError(s, fmt.Sprintf("unknown tool %q; the tools are %s (run '%s help')", argv[0], strings.Join(tools.Names(), ", "), Name))
 	}
