@@ -63,8 +63,34 @@ func Dir(t testing.TB) string {
 	if os.Getenv("CI") != "" {
 		t.Fatal(msg)
 	}
+	recordSkip(t)
 	t.Skip(msg)
 	return ""
+}
+
+// SkipLogEnv names the file to which each test skipped for want of Adult
+// appends its name, one line per test. `make test` sets it and counts the
+// lines, so the skips, buried in go test's output, end in one visible line.
+const SkipLogEnv = "PRAMKIT_ADULT_SKIPS"
+
+// recordSkip appends t's name to the file named by $PRAMKIT_ADULT_SKIPS.
+// Test binaries run in parallel; one short O_APPEND write per line keeps
+// their lines whole.
+func recordSkip(t testing.TB) {
+	path := os.Getenv(SkipLogEnv)
+	if path == "" {
+		return
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err == nil {
+		_, err = f.WriteString(t.Name() + "\n")
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		t.Logf("adulttest: recording the skip in $%s: %v", SkipLogEnv, err)
+	}
 }
 
 // Load returns the rows of adult.data (file "data") or adult.test (file

@@ -19,24 +19,21 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/pramkit/pramkit/internal/adulttest"
-	"github.com/pramkit/pramkit/pkg/cmd/anonymize"
-	"github.com/pramkit/pramkit/pkg/cmd/decrypt"
-	"github.com/pramkit/pramkit/pkg/cmd/encrypt"
-	"github.com/pramkit/pramkit/pkg/cmd/estimate"
-	"github.com/pramkit/pramkit/pkg/cmd/perturb"
-	"github.com/pramkit/pramkit/pkg/cmd/sample"
+	"github.com/pramkit/pramkit/pkg/cmd/pramkit"
+	"github.com/pramkit/pramkit/pkg/cmd/tools"
 	"github.com/pramkit/pramkit/pkg/table"
 )
 
+// TestMain maps each tool's name to its Main from the table that the
+// pramkit binary also dispatches on (pkg/cmd/tools), plus pramkit itself.
 func TestMain(m *testing.M) {
-	testscript.Main(m, map[string]func(){
-		"sample":    func() { os.Exit(sample.Main()) },
-		"encrypt":   func() { os.Exit(encrypt.Main()) },
-		"perturb":   func() { os.Exit(perturb.Main()) },
-		"decrypt":   func() { os.Exit(decrypt.Main()) },
-		"estimate":  func() { os.Exit(estimate.Main()) },
-		"anonymize": func() { os.Exit(anonymize.Main()) },
-	})
+	cmds := map[string]func(){
+		pramkit.Name: func() { os.Exit(pramkit.Main()) },
+	}
+	for _, t := range tools.All {
+		cmds[t.Name] = func() { os.Exit(t.Main()) }
+	}
+	testscript.Main(m, cmds)
 }
 
 // TestScripts runs every testdata/script/*.txtar. $ADULT is the folder
