@@ -35,7 +35,7 @@ type GammaDiagonal struct {
 }
 
 // Encode stores the release's items (not the columns, pad kind or codebook,
-// which encfile and decrypt write).
+// which ReadColumns/SetColumns and decrypt write).
 func (g GammaDiagonal) Encode(meta table.Meta) {
 	meta["stage"] = g.Stage
 	meta["mechanism"] = MechanismGamma

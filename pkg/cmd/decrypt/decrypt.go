@@ -9,7 +9,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pramkit/pramkit/pkg/cli"
-	"github.com/pramkit/pramkit/pkg/cmd/encrypt/encfile"
 	"github.com/pramkit/pramkit/pkg/codebook"
 	"github.com/pramkit/pramkit/pkg/pad"
 	"github.com/pramkit/pramkit/pkg/release"
@@ -78,11 +77,11 @@ func Main() int { return cli.Run(NewCmd(cli.StdStreams(), nil), os.Args[1:], cli
 // key is one curator's key file.
 type key struct {
 	r    table.Reader
-	cols []encfile.Column
+	cols []release.Column
 	cb   *codebook.Codebook
 	// deriver computes PRF pads; nil for one-time pads stored in the file.
 	deriver *pad.Deriver
-	cur     *encfile.Cursor
+	cur     *table.Cursor
 	block   [][]uint32 // pads of the current block, one slice per key column
 }
 
@@ -110,8 +109,8 @@ func run(o *Options) error {
 	if err := o.checkStage(rel); err != nil {
 		return err
 	}
-	var smp encfile.Sample
-	if meta["stage"] == encfile.StagePerturb {
+	var smp release.Sample
+	if meta["stage"] == release.StagePerturb {
 		// γ, ε, n, m, K and the release counter, typed and checked
 		// against each other, so that an edited release is refused
 		// here rather than estimated with the wrong γ.
@@ -120,10 +119,10 @@ func run(o *Options) error {
 			return err
 		}
 		smp = g.Sample
-	} else if smp, err = encfile.ReadSample(meta, name, "the release was not written by perturb; decrypt reads perturb's output"); err != nil {
+	} else if smp, err = release.ReadSample(meta, name, "the release was not written by perturb; decrypt reads perturb's output"); err != nil {
 		return err
 	}
-	cols, err := encfile.ReadColumns(meta, name, "the release was not written by perturb; decrypt reads perturb's output")
+	cols, err := release.ReadColumns(meta, name, "the release was not written by perturb; decrypt reads perturb's output")
 	if err != nil {
 		return err
 	}
@@ -151,7 +150,7 @@ func run(o *Options) error {
 		for i, kc := range k.cols {
 			j, ok := byName[kc.Name]
 			if !ok {
-				return fmt.Errorf("%s holds the pads of column %q, which %s does not have (its columns: %s): it is a key for another release; pass the keys of this release's curators", p, kc.Name, name, strings.Join(encfile.Names(cols), ", "))
+				return fmt.Errorf("%s holds the pads of column %q, which %s does not have (its columns: %s): it is a key for another release; pass the keys of this release's curators", p, kc.Name, name, strings.Join(release.Names(cols), ", "))
 			}
 			rc := cols[j]
 			switch {
@@ -191,7 +190,7 @@ func run(o *Options) error {
 	if err != nil {
 		return err
 	}
-	if meta["stage"] == encfile.StageEncrypt {
+	if meta["stage"] == release.StageEncrypt {
 		o.Streams.Warnf("decrypt", "%s was never perturbed: the output is the curators' plaintext sample, with no privacy protection; do not publish it", name)
 	}
 	outMeta := meta.Clone()
@@ -199,9 +198,9 @@ func run(o *Options) error {
 	for _, k := range keys {
 		cli.CarryInsecureSeed(o.Streams, "decrypt", k.r.Name(), k.r.Meta(), outMeta)
 	}
-	outMeta["stage"] = encfile.StageDecrypt
-	outMeta[encfile.KeyCodebook] = string(cbJSON)
-	schema := table.StringSchema(encfile.Names(cols))
+	outMeta["stage"] = release.StageDecrypt
+	outMeta[release.KeyCodebook] = string(cbJSON)
+	schema := table.StringSchema(release.Names(cols))
 	w, err := o.Streams.Create(o.Output, schema, outMeta, rel.Format(), append([]string{o.Input}, o.Keys...))
 	if err != nil {
 		return err
@@ -218,7 +217,7 @@ func run(o *Options) error {
 func (o *Options) checkStage(rel table.Reader) error {
 	name, meta := rel.Name(), rel.Meta()
 	switch stage := meta["stage"]; stage {
-	case encfile.StagePerturb:
+	case release.StagePerturb:
 		for _, item := range []string{"gamma", "epsilon", "mechanism"} {
 			if _, ok := meta[item]; !ok {
 				return fmt.Errorf("%s: no %q in the metadata: the release is damaged or incomplete, and estimate could not undo the perturbation; get the release again from the server (perturb writes it)", name, item)
@@ -228,12 +227,12 @@ func (o *Options) checkStage(rel table.Reader) error {
 			return cli.Usagef("--unperturbed is for encrypted tables that were never perturbed, and %s is a release: drop --unperturbed", name)
 		}
 		return nil
-	case encfile.StageEncrypt:
+	case release.StageEncrypt:
 		if !o.Unperturbed {
 			return fmt.Errorf("%s was never perturbed (stage encrypt, no \"gamma\" in the metadata): have the server perturb it (perturb --epsilon E), or pass --unperturbed to decrypt it as is, without any privacy protection", name)
 		}
 		return nil
-	case encfile.StageKey:
+	case release.StageKey:
 		return fmt.Errorf("%s is a key file: give the release as the argument and the keys with --key", name)
 	case "":
 		return fmt.Errorf("%s is not a pramkit release (no stage in the metadata): decrypt reads the output of perturb", name)
@@ -244,7 +243,7 @@ func (o *Options) checkStage(rel table.Reader) error {
 
 // openKey opens and checks one key file against the release's sampling.
 // Errors never quote key material.
-func openKey(o *Options, path string, smp encfile.Sample, relCols []encfile.Column, relName string) (*key, error) {
+func openKey(o *Options, path string, smp release.Sample, relCols []release.Column, relName string) (*key, error) {
 	r, err := o.Streams.Open(path)
 	if err != nil {
 		return nil, err
@@ -255,7 +254,7 @@ func openKey(o *Options, path string, smp encfile.Sample, relCols []encfile.Colu
 		return nil, err
 	}
 	meta := r.Meta()
-	if stage := meta["stage"]; stage != encfile.StageKey {
+	if stage := meta["stage"]; stage != release.StageKey {
 		if stage == "" {
 			stage = "none"
 		}
@@ -271,10 +270,10 @@ func openKey(o *Options, path string, smp encfile.Sample, relCols []encfile.Colu
 	if err := id.Match(smp, relCols, path, relName); err != nil {
 		return fail(err)
 	}
-	if k.cols, err = encfile.ReadColumns(meta, path, notKey); err != nil {
+	if k.cols, err = release.ReadColumns(meta, path, notKey); err != nil {
 		return fail(err)
 	}
-	cbText, ok := meta[encfile.KeyCodebook]
+	cbText, ok := meta[release.KeyCodebook]
 	if !ok {
 		return fail(fmt.Errorf("%s: no codebook in the metadata: %s", path, notKey))
 	}
@@ -287,16 +286,16 @@ func openKey(o *Options, path string, smp encfile.Sample, relCols []encfile.Colu
 			return fail(fmt.Errorf("%s: the codebook of column %q does not match its hash: %s", path, c.Name, notKey))
 		}
 	}
-	switch encfile.PadKind(k.cols) {
-	case encfile.PadOTP:
+	switch release.PadKind(k.cols) {
+	case release.PadOTP:
 		if n := r.NumRows(); n >= 0 && n != smp.M {
 			return fail(fmt.Errorf("%s has %d rows of pads but the release has m = %d rows: the key file is truncated or belongs to another release; use the key file encrypt wrote", path, n, smp.M))
 		}
-		if k.cur, err = encfile.NewCursor(r, encfile.Names(k.cols), encfile.Alphabets(k.cols), true); err != nil {
+		if k.cur, err = table.NewCursor(r, release.Names(k.cols), release.Alphabets(k.cols), true); err != nil {
 			return fail(err)
 		}
-	case encfile.PadPRF:
-		runKey, err := encfile.RunKeyFromMeta(meta, path)
+	case release.PadPRF:
+		runKey, err := release.RunKeyFromMeta(meta, path)
 		if err != nil {
 			return fail(err)
 		}
@@ -306,19 +305,19 @@ func openKey(o *Options, path string, smp encfile.Sample, relCols []encfile.Colu
 	default:
 		return fail(fmt.Errorf("%s mixes pad kinds: %s", path, notKey))
 	}
-	k.block = encfile.Block(len(k.cols), table.DefaultBatchSize)
+	k.block = table.Block(len(k.cols), table.DefaultBatchSize)
 	return k, nil
 }
 
 // decryptRows reads the release and the one-time-pad keys in lockstep, one
 // block of rows at a time, removes the pads and writes labels. Memory: one
 // batch per file plus blocks of 4 bytes per cell, whatever m is.
-func decryptRows(o *Options, rel table.Reader, cols []encfile.Column, keys []*key, slots []slot, labels [][]string, schema *arrow.Schema, w table.Writer, m int64) error {
-	cur, err := encfile.NewCursor(rel, encfile.Names(cols), encfile.Alphabets(cols), false)
+func decryptRows(o *Options, rel table.Reader, cols []release.Column, keys []*key, slots []slot, labels [][]string, schema *arrow.Schema, w table.Writer, m int64) error {
+	cur, err := table.NewCursor(rel, release.Names(cols), release.Alphabets(cols), false)
 	if err != nil {
 		return err
 	}
-	block := encfile.Block(len(cols), table.DefaultBatchSize)
+	block := table.Block(len(cols), table.DefaultBatchSize)
 	bb := table.NewBatchBuilder(schema)
 	defer bb.Release()
 	meter := o.Streams.Progress("decrypt: rows")
@@ -368,7 +367,7 @@ func decryptRows(o *Options, rel table.Reader, cols []encfile.Column, keys []*ke
 		if k.cur == nil {
 			continue
 		}
-		if got, err := k.cur.Read(encfile.Block(len(k.cols), 1)); err != nil {
+		if got, err := k.cur.Read(table.Block(len(k.cols), 1)); err != nil {
 			return err
 		} else if got > 0 {
 			return fmt.Errorf("%s has more rows of pads than the release's m = %d: it is a key for another release; pass the key written when this release's columns were encrypted", k.r.Name(), m)

@@ -7,7 +7,6 @@ import (
 	"math"
 	"strings"
 
-	"github.com/pramkit/pramkit/pkg/cmd/encrypt/encfile"
 	"github.com/pramkit/pramkit/pkg/codebook"
 	"github.com/pramkit/pramkit/pkg/estimate"
 	"github.com/pramkit/pramkit/pkg/pram"
@@ -190,19 +189,19 @@ func (o *Options) pramReleaseGamma(rel *pramRelease, meta table.Meta) error {
 	// product, which is γ-diagonal (pram.CombineGammas). That needs every
 	// γ_i: the "gammas" list, or for r = 2 Γ and the last γ.
 	var gammas []float64
-	if _, ok := meta[encfile.KeyGammas]; ok {
-		hist, err := encfile.ReadHistory(meta, name)
+	if _, ok := meta[release.KeyGammas]; ok {
+		hist, err := release.ReadHistory(meta, name)
 		if err != nil {
 			return err
 		}
 		gammas = hist.Gammas
 		if last := gammas[len(gammas)-1]; !o.cmd.Flags().Changed("gamma") && last != g {
-			return fmt.Errorf("%s: the metadata's γ = %v is not the last of its %q %v; the release was damaged: decrypt it again", name, g, encfile.KeyGammas, gammas)
+			return fmt.Errorf("%s: the metadata's γ = %v is not the last of its %q %v; the release was damaged: decrypt it again", name, g, release.KeyGammas, gammas)
 		}
 		gammas[len(gammas)-1] = g // --gamma overrides the last perturbation's γ
 	} else {
 		if r > 2 {
-			return fmt.Errorf("%s was perturbed %d times (release %d of the same sample), and its metadata keeps only the product of the γ's (it was made before perturb recorded the list %q), which does not determine the combined perturbation: estimate from the first or second release", name, r, r, encfile.KeyGammas)
+			return fmt.Errorf("%s was perturbed %d times (release %d of the same sample), and its metadata keeps only the product of the γ's (it was made before perturb recorded the list %q), which does not determine the combined perturbation: estimate from the first or second release", name, r, r, release.KeyGammas)
 		}
 		// Two perturbations: γ₁ = Γ/γ₂, then γ₂.
 		if !(prod/g > 1) {

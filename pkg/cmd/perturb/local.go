@@ -7,8 +7,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/pramkit/pramkit/pkg/cli"
-	"github.com/pramkit/pramkit/pkg/cmd/encrypt/encfile"
 	"github.com/pramkit/pramkit/pkg/progress"
+	"github.com/pramkit/pramkit/pkg/release"
 	"github.com/pramkit/pramkit/pkg/table"
 )
 
@@ -39,7 +39,7 @@ func (o *Options) openOne(mech string) (table.Reader, error) {
 	}
 	meta := in.Meta()
 	switch stage := meta["stage"]; {
-	case stage == encfile.StageEncrypt || stage == encfile.StageKey:
+	case stage == release.StageEncrypt || stage == release.StageKey:
 		in.Close()
 		return nil, fmt.Errorf("%s holds encrypted values or pads (stage: %s): %s is a local mechanism that each data owner runs on their own plaintext rows; give it the table before encrypt", in.Name(), stage, mech)
 	case meta["mechanism"] != "":

@@ -1,8 +1,8 @@
-// Package encfiletest supports the tests of encrypt, perturb and decrypt:
+// Package releasetest supports the tests of encrypt, perturb and decrypt:
 // it writes sample-stage tables and codebooks. Run and ReadTable, which
 // every command's tests use, live in internal/cmdtest and are forwarded
 // here.
-package encfiletest
+package releasetest
 
 import (
 	"encoding/json"

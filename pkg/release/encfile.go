@@ -1,4 +1,4 @@
-package encfile
+package release
 
 import (
 	"crypto/hmac"
@@ -11,17 +11,7 @@ import (
 
 	"github.com/pramkit/pramkit/pkg/codebook"
 	"github.com/pramkit/pramkit/pkg/pad"
-	"github.com/pramkit/pramkit/pkg/release"
 	"github.com/pramkit/pramkit/pkg/table"
-)
-
-// Stages written in the "stage" metadata item.
-const (
-	StageSample  = release.StageSample
-	StageEncrypt = release.StageEncrypt
-	StageKey     = release.StageKey
-	StagePerturb = release.StagePerturb
-	StageDecrypt = release.StageDecrypt
 )
 
 // Pad kinds, in the "pad" item and in each Column.
@@ -45,11 +35,6 @@ const (
 	// key (DeriveRunKey). It is key material: never print it.
 	KeyPRFKey = "prf_key"
 )
-
-// Column describes one ciphertext column; the "columns" metadata item is
-// the JSON list of them in the table's column order. The type lives in
-// package release, which owns the stages' metadata.
-type Column = release.Column
 
 // SetColumns stores cols as the "columns" item.
 func SetColumns(meta table.Meta, cols []Column) error {
@@ -119,11 +104,6 @@ func PadKind(cols []Column) string {
 	}
 	return kind
 }
-
-// Sample is what the sample stage records about the sampling: n rows in
-// the table, m sampled, and the fingerprint of (secret, n, m). Its Encode
-// stores them.
-type Sample = release.Sample
 
 // ReadSample reads n, m and fingerprint from file's metadata and checks
 // n ≥ m ≥ 1. notFrom says what to do when an item is missing.
