@@ -45,6 +45,9 @@ func SetColumns(meta table.Meta, cols []Column) error {
 // least one column, distinct non-empty names, 1 ≤ k ≤ codebook.MaxK, a known
 // pad kind. notFrom says what to do when the item is missing.
 func ReadColumns(meta table.Meta, file, notFrom string) ([]Column, error) {
+	if err := CheckContract(meta, file); err != nil {
+		return nil, err
+	}
 	var cols []Column
 	if err := meta.JSON(KeyColumns, "", &cols); err != nil {
 		var me *table.MissingError
@@ -109,6 +112,9 @@ func PadKind(cols []Column) string {
 // n ≥ m ≥ 1. notFrom says what to do when an item is missing.
 func ReadSample(meta table.Meta, file, notFrom string) (Sample, error) {
 	var s Sample
+	if err := CheckContract(meta, file); err != nil {
+		return s, err
+	}
 	var err error
 	for _, k := range []string{"n", "m", "fingerprint"} {
 		if _, ok := meta[k]; !ok {
