@@ -13,6 +13,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/pramkit/pramkit/pkg/countquery"
+	"github.com/pramkit/pramkit/pkg/release"
 	"github.com/pramkit/pramkit/pkg/table"
 )
 
@@ -41,8 +42,12 @@ func (o *Options) readAnatomyTable(rel *countRelease, p *countPlan) (*anatomyTab
 	}
 	defer in.Close()
 	meta := in.Meta()
-	if meta["table"] != "anatomy-groups" || meta["release_id"] != rel.releaseID {
+	if meta[release.KeyTable] != release.TableAnatomyGroups || meta[release.KeyReleaseID] != rel.releaseID {
 		return nil, fmt.Errorf("%s is not the sensitive table of %s (their release ids differ); give the --groups file anonymize wrote with it", in.Name(), rel.name)
+	}
+	var groups release.AnatomyGroups
+	if err := groups.Decode(meta, in.Name()); err != nil {
+		return nil, err
 	}
 	col := rel.sensitive[0]
 	idx := make([]int, 3)
