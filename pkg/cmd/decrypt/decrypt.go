@@ -110,7 +110,7 @@ func run(o *Options) error {
 		return err
 	}
 	var smp release.Sample
-	if meta["stage"] == release.StagePerturb {
+	if meta[release.KeyStage] == release.StagePerturb {
 		// γ, ε, n, m, K and the release counter, typed and checked
 		// against each other, so that an edited release is refused
 		// here rather than estimated with the wrong γ.
@@ -190,7 +190,7 @@ func run(o *Options) error {
 	if err != nil {
 		return err
 	}
-	if meta["stage"] == release.StageEncrypt {
+	if meta[release.KeyStage] == release.StageEncrypt {
 		o.Streams.Warnf("decrypt", "%s was never perturbed: the output is the curators' plaintext sample, with no privacy protection; do not publish it", name)
 	}
 	outMeta := meta.Clone()
@@ -198,7 +198,7 @@ func run(o *Options) error {
 	for _, k := range keys {
 		cli.CarryInsecureSeed(o.Streams, "decrypt", k.r.Name(), k.r.Meta(), outMeta)
 	}
-	outMeta["stage"] = release.StageDecrypt
+	outMeta[release.KeyStage] = release.StageDecrypt
 	outMeta[release.KeyCodebook] = string(cbJSON)
 	schema := table.StringSchema(release.Names(cols))
 	w, err := o.Streams.Create(o.Output, schema, outMeta, rel.Format(), append([]string{o.Input}, o.Keys...))
@@ -216,7 +216,7 @@ func run(o *Options) error {
 // --unperturbed an encrypted table.
 func (o *Options) checkStage(rel table.Reader) error {
 	name, meta := rel.Name(), rel.Meta()
-	switch stage := meta["stage"]; stage {
+	switch stage := meta[release.KeyStage]; stage {
 	case release.StagePerturb:
 		for _, item := range []string{"gamma", "epsilon", "mechanism"} {
 			if _, ok := meta[item]; !ok {
@@ -254,7 +254,7 @@ func openKey(o *Options, path string, smp release.Sample, relCols []release.Colu
 		return nil, err
 	}
 	meta := r.Meta()
-	if stage := meta["stage"]; stage != release.StageKey {
+	if stage := meta[release.KeyStage]; stage != release.StageKey {
 		if stage == "" {
 			stage = "none"
 		}

@@ -158,7 +158,7 @@ func run(o *Options) error {
 	}
 	defer in.Close()
 	meta := in.Meta()
-	switch stage := meta["stage"]; stage {
+	switch stage := meta[release.KeyStage]; stage {
 	case release.StageEncrypt, release.StagePerturb, release.StageKey:
 		return fmt.Errorf("%s is already encrypted (stage %s): encrypt reads a curator's sample, or a decrypted release", in.Name(), stage)
 	}
@@ -206,21 +206,21 @@ func run(o *Options) error {
 
 	// Only what the server needs, and nothing that depends on the values:
 	// the input's other items (a codebook, say) are not carried over.
-	outMeta := table.Meta{"stage": release.StageEncrypt, release.KeyPad: kind}
+	outMeta := table.Meta{release.KeyStage: release.StageEncrypt, release.KeyPad: kind}
 	cli.CarryInsecureSeed(o.Streams, "encrypt", in.Name(), meta, outMeta)
 	o.Seed.Mark(outMeta)
 	smp.Encode(outMeta)
-	if id, ok := meta["sample_id"]; ok {
-		outMeta["sample_id"] = id
+	if id, ok := meta[release.KeySampleID]; ok {
+		outMeta[release.KeySampleID] = id
 	}
 	hist.Set(outMeta)
 	if hist.Releases == 1 {
-		outMeta["gamma"] = meta["gamma"]
+		outMeta[release.KeyGamma] = meta[release.KeyGamma]
 	}
 	if err := release.SetColumns(outMeta, cols); err != nil {
 		return err
 	}
-	keyMeta := table.Meta{"stage": release.StageKey, release.KeyPad: kind}
+	keyMeta := table.Meta{release.KeyStage: release.StageKey, release.KeyPad: kind}
 	if outMeta[cli.InsecureSeedKey] == "true" {
 		keyMeta[cli.InsecureSeedKey] = "true"
 	}

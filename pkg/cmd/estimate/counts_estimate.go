@@ -317,10 +317,10 @@ func (o *Options) writeCountAnswers(rel *countRelease, p *countPlan, answers []c
 		fields = append(fields, arrow.Field{Name: "true", Type: arrow.PrimitiveTypes.Int64}, arrow.Field{Name: "relative_error", Type: arrow.PrimitiveTypes.Float64})
 	}
 	schema := arrow.NewSchema(fields, nil)
-	meta := table.Meta{"stage": "estimate", "mechanism": rel.mech, "estimator": "counts"}
-	meta.SetInt("N", p.rows)
+	meta := table.Meta{release.KeyStage: release.StageEstimate, release.KeyMechanism: rel.mech, "estimator": "counts"}
+	meta.SetInt(release.KeyRows, p.rows)
 	if rel.l > 0 {
-		meta.SetInt("l", int64(rel.l))
+		meta.SetInt(release.KeyL, int64(rel.l))
 	}
 	if rel.mech == "diverted" {
 		meta["decoy"] = o.Counts.Decoy

@@ -191,7 +191,7 @@ func bitflipMeta(layout *bitflip.Layout, mech *bitflip.Mechanism, cb *codebook.C
 	if err != nil {
 		return nil, nil, err
 	}
-	meta := table.Meta{"stage": release.StagePerturb}
+	meta := table.Meta{release.KeyStage: release.StagePerturb}
 	if err := md.Encode(meta); err != nil {
 		return nil, nil, err
 	}
@@ -212,7 +212,7 @@ func bitflipMeta(layout *bitflip.Layout, mech *bitflip.Mechanism, cb *codebook.C
 		if err != nil {
 			return nil, nil, err
 		}
-		if err := meta.SetJSON("codebook", sel); err != nil {
+		if err := meta.SetJSON(release.KeyCodebook, sel); err != nil {
 			return nil, nil, err
 		}
 	}

@@ -195,24 +195,24 @@ func runGamma(o *Options) error {
 	}
 
 	meta := table.Meta{
-		"stage":        release.StagePerturb,
-		"mechanism":    "gamma-diagonal",
-		release.KeyPad: release.PadKind(all),
+		release.KeyStage:     release.StagePerturb,
+		release.KeyMechanism: release.MechanismGamma,
+		release.KeyPad:       release.PadKind(all),
 	}
 	for _, in := range ins {
 		o.markInsecureSeed(meta, in.r)
 	}
 	first.smp.Encode(meta)
-	if id, ok := first.r.Meta()["sample_id"]; ok {
-		meta["sample_id"] = id
+	if id, ok := first.r.Meta()[release.KeySampleID]; ok {
+		meta[release.KeySampleID] = id
 	}
-	meta.SetFloat("gamma", plan.gamma)
-	meta.SetFloat("epsilon", plan.epsilon)
-	meta.SetInt("K", int64(dom.Size())) // K ≤ 2^62
+	meta.SetFloat(release.KeyGamma, plan.gamma)
+	meta.SetFloat(release.KeyEpsilon, plan.epsilon)
+	meta.SetInt(release.KeyJointSize, int64(dom.Size())) // K ≤ 2^62
 	plan.hist.Set(meta)
 	if plan.releases > 1 {
-		meta.SetFloat("epsilon_composed", plan.epsComposed)
-		meta.SetInt("sample_releases", int64(plan.releases))
+		meta.SetFloat(release.KeyEpsilonComposed, plan.epsComposed)
+		meta.SetInt(release.KeySampleReleases, int64(plan.releases))
 	}
 	if err := release.SetColumns(meta, all); err != nil {
 		return err
@@ -232,7 +232,7 @@ func runGamma(o *Options) error {
 // load reads and checks one input's metadata.
 func (in *gammaInput) load() error {
 	name, meta := in.r.Name(), in.r.Meta()
-	switch stage := meta["stage"]; stage {
+	switch stage := meta[release.KeyStage]; stage {
 	case release.StageEncrypt, release.StagePerturb:
 	case release.StageKey:
 		return fmt.Errorf("%s is a key file, not an encrypted table: give the server the file encrypt wrote with -o, and keep the key for the researcher", name)
@@ -242,7 +242,7 @@ func (in *gammaInput) load() error {
 		}
 		return fmt.Errorf("%s is not encrypted (stage: %s): the server perturbs only encrypt's output; run encrypt --codebook FILE --key-out KEY on it first", name, stage)
 	}
-	if meta["stage"] == release.StagePerturb {
+	if meta[release.KeyStage] == release.StagePerturb {
 		// A further release composes with this one's γ: typed and
 		// checked, so that an edited history cannot understate ε.
 		var g release.GammaDiagonal
@@ -261,7 +261,7 @@ func (in *gammaInput) load() error {
 	if in.hist, err = release.ReadHistory(meta, name); err != nil {
 		return err
 	}
-	if meta["stage"] == release.StagePerturb && in.hist.Releases == 0 {
+	if meta[release.KeyStage] == release.StagePerturb && in.hist.Releases == 0 {
 		return fmt.Errorf("%s: a perturbed table without a release counter; the file was damaged: re-create it", name)
 	}
 	if n := in.r.NumRows(); n >= 0 && n != in.smp.M {

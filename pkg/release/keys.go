@@ -1,0 +1,33 @@
+package release
+
+// Items of the sample, encrypt, perturb and decrypt stages' metadata
+// (besides those declared next to their structs: KeyColumns, KeyPad,
+// KeyCodebook, KeyPRFKey, KeyGammas, the common items in contract.go and
+// anonymize's in anonymize.go). Every stage reads and writes them through
+// these names; the structs' Encode and Decode are the preferred way.
+const (
+	KeyN           = "n"
+	KeyM           = "m"
+	KeyFingerprint = "fingerprint"
+	// KeySampleID is how the sample stage identified rows: SampleIDColumn
+	// (--id) or SampleIDPosition.
+	KeySampleID        = "sample_id"
+	KeyJointSize       = "K" // K = k_1·…·k_d
+	KeyGamma           = "gamma"
+	KeyEpsilon         = "epsilon"
+	KeyReleases        = "releases"
+	KeyGammaComposed   = "gamma_composed"
+	KeyEpsilonComposed = "epsilon_composed"
+	// KeyBits is the record length L of a bitflip release (also in
+	// estimate's report).
+	KeyBits = "bits"
+)
+
+// Values of KeySampleID.
+const (
+	SampleIDColumn   = "column"
+	SampleIDPosition = "position"
+)
+
+// StageEstimate is the "stage" item of estimate's reports.
+const StageEstimate = "estimate"
