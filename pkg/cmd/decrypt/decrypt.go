@@ -110,15 +110,16 @@ func run(o *Options) error {
 		return err
 	}
 	var smp release.Sample
+	var perturbed *release.GammaDiagonal // nil for --unperturbed
 	if meta[release.KeyStage] == release.StagePerturb {
 		// γ, ε, n, m, K and the release counter, typed and checked
 		// against each other, so that an edited release is refused
 		// here rather than estimated with the wrong γ.
-		var g release.GammaDiagonal
-		if err := g.Decode(meta, name); err != nil {
+		perturbed = new(release.GammaDiagonal)
+		if err := perturbed.Decode(meta, name); err != nil {
 			return err
 		}
-		smp = g.Sample
+		smp = perturbed.Sample
 	} else if smp, err = release.ReadSample(meta, name, "the release was not written by perturb; decrypt reads perturb's output"); err != nil {
 		return err
 	}
@@ -186,10 +187,6 @@ func run(o *Options) error {
 	if err != nil {
 		return err
 	}
-	cbJSON, err := cb.MarshalJSON()
-	if err != nil {
-		return err
-	}
 	if meta[release.KeyStage] == release.StageEncrypt {
 		o.Streams.Warnf("decrypt", "%s was never perturbed: the output is the curators' plaintext sample, with no privacy protection; do not publish it", name)
 	}
@@ -198,8 +195,10 @@ func run(o *Options) error {
 	for _, k := range keys {
 		cli.CarryInsecureSeed(o.Streams, "decrypt", k.r.Name(), k.r.Meta(), outMeta)
 	}
-	outMeta[release.KeyStage] = release.StageDecrypt
-	outMeta[release.KeyCodebook] = string(cbJSON)
+	// The release's items carry over; the stage and codebook are decrypt's.
+	if err := (release.Decrypted{Sample: smp, Release: perturbed, Codebook: cb}).Encode(outMeta); err != nil {
+		return err
+	}
 	schema := table.StringSchema(release.Names(cols))
 	w, err := o.Streams.Create(o.Output, schema, outMeta, rel.Format(), append([]string{o.Input}, o.Keys...))
 	if err != nil {

@@ -206,26 +206,18 @@ func run(o *Options) error {
 
 	// Only what the server needs, and nothing that depends on the values:
 	// the input's other items (a codebook, say) are not carried over.
-	outMeta := table.Meta{release.KeyStage: release.StageEncrypt, release.KeyPad: kind}
+	outMeta := table.Meta{}
 	cli.CarryInsecureSeed(o.Streams, "encrypt", in.Name(), meta, outMeta)
 	o.Seed.Mark(outMeta)
-	smp.Encode(outMeta)
-	if id, ok := meta[release.KeySampleID]; ok {
-		outMeta[release.KeySampleID] = id
-	}
-	hist.Set(outMeta)
-	if hist.Releases == 1 {
-		outMeta[release.KeyGamma] = meta[release.KeyGamma]
-	}
-	if err := release.SetColumns(outMeta, cols); err != nil {
+	enc := release.Encrypted{Sample: smp, SampleID: meta[release.KeySampleID], Pad: kind, Columns: cols, History: hist}
+	if err := enc.Encode(outMeta); err != nil {
 		return err
 	}
-	keyMeta := table.Meta{release.KeyStage: release.StageKey, release.KeyPad: kind}
+	keyMeta := table.Meta{release.KeyPad: kind}
 	if outMeta[cli.InsecureSeedKey] == "true" {
 		keyMeta[cli.InsecureSeedKey] = "true"
 	}
-	smp.Encode(keyMeta)
-	if err := release.SetColumns(keyMeta, cols); err != nil {
+	if err := (release.Key{Sample: smp, Columns: cols}).Encode(keyMeta); err != nil {
 		return err
 	}
 	cbJSON, err := sel.MarshalJSON()

@@ -194,26 +194,23 @@ func runGamma(o *Options) error {
 		return err
 	}
 
-	meta := table.Meta{
-		release.KeyStage:     release.StagePerturb,
-		release.KeyMechanism: release.MechanismGamma,
-		release.KeyPad:       release.PadKind(all),
+	rel := release.GammaDiagonal{Stage: release.StagePerturb, Sample: first.smp, K: dom.Size(), // K ≤ 2^62
+		Gamma: plan.gamma, Epsilon: plan.epsilon, Releases: plan.hist.Releases}
+	if plan.hist.Releases > 1 {
+		rel.GammaComposed = plan.hist.GammaProduct
 	}
+	if plan.releases > 1 {
+		rel.EpsilonComposed, rel.SampleReleases = plan.epsComposed, plan.releases
+	}
+	meta := table.Meta{release.KeyPad: release.PadKind(all)}
 	for _, in := range ins {
 		o.markInsecureSeed(meta, in.r)
 	}
-	first.smp.Encode(meta)
+	rel.Encode(meta)
 	if id, ok := first.r.Meta()[release.KeySampleID]; ok {
 		meta[release.KeySampleID] = id
 	}
-	meta.SetFloat(release.KeyGamma, plan.gamma)
-	meta.SetFloat(release.KeyEpsilon, plan.epsilon)
-	meta.SetInt(release.KeyJointSize, int64(dom.Size())) // K ≤ 2^62
-	plan.hist.Set(meta)
-	if plan.releases > 1 {
-		meta.SetFloat(release.KeyEpsilonComposed, plan.epsComposed)
-		meta.SetInt(release.KeySampleReleases, int64(plan.releases))
-	}
+	plan.hist.Set(meta) // the list of γ's ("gammas")
 	if err := release.SetColumns(meta, all); err != nil {
 		return err
 	}
@@ -250,17 +247,11 @@ func (in *gammaInput) load() error {
 			return err
 		}
 	}
-	var err error
-	notFrom := "the file was not written by encrypt; encrypt the curator's sample first"
-	if in.smp, err = release.ReadSample(meta, name, notFrom); err != nil {
+	var enc release.Encrypted
+	if err := enc.Decode(meta, name); err != nil {
 		return err
 	}
-	if in.cols, err = release.ReadColumns(meta, name, notFrom); err != nil {
-		return err
-	}
-	if in.hist, err = release.ReadHistory(meta, name); err != nil {
-		return err
-	}
+	in.smp, in.cols, in.hist = enc.Sample, enc.Columns, enc.History
 	if meta[release.KeyStage] == release.StagePerturb && in.hist.Releases == 0 {
 		return fmt.Errorf("%s: a perturbed table without a release counter; the file was damaged: re-create it", name)
 	}
