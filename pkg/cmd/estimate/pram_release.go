@@ -40,13 +40,6 @@ type pramRelease struct {
 	sampleReleases int
 }
 
-// pramColumn is the part of the "columns" metadata item estimate needs.
-type pramColumn struct {
-	Name         string `json:"name"`
-	K            uint32 `json:"k"`
-	CodebookHash string `json:"codebook_hash"`
-}
-
 // pramWarnf prints a warning on stderr.
 func (o *Options) pramWarnf(format string, args ...any) {
 	o.Streams.Warnf("estimate", format, args...)
@@ -73,7 +66,7 @@ func (o *Options) openPRAMRelease(in table.Reader) (*pramRelease, error) {
 	rel := &pramRelease{name: name, meta: meta}
 
 	// Columns: the metadata's joint order, else the file's.
-	var cols []pramColumn
+	var cols []release.Column
 	if _, ok := meta[release.KeyColumns]; ok {
 		if err := meta.JSON(release.KeyColumns, "", &cols); err != nil {
 			return nil, fmt.Errorf("%s: %v; the release was damaged: decrypt it again", name, err)
@@ -83,7 +76,7 @@ func (o *Options) openPRAMRelease(in table.Reader) (*pramRelease, error) {
 		}
 	} else {
 		for _, f := range in.Schema().Fields() {
-			cols = append(cols, pramColumn{Name: f.Name})
+			cols = append(cols, release.Column{Name: f.Name})
 		}
 	}
 	schema := in.Schema()
