@@ -1,6 +1,21 @@
 // Package release is the on-disk contract between the pramkit stages: the
 // metadata each stage writes for the next one, as typed Go values.
 //
+// One struct per kind of file: Sample (sample), Encrypted (encrypt), Key
+// (encrypt --key-out), GammaDiagonal (perturb), Decrypted (decrypt),
+// Bitflip and DDPS (perturb --mechanism), Anonymized and AnatomyGroups
+// (anonymize; Global adds mechanism A's keep probabilities). Items every
+// output carries (contract, version, order, insecure_seed) are not struct
+// fields: cli.Create stamps the contract and version on every output
+// (Stamp), and the order and insecure-seed marks are written by package
+// cli's helpers through KeyOrder and KeyInsecureSeed. Stages name items
+// only through the Key constants here; none spells one.
+//
+// Contract version: every output records ContractVersion; every Decode
+// (and ReadSample, ReadColumns) refuses a file of another version first,
+// with one line naming the file, its version and ours, and the fix
+// (CheckContract). Bumping the contract is changing that one constant.
+//
 // Each struct has Encode, which writes its items into a table.Meta, and
 // Decode, which parses them back with range checks and checks the items
 // that determine each other (ε from n, m and γ for the γ-diagonal release,

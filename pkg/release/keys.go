@@ -31,3 +31,14 @@ const (
 
 // StageEstimate is the "stage" item of estimate's reports.
 const StageEstimate = "estimate"
+
+// Items of estimate's reports that are not fields of a summary struct (the
+// summaries' JSON names are the report's other items). No stage reads a
+// report: these are named here only so that no stage spells an item.
+const (
+	KeyEstimator = "estimator"
+	KeyDecoy     = "decoy"
+	KeyIBUTol    = "ibu_tol"
+	// EstimatorCounts is the estimator of anonymize releases' counts.
+	EstimatorCounts = "counts"
+)

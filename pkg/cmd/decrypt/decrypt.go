@@ -217,7 +217,7 @@ func (o *Options) checkStage(rel table.Reader) error {
 	name, meta := rel.Name(), rel.Meta()
 	switch stage := meta[release.KeyStage]; stage {
 	case release.StagePerturb:
-		for _, item := range []string{"gamma", "epsilon", "mechanism"} {
+		for _, item := range []string{release.KeyGamma, release.KeyEpsilon, release.KeyMechanism} {
 			if _, ok := meta[item]; !ok {
 				return fmt.Errorf("%s: no %q in the metadata: the release is damaged or incomplete, and estimate could not undo the perturbation; get the release again from the server (perturb writes it)", name, item)
 			}

@@ -317,14 +317,14 @@ func (o *Options) writeCountAnswers(rel *countRelease, p *countPlan, answers []c
 		fields = append(fields, arrow.Field{Name: "true", Type: arrow.PrimitiveTypes.Int64}, arrow.Field{Name: "relative_error", Type: arrow.PrimitiveTypes.Float64})
 	}
 	schema := arrow.NewSchema(fields, nil)
-	meta := table.Meta{release.KeyStage: release.StageEstimate, release.KeyMechanism: rel.mech, "estimator": "counts"}
+	meta := table.Meta{release.KeyStage: release.StageEstimate, release.KeyMechanism: rel.mech, release.KeyEstimator: release.EstimatorCounts}
 	meta.SetInt(release.KeyRows, p.rows)
 	if rel.l > 0 {
 		meta.SetInt(release.KeyL, int64(rel.l))
 	}
-	if rel.mech == "diverted" {
-		meta["decoy"] = o.Counts.Decoy
-		meta.SetFloat("ibu_tol", o.Counts.Tol)
+	if rel.mech == release.MechanismDiverted {
+		meta[release.KeyDecoy] = o.Counts.Decoy
+		meta.SetFloat(release.KeyIBUTol, o.Counts.Tol)
 	}
 	o.markInsecureSeed(meta)
 	inputs := append([]string{o.Input, o.Counts.Queries, o.Counts.Groups}, o.Truth...)

@@ -263,7 +263,7 @@ type ddpsTrueCount struct {
 func (r ddpsResult) json() ddpsJSON {
 	rel, est := r.rel, r.est
 	out := ddpsJSON{
-		Mechanism: "ddps", PiS: rel.mech.PiS(), Epsilon: rel.mech.Epsilon(),
+		Mechanism: release.MechanismDDPS, PiS: rel.mech.PiS(), Epsilon: rel.mech.Epsilon(),
 		Participants: est.Participants.Count, ParticipantsSD: est.Participants.SD,
 		Reports: est.N, Column: rel.column, Estimator: r.estimator,
 	}
