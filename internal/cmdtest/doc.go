@@ -6,6 +6,6 @@
 // It lives in internal/ rather than next to one command because every
 // command's tests use it (estimate's as much as perturb's), and a test of
 // estimate should not import a package of encrypt to run itself;
-// pkg/cmd/encrypt/encfile/encfiletest keeps what is about encrypt's files
+// internal/releasetest keeps what is about encrypt's files
 // (sample-stage tables, codebooks) and forwards Run and ReadTable here.
 package cmdtest

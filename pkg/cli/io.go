@@ -3,6 +3,7 @@ package cli
 import (
 	"github.com/apache/arrow-go/v18/arrow"
 
+	"github.com/pramkit/pramkit/pkg/release"
 	"github.com/pramkit/pramkit/pkg/table"
 	"github.com/pramkit/pramkit/pkg/version"
 )
@@ -16,7 +17,7 @@ func (s *Streams) Open(path string) (table.Reader, error) {
 // format comes from --output-format, else -o's extension, else the input's
 // format (inputFormat). Writing over any of inputs or their sidecars, or
 // over a key or secret file, is refused (table.WriteOptions.Inputs). The
-// pramkit version is recorded in the metadata.
+// pramkit and contract versions are recorded in the metadata (release.Stamp).
 func (s *Streams) Create(o Output, schema *arrow.Schema, meta table.Meta, inputFormat table.Format, inputs []string) (table.Writer, error) {
 	f, err := table.ParseFormat(o.Format)
 	if err != nil {
@@ -28,7 +29,7 @@ func (s *Streams) Create(o Output, schema *arrow.Schema, meta table.Meta, inputF
 		}
 	}
 	meta = meta.Clone()
-	meta["version"] = version.String()
+	release.Stamp(meta, version.String())
 	return table.Create(o.Path, schema, meta, table.WriteOptions{
 		Format:   f,
 		Fallback: inputFormat,
@@ -42,13 +43,13 @@ func (s *Streams) Create(o Output, schema *arrow.Schema, meta table.Meta, inputF
 // created owner-only (mode 0600) and never written to standard output,
 // where it would reach whatever reads the pipe. An existing file is never
 // replaced unless force. The format comes from path's extension, else
-// fallback. The pramkit version is recorded in the metadata.
+// fallback. The pramkit and contract versions are recorded (release.Stamp).
 func (s *Streams) CreateKey(path string, schema *arrow.Schema, meta table.Meta, fallback table.Format, inputs []string, force bool) (table.Writer, error) {
 	if table.IsStdio(path) {
 		return nil, Usagef("a key file must be a file: give a path, not standard output")
 	}
 	meta = meta.Clone()
-	meta["version"] = version.String()
+	release.Stamp(meta, version.String())
 	return table.Create(path, schema, meta, table.WriteOptions{
 		Fallback:  fallback,
 		Inputs:    inputs,

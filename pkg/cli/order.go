@@ -6,6 +6,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/spf13/cobra"
 
+	"github.com/pramkit/pramkit/pkg/release"
 	"github.com/pramkit/pramkit/pkg/shuffle"
 	"github.com/pramkit/pramkit/pkg/table"
 )
@@ -27,9 +28,9 @@ func AddOrderFlag(cmd *cobra.Command, o *Order) {
 // Record writes the order into a publication's metadata: order "shuffled"
 // or "input".
 func (o Order) Record(meta table.Meta) {
-	meta["order"] = "shuffled"
+	meta[release.KeyOrder] = release.OrderShuffled
 	if o.Keep {
-		meta["order"] = "input"
+		meta[release.KeyOrder] = release.OrderInput
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/pramkit/pramkit/pkg/release"
 	"github.com/pramkit/pramkit/pkg/table"
 )
 
@@ -17,7 +18,7 @@ import (
 
 // InsecureSeedKey is the metadata item ("true") of a table made with
 // --insecure-seed, or from one that was.
-const InsecureSeedKey = "insecure_seed"
+const InsecureSeedKey = release.KeyInsecureSeed
 
 // AddInsecureSeedFlag registers --insecure-seed on a command whose --seed
 // would otherwise fix privacy-protecting randomness: from then on s.Rand is

@@ -45,8 +45,10 @@ type fields struct {
 	err  error
 }
 
+// newFields starts with the contract check: a file of another contract
+// version is refused before any of its items is read.
 func newFields(meta table.Meta, file, fix string) *fields {
-	return &fields{meta: meta, file: file, fix: fix}
+	return &fields{meta: meta, file: file, fix: fix, err: CheckContract(meta, file)}
 }
 
 // failf records an error about key unless one was recorded already.

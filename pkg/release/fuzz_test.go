@@ -44,3 +44,45 @@ func FuzzGammaDiagonalDecode(f *testing.F) {
 		}
 	})
 }
+
+// FuzzAnonymizedDecode feeds Anonymized.Decode arbitrary item values: it
+// must not panic, whatever it accepts must satisfy its rules, and an
+// accepted release must survive an Encode/Decode round trip.
+func FuzzAnonymizedDecode(f *testing.F) {
+	cb := `{"columns":[{"name":"disease","categories":["flu","cold","cancer"]}]}`
+	f.Add("anatomy", `["disease"]`, cb, "3", "12", "4", "1", "gid", "r1")
+	f.Add("diverted", `["disease"]`, cb, "2", "5", "", "0", "", "")
+	f.Add("global", `["disease"]`, cb, "", "", "", "", "", "")
+	f.Add("anatomy", `["disease"]`, cb, "3", "12", "5", "-1", "gid", "")
+	f.Fuzz(func(t *testing.T, mech, sens, cbs, l, n, groups, dropped, gcol, rid string) {
+		meta := table.Meta{KeyMechanism: mech, KeySensitive: sens, KeyCodebook: cbs}
+		for k, v := range map[string]string{KeyL: l, KeyRows: n, KeyGroups: groups, KeyDropped: dropped, KeyGroupColumn: gcol, KeyReleaseID: rid} {
+			if v != "" {
+				meta[k] = v
+			}
+		}
+		var a Anonymized
+		if err := a.Decode(meta, "a.csv"); err != nil {
+			return
+		}
+		switch {
+		case len(a.Sensitive) == 0 || a.Codebook == nil || a.Rows < 0 || a.Dropped < 0:
+			t.Fatalf("accepted %+v", a)
+		case a.Mechanism != MechanismGlobal && a.L < 2:
+			t.Fatalf("accepted ℓ′ = %d", a.L)
+		case a.Mechanism == MechanismAnatomy && (a.Groups < 1 || int64(a.Groups)*int64(a.L) > a.Rows || a.ReleaseID == "" || a.GroupColumn == ""):
+			t.Fatalf("accepted anatomy %+v", a)
+		}
+		out := table.Meta{}
+		if err := a.Encode(out); err != nil {
+			t.Fatal(err)
+		}
+		var b Anonymized
+		if err := b.Decode(out, "a.csv"); err != nil {
+			t.Fatalf("round trip: %v (meta %v)", err, out)
+		}
+		if b.Mechanism != a.Mechanism || b.L != a.L || b.Rows != a.Rows || b.Groups != a.Groups || b.ReleaseID != a.ReleaseID || b.Policy != a.Policy {
+			t.Fatalf("round trip: %+v, want %+v", b, a)
+		}
+	})
+}

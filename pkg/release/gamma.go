@@ -32,10 +32,14 @@ type GammaDiagonal struct {
 	// ε_r = ln((n + m(Γ − 1))/n) (pram.ComposedEpsilon), recorded when
 	// Releases > 1; 0 otherwise.
 	GammaComposed, EpsilonComposed float64
+	// SampleReleases counts the releases of the sample that perturb's
+	// release ledger knew of, this one included, when there were more
+	// than one; 0 otherwise. EpsilonComposed then covers them all.
+	SampleReleases int
 }
 
 // Encode stores the release's items (not the columns, pad kind or codebook,
-// which encfile and decrypt write).
+// which ReadColumns/SetColumns and decrypt write).
 func (g GammaDiagonal) Encode(meta table.Meta) {
 	meta["stage"] = g.Stage
 	meta["mechanism"] = MechanismGamma
@@ -44,11 +48,17 @@ func (g GammaDiagonal) Encode(meta table.Meta) {
 	meta.SetFloat("gamma", g.Gamma)
 	meta.SetFloat("epsilon", g.Epsilon)
 	meta.SetInt("releases", int64(g.Releases))
-	delete(meta, "gamma_composed")
-	delete(meta, "epsilon_composed")
+	delete(meta, KeyGammaComposed)
+	delete(meta, KeyEpsilonComposed)
+	delete(meta, KeySampleReleases)
 	if g.Releases > 1 {
-		meta.SetFloat("gamma_composed", g.GammaComposed)
-		meta.SetFloat("epsilon_composed", g.EpsilonComposed)
+		meta.SetFloat(KeyGammaComposed, g.GammaComposed)
+	}
+	if g.Releases > 1 || g.SampleReleases > 0 {
+		meta.SetFloat(KeyEpsilonComposed, g.EpsilonComposed)
+	}
+	if g.SampleReleases > 0 {
+		meta.SetInt(KeySampleReleases, int64(g.SampleReleases))
 	}
 }
 
@@ -101,7 +111,7 @@ func (g *GammaDiagonal) Decode(meta table.Meta, file string) error {
 	if !agree(g.Epsilon, eps) {
 		f.mismatch("epsilon", g.Epsilon, "γ = %v, n = %d, m = %d (ε = ln((n + m(γ−1))/n) = %v)", g.Gamma, n, m, eps)
 	}
-	g.GammaComposed, g.EpsilonComposed = 0, 0
+	g.GammaComposed, g.EpsilonComposed, g.SampleReleases = 0, 0, 0
 	if f.has("sample_releases") {
 		// perturb's ledger knew of releases of this sample made from other
 		// copies of the files: ε_composed then covers them too and is
@@ -192,6 +202,7 @@ func (g *GammaDiagonal) checkSampleReleases(f *fields, n, m int) error {
 		g.GammaComposed = gc
 	}
 	g.EpsilonComposed = ec
+	g.SampleReleases = int(sr)
 	return nil
 }
 

@@ -41,7 +41,7 @@ func (k KeyKind) String() string {
 // IsKeyMaterial reports whether the file at path holds key material, judged
 // by content, not by name: a key file's metadata (Parquet/Arrow schema
 // metadata, a CSV's sidecar or "#pramkit" line), a key file's sidecar, or a
-// secret in the forms sample.FormatSecret and encfile.ParsePRFKey accept.
+// secret in the forms sample.FormatSecret and release.ParsePRFKey accept.
 // It reads only the head of the file, and a table's metadata, never its
 // rows. A file that cannot be read is not reported.
 func IsKeyMaterial(path string) (bool, KeyKind) {

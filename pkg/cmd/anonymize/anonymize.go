@@ -24,9 +24,9 @@ import (
 
 // Mechanisms.
 const (
-	diverted = "diverted" // A′, ℓ′-diverted privacy (§4)
-	anatomy  = "anatomy"  // Anatomy's ℓ-diverse groups (§9.4 baseline)
-	global   = "global"   // mechanism A, global randomization (§3)
+	diverted = release.MechanismDiverted // A′, ℓ′-diverted privacy (§4)
+	anatomy  = release.MechanismAnatomy  // Anatomy's ℓ-diverse groups (§9.4 baseline)
+	global   = release.MechanismGlobal   // mechanism A, global randomization (§3)
 )
 
 // Options are the parsed flags of one run.

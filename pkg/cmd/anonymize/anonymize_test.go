@@ -211,7 +211,7 @@ func TestDivertedPublishesNoGroupsOrIDs(t *testing.T) {
 		t.Fatalf("%d rows published, want %d", len(rows), len(truth))
 	}
 	meta := readMeta(t, out)
-	allowed := []string{"stage", "mechanism", "unknown", "missing", "N", "dropped", "sensitive", "codebook", "l", "version", "order", "insecure_seed"}
+	allowed := []string{"stage", "mechanism", "unknown", "missing", "N", "dropped", "sensitive", "codebook", "l", "version", "contract", "order", "insecure_seed"}
 	for k := range meta {
 		if !slices.Contains(allowed, k) {
 			t.Errorf("metadata key %q: the publication says nothing about groups or ids", k)

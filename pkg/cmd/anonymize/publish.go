@@ -24,30 +24,26 @@ func (o *Options) inputs() []string {
 	return []string{o.Input, o.Codebook.Path, o.Codebook.Save}
 }
 
-// meta is the metadata shared by the publications (pipeline conventions:
-// stage, mechanism, l, p, N, dropped, sensitive, codebook).
-func (o *Options) meta(cb *codebook.Codebook, mech string, n int64, drop int, missing int64) (table.Meta, error) {
+// meta is the metadata of a publication: a's items (release.Anonymized,
+// with the encoding policies, sensitive columns and their codebook filled
+// in here) plus insecure_seed and order.
+func (o *Options) meta(cb *codebook.Codebook, a *release.Anonymized) (table.Meta, error) {
 	// The encoding policies let estimate --truth read the original table
 	// the way anonymize did.
-	meta := table.Meta{"stage": "anonymize", "mechanism": mech, "unknown": o.Unknown.String(), "missing": o.Missing.String()}
-	if o.insecureIn {
-		meta[cli.InsecureSeedKey] = "true"
-	}
-	o.Seed.Mark(meta)
-	o.Order.Record(meta)
-	meta.SetInt("N", n)
-	meta.SetInt("dropped", int64(drop))
-	if missing > 0 {
-		meta.SetInt("missing_dropped", missing)
-	}
-	if err := meta.SetJSON("sensitive", o.Sensitive); err != nil {
-		return nil, err
-	}
+	a.Policy = o.policy()
+	a.Sensitive = o.Sensitive
 	sel, err := cb.Select(o.Sensitive)
 	if err != nil {
 		return nil, err
 	}
-	if err := meta.SetJSON("codebook", sel); err != nil {
+	a.Codebook = sel
+	meta := table.Meta{}
+	if o.insecureIn {
+		meta[release.KeyInsecureSeed] = "true"
+	}
+	o.Seed.Mark(meta)
+	o.Order.Record(meta)
+	if err := a.Encode(meta); err != nil {
 		return nil, err
 	}
 	return meta, nil
@@ -132,11 +128,10 @@ func (o *Options) runDiverted(in table.Reader, cb *codebook.Codebook) error {
 	}
 	n := int64(len(rel.Order))
 	o.notes(d, len(rel.Dropped), n)
-	meta, err := o.meta(cb, diverted, n, len(rel.Dropped), d.missing)
+	meta, err := o.meta(cb, &release.Anonymized{Mechanism: diverted, Rows: n, Dropped: int64(len(rel.Dropped)), MissingDropped: d.missing, L: o.L})
 	if err != nil {
 		return err
 	}
-	meta.SetInt("l", int64(o.L))
 	labels := make([][]string, len(d.sens))
 	for k, sv := range d.sens {
 		labels[k] = sv.col.Labels()
@@ -231,28 +226,20 @@ func (o *Options) runAnatomy(in table.Reader, cb *codebook.Codebook) error {
 	}
 	n := int64(len(rel.Order))
 	o.notes(d, len(rel.Dropped), n)
-	meta, err := o.meta(cb, anatomy, n, len(rel.Dropped), d.missing)
+	// The two tables carry the same random release id, so that estimate
+	// can check that it was given the sensitive table of these rows.
+	a := release.Anonymized{Mechanism: anatomy, Rows: n, Dropped: int64(len(rel.Dropped)), MissingDropped: d.missing, L: o.L,
+		Groups: len(rel.ST) / rel.L, GroupColumn: o.GroupCol, ReleaseID: releaseID(), GroupsTable: table.DisplayName(o.Groups)}
+	meta, err := o.meta(cb, &a)
 	if err != nil {
 		return err
 	}
-	meta.SetInt("l", int64(o.L))
-	groups := len(rel.ST) / rel.L
-	meta.SetInt("groups", int64(groups))
-	meta["group_column"] = o.GroupCol
-	// The two tables carry the same random release id, so that estimate
-	// can check that it was given the sensitive table of these rows.
-	meta["release_id"] = releaseID()
-	meta["groups_table"] = table.DisplayName(o.Groups)
 
 	// The sensitive table first: it is small, and written in full before
 	// the rows.
-	stMeta := table.Meta{"stage": "anonymize", "table": "anatomy-groups", "release_id": meta["release_id"]}
-	stMeta.SetInt("l", int64(o.L))
-	stMeta.SetInt("groups", int64(groups))
-	for _, key := range []string{"sensitive", "codebook", "N", cli.InsecureSeedKey} {
-		if v, ok := meta[key]; ok {
-			stMeta[key] = v
-		}
+	stMeta := table.Meta{}
+	if err := a.GroupsTableMeta(meta[release.KeyInsecureSeed] == "true").Encode(stMeta); err != nil {
+		return err
 	}
 	stSchema := arrow.NewSchema([]arrow.Field{
 		{Name: o.GroupCol, Type: arrow.PrimitiveTypes.Int64},
@@ -360,7 +347,7 @@ func (o *Options) runGlobal(in table.Reader, cb *codebook.Codebook) error {
 			keep[k] = release.KeepForRetention(col.K(), o.L)
 		}
 	}
-	meta, err := o.meta(cb, global, 0, 0, 0)
+	meta, err := o.meta(cb, &release.Anonymized{Mechanism: global})
 	if err != nil {
 		return err
 	}
@@ -377,7 +364,7 @@ func (o *Options) runGlobal(in table.Reader, cb *codebook.Codebook) error {
 	if err := md.Encode(meta); err != nil {
 		return err
 	}
-	delete(meta, "N")
+	delete(meta, release.KeyRows)
 	outSchema := table.StringSchema(names)
 	w, err := o.Streams.Create(o.Output, outSchema, meta, in.Format(), o.inputs())
 	if err != nil {

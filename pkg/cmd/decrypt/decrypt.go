@@ -9,7 +9,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pramkit/pramkit/pkg/cli"
-	"github.com/pramkit/pramkit/pkg/cmd/encrypt/encfile"
 	"github.com/pramkit/pramkit/pkg/codebook"
 	"github.com/pramkit/pramkit/pkg/pad"
 	"github.com/pramkit/pramkit/pkg/release"
@@ -79,11 +78,11 @@ func Main() int { return cli.Run(NewCmd(cli.StdStreams(), nil), os.Args[1:], cli
 // key is one curator's key file.
 type key struct {
 	r    table.Reader
-	cols []encfile.Column
+	cols []release.Column
 	cb   *codebook.Codebook
 	// deriver computes PRF pads; nil for one-time pads stored in the file.
 	deriver *pad.Deriver
-	cur     *encfile.Cursor
+	cur     *table.Cursor
 	block   [][]uint32 // pads of the current block, one slice per key column
 }
 
@@ -111,20 +110,21 @@ func run(o *Options) error {
 	if err := o.checkStage(rel); err != nil {
 		return err
 	}
-	var smp encfile.Sample
-	if meta["stage"] == encfile.StagePerturb {
+	var smp release.Sample
+	var perturbed *release.GammaDiagonal // nil for --unperturbed
+	if meta[release.KeyStage] == release.StagePerturb {
 		// γ, ε, n, m, K and the release counter, typed and checked
 		// against each other, so that an edited release is refused
 		// here rather than estimated with the wrong γ.
-		var g release.GammaDiagonal
-		if err := g.Decode(meta, name); err != nil {
+		perturbed = new(release.GammaDiagonal)
+		if err := perturbed.Decode(meta, name); err != nil {
 			return err
 		}
-		smp = g.Sample
-	} else if smp, err = encfile.ReadSample(meta, name, "the release was not written by perturb; decrypt reads perturb's output"); err != nil {
+		smp = perturbed.Sample
+	} else if smp, err = release.ReadSample(meta, name, "the release was not written by perturb; decrypt reads perturb's output"); err != nil {
 		return err
 	}
-	cols, err := encfile.ReadColumns(meta, name, "the release was not written by perturb; decrypt reads perturb's output")
+	cols, err := release.ReadColumns(meta, name, "the release was not written by perturb; decrypt reads perturb's output")
 	if err != nil {
 		return err
 	}
@@ -152,7 +152,7 @@ func run(o *Options) error {
 		for i, kc := range k.cols {
 			j, ok := byName[kc.Name]
 			if !ok {
-				return fmt.Errorf("%s holds the pads of column %q, which %s does not have (its columns: %s): it is a key for another release; pass the keys of this release's curators", p, kc.Name, name, strings.Join(encfile.Names(cols), ", "))
+				return fmt.Errorf("%s holds the pads of column %q, which %s does not have (its columns: %s): it is a key for another release; pass the keys of this release's curators", p, kc.Name, name, strings.Join(release.Names(cols), ", "))
 			}
 			rc := cols[j]
 			switch {
@@ -188,11 +188,7 @@ func run(o *Options) error {
 	if err != nil {
 		return err
 	}
-	cbJSON, err := cb.MarshalJSON()
-	if err != nil {
-		return err
-	}
-	if meta["stage"] == encfile.StageEncrypt {
+	if meta[release.KeyStage] == release.StageEncrypt {
 		o.Streams.Warnf("decrypt", "%s was never perturbed: the output is the curators' plaintext sample, with no privacy protection; do not publish it", name)
 	}
 	outMeta := meta.Clone()
@@ -200,9 +196,11 @@ func run(o *Options) error {
 	for _, k := range keys {
 		cli.CarryInsecureSeed(o.Streams, "decrypt", k.r.Name(), k.r.Meta(), outMeta)
 	}
-	outMeta["stage"] = encfile.StageDecrypt
-	outMeta[encfile.KeyCodebook] = string(cbJSON)
-	schema := table.StringSchema(encfile.Names(cols))
+	// The release's items carry over; the stage and codebook are decrypt's.
+	if err := (release.Decrypted{Sample: smp, Release: perturbed, Codebook: cb}).Encode(outMeta); err != nil {
+		return err
+	}
+	schema := table.StringSchema(release.Names(cols))
 	w, err := o.Streams.Create(o.Output, schema, outMeta, rel.Format(), append([]string{o.Input}, o.Keys...))
 	if err != nil {
 		return err
@@ -218,9 +216,9 @@ func run(o *Options) error {
 // --unperturbed an encrypted table.
 func (o *Options) checkStage(rel table.Reader) error {
 	name, meta := rel.Name(), rel.Meta()
-	switch stage := meta["stage"]; stage {
-	case encfile.StagePerturb:
-		for _, item := range []string{"gamma", "epsilon", "mechanism"} {
+	switch stage := meta[release.KeyStage]; stage {
+	case release.StagePerturb:
+		for _, item := range []string{release.KeyGamma, release.KeyEpsilon, release.KeyMechanism} {
 			if _, ok := meta[item]; !ok {
 				return fmt.Errorf("%s: no %q in the metadata: the release is damaged or incomplete, and estimate could not undo the perturbation; get the release again from the server (perturb writes it)", name, item)
 			}
@@ -229,12 +227,12 @@ func (o *Options) checkStage(rel table.Reader) error {
 			return cli.Usagef("--unperturbed is for encrypted tables that were never perturbed, and %s is a release: drop --unperturbed", name)
 		}
 		return nil
-	case encfile.StageEncrypt:
+	case release.StageEncrypt:
 		if !o.Unperturbed {
 			return fmt.Errorf("%s was never perturbed (stage encrypt, no \"gamma\" in the metadata): have the server perturb it (perturb --epsilon E), or pass --unperturbed to decrypt it as is, without any privacy protection", name)
 		}
 		return nil
-	case encfile.StageKey:
+	case release.StageKey:
 		return fmt.Errorf("%s is a key file: give the release as the argument and the keys with --key", name)
 	case "":
 		return fmt.Errorf("%s is not a pramkit release (no stage in the metadata): decrypt reads the output of perturb", name)
@@ -245,7 +243,7 @@ func (o *Options) checkStage(rel table.Reader) error {
 
 // openKey opens and checks one key file against the release's sampling.
 // Errors never quote key material.
-func openKey(o *Options, path string, smp encfile.Sample, relCols []encfile.Column, relName string) (*key, error) {
+func openKey(o *Options, path string, smp release.Sample, relCols []release.Column, relName string) (*key, error) {
 	r, err := o.Streams.Open(path)
 	if err != nil {
 		return nil, err
@@ -256,7 +254,7 @@ func openKey(o *Options, path string, smp encfile.Sample, relCols []encfile.Colu
 		return nil, err
 	}
 	meta := r.Meta()
-	if stage := meta["stage"]; stage != encfile.StageKey {
+	if stage := meta[release.KeyStage]; stage != release.StageKey {
 		if stage == "" {
 			stage = "none"
 		}
@@ -272,10 +270,10 @@ func openKey(o *Options, path string, smp encfile.Sample, relCols []encfile.Colu
 	if err := id.Match(smp, relCols, path, relName); err != nil {
 		return fail(err)
 	}
-	if k.cols, err = encfile.ReadColumns(meta, path, notKey); err != nil {
+	if k.cols, err = release.ReadColumns(meta, path, notKey); err != nil {
 		return fail(err)
 	}
-	cbText, ok := meta[encfile.KeyCodebook]
+	cbText, ok := meta[release.KeyCodebook]
 	if !ok {
 		return fail(fmt.Errorf("%s: no codebook in the metadata: %s", path, notKey))
 	}
@@ -288,16 +286,16 @@ func openKey(o *Options, path string, smp encfile.Sample, relCols []encfile.Colu
 			return fail(fmt.Errorf("%s: the codebook of column %q does not match its hash: %s", path, c.Name, notKey))
 		}
 	}
-	switch encfile.PadKind(k.cols) {
-	case encfile.PadOTP:
+	switch release.PadKind(k.cols) {
+	case release.PadOTP:
 		if n := r.NumRows(); n >= 0 && n != smp.M {
 			return fail(fmt.Errorf("%s has %d rows of pads but the release has m = %d rows: the key file is truncated or belongs to another release; use the key file encrypt wrote", path, n, smp.M))
 		}
-		if k.cur, err = encfile.NewCursor(r, encfile.Names(k.cols), encfile.Alphabets(k.cols), true); err != nil {
+		if k.cur, err = table.NewCursor(r, release.Names(k.cols), release.Alphabets(k.cols), true); err != nil {
 			return fail(err)
 		}
-	case encfile.PadPRF:
-		runKey, err := encfile.RunKeyFromMeta(meta, path)
+	case release.PadPRF:
+		runKey, err := release.RunKeyFromMeta(meta, path)
 		if err != nil {
 			return fail(err)
 		}
@@ -307,19 +305,19 @@ func openKey(o *Options, path string, smp encfile.Sample, relCols []encfile.Colu
 	default:
 		return fail(fmt.Errorf("%s mixes pad kinds: %s", path, notKey))
 	}
-	k.block = encfile.Block(len(k.cols), table.DefaultBatchSize)
+	k.block = table.Block(len(k.cols), table.DefaultBatchSize)
 	return k, nil
 }
 
 // decryptRows reads the release and the one-time-pad keys in lockstep, one
 // block of rows at a time, removes the pads and writes labels. Memory: one
 // batch per file plus blocks of 4 bytes per cell, whatever m is.
-func decryptRows(o *Options, rel table.Reader, cols []encfile.Column, keys []*key, slots []slot, labels [][]string, schema *arrow.Schema, w table.Writer, m int64) error {
-	cur, err := encfile.NewCursor(rel, encfile.Names(cols), encfile.Alphabets(cols), false)
+func decryptRows(o *Options, rel table.Reader, cols []release.Column, keys []*key, slots []slot, labels [][]string, schema *arrow.Schema, w table.Writer, m int64) error {
+	cur, err := table.NewCursor(rel, release.Names(cols), release.Alphabets(cols), false)
 	if err != nil {
 		return err
 	}
-	block := encfile.Block(len(cols), table.DefaultBatchSize)
+	block := table.Block(len(cols), table.DefaultBatchSize)
 	bb := table.NewBatchBuilder(schema)
 	defer bb.Release()
 	meter := o.Streams.Progress("decrypt: rows")
@@ -369,7 +367,7 @@ func decryptRows(o *Options, rel table.Reader, cols []encfile.Column, keys []*ke
 		if k.cur == nil {
 			continue
 		}
-		if got, err := k.cur.Read(encfile.Block(len(k.cols), 1)); err != nil {
+		if got, err := k.cur.Read(table.Block(len(k.cols), 1)); err != nil {
 			return err
 		} else if got > 0 {
 			return fmt.Errorf("%s has more rows of pads than the release's m = %d: it is a key for another release; pass the key written when this release's columns were encrypted", k.r.Name(), m)

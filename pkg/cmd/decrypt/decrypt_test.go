@@ -12,24 +12,24 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pramkit/pramkit/internal/cmdtest"
+	"github.com/pramkit/pramkit/internal/releasetest"
 	"github.com/pramkit/pramkit/pkg/cli"
 	"github.com/pramkit/pramkit/pkg/cmd/decrypt"
 	"github.com/pramkit/pramkit/pkg/cmd/encrypt"
-	"github.com/pramkit/pramkit/pkg/cmd/encrypt/encfile/encfiletest"
 	"github.com/pramkit/pramkit/pkg/release"
 	"github.com/pramkit/pramkit/pkg/table"
 )
 
 func encryptCmd(s *cli.Streams) *cobra.Command { return encrypt.NewCmd(s, nil) }
-func perturbCmd(s *cli.Streams) *cobra.Command { return encfiletest.NewPerturb(s, nil) }
+func perturbCmd(s *cli.Streams) *cobra.Command { return releasetest.NewPerturb(s, nil) }
 func decryptCmd(s *cli.Streams) *cobra.Command { return decrypt.NewCmd(s, nil) }
 
-func run(t testing.TB, build func(*cli.Streams) *cobra.Command, args ...string) encfiletest.Result {
+func run(t testing.TB, build func(*cli.Streams) *cobra.Command, args ...string) releasetest.Result {
 	t.Helper()
-	return encfiletest.Run(build, nil, args...)
+	return releasetest.Run(build, nil, args...)
 }
 
-func must(t testing.TB, res encfiletest.Result) {
+func must(t testing.TB, res releasetest.Result) {
 	t.Helper()
 	if res.Code != 0 {
 		t.Fatal(res.Stderr)
@@ -92,17 +92,17 @@ func newFixture(t *testing.T) fixture {
 	t.Helper()
 	dir := t.TempDir()
 	f := fixture{dir: dir}
-	cb := encfiletest.WriteCodebook(t, dir,
-		encfiletest.Categorical{Name: "a", Categories: []string{"x", "y", "z"}},
-		encfiletest.Categorical{Name: "b", Categories: []string{"p", "q"}})
+	cb := releasetest.WriteCodebook(t, dir,
+		releasetest.Categorical{Name: "a", Categories: []string{"x", "y", "z"}},
+		releasetest.Categorical{Name: "b", Categories: []string{"p", "q"}})
 	var aRows, bRows [][]string
 	for i := range 50 {
 		aRows = append(aRows, []string{[]string{"x", "y", "z"}[i%3]})
 		bRows = append(bRows, []string{[]string{"p", "q"}[i%2]})
 	}
 	aIn, bIn := filepath.Join(dir, "a.csv"), filepath.Join(dir, "b.csv")
-	encfiletest.WriteSample(t, aIn, []string{"a"}, aRows, 500)
-	encfiletest.WriteSample(t, bIn, []string{"b"}, bRows, 500)
+	releasetest.WriteSample(t, aIn, []string{"a"}, aRows, 500)
+	releasetest.WriteSample(t, bIn, []string{"b"}, bRows, 500)
 	prf := filepath.Join(dir, "bob.prf")
 	os.WriteFile(prf, bytes.Repeat([]byte{0xab}, 32), 0o600)
 	f.aKey, f.bKey = filepath.Join(dir, "alice.key.csv"), filepath.Join(dir, "bob.key.csv")
@@ -114,9 +114,9 @@ func newFixture(t *testing.T) fixture {
 	must(t, run(t, encryptCmd, "--codebook", cb, "--key-out", f.rerunKey, "-o", filepath.Join(dir, "a2.enc.csv"), aIn))
 	// The same column sampled with another secret.
 	other := filepath.Join(dir, "other.csv")
-	encfiletest.WriteSample(t, other, []string{"a"}, aRows, 500)
+	releasetest.WriteSample(t, other, []string{"a"}, aRows, 500)
 	editSidecar(t, other, func(s string) string {
-		return strings.Replace(s, encfiletest.Fingerprint, "ffffffffffffffffffffffffffffffff", 1)
+		return strings.Replace(s, releasetest.Fingerprint, "ffffffffffffffffffffffffffffffff", 1)
 	})
 	f.otherKey = filepath.Join(dir, "other.key")
 	must(t, run(t, encryptCmd, "--codebook", cb, "--key-out", f.otherKey, "-o", filepath.Join(dir, "other.enc.csv"), other))
@@ -190,7 +190,7 @@ func TestBadKeysAndReleases(t *testing.T) {
 		code int
 		want string
 	}{
-		{"key for another release", []string{"--key", f.otherKey, "--key", f.bKey, f.rel}, 1, `other.key: metadata "fingerprint" = "ffffffffffffffffffffffffffffffff" does not match ` + f.rel + `'s "` + encfiletest.Fingerprint + `": the key was made for another sampling`},
+		{"key for another release", []string{"--key", f.otherKey, "--key", f.bKey, f.rel}, 1, `other.key: metadata "fingerprint" = "ffffffffffffffffffffffffffffffff" does not match ` + f.rel + `'s "` + releasetest.Fingerprint + `": the key was made for another sampling`},
 		{"key for another column", []string{"--key", f.aKey, f.bEnc(), "--unperturbed"}, 1, `alice.key.csv holds the pads of column "a", which`},
 		{"key of another encrypt run", []string{"--key", f.rerunKey, "--key", f.bKey, f.rel}, 1, `alice-rerun.key: metadata "key_id" of column "a" = "` + f.rerunKeyID + `" does not match ` + f.rel + `'s "` + f.keyID + `": it is the key of another encrypt run`},
 		{"epsilon not a number", []string{"--key", f.aKey, "--key", f.bKey, banana}, 1, `banana.csv: metadata "epsilon" = "banana" is not a number; the file was edited or damaged — re-run perturb`},
@@ -221,7 +221,7 @@ func TestBadKeysAndReleases(t *testing.T) {
 			// File names come from t.TempDir and may contain any digits:
 			// look for key material only in the rest of the message.
 			// Sample fingerprints and key ids are not secret.
-			msg := strings.NewReplacer(f.dir, "", encfiletest.Fingerprint, "", f.keyID, "", f.rerunKeyID, "").Replace(res.Stderr)
+			msg := strings.NewReplacer(f.dir, "", releasetest.Fingerprint, "", f.keyID, "", f.rerunKeyID, "").Replace(res.Stderr)
 			for _, secret := range []string{"99", f.prfHex, f.prfHex[:16]} {
 				if strings.Contains(msg, secret) {
 					t.Errorf("stderr quotes key material %q: %s", secret, res.Stderr)
@@ -241,8 +241,8 @@ func TestOutputKeepsWhatEstimateNeeds(t *testing.T) {
 	f := newFixture(t)
 	out := filepath.Join(f.dir, "out.parquet")
 	must(t, run(t, decryptCmd, "--key", f.bKey, "--key", f.aKey, f.rel, "-o", out))
-	names, rows, meta := encfiletest.ReadTable(t, out)
-	_, _, relMeta := encfiletest.ReadTable(t, f.rel)
+	names, rows, meta := releasetest.ReadTable(t, out)
+	_, _, relMeta := releasetest.ReadTable(t, f.rel)
 	if !slices.Equal(names, []string{"a", "b"}) || len(rows) != 50 {
 		t.Fatalf("columns %v, %d rows", names, len(rows))
 	}
@@ -265,7 +265,7 @@ func BenchmarkDecryptTwoKeys(b *testing.B) {
 	const m = 200_000
 	dir := b.TempDir()
 	var encs, keys []string
-	for _, c := range encfiletest.BenchCurators(b, dir, m) {
+	for _, c := range releasetest.BenchCurators(b, dir, m) {
 		cb, in := c.Codebook, c.Sample
 		enc, key := filepath.Join(dir, c.Name+".enc.arrow"), filepath.Join(dir, c.Name+".key.arrow")
 		must(b, run(b, encryptCmd, "--codebook", cb, "--key-out", key, "-o", enc, in))

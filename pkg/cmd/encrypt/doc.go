@@ -9,5 +9,5 @@
 // where x_ij is the cell's value index. c is then uniform on Z_{k_j}
 // whatever x is, so the encrypted table is independent of the data; the
 // pads v form the key file that the curator keeps and later hands to the
-// researcher. The layout of both files is in package encfile.
+// researcher. The layout of both files is in package release.
 package encrypt

@@ -16,9 +16,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pramkit/pramkit/pkg/cli"
-	"github.com/pramkit/pramkit/pkg/cmd/encrypt/encfile"
 	"github.com/pramkit/pramkit/pkg/codebook"
 	"github.com/pramkit/pramkit/pkg/pad"
+	"github.com/pramkit/pramkit/pkg/release"
 	"github.com/pramkit/pramkit/pkg/table"
 )
 
@@ -159,15 +159,15 @@ func run(o *Options) error {
 	}
 	defer in.Close()
 	meta := in.Meta()
-	switch stage := meta["stage"]; stage {
-	case encfile.StageEncrypt, encfile.StagePerturb, encfile.StageKey:
+	switch stage := meta[release.KeyStage]; stage {
+	case release.StageEncrypt, release.StagePerturb, release.StageKey:
 		return fmt.Errorf("%s is already encrypted (stage %s): encrypt reads a curator's sample, or a decrypted release", in.Name(), stage)
 	}
-	smp, err := encfile.ReadSample(meta, in.Name(), "encrypt works on the output of sample; pipe the table through `sample --secret FILE -m N` first (--fraction 1 keeps every row)")
+	smp, err := release.ReadSample(meta, in.Name(), "encrypt works on the output of sample; pipe the table through `sample --secret FILE -m N` first (--fraction 1 keeps every row)")
 	if err != nil {
 		return err
 	}
-	hist, err := encfile.ReadHistory(meta, in.Name())
+	hist, err := release.ReadHistory(meta, in.Name())
 	if err != nil {
 		return err
 	}
@@ -192,53 +192,45 @@ func run(o *Options) error {
 	}
 
 	keyID, src, runKey := o.pads(master)
-	kind := encfile.PadOTP
+	kind := release.PadOTP
 	if master != nil {
-		kind = encfile.PadPRF
+		kind = release.PadPRF
 	}
-	cols := make([]encfile.Column, len(names))
+	cols := make([]release.Column, len(names))
 	ks := make([]uint32, len(names))
 	for j := range sel.Columns {
 		c := &sel.Columns[j]
 		one, _ := sel.Select([]string{c.Name()})
 		ks[j] = uint32(c.K())
-		cols[j] = encfile.Column{Name: c.Name(), K: ks[j], CodebookHash: one.Hash(), KeyID: keyID, Pad: kind}
+		cols[j] = release.Column{Name: c.Name(), K: ks[j], CodebookHash: one.Hash(), KeyID: keyID, Pad: kind}
 	}
 
 	// Only what the server needs, and nothing that depends on the values:
 	// the input's other items (a codebook, say) are not carried over.
-	outMeta := table.Meta{"stage": encfile.StageEncrypt, encfile.KeyPad: kind}
+	outMeta := table.Meta{}
 	cli.CarryInsecureSeed(o.Streams, "encrypt", in.Name(), meta, outMeta)
 	o.Seed.Mark(outMeta)
-	smp.Encode(outMeta)
-	if id, ok := meta["sample_id"]; ok {
-		outMeta["sample_id"] = id
-	}
-	hist.Set(outMeta)
-	if hist.Releases == 1 {
-		outMeta["gamma"] = meta["gamma"]
-	}
-	if err := encfile.SetColumns(outMeta, cols); err != nil {
+	enc := release.Encrypted{Sample: smp, SampleID: meta[release.KeySampleID], Pad: kind, Columns: cols, History: hist}
+	if err := enc.Encode(outMeta); err != nil {
 		return err
 	}
-	keyMeta := table.Meta{"stage": encfile.StageKey, encfile.KeyPad: kind}
+	keyMeta := table.Meta{release.KeyPad: kind}
 	if outMeta[cli.InsecureSeedKey] == "true" {
 		keyMeta[cli.InsecureSeedKey] = "true"
 	}
-	smp.Encode(keyMeta)
-	if err := encfile.SetColumns(keyMeta, cols); err != nil {
+	if err := (release.Key{Sample: smp, Columns: cols}).Encode(keyMeta); err != nil {
 		return err
 	}
 	cbJSON, err := sel.MarshalJSON()
 	if err != nil {
 		return err
 	}
-	keyMeta[encfile.KeyCodebook] = string(cbJSON)
+	keyMeta[release.KeyCodebook] = string(cbJSON)
 	if runKey != nil {
-		keyMeta[encfile.KeyPRFKey] = hex.EncodeToString(runKey[:])
+		keyMeta[release.KeyPRFKey] = hex.EncodeToString(runKey[:])
 	}
 
-	schema := encfile.Int32Schema(names)
+	schema := table.Int32Schema(names)
 	inputs := []string{o.Input, o.Codebook, o.PRFKey}
 	kw, err := o.Streams.CreateKey(o.KeyOut, schema, keyMeta, table.Parquet, inputs, o.Force)
 	if err != nil {
@@ -273,8 +265,8 @@ func run(o *Options) error {
 // input batch plus two blocks of 4 bytes per cell.
 func encryptRows(o *Options, in table.Reader, srcIdx []int, encs []*codebook.Encoder, ks []uint32, src padSource, schema *arrow.Schema, w, kw table.Writer, storePads bool) error {
 	d := len(encs)
-	ct := encfile.Block(d, table.DefaultBatchSize)
-	pads := encfile.Block(d, table.DefaultBatchSize)
+	ct := table.Block(d, table.DefaultBatchSize)
+	pads := table.Block(d, table.DefaultBatchSize)
 	meter := o.Streams.Progress("encrypt: rows")
 	defer meter.Done()
 	var row0 int64
@@ -317,13 +309,13 @@ func encryptRows(o *Options, in table.Reader, srcIdx []int, encs []*codebook.Enc
 
 // writeBlock writes n rows of ciphertexts, and of pads when they are stored.
 func writeBlock(schema *arrow.Schema, w, kw table.Writer, ct, pads [][]uint32, n int, storePads bool) error {
-	rec := encfile.Int32Batch(schema, ct, n)
+	rec := table.Int32Batch(schema, ct, n)
 	err := w.Write(rec)
 	rec.Release()
 	if err != nil || !storePads {
 		return err
 	}
-	rec = encfile.Int32Batch(schema, pads, n)
+	rec = table.Int32Batch(schema, pads, n)
 	err = kw.Write(rec)
 	rec.Release()
 	return err
@@ -335,7 +327,7 @@ func (o *Options) codebook(in table.Reader) (*codebook.Codebook, error) {
 	if o.Codebook != "" {
 		return codebook.Load(o.Codebook)
 	}
-	s, ok := in.Meta()[encfile.KeyCodebook]
+	s, ok := in.Meta()[release.KeyCodebook]
 	if !ok {
 		return nil, cli.Usagef("no codebook: pass --codebook FILE (for UCI Adult, testdata/adult/codebook.json); every curator must use the same one")
 	}
@@ -404,7 +396,7 @@ func (o *Options) pads(master []byte) (keyID string, src padSource, runKey *pad.
 	for i := range nonce {
 		nonce[i] = byte(r.Uint32())
 	}
-	k := encfile.DeriveRunKey(master, hex.EncodeToString(nonce[:]))
+	k := release.DeriveRunKey(master, hex.EncodeToString(nonce[:]))
 	d, _ := pad.NewDeriver(k) // NewDeriver fails only for a bad AES key size
 	return keyID, prfPads{d}, &k
 }
@@ -419,7 +411,7 @@ func readPRFKey(o *Options) ([]byte, error) {
 		}
 		return nil, fmt.Errorf("cannot read the PRF key %s: %v; check the path, or create a key with: head -c 32 /dev/urandom > %s && chmod 600 %s", o.PRFKey, err, o.PRFKey, o.PRFKey)
 	}
-	k, err := encfile.ParsePRFKey(b)
+	k, err := release.ParsePRFKey(b)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %v; create a key with: head -c 32 /dev/urandom > FILE", o.PRFKey, err)
 	}

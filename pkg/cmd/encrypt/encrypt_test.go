@@ -14,21 +14,21 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pramkit/pramkit/internal/cmdtest"
+	"github.com/pramkit/pramkit/internal/releasetest"
 	"github.com/pramkit/pramkit/internal/stattest"
 	"github.com/pramkit/pramkit/pkg/cli"
 	"github.com/pramkit/pramkit/pkg/cmd/decrypt"
 	"github.com/pramkit/pramkit/pkg/cmd/encrypt"
-	"github.com/pramkit/pramkit/pkg/cmd/encrypt/encfile"
-	"github.com/pramkit/pramkit/pkg/cmd/encrypt/encfile/encfiletest"
 	"github.com/pramkit/pramkit/pkg/codebook"
+	"github.com/pramkit/pramkit/pkg/release"
 )
 
-func runEncrypt(args ...string) encfiletest.Result {
-	return encfiletest.Run(func(s *cli.Streams) *cobra.Command { return encrypt.NewCmd(s, nil) }, nil, args...)
+func runEncrypt(args ...string) releasetest.Result {
+	return releasetest.Run(func(s *cli.Streams) *cobra.Command { return encrypt.NewCmd(s, nil) }, nil, args...)
 }
 
-func runDecrypt(args ...string) encfiletest.Result {
-	return encfiletest.Run(func(s *cli.Streams) *cobra.Command { return decrypt.NewCmd(s, nil) }, nil, args...)
+func runDecrypt(args ...string) releasetest.Result {
+	return releasetest.Run(func(s *cli.Streams) *cobra.Command { return decrypt.NewCmd(s, nil) }, nil, args...)
 }
 
 // prfKeyFile writes a long-term PRF key (64 hex digits) and returns its path.
@@ -96,12 +96,12 @@ func TestRoundTrip(t *testing.T) {
 		}
 		return rows
 	}
-	large := encfiletest.Labels("c", 100_000)
+	large := releasetest.Labels("c", 100_000)
 	largeRows := pick(large, 3000)
 	largeRows[0][0], largeRows[1][0] = large[0], large[len(large)-1]
 	tests := []struct {
 		name    string
-		cols    []encfiletest.Categorical
+		cols    []releasetest.Categorical
 		rows    [][]string
 		want    [][]string // nil: the rows themselves
 		flags   []string
@@ -109,15 +109,15 @@ func TestRoundTrip(t *testing.T) {
 		prf     bool
 		keyName string
 	}{
-		{name: "k=1", cols: []encfiletest.Categorical{{Name: "a", Categories: []string{"only"}}}, rows: pick([]string{"only"}, 500), format: "csv"},
-		{name: "k=2", cols: []encfiletest.Categorical{{Name: "a", Categories: []string{"no", "yes"}}}, rows: pick([]string{"no", "yes"}, 2000), format: "parquet"},
-		{name: "large k", cols: []encfiletest.Categorical{{Name: "a", Categories: large}}, rows: largeRows, format: "arrow", keyName: "k.arrow"},
-		{name: "large k, PRF pads", cols: []encfiletest.Categorical{{Name: "a", Categories: large}}, rows: largeRows, format: "parquet", prf: true},
-		{name: "k=1 and k=3, PRF pads, CSV key", cols: []encfiletest.Categorical{{Name: "a", Categories: []string{"x"}}, {Name: "b", Categories: []string{"p", "q", "r"}}},
+		{name: "k=1", cols: []releasetest.Categorical{{Name: "a", Categories: []string{"only"}}}, rows: pick([]string{"only"}, 500), format: "csv"},
+		{name: "k=2", cols: []releasetest.Categorical{{Name: "a", Categories: []string{"no", "yes"}}}, rows: pick([]string{"no", "yes"}, 2000), format: "parquet"},
+		{name: "large k", cols: []releasetest.Categorical{{Name: "a", Categories: large}}, rows: largeRows, format: "arrow", keyName: "k.arrow"},
+		{name: "large k, PRF pads", cols: []releasetest.Categorical{{Name: "a", Categories: large}}, rows: largeRows, format: "parquet", prf: true},
+		{name: "k=1 and k=3, PRF pads, CSV key", cols: []releasetest.Categorical{{Name: "a", Categories: []string{"x"}}, {Name: "b", Categories: []string{"p", "q", "r"}}},
 			rows: [][]string{{"x", "p"}, {"x", "r"}, {"x", "q"}, {"x", "r"}}, format: "csv", prf: true, keyName: "k.csv"},
-		{name: "missing values keep their category", cols: []encfiletest.Categorical{{Name: "a", Categories: []string{"u", "v"}, Missing: "?"}},
+		{name: "missing values keep their category", cols: []releasetest.Categorical{{Name: "a", Categories: []string{"u", "v"}, Missing: "?"}},
 			rows: [][]string{{"u"}, {"?"}, {""}, {"v"}}, want: [][]string{{"u"}, {"?"}, {"?"}, {"v"}}, format: "arrow"},
-		{name: "unknown values as missing", cols: []encfiletest.Categorical{{Name: "a", Categories: []string{"u", "v"}, Missing: "?"}},
+		{name: "unknown values as missing", cols: []releasetest.Categorical{{Name: "a", Categories: []string{"u", "v"}, Missing: "?"}},
 			rows: [][]string{{"u"}, {"zzz"}, {"v"}}, want: [][]string{{"u"}, {"?"}, {"v"}}, flags: []string{"--unknown", "missing"}, format: "parquet"},
 	}
 	for _, tt := range tests {
@@ -128,8 +128,8 @@ func TestRoundTrip(t *testing.T) {
 				names[j] = c.Name
 			}
 			in := filepath.Join(dir, "in."+tt.format)
-			encfiletest.WriteSample(t, in, names, tt.rows, int64(len(tt.rows))*3)
-			cb := encfiletest.WriteCodebook(t, dir, tt.cols...)
+			releasetest.WriteSample(t, in, names, tt.rows, int64(len(tt.rows))*3)
+			cb := releasetest.WriteCodebook(t, dir, tt.cols...)
 			key := filepath.Join(dir, "k.parquet")
 			if tt.keyName != "" {
 				key = filepath.Join(dir, tt.keyName)
@@ -146,7 +146,7 @@ func TestRoundTrip(t *testing.T) {
 			if res := runDecrypt("--unperturbed", "--key", key, enc, "-o", out); res.Code != 0 {
 				t.Fatalf("decrypt: %s", res.Stderr)
 			}
-			gotNames, got, _ := encfiletest.ReadTable(t, out)
+			gotNames, got, _ := releasetest.ReadTable(t, out)
 			want := tt.want
 			if want == nil {
 				want = tt.rows
@@ -175,7 +175,7 @@ func TestCiphertextOfAConstantColumnIsUniform(t *testing.T) {
 		m     = 48_000 // 3000 expected per cell
 		alpha = 1e-6   // false-alarm probability of each chi-square test
 	)
-	labels := encfiletest.Labels("v", k)
+	labels := releasetest.Labels("v", k)
 	for _, tt := range []struct {
 		value string
 		prf   bool
@@ -187,8 +187,8 @@ func TestCiphertextOfAConstantColumnIsUniform(t *testing.T) {
 				rows[i] = []string{tt.value}
 			}
 			in := filepath.Join(dir, "in.arrow")
-			encfiletest.WriteSample(t, in, []string{"a"}, rows, m)
-			cb := encfiletest.WriteCodebook(t, dir, encfiletest.Categorical{Name: "a", Categories: labels})
+			releasetest.WriteSample(t, in, []string{"a"}, rows, m)
+			cb := releasetest.WriteCodebook(t, dir, releasetest.Categorical{Name: "a", Categories: labels})
 			enc := filepath.Join(dir, "enc.arrow")
 			args := []string{"--codebook", cb, "--key-out", filepath.Join(dir, "k"), "-o", enc, "--seed", "11", "--insecure-seed", in}
 			if tt.prf {
@@ -197,7 +197,7 @@ func TestCiphertextOfAConstantColumnIsUniform(t *testing.T) {
 			if res := runEncrypt(args...); res.Code != 0 {
 				t.Fatal(res.Stderr)
 			}
-			_, ct, meta := encfiletest.ReadTable(t, enc)
+			_, ct, meta := releasetest.ReadTable(t, enc)
 			counts := make([]int64, k)
 			for _, row := range ct {
 				c, err := strconv.Atoi(row[0])
@@ -242,7 +242,7 @@ func TestEncryptedFileHoldsNoLabel(t *testing.T) {
 		t.Run(format, func(t *testing.T) {
 			dir := t.TempDir()
 			in := filepath.Join(dir, "in.csv")
-			encfiletest.WriteSample(t, in, []string{"education", "sex"}, rows, 32561)
+			releasetest.WriteSample(t, in, []string{"education", "sex"}, rows, 32561)
 			enc := filepath.Join(dir, "enc."+format)
 			key := filepath.Join(dir, "k.csv")
 			if res := runEncrypt("--codebook", root, "--key-out", key, "-o", enc, in); res.Code != 0 {
@@ -281,8 +281,8 @@ func TestEncryptedFileHoldsNoLabel(t *testing.T) {
 func TestKeyFileIsOwnerOnlyAndNeverReplaced(t *testing.T) {
 	dir := t.TempDir()
 	in := filepath.Join(dir, "in.csv")
-	encfiletest.WriteSample(t, in, []string{"a"}, [][]string{{"x"}, {"y"}}, 10)
-	cb := encfiletest.WriteCodebook(t, dir, encfiletest.Categorical{Name: "a", Categories: []string{"x", "y", "z"}})
+	releasetest.WriteSample(t, in, []string{"a"}, [][]string{{"x"}, {"y"}}, 10)
+	cb := releasetest.WriteCodebook(t, dir, releasetest.Categorical{Name: "a", Categories: []string{"x", "y", "z"}})
 	key := filepath.Join(dir, "a.key")
 	if res := runEncrypt("--codebook", cb, "--key-out", key, "-o", filepath.Join(dir, "e1.csv"), in); res.Code != 0 {
 		t.Fatal(res.Stderr)
@@ -321,19 +321,19 @@ func TestKeyFileIsOwnerOnlyAndNeverReplaced(t *testing.T) {
 // key material.
 func TestBadInput(t *testing.T) {
 	dir := t.TempDir()
-	cb := encfiletest.WriteCodebook(t, dir,
-		encfiletest.Categorical{Name: "a", Categories: []string{"x", "y"}},
-		encfiletest.Categorical{Name: "b", Categories: []string{"p", "q"}, Missing: "?"})
+	cb := releasetest.WriteCodebook(t, dir,
+		releasetest.Categorical{Name: "a", Categories: []string{"x", "y"}},
+		releasetest.Categorical{Name: "b", Categories: []string{"p", "q"}, Missing: "?"})
 	good := filepath.Join(dir, "good.csv")
-	encfiletest.WriteSample(t, good, []string{"a", "b"}, [][]string{{"x", "p"}, {"y", "?"}}, 5)
+	releasetest.WriteSample(t, good, []string{"a", "b"}, [][]string{{"x", "p"}, {"y", "?"}}, 5)
 	unknown := filepath.Join(dir, "unknown.csv")
-	encfiletest.WriteSample(t, unknown, []string{"a", "b"}, [][]string{{"x", "p"}, {"x", "p"}, {"w", "q"}}, 5)
+	releasetest.WriteSample(t, unknown, []string{"a", "b"}, [][]string{{"x", "p"}, {"x", "p"}, {"w", "q"}}, 5)
 	empty := filepath.Join(dir, "empty.csv")
-	encfiletest.WriteSample(t, empty, []string{"a", "b"}, [][]string{{"x", "p"}, {"", "q"}}, 5)
+	releasetest.WriteSample(t, empty, []string{"a", "b"}, [][]string{{"x", "p"}, {"", "q"}}, 5)
 	plain := filepath.Join(dir, "plain.csv")
 	os.WriteFile(plain, []byte("a,b\nx,p\n"), 0o644)
 	short := filepath.Join(dir, "short.csv")
-	encfiletest.WriteSample(t, short, []string{"a", "b"}, [][]string{{"x", "p"}, {"y", "q"}, {"x", "q"}}, 5)
+	releasetest.WriteSample(t, short, []string{"a", "b"}, [][]string{{"x", "p"}, {"y", "q"}, {"x", "q"}}, 5)
 	b, _ := os.ReadFile(short)
 	os.WriteFile(short, b[:len(b)-4], 0o644) // drop the last row, keep m = 3 in the sidecar
 	cmdtest.BindSidecar(t, short)            // as a careful hand edit would: reach the m check
@@ -396,20 +396,20 @@ func TestBadInput(t *testing.T) {
 func TestMetadataSaysWhatTheServerNeeds(t *testing.T) {
 	dir := t.TempDir()
 	in := filepath.Join(dir, "in.parquet")
-	encfiletest.WriteSample(t, in, []string{"b", "a"}, [][]string{{"q", "x"}, {"p", "y"}}, 9)
-	cols := []encfiletest.Categorical{{Name: "a", Categories: []string{"x", "y", "z"}}, {Name: "b", Categories: []string{"p", "q"}}}
-	cbPath := encfiletest.WriteCodebook(t, dir, cols...)
+	releasetest.WriteSample(t, in, []string{"b", "a"}, [][]string{{"q", "x"}, {"p", "y"}}, 9)
+	cols := []releasetest.Categorical{{Name: "a", Categories: []string{"x", "y", "z"}}, {Name: "b", Categories: []string{"p", "q"}}}
+	cbPath := releasetest.WriteCodebook(t, dir, cols...)
 	enc, key := filepath.Join(dir, "enc.parquet"), filepath.Join(dir, "k.parquet")
 	if res := runEncrypt("--codebook", cbPath, "--key-out", key, "--columns", "a,b", "-o", enc, in); res.Code != 0 {
 		t.Fatal(res.Stderr)
 	}
 	cb, _ := codebook.Load(cbPath)
 	hash := func(name string) string { s, _ := cb.Select([]string{name}); return s.Hash() }
-	names, _, meta := encfiletest.ReadTable(t, enc)
+	names, _, meta := releasetest.ReadTable(t, enc)
 	if !slices.Equal(names, []string{"a", "b"}) {
 		t.Errorf("columns %v, want [a b] (the --columns order)", names)
 	}
-	got, err := encfile.ReadColumns(meta, "enc", "")
+	got, err := release.ReadColumns(meta, "enc", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -417,7 +417,7 @@ func TestMetadataSaysWhatTheServerNeeds(t *testing.T) {
 		got[0].Pad != "otp" || got[0].KeyID == "" || got[0].KeyID != got[1].KeyID {
 		t.Errorf("columns %+v", got)
 	}
-	for k, want := range map[string]string{"stage": "encrypt", "n": "9", "m": "2", "fingerprint": encfiletest.Fingerprint, "pad": "otp"} {
+	for k, want := range map[string]string{"stage": "encrypt", "n": "9", "m": "2", "fingerprint": releasetest.Fingerprint, "pad": "otp"} {
 		if meta[k] != want {
 			t.Errorf("metadata %s = %q, want %q", k, meta[k], want)
 		}
@@ -425,8 +425,8 @@ func TestMetadataSaysWhatTheServerNeeds(t *testing.T) {
 	if _, ok := meta["codebook"]; ok {
 		t.Error("the encrypted file carries the codebook")
 	}
-	_, pads, kmeta := encfiletest.ReadTable(t, key)
-	if kmeta["stage"] != "key" || kmeta["fingerprint"] != encfiletest.Fingerprint || kmeta["columns"] != meta["columns"] || len(pads) != 2 {
+	_, pads, kmeta := releasetest.ReadTable(t, key)
+	if kmeta["stage"] != "key" || kmeta["fingerprint"] != releasetest.Fingerprint || kmeta["columns"] != meta["columns"] || len(pads) != 2 {
 		t.Errorf("key metadata %v, %d pad rows", kmeta, len(pads))
 	}
 	kcb, err := codebook.Parse([]byte(kmeta["codebook"]))
@@ -438,15 +438,15 @@ func TestMetadataSaysWhatTheServerNeeds(t *testing.T) {
 func BenchmarkEncrypt(b *testing.B) {
 	const m = 200_000
 	dir := b.TempDir()
-	labels := encfiletest.Labels("v", 16)
+	labels := releasetest.Labels("v", 16)
 	r := rand.New(rand.NewPCG(1, 1))
 	rows := make([][]string, m)
 	for i := range rows {
 		rows[i] = []string{labels[r.IntN(16)], labels[r.IntN(2)]}
 	}
 	in := filepath.Join(dir, "in.arrow")
-	encfiletest.WriteSample(b, in, []string{"a", "b"}, rows, m)
-	cb := encfiletest.WriteCodebook(b, dir, encfiletest.Categorical{Name: "a", Categories: labels}, encfiletest.Categorical{Name: "b", Categories: labels[:2]})
+	releasetest.WriteSample(b, in, []string{"a", "b"}, rows, m)
+	cb := releasetest.WriteCodebook(b, dir, releasetest.Categorical{Name: "a", Categories: labels}, releasetest.Categorical{Name: "b", Categories: labels[:2]})
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		res := runEncrypt("--codebook", cb, "--key-out", filepath.Join(dir, "k.arrow"), "--force", "-o", filepath.Join(dir, "enc.arrow"), in)

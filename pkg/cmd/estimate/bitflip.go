@@ -178,7 +178,7 @@ func readBitflipRelease(in table.Reader) (*bitflipRelease, error) {
 	}
 	rel := &bitflipRelease{name: name, layout: md.Layout, epsEnc: md.EpsilonEncoded}
 	var err error
-	if s, ok := meta["codebook"]; ok {
+	if s, ok := meta[release.KeyCodebook]; ok {
 		if rel.cb, err = codebook.Parse([]byte(s)); err != nil {
 			return nil, fmt.Errorf("%s: the codebook in the metadata is not valid (%v); %s", name, err, damaged)
 		}
@@ -460,7 +460,7 @@ func (r bitflipResult) asReport() *localReport {
 		cols = append(cols, localColumn{name: "true", float: true}, localColumn{name: "l2_error", float: true})
 	}
 	rep := &localReport{summary: r.json(), columns: cols, meta: table.Meta{}}
-	rep.meta.SetInt("bits", int64(rel.mech.Bits()))
+	rep.meta.SetInt(release.KeyBits, int64(rel.mech.Bits()))
 	for _, gr := range r.groups {
 		name := rel.layout.Group(gr.j).Name
 		for x, lab := range gr.labels {
@@ -572,7 +572,7 @@ func (o *Options) bitflipAnonymity(rel *bitflipRelease) error {
 func bitflipAnonymityReport(rel *bitflipRelease, out bitflipAnonymityOut) *localReport {
 	a := out.Anonymity
 	rep := &localReport{summary: out, meta: table.Meta{}}
-	rep.meta.SetInt("bits", int64(out.L))
+	rep.meta.SetInt(release.KeyBits, int64(out.L))
 	rep.columns = []localColumn{{name: "method"}, {name: "records", float: true}, {name: "L", float: true}}
 	row := []any{a.Method, float64(out.Records), float64(out.L)}
 	if a.Method == "exact" {

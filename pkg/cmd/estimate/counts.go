@@ -119,60 +119,24 @@ type countRelease struct {
 // readCountRelease reads and checks an anonymize release's metadata.
 func readCountRelease(in table.Reader, path string) (*countRelease, error) {
 	meta := in.Meta()
-	rel := &countRelease{name: in.Name(), mech: meta["mechanism"]}
+	rel := &countRelease{name: in.Name()}
 	if !table.IsStdio(path) {
 		rel.dir = filepath.Dir(path)
 	}
 	damaged := "the release was damaged or edited: publish the original table again with anonymize"
 	bad := func(err error) error { return fmt.Errorf("%s: %v; %s", rel.name, err, damaged) }
-	if err := meta.JSON("sensitive", "", &rel.sensitive); err != nil {
-		return nil, bad(err)
+	var a release.Anonymized
+	if err := a.Decode(meta, rel.name); err != nil {
+		return nil, err
 	}
-	if len(rel.sensitive) == 0 {
-		return nil, bad(fmt.Errorf("the metadata names no sensitive column"))
-	}
-	s, ok := meta["codebook"]
-	if !ok {
-		return nil, bad(&table.MissingError{Key: "codebook"})
-	}
-	cb, err := codebook.Parse([]byte(s))
-	if err != nil {
-		return nil, bad(fmt.Errorf("the codebook in the metadata is not valid (%v)", err))
-	}
+	rel.mech, rel.sensitive, rel.policy = a.Mechanism, a.Sensitive, a.Policy
+	rel.l, rel.n = a.L, a.Rows
 	for _, name := range rel.sensitive {
-		col, ok := cb.Column(name)
-		if !ok {
-			return nil, bad(fmt.Errorf("the codebook in the metadata has no column %q", name))
-		}
+		col, _ := a.Codebook.Column(name) // Decode checked it is there
 		rel.cols = append(rel.cols, col)
 	}
-	if u, ok := meta["unknown"]; ok {
-		if err := rel.policy.Unknown.Set(u); err != nil {
-			return nil, bad(err)
-		}
-	}
-	if m, ok := meta["missing"]; ok {
-		if err := rel.policy.Missing.Set(m); err != nil {
-			return nil, bad(err)
-		}
-	}
-	if _, ok := meta["l"]; ok || rel.mech != "global" {
-		l, err := meta.Int("l", "")
-		if err != nil {
-			return nil, bad(err)
-		}
-		if l < 2 || l > math.MaxInt32 {
-			return nil, bad(fmt.Errorf("ℓ′ = %d in the metadata", l))
-		}
-		rel.l = int(l)
-	}
-	if _, ok := meta["N"]; ok || rel.mech != "global" {
-		if rel.n, err = meta.Int("N", ""); err != nil {
-			return nil, bad(err)
-		}
-	}
 	switch rel.mech {
-	case "global":
+	case release.MechanismGlobal:
 		// p (per column) and ℓ′, typed and checked: p = 1 (no privacy)
 		// and a p that disagrees with ℓ′ are refused.
 		var g release.Global
@@ -180,22 +144,9 @@ func readCountRelease(in table.Reader, path string) (*countRelease, error) {
 			return nil, err
 		}
 		rel.keep = g.P
-	case "anatomy":
-		if len(rel.sensitive) != 1 {
-			return nil, bad(fmt.Errorf("an anatomy release has one sensitive column, the metadata names %d", len(rel.sensitive)))
-		}
-		rel.groupCol, rel.releaseID, rel.groupsTable = meta["group_column"], meta["release_id"], meta["groups_table"]
-		if rel.groupCol == "" || rel.releaseID == "" {
-			return nil, bad(fmt.Errorf("the metadata lacks group_column or release_id"))
-		}
-		g, err := meta.Int("groups", "")
-		if err != nil {
-			return nil, bad(err)
-		}
-		if g < 1 || g > math.MaxUint32 {
-			return nil, bad(fmt.Errorf("%d groups in the metadata", g))
-		}
-		rel.groups = int(g)
+	case release.MechanismAnatomy:
+		rel.groupCol, rel.releaseID, rel.groupsTable = a.GroupColumn, a.ReleaseID, a.GroupsTable
+		rel.groups = a.Groups
 	}
 	// The published table must hold what the metadata announces.
 	has := func(c string) bool { return len(in.Schema().FieldIndices(c)) > 0 }

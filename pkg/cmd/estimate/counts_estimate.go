@@ -13,6 +13,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/pramkit/pramkit/pkg/countquery"
+	"github.com/pramkit/pramkit/pkg/release"
 	"github.com/pramkit/pramkit/pkg/table"
 )
 
@@ -41,8 +42,12 @@ func (o *Options) readAnatomyTable(rel *countRelease, p *countPlan) (*anatomyTab
 	}
 	defer in.Close()
 	meta := in.Meta()
-	if meta["table"] != "anatomy-groups" || meta["release_id"] != rel.releaseID {
+	if meta[release.KeyTable] != release.TableAnatomyGroups || meta[release.KeyReleaseID] != rel.releaseID {
 		return nil, fmt.Errorf("%s is not the sensitive table of %s (their release ids differ); give the --groups file anonymize wrote with it", in.Name(), rel.name)
+	}
+	var groups release.AnatomyGroups
+	if err := groups.Decode(meta, in.Name()); err != nil {
+		return nil, err
 	}
 	col := rel.sensitive[0]
 	idx := make([]int, 3)
@@ -312,14 +317,14 @@ func (o *Options) writeCountAnswers(rel *countRelease, p *countPlan, answers []c
 		fields = append(fields, arrow.Field{Name: "true", Type: arrow.PrimitiveTypes.Int64}, arrow.Field{Name: "relative_error", Type: arrow.PrimitiveTypes.Float64})
 	}
 	schema := arrow.NewSchema(fields, nil)
-	meta := table.Meta{"stage": "estimate", "mechanism": rel.mech, "estimator": "counts"}
-	meta.SetInt("N", p.rows)
+	meta := table.Meta{release.KeyStage: release.StageEstimate, release.KeyMechanism: rel.mech, release.KeyEstimator: release.EstimatorCounts}
+	meta.SetInt(release.KeyRows, p.rows)
 	if rel.l > 0 {
-		meta.SetInt("l", int64(rel.l))
+		meta.SetInt(release.KeyL, int64(rel.l))
 	}
-	if rel.mech == "diverted" {
-		meta["decoy"] = o.Counts.Decoy
-		meta.SetFloat("ibu_tol", o.Counts.Tol)
+	if rel.mech == release.MechanismDiverted {
+		meta[release.KeyDecoy] = o.Counts.Decoy
+		meta.SetFloat(release.KeyIBUTol, o.Counts.Tol)
 	}
 	o.markInsecureSeed(meta)
 	inputs := append([]string{o.Input, o.Counts.Queries, o.Counts.Groups}, o.Truth...)

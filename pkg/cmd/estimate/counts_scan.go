@@ -13,6 +13,7 @@ import (
 
 	"github.com/pramkit/pramkit/pkg/codebook"
 	"github.com/pramkit/pramkit/pkg/progress"
+	"github.com/pramkit/pramkit/pkg/release"
 	"github.com/pramkit/pramkit/pkg/table"
 )
 
@@ -701,7 +702,7 @@ func (o *Options) scanCountTruth(p *countPlan, rel *countRelease) error {
 		return err
 	}
 	defer in.Close()
-	if mech := in.Meta()["mechanism"]; mech != "" {
+	if mech := in.Meta()[release.KeyMechanism]; mech != "" {
 		return fmt.Errorf("--truth %s is a %s release, not the original table; give the table that was anonymized", in.Name(), mech)
 	}
 	cells, err := p.bind(in, rel, true, func(*countSlot) bool { return false })

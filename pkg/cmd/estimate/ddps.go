@@ -120,7 +120,7 @@ func readDDPSRelease(in table.Reader) (*ddpsRelease, error) {
 	}
 	rel := &ddpsRelease{name: name, column: md.Column, values: md.Values, nonParticipant: md.NonParticipant, noneToken: md.NoneToken}
 	var err error
-	if s, ok := meta["codebook"]; ok {
+	if s, ok := meta[release.KeyCodebook]; ok {
 		if rel.cb, err = codebook.Parse([]byte(s)); err != nil {
 			return nil, fmt.Errorf("%s: the codebook in the metadata is not valid (%v); %s", name, err, damaged)
 		}
@@ -263,7 +263,7 @@ type ddpsTrueCount struct {
 func (r ddpsResult) json() ddpsJSON {
 	rel, est := r.rel, r.est
 	out := ddpsJSON{
-		Mechanism: "ddps", PiS: rel.mech.PiS(), Epsilon: rel.mech.Epsilon(),
+		Mechanism: release.MechanismDDPS, PiS: rel.mech.PiS(), Epsilon: rel.mech.Epsilon(),
 		Participants: est.Participants.Count, ParticipantsSD: est.Participants.SD,
 		Reports: est.N, Column: rel.column, Estimator: r.estimator,
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pramkit/pramkit/pkg/cli"
+	"github.com/pramkit/pramkit/pkg/release"
 	"github.com/pramkit/pramkit/pkg/table"
 )
 
@@ -134,7 +135,7 @@ func run(o *Options) error {
 	}
 	defer in.Close()
 	o.insecure = cli.CarryInsecureSeed(o.Streams, "estimate", in.Name(), in.Meta(), nil)
-	mech, ok := in.Meta()["mechanism"]
+	mech, ok := in.Meta()[release.KeyMechanism]
 	if !ok {
 		return fmt.Errorf("%s is not a pramkit release: its metadata names no mechanism; estimate reads the output of perturb, decrypt or anonymize", in.Name())
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/pramkit/pramkit/pkg/cli"
+	"github.com/pramkit/pramkit/pkg/release"
 	"github.com/pramkit/pramkit/pkg/table"
 )
 
@@ -42,7 +43,7 @@ func (o *Options) checkLocalFlags(in table.Reader) error {
 	case o.Codebook != "":
 		return cli.Usagef("%s carries its codebook in its metadata: drop --codebook", in.Name())
 	case len(o.Truth) > 1:
-		return cli.Usagef("a %s release has one original table: give --truth once", in.Meta()["mechanism"])
+		return cli.Usagef("a %s release has one original table: give --truth once", in.Meta()[release.KeyMechanism])
 	}
 	return nil
 }
@@ -86,7 +87,7 @@ func (o *Options) scanTruth(path string, names []string, fn func(file string, re
 		return err
 	}
 	defer in.Close()
-	if mech := in.Meta()["mechanism"]; mech != "" {
+	if mech := in.Meta()[release.KeyMechanism]; mech != "" {
 		return fmt.Errorf("--truth %s is a %s release, not the original table; give the table that was randomized", in.Name(), mech)
 	}
 	missing := func(name string) error {
@@ -114,7 +115,7 @@ func (o *Options) writeLocalReport(rep *localReport) error {
 		return err
 	}
 	maps.Copy(meta, rep.meta)
-	meta["stage"] = "estimate"
+	meta[release.KeyStage] = release.StageEstimate
 	fields := make([]arrow.Field, len(rep.columns))
 	for j, c := range rep.columns {
 		fields[j] = arrow.Field{Name: c.name, Type: arrow.BinaryTypes.String}

@@ -4,9 +4,9 @@ import (
 	"os"
 	"testing"
 
-	"github.com/pramkit/pramkit/pkg/cmd/encrypt/encfile/encfiletest"
+	"github.com/pramkit/pramkit/internal/releasetest"
 )
 
 // TestMain keeps perturb's release ledger out of the user's state
 // directory.
-func TestMain(m *testing.M) { os.Exit(encfiletest.IsolateState(m)) }
+func TestMain(m *testing.M) { os.Exit(releasetest.IsolateState(m)) }

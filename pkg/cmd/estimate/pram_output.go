@@ -8,6 +8,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/pramkit/pramkit/pkg/estimate"
+	"github.com/pramkit/pramkit/pkg/release"
 	"github.com/pramkit/pramkit/pkg/table"
 )
 
@@ -125,7 +126,7 @@ func pramSummaryMeta(js []byte) (table.Meta, error) {
 	if err := json.Unmarshal(js, &kv); err != nil {
 		return nil, err
 	}
-	meta := table.Meta{"stage": "estimate"}
+	meta := table.Meta{release.KeyStage: release.StageEstimate}
 	for k, v := range kv {
 		var s string
 		if json.Unmarshal(v, &s) == nil {

@@ -17,11 +17,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pramkit/pramkit/internal/adulttest"
+	"github.com/pramkit/pramkit/internal/releasetest"
 	"github.com/pramkit/pramkit/internal/stattest"
 	"github.com/pramkit/pramkit/pkg/cli"
 	"github.com/pramkit/pramkit/pkg/cmd/decrypt"
 	"github.com/pramkit/pramkit/pkg/cmd/encrypt"
-	"github.com/pramkit/pramkit/pkg/cmd/encrypt/encfile/encfiletest"
 	"github.com/pramkit/pramkit/pkg/cmd/sample"
 	"github.com/pramkit/pramkit/pkg/estimate"
 	"github.com/pramkit/pramkit/pkg/table"
@@ -108,7 +108,7 @@ func (p *pramAdultPipeline) release(seed uint64, m int, eps float64) (string, er
 	}
 	f := func(name string) string { return filepath.Join(run, name) }
 	s := fmt.Sprint(seed)
-	smp, enc, per, dec := pramTool(sample.NewCmd), pramTool(encrypt.NewCmd), pramTool(encfiletest.NewPerturb), pramTool(decrypt.NewCmd)
+	smp, enc, per, dec := pramTool(sample.NewCmd), pramTool(encrypt.NewCmd), pramTool(releasetest.NewPerturb), pramTool(decrypt.NewCmd)
 	type step struct {
 		cmd  func(*cli.Streams, func(*Options) error) *cobra.Command
 		args []string

@@ -7,7 +7,6 @@ import (
 	"math"
 	"strings"
 
-	"github.com/pramkit/pramkit/pkg/cmd/encrypt/encfile"
 	"github.com/pramkit/pramkit/pkg/codebook"
 	"github.com/pramkit/pramkit/pkg/estimate"
 	"github.com/pramkit/pramkit/pkg/pram"
@@ -41,13 +40,6 @@ type pramRelease struct {
 	sampleReleases int
 }
 
-// pramColumn is the part of the "columns" metadata item estimate needs.
-type pramColumn struct {
-	Name         string `json:"name"`
-	K            uint32 `json:"k"`
-	CodebookHash string `json:"codebook_hash"`
-}
-
 // pramWarnf prints a warning on stderr.
 func (o *Options) pramWarnf(format string, args ...any) {
 	o.Streams.Warnf("estimate", format, args...)
@@ -57,7 +49,7 @@ func (o *Options) pramWarnf(format string, args ...any) {
 // stage, columns, codebook and K, and γ with its history.
 func (o *Options) openPRAMRelease(in table.Reader) (*pramRelease, error) {
 	name, meta := in.Name(), in.Meta()
-	switch stage := meta["stage"]; stage {
+	switch stage := meta[release.KeyStage]; stage {
 	case "decrypt", "":
 	case "perturb":
 		return nil, fmt.Errorf("%s is still encrypted (stage perturb): decrypt it first, e.g. decrypt --key alice.key --key bob.key %s | estimate", name, name)
@@ -74,9 +66,9 @@ func (o *Options) openPRAMRelease(in table.Reader) (*pramRelease, error) {
 	rel := &pramRelease{name: name, meta: meta}
 
 	// Columns: the metadata's joint order, else the file's.
-	var cols []pramColumn
-	if _, ok := meta["columns"]; ok {
-		if err := meta.JSON("columns", "", &cols); err != nil {
+	var cols []release.Column
+	if _, ok := meta[release.KeyColumns]; ok {
+		if err := meta.JSON(release.KeyColumns, "", &cols); err != nil {
 			return nil, fmt.Errorf("%s: %v; the release was damaged: decrypt it again", name, err)
 		}
 		if len(cols) == 0 {
@@ -84,7 +76,7 @@ func (o *Options) openPRAMRelease(in table.Reader) (*pramRelease, error) {
 		}
 	} else {
 		for _, f := range in.Schema().Fields() {
-			cols = append(cols, pramColumn{Name: f.Name})
+			cols = append(cols, release.Column{Name: f.Name})
 		}
 	}
 	schema := in.Schema()
@@ -100,14 +92,14 @@ func (o *Options) openPRAMRelease(in table.Reader) (*pramRelease, error) {
 	// Codebook: --codebook overrides the metadata's.
 	var cb *codebook.Codebook
 	var err error
-	_, metaCB := meta["codebook"]
+	_, metaCB := meta[release.KeyCodebook]
 	switch {
 	case o.Codebook != "":
 		if cb, err = codebook.Load(o.Codebook); err != nil {
 			return nil, err
 		}
 	case metaCB:
-		if cb, err = codebook.Parse([]byte(meta["codebook"])); err != nil {
+		if cb, err = codebook.Parse([]byte(meta[release.KeyCodebook])); err != nil {
 			return nil, fmt.Errorf("%s: the codebook in the metadata is not valid (%v); decrypt the release again, or pass --codebook FILE", name, err)
 		}
 	default:
@@ -132,7 +124,7 @@ func (o *Options) openPRAMRelease(in table.Reader) (*pramRelease, error) {
 	}
 	if o.Codebook != "" && metaCB {
 		// Warn only when the override changes something.
-		if mc, err := codebook.Parse([]byte(meta["codebook"])); err != nil {
+		if mc, err := codebook.Parse([]byte(meta[release.KeyCodebook])); err != nil {
 			o.pramWarnf("--codebook %s replaces the unreadable codebook in %s's metadata", o.Codebook, name)
 		} else if sel, err := mc.Select(rel.names); err != nil || sel.Hash() != rel.cb.Hash() {
 			o.pramWarnf("--codebook %s overrides the codebook in %s's metadata", o.Codebook, name)
@@ -141,7 +133,7 @@ func (o *Options) openPRAMRelease(in table.Reader) (*pramRelease, error) {
 	if rel.dom, err = pram.NewDomain(ks); err != nil {
 		return nil, fmt.Errorf("%s: %v", name, err)
 	}
-	if s, ok := meta["K"]; ok && s != fmt.Sprint(rel.dom.Size()) {
+	if s, ok := meta[release.KeyJointSize]; ok && s != fmt.Sprint(rel.dom.Size()) {
 		return nil, fmt.Errorf("%s: the metadata says K = %s joint values but the codebook gives %s = %d: K does not match the codebooks; pass the --codebook the release was made with", name, s, pramDomainText(rel), rel.dom.Size())
 	}
 	if err := o.pramReleaseGamma(rel, meta); err != nil {
@@ -154,7 +146,7 @@ func (o *Options) openPRAMRelease(in table.Reader) (*pramRelease, error) {
 // the combined γ of a re-perturbed sample.
 func (o *Options) pramReleaseGamma(rel *pramRelease, meta table.Meta) error {
 	name := rel.name
-	g, err := meta.Float("gamma", "--gamma G")
+	g, err := meta.Float(release.KeyGamma, "--gamma G")
 	var me *table.MissingError
 	switch {
 	case o.cmd.Flags().Changed("gamma"):
@@ -170,10 +162,10 @@ func (o *Options) pramReleaseGamma(rel *pramRelease, meta table.Meta) error {
 		return fmt.Errorf("%s: the metadata says γ = %v, but γ-diagonal PRAM needs a finite γ > 1; the release was damaged: pass --gamma G", name, g)
 	}
 	rel.gammaLast, rel.gamma, rel.releases, rel.gammaProduct = g, g, 1, g
-	if _, ok := meta["releases"]; !ok {
+	if _, ok := meta[release.KeyReleases]; !ok {
 		return nil
 	}
-	r, err := meta.Int("releases", "")
+	r, err := meta.Int(release.KeyReleases, "")
 	if err != nil || r < 1 || r > math.MaxInt32 {
 		return fmt.Errorf("%s: the release counter in the metadata is not valid; the release was damaged: decrypt it again", name)
 	}
@@ -181,7 +173,7 @@ func (o *Options) pramReleaseGamma(rel *pramRelease, meta table.Meta) error {
 	if r == 1 {
 		return nil
 	}
-	prod, err := meta.Float("gamma_composed", "")
+	prod, err := meta.Float(release.KeyGammaComposed, "")
 	if err != nil || !(prod >= g) || math.IsInf(prod, 0) {
 		return fmt.Errorf("%s: release %d of its sample has no valid %q in the metadata; the release was damaged: decrypt it again", name, r, "gamma_composed")
 	}
@@ -190,19 +182,19 @@ func (o *Options) pramReleaseGamma(rel *pramRelease, meta table.Meta) error {
 	// product, which is γ-diagonal (pram.CombineGammas). That needs every
 	// γ_i: the "gammas" list, or for r = 2 Γ and the last γ.
 	var gammas []float64
-	if _, ok := meta[encfile.KeyGammas]; ok {
-		hist, err := encfile.ReadHistory(meta, name)
+	if _, ok := meta[release.KeyGammas]; ok {
+		hist, err := release.ReadHistory(meta, name)
 		if err != nil {
 			return err
 		}
 		gammas = hist.Gammas
 		if last := gammas[len(gammas)-1]; !o.cmd.Flags().Changed("gamma") && last != g {
-			return fmt.Errorf("%s: the metadata's γ = %v is not the last of its %q %v; the release was damaged: decrypt it again", name, g, encfile.KeyGammas, gammas)
+			return fmt.Errorf("%s: the metadata's γ = %v is not the last of its %q %v; the release was damaged: decrypt it again", name, g, release.KeyGammas, gammas)
 		}
 		gammas[len(gammas)-1] = g // --gamma overrides the last perturbation's γ
 	} else {
 		if r > 2 {
-			return fmt.Errorf("%s was perturbed %d times (release %d of the same sample), and its metadata keeps only the product of the γ's (it was made before perturb recorded the list %q), which does not determine the combined perturbation: estimate from the first or second release", name, r, r, encfile.KeyGammas)
+			return fmt.Errorf("%s was perturbed %d times (release %d of the same sample), and its metadata keeps only the product of the γ's (it was made before perturb recorded the list %q), which does not determine the combined perturbation: estimate from the first or second release", name, r, r, release.KeyGammas)
 		}
 		// Two perturbations: γ₁ = Γ/γ₂, then γ₂.
 		if !(prod/g > 1) {
@@ -371,9 +363,9 @@ func (rel *pramRelease) account(o *Options, rows int64) error {
 	// encrypted files, are not in this file's history; perturb found them
 	// in its release ledger and recorded their count and composed ε (for
 	// the metadata's n and m).
-	if _, ok := rel.meta["sample_releases"]; ok {
-		sr, err1 := rel.meta.Int("sample_releases", "")
-		ec, err2 := rel.meta.Float("epsilon_composed", "")
+	if _, ok := rel.meta[release.KeySampleReleases]; ok {
+		sr, err1 := rel.meta.Int(release.KeySampleReleases, "")
+		ec, err2 := rel.meta.Float(release.KeyEpsilonComposed, "")
 		if err1 != nil || err2 != nil || sr < 2 || !(ec > 0) || math.IsInf(ec, 0) {
 			return fmt.Errorf("%s: the metadata's sample_releases and epsilon_composed are not valid; the release was damaged: decrypt it again", rel.name)
 		}

@@ -9,6 +9,7 @@ import (
 	"github.com/pramkit/pramkit/pkg/cli"
 	"github.com/pramkit/pramkit/pkg/codebook"
 	"github.com/pramkit/pramkit/pkg/estimate"
+	"github.com/pramkit/pramkit/pkg/release"
 	"github.com/pramkit/pramkit/pkg/table"
 )
 
@@ -145,7 +146,7 @@ func (o *Options) readPRAMTruth(rel *pramRelease) (estimate.Vector, error) {
 			used = append(used, f)
 		}
 	}
-	if o.PRAM.TruthID == "" && len(used) > 1 && rel.meta["sample_id"] == "column" {
+	if o.PRAM.TruthID == "" && len(used) > 1 && rel.meta[release.KeySampleID] == release.SampleIDColumn {
 		// Curators who sampled by id may hold their rows in different
 		// orders, and a join by position would then mix people silently.
 		o.pramWarnf("%s was sampled by an id column: the --truth files are joined by position, so they must list the same people in the same order; otherwise pass --truth-id COL", rel.name)

@@ -10,7 +10,6 @@ import (
 
 	"github.com/pramkit/pramkit/pkg/bitflip"
 	"github.com/pramkit/pramkit/pkg/cli"
-	"github.com/pramkit/pramkit/pkg/cmd/encrypt/encfile"
 	"github.com/pramkit/pramkit/pkg/codebook"
 	"github.com/pramkit/pramkit/pkg/release"
 	"github.com/pramkit/pramkit/pkg/table"
@@ -126,7 +125,7 @@ func runBitflip(o *Options) error {
 		return err
 	}
 	o.markInsecureSeed(meta, in)
-	schema := encfile.Int32Schema(names)
+	schema := table.Int32Schema(names)
 	o.Order.Record(meta)
 	w, err := o.Streams.Create(o.Output, schema, meta, in.Format(), append([]string{o.Codebook}, o.Inputs...))
 	if err != nil {
@@ -192,7 +191,7 @@ func bitflipMeta(layout *bitflip.Layout, mech *bitflip.Mechanism, cb *codebook.C
 	if err != nil {
 		return nil, nil, err
 	}
-	meta := table.Meta{"stage": encfile.StagePerturb}
+	meta := table.Meta{release.KeyStage: release.StagePerturb}
 	if err := md.Encode(meta); err != nil {
 		return nil, nil, err
 	}
@@ -213,7 +212,7 @@ func bitflipMeta(layout *bitflip.Layout, mech *bitflip.Mechanism, cb *codebook.C
 		if err != nil {
 			return nil, nil, err
 		}
-		if err := meta.SetJSON("codebook", sel); err != nil {
+		if err := meta.SetJSON(release.KeyCodebook, sel); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -227,7 +226,7 @@ func bitflipRows(o *Options, in table.Reader, cols []bitflipColumn, haveCodebook
 	layout *bitflip.Layout, mech *bitflip.Mechanism, schema *arrow.Schema, w table.Writer, r *rand.Rand) error {
 	L := layout.Width()
 	rows := max(64, min(table.DefaultBatchSize, (1<<20)/L))
-	block := encfile.Block(L, rows)
+	block := table.Block(L, rows)
 	z := mech.NewRandomizer(r)
 	word := make([]uint64, layout.Words())
 	values := make([]int, len(cols))
@@ -235,7 +234,7 @@ func bitflipRows(o *Options, in table.Reader, cols []bitflipColumn, haveCodebook
 	meter := o.Streams.Progress("perturb: rows")
 	defer meter.Done()
 	out := &reportWriter{w: w, meter: meter, full: rows,
-		batch: func(n int) arrow.RecordBatch { return encfile.Int32Batch(schema, block, n) }}
+		batch: func(n int) arrow.RecordBatch { return table.Int32Batch(schema, block, n) }}
 	return out.fill(in, func(rec arrow.RecordBatch, first int64) error {
 		for j, c := range cols {
 			vals[j] = table.ValuesOf(rec.Column(c.index))

@@ -10,7 +10,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pramkit/pramkit/pkg/cli"
-	"github.com/pramkit/pramkit/pkg/cmd/encrypt/encfile"
 	"github.com/pramkit/pramkit/pkg/codebook"
 	"github.com/pramkit/pramkit/pkg/ddps"
 	"github.com/pramkit/pramkit/pkg/release"
@@ -127,11 +126,11 @@ func runDDPS(o *Options) error {
 	// The items estimate decodes with release.DDPS.
 	md := release.DDPS{Column: col.Name(), NoneToken: NoneToken, NonParticipant: o.DDPS.NonParticipant,
 		Values: plan.labels[1:], PiS: mech.PiS(), PiBottom: mech.PiBottom(), Epsilon: mech.Epsilon()}
-	meta := table.Meta{"stage": encfile.StagePerturb}
+	meta := table.Meta{release.KeyStage: release.StagePerturb}
 	if err := md.Encode(meta); err != nil {
 		return err
 	}
-	if err := meta.SetJSON("codebook", sel); err != nil {
+	if err := meta.SetJSON(release.KeyCodebook, sel); err != nil {
 		return err
 	}
 	o.markInsecureSeed(meta, in)

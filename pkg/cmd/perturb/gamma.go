@@ -10,7 +10,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pramkit/pramkit/pkg/cli"
-	"github.com/pramkit/pramkit/pkg/cmd/encrypt/encfile"
 	"github.com/pramkit/pramkit/pkg/pram"
 	"github.com/pramkit/pramkit/pkg/release"
 	"github.com/pramkit/pramkit/pkg/table"
@@ -91,15 +90,15 @@ func addGammaFlags(cmd *cobra.Command, o *gammaOptions) {
 // gammaInput is one curator's encrypted table.
 type gammaInput struct {
 	r    table.Reader
-	smp  encfile.Sample
-	cols []encfile.Column
-	hist encfile.History
+	smp  release.Sample
+	cols []release.Column
+	hist release.History
 }
 
 // gammaPlan is what runGamma decided before reading rows.
 type gammaPlan struct {
 	gamma, epsilon float64
-	hist           encfile.History // the file's perturbations, this one included
+	hist           release.History // the file's perturbations, this one included
 	// releases counts the releases of the sample known from the inputs'
 	// history and the ledger, this one included; epsComposed is their ε
 	// (when releases > 1).
@@ -162,7 +161,7 @@ func runGamma(o *Options) error {
 			return err
 		}
 	}
-	var all []encfile.Column
+	var all []release.Column
 	seen := map[string]string{}
 	first := ins[0]
 	for _, in := range ins {
@@ -200,30 +199,27 @@ func runGamma(o *Options) error {
 		return err
 	}
 
-	meta := table.Meta{
-		"stage":        encfile.StagePerturb,
-		"mechanism":    "gamma-diagonal",
-		encfile.KeyPad: encfile.PadKind(all),
+	rel := release.GammaDiagonal{Stage: release.StagePerturb, Sample: first.smp, K: dom.Size(), // K ≤ 2^62
+		Gamma: plan.gamma, Epsilon: plan.epsilon, Releases: plan.hist.Releases}
+	if plan.hist.Releases > 1 {
+		rel.GammaComposed = plan.hist.GammaProduct
 	}
+	if plan.releases > 1 {
+		rel.EpsilonComposed, rel.SampleReleases = plan.epsComposed, plan.releases
+	}
+	meta := table.Meta{release.KeyPad: release.PadKind(all)}
 	for _, in := range ins {
 		o.markInsecureSeed(meta, in.r)
 	}
-	first.smp.Encode(meta)
-	if id, ok := first.r.Meta()["sample_id"]; ok {
-		meta["sample_id"] = id
+	rel.Encode(meta)
+	if id, ok := first.r.Meta()[release.KeySampleID]; ok {
+		meta[release.KeySampleID] = id
 	}
-	meta.SetFloat("gamma", plan.gamma)
-	meta.SetFloat("epsilon", plan.epsilon)
-	meta.SetInt("K", int64(dom.Size())) // K ≤ 2^62
-	plan.hist.Set(meta)
-	if plan.releases > 1 {
-		meta.SetFloat("epsilon_composed", plan.epsComposed)
-		meta.SetInt("sample_releases", int64(plan.releases))
-	}
-	if err := encfile.SetColumns(meta, all); err != nil {
+	plan.hist.Set(meta) // the list of γ's ("gammas")
+	if err := release.SetColumns(meta, all); err != nil {
 		return err
 	}
-	schema := encfile.Int32Schema(encfile.Names(all))
+	schema := table.Int32Schema(release.Names(all))
 	w, err := o.Streams.Create(o.Output, schema, meta, first.r.Format(), o.Inputs)
 	if err != nil {
 		return err
@@ -238,9 +234,9 @@ func runGamma(o *Options) error {
 // load reads and checks one input's metadata.
 func (in *gammaInput) load() error {
 	name, meta := in.r.Name(), in.r.Meta()
-	switch stage := meta["stage"]; stage {
-	case encfile.StageEncrypt, encfile.StagePerturb:
-	case encfile.StageKey:
+	switch stage := meta[release.KeyStage]; stage {
+	case release.StageEncrypt, release.StagePerturb:
+	case release.StageKey:
 		return fmt.Errorf("%s is a key file, not an encrypted table: give the server the file encrypt wrote with -o, and keep the key for the researcher", name)
 	default:
 		if stage == "" {
@@ -248,7 +244,7 @@ func (in *gammaInput) load() error {
 		}
 		return fmt.Errorf("%s is not encrypted (stage: %s): the server perturbs only encrypt's output; run encrypt --codebook FILE --key-out KEY on it first", name, stage)
 	}
-	if meta["stage"] == encfile.StagePerturb {
+	if meta[release.KeyStage] == release.StagePerturb {
 		// A further release composes with this one's γ: typed and
 		// checked, so that an edited history cannot understate ε.
 		var g release.GammaDiagonal
@@ -256,18 +252,12 @@ func (in *gammaInput) load() error {
 			return err
 		}
 	}
-	var err error
-	notFrom := "the file was not written by encrypt; encrypt the curator's sample first"
-	if in.smp, err = encfile.ReadSample(meta, name, notFrom); err != nil {
+	var enc release.Encrypted
+	if err := enc.Decode(meta, name); err != nil {
 		return err
 	}
-	if in.cols, err = encfile.ReadColumns(meta, name, notFrom); err != nil {
-		return err
-	}
-	if in.hist, err = encfile.ReadHistory(meta, name); err != nil {
-		return err
-	}
-	if meta["stage"] == encfile.StagePerturb && in.hist.Releases == 0 {
+	in.smp, in.cols, in.hist = enc.Sample, enc.Columns, enc.History
+	if meta[release.KeyStage] == release.StagePerturb && in.hist.Releases == 0 {
 		return fmt.Errorf("%s: a perturbed table without a release counter; the file was damaged: re-create it", name)
 	}
 	if n := in.r.NumRows(); n >= 0 && n != in.smp.M {
@@ -292,7 +282,7 @@ func sameSampling(a, b *gammaInput) error {
 
 // jointDomain is G = Z_{k_1} × … × Z_{k_d} of all inputs' columns, with a
 // clear message when K exceeds pram.MaxJointSize.
-func jointDomain(cols []encfile.Column) (pram.Domain, error) {
+func jointDomain(cols []release.Column) (pram.Domain, error) {
 	var (
 		k        uint64 = 1
 		overflow bool
@@ -307,7 +297,7 @@ func jointDomain(cols []encfile.Column) (pram.Domain, error) {
 	if overflow {
 		return pram.Domain{}, fmt.Errorf("the joint domain %s has more than 2^62 values: γ-diagonal PRAM needs K ≤ 2^62; release fewer columns, or bucket them more coarsely in the codebook", strings.Join(parts, " × "))
 	}
-	return pram.NewDomain(encfile.Alphabets(cols))
+	return pram.NewDomain(release.Alphabets(cols))
 }
 
 // gammaPlan chooses γ and accounts for ε, including earlier releases of
@@ -328,7 +318,7 @@ func (o *Options) gammaPlan(ins []*gammaInput) (gammaPlan, error) {
 	}
 	// Earlier releases: the most perturbed input bounds the history (a
 	// conservative choice when inputs differ).
-	prior := encfile.History{GammaProduct: 1}
+	prior := release.History{GammaProduct: 1}
 	for _, in := range ins {
 		if in.hist.Releases > prior.Releases || in.hist.Releases == prior.Releases && in.hist.GammaProduct > prior.GammaProduct {
 			prior = in.hist
@@ -343,13 +333,13 @@ func (o *Options) gammaPlan(ins []*gammaInput) (gammaPlan, error) {
 // one block of 4 bytes per cell, whatever m is.
 func perturbRows(o *Options, ins []*gammaInput, mech *pram.Mechanism, schema *arrow.Schema, w table.Writer) error {
 	d := schema.NumFields()
-	block := encfile.Block(d, table.DefaultBatchSize)
+	block := table.Block(d, table.DefaultBatchSize)
 	views := make([][]uint32, d)
-	curs := make([]*encfile.Cursor, len(ins))
+	curs := make([]*table.Cursor, len(ins))
 	parts := make([][][]uint32, len(ins)) // each input's columns of block
 	off := 0
 	for i, in := range ins {
-		c, err := encfile.NewCursor(in.r, encfile.Names(in.cols), encfile.Alphabets(in.cols), false)
+		c, err := table.NewCursor(in.r, release.Names(in.cols), release.Alphabets(in.cols), false)
 		if err != nil {
 			return err
 		}
@@ -385,7 +375,7 @@ func perturbRows(o *Options, ins []*gammaInput, mech *pram.Mechanism, schema *ar
 		if err := mech.PerturbColumns(r, views); err != nil {
 			return err
 		}
-		rec := encfile.Int32Batch(schema, block, n)
+		rec := table.Int32Batch(schema, block, n)
 		err := w.Write(rec)
 		rec.Release()
 		if err != nil {
@@ -401,7 +391,7 @@ func perturbRows(o *Options, ins []*gammaInput, mech *pram.Mechanism, schema *ar
 
 // rowCountError names the input whose row count disagrees with m or with
 // the others.
-func rowCountError(ins []*gammaInput, curs []*encfile.Cursor, m int64) error {
+func rowCountError(ins []*gammaInput, curs []*table.Cursor, m int64) error {
 	short, long := 0, 0
 	for i, c := range curs {
 		if c.Rows() < curs[short].Rows() {

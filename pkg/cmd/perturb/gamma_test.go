@@ -12,21 +12,21 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/pramkit/pramkit/internal/releasetest"
 	"github.com/pramkit/pramkit/internal/stattest"
 	"github.com/pramkit/pramkit/pkg/cli"
 	"github.com/pramkit/pramkit/pkg/cmd/decrypt"
 	"github.com/pramkit/pramkit/pkg/cmd/encrypt"
-	"github.com/pramkit/pramkit/pkg/cmd/encrypt/encfile/encfiletest"
 	"github.com/pramkit/pramkit/pkg/pram"
 	"github.com/pramkit/pramkit/pkg/table"
 )
 
-func runTool(build func(*cli.Streams) *cobra.Command, args ...string) encfiletest.Result {
-	return encfiletest.Run(build, nil, args...)
+func runTool(build func(*cli.Streams) *cobra.Command, args ...string) releasetest.Result {
+	return releasetest.Run(build, nil, args...)
 }
 
 func encryptCmd(s *cli.Streams) *cobra.Command { return encrypt.NewCmd(s, nil) }
-func perturbCmd(s *cli.Streams) *cobra.Command { return encfiletest.NewPerturb(s, nil) }
+func perturbCmd(s *cli.Streams) *cobra.Command { return releasetest.NewPerturb(s, nil) }
 func decryptCmd(s *cli.Streams) *cobra.Command { return decrypt.NewCmd(s, nil) }
 
 // curator holds some columns of the joint table; its cells are the labels
@@ -52,13 +52,13 @@ func (c curator) colNames() []string {
 // release's metadata.
 func pipeline(t *testing.T, dir string, curators []curator, x [][]uint32, n int64, perturbArgs ...string) ([][]uint32, table.Meta) {
 	t.Helper()
-	var cbCols []encfiletest.Categorical
+	var cbCols []releasetest.Categorical
 	for _, c := range curators {
 		for j, name := range c.colNames() {
-			cbCols = append(cbCols, encfiletest.Categorical{Name: name, Categories: encfiletest.Labels(name+"=", c.ks[j])})
+			cbCols = append(cbCols, releasetest.Categorical{Name: name, Categories: releasetest.Labels(name+"=", c.ks[j])})
 		}
 	}
-	cb := encfiletest.WriteCodebook(t, dir, cbCols...)
+	cb := releasetest.WriteCodebook(t, dir, cbCols...)
 	prf := filepath.Join(dir, "curator.prf")
 	os.WriteFile(prf, []byte(strings.Repeat("c3", 32)), 0o600)
 	var encs, keys []string
@@ -74,7 +74,7 @@ func pipeline(t *testing.T, dir string, curators []curator, x [][]uint32, n int6
 		}
 		off += len(names)
 		in := filepath.Join(dir, c.name+".sample."+c.format)
-		encfiletest.WriteSample(t, in, names, rows, n)
+		releasetest.WriteSample(t, in, names, rows, n)
 		enc := filepath.Join(dir, c.name+".enc."+c.format)
 		key := filepath.Join(dir, c.name+".key."+c.format)
 		args := []string{"--codebook", cb, "--key-out", key, "-o", enc, "--seed", strconv.Itoa(100 + ci), "--insecure-seed", in}
@@ -96,8 +96,8 @@ func pipeline(t *testing.T, dir string, curators []curator, x [][]uint32, n int6
 	if res := runTool(decryptCmd, append(keys, rel, "-o", out)...); res.Code != 0 {
 		t.Fatalf("decrypt: %s", res.Stderr)
 	}
-	_, rows, _ := encfiletest.ReadTable(t, out)
-	_, _, relMeta := encfiletest.ReadTable(t, rel)
+	_, rows, _ := releasetest.ReadTable(t, out)
+	_, _, relMeta := releasetest.ReadTable(t, rel)
 	got := make([][]uint32, len(rows))
 	for i, row := range rows {
 		got[i] = make([]uint32, len(row))
@@ -220,10 +220,10 @@ func encrypted(t *testing.T, dir, name string, k, m int, n int64) string {
 		rows[i] = []string{fmt.Sprintf("v%d", i%k)}
 	}
 	in := filepath.Join(dir, name+".sample.csv")
-	encfiletest.WriteSample(t, in, []string{name}, rows, n)
+	releasetest.WriteSample(t, in, []string{name}, rows, n)
 	cbDir := filepath.Join(dir, name+".cb")
 	os.Mkdir(cbDir, 0o755)
-	cb := encfiletest.WriteCodebook(t, cbDir, encfiletest.Categorical{Name: name, Categories: encfiletest.Labels("v", k)})
+	cb := releasetest.WriteCodebook(t, cbDir, releasetest.Categorical{Name: name, Categories: releasetest.Labels("v", k)})
 	enc := filepath.Join(dir, name+".enc.parquet")
 	if res := runTool(encryptCmd, "--codebook", cb, "--key-out", filepath.Join(dir, name+".key"), "-o", enc, in); res.Code != 0 {
 		t.Fatal(res.Stderr)
@@ -258,7 +258,7 @@ func TestEpsilonAndGammaFollowTheoremIII2(t *testing.T) {
 			if res := runTool(perturbCmd, tt.flag, tt.value, enc, "-o", out); res.Code != 0 {
 				t.Fatal(res.Stderr)
 			}
-			_, _, meta := encfiletest.ReadTable(t, out)
+			_, _, meta := releasetest.ReadTable(t, out)
 			g, _ := meta.Float("gamma", "")
 			e, _ := meta.Float("epsilon", "")
 			if math.Abs(g-tt.wantGamma) > 1e-12*tt.wantGamma || math.Abs(e-tt.wantE) > 1e-12 {
@@ -284,7 +284,7 @@ func TestExampleIII3LikelihoodRatioEqualsEpsilon(t *testing.T) {
 	if res := runTool(perturbCmd, "--epsilon", "0.5", enc, "-o", out); res.Code != 0 {
 		t.Fatal(res.Stderr)
 	}
-	_, _, meta := encfiletest.ReadTable(t, out)
+	_, _, meta := releasetest.ReadTable(t, out)
 	gamma, _ := meta.Float("gamma", "")
 	dom, _ := pram.NewDomain([]uint32{2})
 	mech, err := pram.NewMechanism(gamma, dom)
@@ -356,7 +356,7 @@ func TestSecondReleaseComposes(t *testing.T) {
 	if res.Code != 0 || !strings.Contains(res.Stderr, fmt.Sprintf("composed ε = %.6g", want)) {
 		t.Fatalf("--allow-recompose: code %d, %q", res.Code, res.Stderr)
 	}
-	_, _, meta := encfiletest.ReadTable(t, rel2)
+	_, _, meta := releasetest.ReadTable(t, rel2)
 	ec, _ := meta.Float("epsilon_composed", "")
 	e, _ := meta.Float("epsilon", "")
 	if meta["releases"] != "2" || meta["gamma_composed"] != "33" || math.Abs(ec-want) > 1e-12 || math.Abs(e-math.Log(1.2)) > 1e-12 {
@@ -367,7 +367,7 @@ func TestSecondReleaseComposes(t *testing.T) {
 	if res := runTool(perturbCmd, "--gamma", "11", "--allow-recompose", rel1, "-o", rel3); res.Code != 0 {
 		t.Fatal(res.Stderr)
 	}
-	_, _, meta3 := encfiletest.ReadTable(t, rel3)
+	_, _, meta3 := releasetest.ReadTable(t, rel3)
 	ec3, _ := meta3.Float("epsilon_composed", "")
 	if w, _ := pram.ComposedEpsilon(n, m, 11, 2); math.Abs(ec3-w) > 1e-12 {
 		t.Errorf("epsilon_composed %v, want %v", ec3, w)
@@ -435,8 +435,8 @@ func TestStreamsInBoundedBlocks(t *testing.T) {
 		bRows[i] = []string{fmt.Sprintf("w%d", (i/3)%5)}
 	}
 	bIn := filepath.Join(dir, "b.sample.csv")
-	encfiletest.WriteSample(t, bIn, []string{"b"}, bRows, m)
-	cb := encfiletest.WriteCodebook(t, dir, encfiletest.Categorical{Name: "b", Categories: encfiletest.Labels("w", 5)})
+	releasetest.WriteSample(t, bIn, []string{"b"}, bRows, m)
+	cb := releasetest.WriteCodebook(t, dir, releasetest.Categorical{Name: "b", Categories: releasetest.Labels("w", 5)})
 	b := filepath.Join(dir, "b.enc.csv")
 	if res := runTool(encryptCmd, "--codebook", cb, "--key-out", filepath.Join(dir, "b.key"), "-o", b, bIn); res.Code != 0 {
 		t.Fatal(res.Stderr)
@@ -446,9 +446,9 @@ func TestStreamsInBoundedBlocks(t *testing.T) {
 	if res := runTool(perturbCmd, "--gamma", "1e30", a, b, "-o", rel); res.Code != 0 {
 		t.Fatal(res.Stderr)
 	}
-	_, ra, _ := encfiletest.ReadTable(t, a)
-	_, rb, _ := encfiletest.ReadTable(t, b)
-	names, rr, _ := encfiletest.ReadTable(t, rel)
+	_, ra, _ := releasetest.ReadTable(t, a)
+	_, rb, _ := releasetest.ReadTable(t, b)
+	names, rr, _ := releasetest.ReadTable(t, rel)
 	if len(names) != 2 || names[0] != "a" || names[1] != "b" || len(rr) != m {
 		t.Fatalf("release columns %v, %d rows", names, len(rr))
 	}
@@ -463,7 +463,7 @@ func BenchmarkPerturbTwoCurators(b *testing.B) {
 	const m = 200_000
 	dir := b.TempDir()
 	var encs []string
-	for _, c := range encfiletest.BenchCurators(b, dir, m) {
+	for _, c := range releasetest.BenchCurators(b, dir, m) {
 		cb, in := c.Codebook, c.Sample
 		enc := filepath.Join(dir, c.Name+".enc.arrow")
 		if res := runTool(encryptCmd, "--codebook", cb, "--key-out", filepath.Join(dir, c.Name+".key"), "-o", enc, in); res.Code != 0 {

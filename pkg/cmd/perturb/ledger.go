@@ -9,6 +9,7 @@ import (
 	"github.com/pramkit/pramkit/pkg/cli"
 	"github.com/pramkit/pramkit/pkg/ledger"
 	"github.com/pramkit/pramkit/pkg/pram"
+	"github.com/pramkit/pramkit/pkg/release"
 	"github.com/pramkit/pramkit/pkg/table"
 	"github.com/pramkit/pramkit/pkg/version"
 )
@@ -142,7 +143,7 @@ func (o *Options) recordAndCommit(led *ledger.Ledger, first *gammaInput, p gamma
 	}
 	undo, err := led.Append(ledger.Entry{
 		Fingerprint:     first.smp.Fingerprint,
-		SampleID:        first.r.Meta()["sample_id"],
+		SampleID:        first.r.Meta()[release.KeySampleID],
 		N:               first.smp.N,
 		M:               first.smp.M,
 		Gamma:           p.gamma,

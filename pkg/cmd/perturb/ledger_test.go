@@ -14,8 +14,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pramkit/pramkit/internal/cmdtest"
+	"github.com/pramkit/pramkit/internal/releasetest"
 	"github.com/pramkit/pramkit/pkg/cli"
-	"github.com/pramkit/pramkit/pkg/cmd/encrypt/encfile/encfiletest"
 	"github.com/pramkit/pramkit/pkg/cmd/perturb"
 	"github.com/pramkit/pramkit/pkg/ledger"
 )
@@ -58,7 +58,7 @@ func TestLedgerCountsReleasesAcrossRuns(t *testing.T) {
 		t.Fatal(res.Stderr)
 	}
 	first := ledgerLines(t, led)
-	if len(first) != 1 || first[0].Fingerprint != encfiletest.Fingerprint || first[0].Gamma != 11 || first[0].Releases != 1 ||
+	if len(first) != 1 || first[0].Fingerprint != releasetest.Fingerprint || first[0].Gamma != 11 || first[0].Releases != 1 ||
 		first[0].Output != rel1 || first[0].N != n || first[0].M != m || first[0].SampleID != "position" || first[0].ToolVersion == "" {
 		t.Fatalf("ledger after one release: %+v", first)
 	}
@@ -86,7 +86,7 @@ func TestLedgerCountsReleasesAcrossRuns(t *testing.T) {
 	if res.Code != 0 || !strings.Contains(res.Stderr, fmt.Sprintf("release 2 of the same sample: composed ε = %.6g", want)) {
 		t.Fatalf("--allow-recompose: code %d, %q", res.Code, res.Stderr)
 	}
-	_, _, meta := encfiletest.ReadTable(t, rel2)
+	_, _, meta := releasetest.ReadTable(t, rel2)
 	ec, _ := meta.Float("epsilon_composed", "")
 	if meta["releases"] != "1" || meta["gammas"] != "[3]" || meta["sample_releases"] != "2" || math.Abs(ec-want) > 1e-12 {
 		t.Errorf("metadata %v", meta)
@@ -104,7 +104,7 @@ func TestLedgerCountsReleasesAcrossRuns(t *testing.T) {
 	if res.Code != 0 || !strings.Contains(res.Stderr, fmt.Sprintf("release 3 of the same sample: composed ε = %.6g", math.Log(7.5))) {
 		t.Fatalf("third release: code %d, %q", res.Code, res.Stderr)
 	}
-	_, _, meta3 := encfiletest.ReadTable(t, rel3)
+	_, _, meta3 := releasetest.ReadTable(t, rel3)
 	if meta3["releases"] != "2" || meta3["gammas"] != "[3,2]" || meta3["gamma_composed"] != "6" || meta3["sample_releases"] != "3" {
 		t.Errorf("third release's metadata %v", meta3)
 	}

@@ -7,8 +7,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/pramkit/pramkit/pkg/cli"
-	"github.com/pramkit/pramkit/pkg/cmd/encrypt/encfile"
 	"github.com/pramkit/pramkit/pkg/progress"
+	"github.com/pramkit/pramkit/pkg/release"
 	"github.com/pramkit/pramkit/pkg/table"
 )
 
@@ -38,13 +38,13 @@ func (o *Options) openOne(mech string) (table.Reader, error) {
 		return nil, err
 	}
 	meta := in.Meta()
-	switch stage := meta["stage"]; {
-	case stage == encfile.StageEncrypt || stage == encfile.StageKey:
+	switch stage := meta[release.KeyStage]; {
+	case stage == release.StageEncrypt || stage == release.StageKey:
 		in.Close()
 		return nil, fmt.Errorf("%s holds encrypted values or pads (stage: %s): %s is a local mechanism that each data owner runs on their own plaintext rows; give it the table before encrypt", in.Name(), stage, mech)
-	case meta["mechanism"] != "":
+	case meta[release.KeyMechanism] != "":
 		in.Close()
-		return nil, fmt.Errorf("%s is already a %s release: randomizing it again would compose the privacy losses; run %s on the original table", in.Name(), meta["mechanism"], mech)
+		return nil, fmt.Errorf("%s is already a %s release: randomizing it again would compose the privacy losses; run %s on the original table", in.Name(), meta[release.KeyMechanism], mech)
 	}
 	return in, nil
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/pramkit/pramkit/pkg/codebook"
 	"github.com/pramkit/pramkit/pkg/estimate"
 	"github.com/pramkit/pramkit/pkg/pram"
+	"github.com/pramkit/pramkit/pkg/release"
 	"github.com/pramkit/pramkit/pkg/sample"
 	"github.com/pramkit/pramkit/pkg/table"
 )
@@ -486,14 +487,12 @@ func runSample(o *Options, secret []byte) error {
 	if o.insecureSecret {
 		meta[cli.InsecureSeedKey] = "true"
 	}
-	meta["stage"] = "sample"
-	meta.SetInt("n", n)
-	meta.SetInt("m", m)
-	meta["fingerprint"] = sample.Fingerprint(secret, n, m)
+	meta[release.KeyStage] = release.StageSample
+	release.Sample{N: n, M: m, Fingerprint: sample.Fingerprint(secret, n, m)}.Encode(meta)
 	if idCol >= 0 {
-		meta["sample_id"] = "column"
+		meta[release.KeySampleID] = release.SampleIDColumn
 	} else {
-		meta["sample_id"] = "position"
+		meta[release.KeySampleID] = release.SampleIDPosition
 	}
 	schema := table.StringSchema(names)
 	w, err := o.Streams.Create(o.Output, schema, meta, in.Format(), []string{o.Input, o.Secret, o.NewSecret})

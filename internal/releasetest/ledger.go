@@ -1,4 +1,4 @@
-package encfiletest
+package releasetest
 
 import (
 	"fmt"
@@ -22,7 +22,7 @@ var (
 // IsolateState runs the tests of m with XDG_STATE_HOME (and so perturb's
 // default release ledger) in a temporary directory, removed afterwards, so
 // that tests never write to the user's state directory. Call it from
-// TestMain: os.Exit(encfiletest.IsolateState(m)).
+// TestMain: os.Exit(releasetest.IsolateState(m)).
 func IsolateState(m *testing.M) int {
 	dir, err := os.MkdirTemp("", "pramkit-state-")
 	if err != nil {
@@ -42,7 +42,7 @@ func IsolateState(m *testing.M) int {
 // It needs IsolateState.
 func NewPerturb(s *cli.Streams, runF func(*perturb.Options) error) *cobra.Command {
 	if stateDir == "" {
-		panic("encfiletest.NewPerturb needs TestMain to call encfiletest.IsolateState")
+		panic("releasetest.NewPerturb needs TestMain to call releasetest.IsolateState")
 	}
 	cmd := perturb.NewCmd(s, runF)
 	// Value.Set changes the default without marking the flag as given.

@@ -1,4 +1,4 @@
-package encfile
+package release
 
 import (
 	"crypto/hmac"
@@ -11,17 +11,7 @@ import (
 
 	"github.com/pramkit/pramkit/pkg/codebook"
 	"github.com/pramkit/pramkit/pkg/pad"
-	"github.com/pramkit/pramkit/pkg/release"
 	"github.com/pramkit/pramkit/pkg/table"
-)
-
-// Stages written in the "stage" metadata item.
-const (
-	StageSample  = release.StageSample
-	StageEncrypt = release.StageEncrypt
-	StageKey     = release.StageKey
-	StagePerturb = release.StagePerturb
-	StageDecrypt = release.StageDecrypt
 )
 
 // Pad kinds, in the "pad" item and in each Column.
@@ -46,11 +36,6 @@ const (
 	KeyPRFKey = "prf_key"
 )
 
-// Column describes one ciphertext column; the "columns" metadata item is
-// the JSON list of them in the table's column order. The type lives in
-// package release, which owns the stages' metadata.
-type Column = release.Column
-
 // SetColumns stores cols as the "columns" item.
 func SetColumns(meta table.Meta, cols []Column) error {
 	return meta.SetJSON(KeyColumns, cols)
@@ -60,6 +45,9 @@ func SetColumns(meta table.Meta, cols []Column) error {
 // least one column, distinct non-empty names, 1 ≤ k ≤ codebook.MaxK, a known
 // pad kind. notFrom says what to do when the item is missing.
 func ReadColumns(meta table.Meta, file, notFrom string) ([]Column, error) {
+	if err := CheckContract(meta, file); err != nil {
+		return nil, err
+	}
 	var cols []Column
 	if err := meta.JSON(KeyColumns, "", &cols); err != nil {
 		var me *table.MissingError
@@ -120,15 +108,13 @@ func PadKind(cols []Column) string {
 	return kind
 }
 
-// Sample is what the sample stage records about the sampling: n rows in
-// the table, m sampled, and the fingerprint of (secret, n, m). Its Encode
-// stores them.
-type Sample = release.Sample
-
 // ReadSample reads n, m and fingerprint from file's metadata and checks
 // n ≥ m ≥ 1. notFrom says what to do when an item is missing.
 func ReadSample(meta table.Meta, file, notFrom string) (Sample, error) {
 	var s Sample
+	if err := CheckContract(meta, file); err != nil {
+		return s, err
+	}
 	var err error
 	for _, k := range []string{"n", "m", "fingerprint"} {
 		if _, ok := meta[k]; !ok {

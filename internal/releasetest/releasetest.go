@@ -1,8 +1,8 @@
-// Package encfiletest supports the tests of encrypt, perturb and decrypt:
+// Package releasetest supports the tests of encrypt, perturb and decrypt:
 // it writes sample-stage tables and codebooks. Run and ReadTable, which
 // every command's tests use, live in internal/cmdtest and are forwarded
 // here.
-package encfiletest
+package releasetest
 
 import (
 	"encoding/json"
@@ -15,6 +15,7 @@ import (
 
 	"github.com/pramkit/pramkit/internal/cmdtest"
 	"github.com/pramkit/pramkit/pkg/cli"
+	"github.com/pramkit/pramkit/pkg/release"
 	"github.com/pramkit/pramkit/pkg/table"
 )
 
@@ -26,9 +27,8 @@ const Fingerprint = "00112233445566778899aabbccddeeff"
 // The format comes from path's extension.
 func WriteSample(t testing.TB, path string, names []string, rows [][]string, n int64) {
 	t.Helper()
-	meta := table.Meta{"stage": "sample", "fingerprint": Fingerprint, "sample_id": "position"}
-	meta.SetInt("n", n)
-	meta.SetInt("m", int64(len(rows)))
+	meta := table.Meta{release.KeyStage: release.StageSample, release.KeySampleID: release.SampleIDPosition}
+	release.Sample{N: n, M: int64(len(rows)), Fingerprint: Fingerprint}.Encode(meta)
 	schema := table.StringSchema(names)
 	w, err := table.Create(path, schema, meta, table.WriteOptions{})
 	if err != nil {

@@ -1,4 +1,4 @@
-package encfile
+package table
 
 import (
 	"errors"
@@ -9,8 +9,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-
-	"github.com/pramkit/pramkit/pkg/table"
 )
 
 // Cursor reads some integer columns of a table in blocks of rows of the
@@ -19,7 +17,7 @@ import (
 // keys) can be read in lockstep. Every value is checked to lie in its
 // alphabet Z_k. Memory is one reader batch plus the caller's block.
 type Cursor struct {
-	r     table.Reader
+	r     Reader
 	idx   []int
 	ks    []uint32
 	names []string
@@ -34,9 +32,9 @@ type Cursor struct {
 // NewCursor returns a cursor over the columns called names of r, whose
 // values must lie in Z_{ks[j]}. secret marks key material (pads), which
 // errors never quote.
-func NewCursor(r table.Reader, names []string, ks []uint32, secret bool) (*Cursor, error) {
+func NewCursor(r Reader, names []string, ks []uint32, secret bool) (*Cursor, error) {
 	if len(names) != len(ks) || len(names) == 0 {
-		return nil, fmt.Errorf("encfile.NewCursor: %d names and %d alphabet sizes", len(names), len(ks))
+		return nil, fmt.Errorf("table.NewCursor: %d names and %d alphabet sizes", len(names), len(ks))
 	}
 	schema := r.Schema()
 	idx := make([]int, len(names))
@@ -107,7 +105,7 @@ func (c *Cursor) copyColumn(dst []uint32, a arrow.Array, j int) error {
 		}
 		return nil
 	}
-	vs := table.ValuesOf(a)
+	vs := ValuesOf(a)
 	for i := range dst {
 		v, ok := vs.Int(c.off + i)
 		if !ok || v < 0 || v >= int64(k) {
@@ -121,7 +119,7 @@ func (c *Cursor) copyColumn(dst []uint32, a arrow.Array, j int) error {
 // valueError reports cell i of the current block in column j: value v, or
 // isInt false when the cell is empty or not an integer.
 func (c *Cursor) valueError(j, i int, v int64, isInt bool) error {
-	e := &table.DataError{File: c.r.Name(), Row: c.rows + int64(i) + 1, Column: c.names[j]}
+	e := &DataError{File: c.r.Name(), Row: c.rows + int64(i) + 1, Column: c.names[j]}
 	k := c.ks[j]
 	switch {
 	case c.secret:

@@ -1,0 +1,97 @@
+package release
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/pramkit/pramkit/pkg/table"
+)
+
+// ContractVersion is the version of the metadata contract between the
+// stages: the items this package writes and reads. Bump it when an item
+// changes meaning, name or format; every stage then refuses files written
+// under another version (CheckContract) instead of misreading them.
+//
+// Version 1 is the contract before the item existed: files that carry
+// the "version" item every pramkit stage writes but no "contract".
+const ContractVersion = 2
+
+// Items common to every stage's output. They are written once, for every
+// output table, by Stamp (through cli.Create), not by each struct's Encode:
+// each struct encodes what its own stage decides.
+const (
+	// KeyContract holds ContractVersion.
+	KeyContract = "contract"
+	// KeyVersion holds the version of the pramkit that wrote the file.
+	KeyVersion = "version"
+	// KeyStage is the stage that wrote the file (StageSample, …); a key
+	// file is recognised by table.StageKey, which this package re-exports
+	// as StageKey (table cannot import release).
+	KeyStage = "stage"
+	// KeyMechanism names the mechanism of a release (MechanismGamma, …).
+	KeyMechanism = "mechanism"
+	// KeyOrder is "shuffled" or "input" (--keep-order): OrderShuffled, OrderInput.
+	KeyOrder = "order"
+	// KeyInsecureSeed is "true" when a stage ran with --insecure-seed.
+	KeyInsecureSeed = "insecure_seed"
+	// KeySampleReleases counts the γ-diagonal releases of the sample that
+	// perturb's release ledger knew of, this one included.
+	KeySampleReleases = "sample_releases"
+)
+
+// Values of KeyOrder.
+const (
+	OrderShuffled = "shuffled"
+	OrderInput    = "input"
+)
+
+// Stamp records the contract version and the writing pramkit's version in
+// an output's metadata.
+func Stamp(meta table.Meta, toolVersion string) {
+	meta[KeyVersion] = toolVersion
+	meta[KeyContract] = strconv.Itoa(ContractVersion)
+}
+
+// ContractError is a file written under another contract version.
+type ContractError struct {
+	File string
+	// Have is the file's contract version: 1 for a pramkit file without
+	// the item, 0 when the item is not a number.
+	Have int
+	// Tool is the version of the pramkit that wrote the file, "" if unknown.
+	Tool string
+}
+
+func (e *ContractError) Error() string {
+	by := ""
+	if e.Tool != "" {
+		by = fmt.Sprintf(" (by pramkit %s)", e.Tool)
+	}
+	have := strconv.Itoa(e.Have)
+	if e.Have == 0 {
+		have = "unknown"
+	}
+	return fmt.Sprintf("%s: the file was written under release contract version %s%s and this pramkit reads version %d; re-run the stage that wrote it with this pramkit", e.File, have, by, ContractVersion)
+}
+
+// CheckContract refuses a file written under another contract version. A
+// file with neither "contract" nor "version" was not written by a pramkit
+// stage (a hand-made table, or a table with no metadata): the decoders
+// judge its items one by one.
+func CheckContract(meta table.Meta, file string) error {
+	s, ok := meta[KeyContract]
+	if !ok {
+		if tool, ok := meta[KeyVersion]; ok {
+			return &ContractError{File: file, Have: 1, Tool: tool}
+		}
+		return nil
+	}
+	v, err := strconv.Atoi(s)
+	if err != nil || v < 1 {
+		return &ContractError{File: file, Tool: meta[KeyVersion]}
+	}
+	if v != ContractVersion {
+		return &ContractError{File: file, Have: v, Tool: meta[KeyVersion]}
+	}
+	return nil
+}
