@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 
 	"github.com/pramkit/pramkit/pkg/anonymize"
@@ -205,15 +204,4 @@ func (d *dataset) bytesPerRow() float64 {
 		}
 	}
 	return float64(b) / float64(max(d.rows, 1))
-}
-
-// nsaNames lists the non-sensitive columns.
-func (d *dataset) nsaNames() []string {
-	var out []string
-	for j, k := range d.which {
-		if k < 0 {
-			out = append(out, d.names[j])
-		}
-	}
-	return slices.Clip(out)
 }
