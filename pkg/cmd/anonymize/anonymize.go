@@ -9,7 +9,6 @@ package anonymize
 
 import (
 	"fmt"
-	"math"
 	"os"
 	"slices"
 	"strings"
@@ -18,7 +17,6 @@ import (
 
 	"github.com/pramkit/pramkit/pkg/cli"
 	"github.com/pramkit/pramkit/pkg/codebook"
-	"github.com/pramkit/pramkit/pkg/release"
 	"github.com/pramkit/pramkit/pkg/table"
 )
 
@@ -232,11 +230,11 @@ func (o *Options) validate() error {
 		if o.Mechanism != diverted {
 			return cli.Usagef("--report gives the guarantees of mechanism A′: it needs --mechanism diverted")
 		}
-		if !(o.RelError > 0) || math.IsInf(o.RelError, 1) {
-			return cli.Usagef("--rel-error must be a number > 0, got %v", o.RelError)
+		if err := cli.CheckNumber("rel-error", o.RelError, cli.Positive); err != nil {
+			return err
 		}
-		if !(o.TE > 0 && o.TE <= 1) {
-			return cli.Usagef("--te must be in (0, 1], got %v", o.TE)
+		if err := cli.CheckNumber("te", o.TE, cli.OpenClosedUnit); err != nil {
+			return err
 		}
 	} else {
 		for _, name := range []string{"rel-error", "te"} {
@@ -296,8 +294,8 @@ func (o *Options) validatePublish(lGiven bool) error {
 			switch {
 			case o.P == 1:
 				return cli.Usagef("--p 1 keeps every value: mechanism A would publish the sensitive column unchanged, with no privacy; choose a keep probability p < 1 (or --l N for retention 1/ℓ′)")
-			case release.CheckKeep(o.P) != nil: // also NaN
-				return cli.Usagef("--p must be a keep probability in [0, 1), got %v", o.P)
+			case !cli.ClosedOpenUnit.Contains(o.P):
+				return cli.CheckProbability("p", o.P, cli.ClosedOpenUnit)
 			}
 		case !lGiven:
 			return cli.Usagef("give the keep probability --p P, or --l N for the paper's comparison point (retention 1/ℓ′)")

@@ -160,8 +160,8 @@ func (o *Options) bitflipLevel() (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	if !(lv > 0 && lv < 1) {
-		return 0, cli.Usagef("--level must be in (0, 1), got %v", lv)
+	if err := cli.CheckNumber("level", lv, cli.OpenUnit); err != nil {
+		return 0, err
 	}
 	return lv, nil
 }

@@ -232,8 +232,8 @@ func runCounts(o *Options, in table.Reader) error {
 		return cli.Usagef("an anonymize release has one original table: give --truth once")
 	case co.Decoy != decoyExact && co.Decoy != decoyPaper && co.Decoy != decoyPaperFixed:
 		return cli.Usagef("--decoy %q: choose exact, paper or paper-fixed", co.Decoy)
-	case !(co.Tol > 0) || math.IsInf(co.Tol, 1):
-		return cli.Usagef("--ibu-tol must be a number > 0, got %v", co.Tol)
+	case !cli.Positive.Contains(co.Tol):
+		return cli.CheckNumber("ibu-tol", co.Tol, cli.Positive)
 	case co.MaxIter < 1:
 		return cli.Usagef("--ibu-max-iter must be at least 1, got %d", co.MaxIter)
 	case co.Queries == "-" && table.IsStdio(o.Input):

@@ -2,7 +2,6 @@ package perturb
 
 import (
 	"fmt"
-	"math"
 	"math/bits"
 	"strings"
 
@@ -118,10 +117,10 @@ func runGamma(o *Options) error {
 	switch {
 	case epsGiven == gammaGiven:
 		return cli.Usagef("give the privacy level: either --epsilon E or --gamma G")
-	case epsGiven && (!(o.Epsilon > 0) || math.IsInf(o.Epsilon, 0)):
-		return cli.Usagef("--epsilon must be a finite number > 0, got %v", o.Epsilon)
-	case gammaGiven && (!(o.Gamma.Gamma > 1) || math.IsInf(o.Gamma.Gamma, 0)):
-		return cli.Usagef("--gamma must be a finite number > 1, got %v (γ = 1 would release the rows unchanged)", o.Gamma.Gamma)
+	case epsGiven && !cli.Positive.Contains(o.Epsilon):
+		return cli.CheckEpsilon("epsilon", o.Epsilon)
+	case gammaGiven && !cli.Above(1).Contains(o.Gamma.Gamma):
+		return cli.CheckGamma("gamma", o.Gamma.Gamma)
 	case len(o.Columns) > 0 || o.Codebook != "":
 		return cli.Usagef("--columns and --codebook do not apply to gamma-diagonal: the server perturbs every encrypted column and needs no codebook")
 	case f.Changed("keep-order"):

@@ -241,8 +241,8 @@ func (o *Options) sizer() (*sizer, error) {
 		}
 		return &sizer{m: m}, nil
 	case f.Changed("fraction"):
-		if !(o.Fraction > 0 && o.Fraction <= 1) {
-			return nil, cli.Usagef("--fraction must be in (0, 1], got %v", o.Fraction)
+		if err := cli.CheckNumber("fraction", o.Fraction, cli.OpenClosedUnit); err != nil {
+			return nil, err
 		}
 		return &sizer{fraction: o.Fraction}, nil
 	}
@@ -253,10 +253,8 @@ func checkEpsilon(eps float64, given bool) error {
 	if !given {
 		return cli.Usagef("--epsilon is required with --plan and -m optimal")
 	}
-	if !(eps > 0) || eps > 700 {
-		return cli.Usagef("--epsilon must be a number in (0, 700], got %v", eps)
-	}
-	return nil
+	// e^ε overflows past ε ≈ 709; 700 keeps m* = f(e^ε) finite.
+	return cli.CheckNumber("epsilon", eps, cli.Interval{Lo: 0, Hi: 700, LoOpen: true})
 }
 
 // domainSize is K from --domain-size or from the codebook's --columns.
