@@ -152,9 +152,11 @@ func (o *Options) runDiverted(in table.Reader, cb *codebook.Codebook) error {
 // by extra.
 func (d *dataset) writeRows(w table.Writer, schema *arrow.Schema, order []uint32, meter *progress.Meter,
 	sens func(bb *table.BatchBuilder, j, k int, row uint32), extra func(bb *table.BatchBuilder, j int, row uint32)) error {
-	bb := table.NewBatchBuilder(schema)
-	defer bb.Release()
-	for i, row := range order {
+	rw := table.NewRowWriter(w, schema, 0)
+	defer rw.Release()
+	rw.OnBatch = func(rows int) { meter.Add(int64(rows)) }
+	bb := rw.BatchBuilder
+	for _, row := range order {
 		out := 0
 		for j, k := range d.which {
 			switch {
@@ -170,17 +172,12 @@ func (d *dataset) writeRows(w table.Writer, schema *arrow.Schema, order []uint32
 		for ; out < schema.NumFields(); out++ {
 			extra(bb, out, row)
 		}
-		bb.EndRow()
-		if bb.Rows() == table.DefaultBatchSize || i == len(order)-1 {
-			rows := bb.Rows()
-			rec := bb.NewBatch()
-			err := w.Write(rec)
-			rec.Release()
-			if err != nil {
-				return err
-			}
-			meter.Add(int64(rows))
+		if err := rw.EndRow(); err != nil {
+			return err
 		}
+	}
+	if err := rw.Flush(); err != nil {
+		return err
 	}
 	meter.Done()
 	return nil
@@ -287,23 +284,17 @@ func (o *Options) runAnatomy(in table.Reader, cb *codebook.Codebook) error {
 
 // writeST writes Anatomy's sensitive table.
 func writeST(w table.Writer, schema *arrow.Schema, st []anonymize.AnatomyEntry, labels []string) error {
-	bb := table.NewBatchBuilder(schema)
-	defer bb.Release()
-	for i, e := range st {
-		bb.Int64(0, int64(e.Group))
-		bb.String(1, labels[e.Value])
-		bb.Int64(2, int64(e.Count))
-		bb.EndRow()
-		if bb.Rows() == table.DefaultBatchSize || i == len(st)-1 {
-			rec := bb.NewBatch()
-			err := w.Write(rec)
-			rec.Release()
-			if err != nil {
-				return err
-			}
+	rw := table.NewRowWriter(w, schema, 0)
+	defer rw.Release()
+	for _, e := range st {
+		rw.Int64(0, int64(e.Group))
+		rw.String(1, labels[e.Value])
+		rw.Int64(2, int64(e.Count))
+		if err := rw.EndRow(); err != nil {
+			return err
 		}
 	}
-	return nil
+	return rw.Flush()
 }
 
 // runGlobal publishes with mechanism A (§3): every row independently keeps

@@ -328,25 +328,22 @@ func (o *Options) writeCountAnswers(rel *countRelease, p *countPlan, answers []c
 		return err
 	}
 	defer w.Abort()
-	bb := table.NewBatchBuilder(schema)
-	defer bb.Release()
+	rw := table.NewRowWriter(w, schema, 0)
+	defer rw.Release()
 	for i, a := range answers {
-		bb.String(0, p.queries[i].text)
-		bb.Float64(1, a.est)
-		bb.Int64(2, int64(a.iterations))
+		rw.String(0, p.queries[i].text)
+		rw.Float64(1, a.est)
+		rw.Int64(2, int64(a.iterations))
 		if hasTruth {
-			bb.Int64(3, int64(a.truth))
-			bb.Float64(4, relativeError(a.est, a.truth))
+			rw.Int64(3, int64(a.truth))
+			rw.Float64(4, relativeError(a.est, a.truth))
 		}
-		bb.EndRow()
-		if bb.Rows() == table.DefaultBatchSize || i == len(answers)-1 {
-			rec := bb.NewBatch()
-			err := w.Write(rec)
-			rec.Release()
-			if err != nil {
-				return err
-			}
+		if err := rw.EndRow(); err != nil {
+			return err
 		}
+	}
+	if err := rw.Flush(); err != nil {
+		return err
 	}
 	return w.Commit()
 }

@@ -97,8 +97,8 @@ var mechanismFlags = map[string]string{
 func NewCmd(s *cli.Streams, runF func(*Options) error) *cobra.Command {
 	opts := &Options{Streams: s}
 	cmd := &cobra.Command{
-		Use:   "estimate [<file>] [flags]",
-		Short: "Estimate distributions and counts from a pramkit release",
+		Use:     "estimate [<file>] [flags]",
+		Short:   "Estimate distributions and counts from a pramkit release",
 		Long:    longHelp(),
 		Example: examples(),
 		Args:    cobra.MaximumNArgs(1),

@@ -485,18 +485,15 @@ func runSample(o *Options, secret []byte) error {
 		return err
 	}
 	defer w.Abort()
-	bb := table.NewBatchBuilder(schema)
-	defer bb.Release()
-	for i, it := range items {
-		bb.AppendStrings(it.Row[:len(keep)])
-		if bb.Rows() == table.DefaultBatchSize || i == len(items)-1 {
-			rec := bb.NewBatch()
-			err := w.Write(rec)
-			rec.Release()
-			if err != nil {
-				return err
-			}
+	rw := table.NewRowWriter(w, schema, 0)
+	defer rw.Release()
+	for _, it := range items {
+		if err := rw.AppendStrings(it.Row[:len(keep)]); err != nil {
+			return err
 		}
+	}
+	if err := rw.Flush(); err != nil {
+		return err
 	}
 	return w.Commit()
 }
