@@ -239,14 +239,14 @@ func runCounts(o *Options, in table.Reader) error {
 	case co.Queries == "-" && table.IsStdio(o.Input):
 		return cli.Usagef("the release and --queries cannot both come from standard input")
 	}
-	var queries []countQuery
+	var queries []countquery.Query
 	if co.Query != "" {
-		q := countQuery{text: strings.TrimSpace(co.Query)}
-		if q.conds, err = parseCountQuery(co.Query); err != nil {
+		q := countquery.Query{Text: strings.TrimSpace(co.Query)}
+		if q.Conds, err = countquery.Parse(co.Query); err != nil {
 			return cli.Usagef("--query %q: %v", co.Query, err)
 		}
-		queries = []countQuery{q}
-	} else if queries, err = readCountQueries(co.Queries, o.Streams.In); err != nil {
+		queries = []countquery.Query{q}
+	} else if queries, err = countquery.ReadQueries(co.Queries, o.Streams.In); err != nil {
 		return err
 	}
 	var nsaBook *codebook.Codebook

@@ -173,7 +173,7 @@ func (p *countPlan) estimate(rel *countRelease, co *countOptions) ([]countAnswer
 			a.est, a.iterations, a.converged = e.Count, e.Iterations, e.Converged
 		}
 		if err != nil {
-			return nil, fmt.Errorf("%s: %v", p.queries[i].where(co.Queries), err)
+			return nil, fmt.Errorf("%s: %v", p.queries[i].Where(co.Queries), err)
 		}
 	}
 	return out, nil
@@ -262,7 +262,7 @@ func (o *Options) writeCountAnswers(rel *countRelease, p *countPlan, answers []c
 		var sum float64
 		var n int
 		for i, a := range answers {
-			ja := countJSONAnswer{Query: p.queries[i].text, Estimate: a.est, Iterations: a.iterations}
+			ja := countJSONAnswer{Query: p.queries[i].Text, Estimate: a.est, Iterations: a.iterations}
 			if hasTruth {
 				tr := a.truth
 				ja.True = &tr
@@ -292,7 +292,7 @@ func (o *Options) writeCountAnswers(rel *countRelease, p *countPlan, answers []c
 			return err
 		}
 		for i, a := range answers {
-			row := []string{p.queries[i].text, strconv.FormatFloat(a.est, 'f', 2, 64), strconv.Itoa(a.iterations)}
+			row := []string{p.queries[i].Text, strconv.FormatFloat(a.est, 'f', 2, 64), strconv.Itoa(a.iterations)}
 			if hasTruth {
 				row = append(row, strconv.FormatFloat(a.truth, 'f', -1, 64), strconv.FormatFloat(relativeError(a.est, a.truth), 'f', 4, 64))
 			}
@@ -331,7 +331,7 @@ func (o *Options) writeCountAnswers(rel *countRelease, p *countPlan, answers []c
 	rw := table.NewRowWriter(w, schema, 0)
 	defer rw.Release()
 	for i, a := range answers {
-		rw.String(0, p.queries[i].text)
+		rw.String(0, p.queries[i].Text)
 		rw.Float64(1, a.est)
 		rw.Int64(2, int64(a.iterations))
 		if hasTruth {
