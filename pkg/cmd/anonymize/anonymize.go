@@ -58,13 +58,9 @@ type Options struct {
 	insecureIn bool
 }
 
-// NewCmd builds the command; runF replaces the run function in tests.
-func NewCmd(s *cli.Streams, runF func(*Options) error) *cobra.Command {
-	opts := &Options{Streams: s}
-	cmd := &cobra.Command{
-		Use:   "anonymize [<file>] --sensitive COL[,COL…] --l N [flags]",
-		Short: "Publish a table with ℓ′-diverted sensitive values (mechanism A′)",
-		Long: `Anonymize publishes a whole table so that counts of many people stay
+// anonymizeLong is --help's text: the mechanisms, the guarantees and the
+// memory each needs.
+const anonymizeLong = `Anonymize publishes a whole table so that counts of many people stay
 accurate while counts of a few people, and each person's sensitive value,
 stay hidden (Fu, Wang, Wang, Wong, "Small Count Privacy and Large Count
 Utility in Data Publishing"; SPEC §4). The --sensitive columns are
@@ -143,8 +139,9 @@ about 40 bytes per row for UCI Adult's 15 columns. global's shuffle holds
 the published rows (their text plus about 10 bytes per row) up to 16 MiB,
 then spills them to private temporary files (in $TMPDIR, removed at the
 end) and holds one of 128 such files at a time. --check and a --report
-without -o read the table once in constant memory.`,
-		Example: `  # is Adult eligible for ℓ′ = 5 with occupation sensitive? (largest feasible: 7)
+without -o read the table once in constant memory.`
+
+const anonymizeExample = `  # is Adult eligible for ℓ′ = 5 with occupation sensitive? (largest feasible: 7)
   $ anonymize --check --sensitive occupation --l 5 --codebook codebook.json adult.csv
 
   # publish Adult with occupation ℓ′-diverted, then ask a count query
@@ -158,8 +155,17 @@ without -o read the table once in constant memory.`,
   # the baselines: Anatomy (rows + sensitive table) and global randomization
   $ anonymize --mechanism anatomy --sensitive occupation --l 5 --codebook codebook.json adult.csv \
       -o adult.anatomy.csv --groups adult.anatomy.groups.csv
-  $ anonymize --mechanism global --sensitive occupation --l 5 --codebook codebook.json adult.csv -o adult.global.csv`,
-		Args: cobra.MaximumNArgs(1),
+  $ anonymize --mechanism global --sensitive occupation --l 5 --codebook codebook.json adult.csv -o adult.global.csv`
+
+// NewCmd builds the command; runF replaces the run function in tests.
+func NewCmd(s *cli.Streams, runF func(*Options) error) *cobra.Command {
+	opts := &Options{Streams: s}
+	cmd := &cobra.Command{
+		Use:     "anonymize [<file>] --sensitive COL[,COL…] --l N [flags]",
+		Short:   "Publish a table with ℓ′-diverted sensitive values (mechanism A′)",
+		Long:    anonymizeLong,
+		Example: anonymizeExample,
+		Args:    cobra.MaximumNArgs(1),
 		RunE: cli.RunE(opts, func(c *cobra.Command, args []string) {
 			opts.cmd, opts.Input = c, cli.FirstArg(args)
 		}, runF, run),
