@@ -404,24 +404,15 @@ func (o *Options) globalColumns(in table.Reader, cb *codebook.Codebook) (*global
 		names[j] = f.Name
 	}
 	for k, name := range o.Sensitive {
-		idx := schema.FieldIndices(name)
-		if len(idx) == 0 {
-			return nil, fmt.Errorf("%s has no column %q to treat as sensitive (columns: %s)", in.Name(), name, joinNames(names))
-		}
-		col, ok := cb.Column(name)
-		if !ok {
-			return nil, fmt.Errorf("the codebook has no column %q: declare its categories in the --codebook file", name)
-		}
-		enc, err := col.Encoder(o.policy())
+		j, sv, err := findSensitive(schema, in.Name(), names, name, cb, o.policy())
 		if err != nil {
 			return nil, err
 		}
-		which[idx[0]] = k
-		sens[k] = &sensitive{name: name, col: col, enc: enc, in: newInterner()}
+		which[j], sens[k] = k, sv
 		keep[k] = o.P
 		if !o.cmd.Flags().Changed("p") {
 			// Retention 1/ℓ′: p + (1 − p)/V = 1/ℓ′.
-			keep[k] = release.KeepForRetention(col.K(), o.L)
+			keep[k] = release.KeepForRetention(sv.col.K(), o.L)
 		}
 	}
 	return &globalRun{which: which, sens: sens, keep: keep, names: names,
@@ -476,19 +467,11 @@ rows:
 	for i := range rows {
 		for k, c := range g.sensCols {
 			code, isNew := c.code(i)
-			sv := g.sens[k]
-			if isNew {
-				x, err := sv.enc.Index(sv.in.values[code])
-				switch {
-				case errors.Is(err, codebook.ErrDrop):
-					sv.index = append(sv.index, dropped)
-				case err != nil:
-					return nil, &table.DataError{File: file, Row: first + int64(i), Column: sv.name, Err: err}
-				default:
-					sv.index = append(sv.index, int64(x))
-				}
+			x, err := g.sens[k].indexOf(code, isNew, file, first+int64(i))
+			if err != nil {
+				return nil, err
 			}
-			if sv.index[code] == dropped {
+			if x == dropped {
 				g.missing++
 				continue rows
 			}
@@ -506,15 +489,4 @@ func releaseID() string {
 	var b [16]byte
 	crand.Read(b[:])
 	return hex.EncodeToString(b[:])
-}
-
-func joinNames(names []string) string {
-	out := ""
-	for i, n := range slices.Clip(names) {
-		if i > 0 {
-			out += ", "
-		}
-		out += n
-	}
-	return out
 }
