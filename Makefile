@@ -69,7 +69,7 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzArrowReader$$' -fuzztime=$(FUZZTIME) ./pkg/table
 	$(GO) test -run='^$$' -fuzz='^FuzzParquetReader$$' -fuzztime=$(FUZZTIME) ./pkg/table
 	$(GO) test -run='^$$' -fuzz='^FuzzParse$$' -fuzztime=$(FUZZTIME) ./pkg/codebook
-	$(GO) test -run='^$$' -fuzz='^FuzzCountParseQuery$$' -fuzztime=$(FUZZTIME) ./pkg/cmd/estimate
+	$(GO) test -run='^$$' -fuzz='^FuzzCountParseQuery$$' -fuzztime=$(FUZZTIME) ./pkg/countquery
 
 demo: build
 	bash scripts/demo.sh

@@ -116,17 +116,45 @@ func (m *Mechanism) Anonymity(records []uint64) (AnonymityResult, error) {
 }
 
 // ratios returns, for every report s, min_v P[s ∈ R(T∖{v})]/P[R(v) = s]
-// and the record v(s) attaining it (see Anonymity).
+// and the record v(s) attaining it (see Anonymity). Memory: about
+// 22·2^L bytes, in the arrays the steps below share.
 func (m *Mechanism) ratios(records []uint64) (ratio []float64, nearest []uint32) {
 	L := m.bits
-	size := 1 << L
-	q := m.q
+	recs, cnts := distinctRecords(records)
+	dist, nearest := nearestRecords(L, recs)
+	acc, terms, a, anyNear := m.seriesSums(recs, cnts, dist, nearest)
 
-	// Distinct records and their multiplicities.
+	// p(d) and g(d) = log1p(−p(d)).
+	p := make([]float64, L+1)
+	g := make([]float64, L+1)
+	for d := range g {
+		p[d] = m.ReportProbability(d)
+		g[d] = math.Log1p(-p[d])
+	}
+
+	if anyNear {
+		nearSums(a, L, recs, cnts, g)
+	}
+
+	// Ratios, into acc.
+	for s := range acc {
+		d := dist[s]
+		var sp float64 // S′(s)
+		if terms[s] == 0 {
+			sp = min(a[s]-g[d], 0)
+		} else {
+			sp = -acc[s]
+		}
+		acc[s] = -math.Expm1(sp) / p[d]
+	}
+	return acc, nearest
+}
+
+// distinctRecords lists the distinct records in increasing order and
+// their multiplicities.
+func distinctRecords(records []uint64) (recs []uint32, cnts []float64) {
 	sorted := slices.Clone(records)
 	slices.Sort(sorted)
-	var recs []uint32
-	var cnts []float64
 	for i, v := range sorted {
 		if i > 0 && v == sorted[i-1] {
 			cnts[len(cnts)-1]++
@@ -135,10 +163,15 @@ func (m *Mechanism) ratios(records []uint64) (ratio []float64, nearest []uint32)
 		recs = append(recs, uint32(v))
 		cnts = append(cnts, 1)
 	}
+	return recs, cnts
+}
 
-	// Step 1: nearest record and its distance (≤ 24).
+// nearestRecords finds, for every report s of L bits, the nearest record
+// v(s) and its Hamming distance (≤ 24), by relaxing one bit at a time.
+func nearestRecords(L int, recs []uint32) (dist []uint8, nearest []uint32) {
+	size := 1 << L
 	const unreached = 100
-	dist := make([]uint8, size)
+	dist = make([]uint8, size)
 	nearest = make([]uint32, size)
 	for i := range dist {
 		dist[i] = unreached
@@ -161,15 +194,23 @@ func (m *Mechanism) ratios(records []uint64) (ratio []float64, nearest []uint32)
 		}
 	}
 
-	// Step 2: acc(s) = Σ_{j≤J(s)} E′_j(s)/j by positive product-kernel sums.
-	// terms[s] = J(s), the number of series terms report s needs: 0 for a
-	// near report (step 3 handles it), else seriesLength(E′(s)).
+	return dist, nearest
+}
+
+// seriesSums computes, for every far report s, acc(s) = Σ_{j≤J(s)}
+// E′_j(s)/j and the number of terms J(s) it needed (terms[s] = 0 marks a
+// near report, whose sum nearSums computes instead; anyNear says whether
+// there is one), else seriesLength(E′(s)). a is scratch space of 2^L values, returned for nearSums.
+func (m *Mechanism) seriesSums(recs []uint32, cnts []float64, dist []uint8, nearest []uint32) (acc []float64, terms []uint8, a []float64, anyNear bool) {
+	L := m.bits
+	size := 1 << L
+	q := m.q
+	// Positive product-kernel sums, one pass per series term j.
 	r := q / (1 - q)
-	a := make([]float64, size)
-	acc := make([]float64, size)
-	terms := make([]uint8, size)
+	a = make([]float64, size)
+	acc = make([]float64, size)
+	terms = make([]uint8, size)
 	pw := make([]float64, L+1)
-	anyNear := false
 	passes := 1
 	for j := 1; j <= passes; j++ {
 		rho := math.Pow(r, float64(j))
@@ -226,45 +267,26 @@ func (m *Mechanism) ratios(records []uint64) (ratio []float64, nearest []uint32)
 			}
 		}
 	}
+	return acc, terms, a, anyNear
+}
 
-	// p(d) and g(d) = log1p(−p(d)).
-	p := make([]float64, L+1)
-	g := make([]float64, L+1)
-	for d := range g {
-		p[d] = m.ReportProbability(d)
-		g[d] = math.Log1p(-p[d])
+// nearSums computes S(s) for every report s into a, by Walsh–Hadamard
+// convolution of the record counts with g(d) = log1p(−p(d)).
+func nearSums(a []float64, L int, recs []uint32, cnts []float64, g []float64) {
+	clear(a)
+	for i, v := range recs {
+		a[v] = cnts[i]
 	}
-
-	// Step 3: S(s) by Walsh–Hadamard convolution, into a.
-	if anyNear {
-		clear(a)
-		for i, v := range recs {
-			a[v] = cnts[i]
-		}
-		fwht(a) // integer sums ≤ n < 2^53: exact
-		ghat := krawtchoukTransform(g)
-		for y := range a {
-			a[y] *= ghat[bits.OnesCount32(uint32(y))]
-		}
-		fwht(a)
-		scale := math.Ldexp(1, -L)
-		for s := range a {
-			a[s] *= scale
-		}
+	fwht(a) // integer sums ≤ n < 2^53: exact
+	ghat := krawtchoukTransform(g)
+	for y := range a {
+		a[y] *= ghat[bits.OnesCount32(uint32(y))]
 	}
-
-	// Ratios, into acc.
-	for s := range acc {
-		d := dist[s]
-		var sp float64 // S′(s)
-		if terms[s] == 0 {
-			sp = min(a[s]-g[d], 0)
-		} else {
-			sp = -acc[s]
-		}
-		acc[s] = -math.Expm1(sp) / p[d]
+	fwht(a)
+	scale := math.Ldexp(1, -L)
+	for s := range a {
+		a[s] *= scale
 	}
-	return acc, nearest
 }
 
 // fwht applies the unnormalized Walsh–Hadamard transform

@@ -4,9 +4,10 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
-	"slices"
 
 	"gonum.org/v1/gonum/stat/distuv"
+
+	"github.com/pramkit/pramkit/pkg/estimate"
 )
 
 // Tally holds what estimation needs from the released reports: their
@@ -136,7 +137,7 @@ func (m *Mechanism) Distribution(l *Layout, j int, t *Tally) ([]float64, error) 
 			raw[c] = m.estimate(t.Ones[off+c], t.N, 0).Freq
 		}
 	}
-	return ProjectSimplex(raw)
+	return estimate.ProjectSlice(raw)
 }
 
 func (m *Mechanism) checkTally(t *Tally) error {
@@ -159,52 +160,4 @@ func zFor(confidence float64) (float64, error) {
 		return 0, fmt.Errorf("confidence must be in (0, 1), got %v", confidence)
 	}
 	return distuv.UnitNormal.Quantile(0.5 + confidence/2), nil
-}
-
-// ProjectSimplex returns the Euclidean projection of x onto the probability
-// simplex {p : p_i ≥ 0, Σ p_i = 1}, the closest distribution to x
-// (Held–Wolfe–Crowder 1974; Duchi et al. 2008, Fig. 1):
-//
-//	p_i = max(x_i − θ, 0),   θ = (Σ_{i≤ρ} u_i − 1)/ρ,
-//	ρ = max{ j : u_j − (Σ_{i≤j} u_i − 1)/j > 0 },
-//
-// with u the entries of x sorted in decreasing order. O(k log k).
-func ProjectSimplex(x []float64) ([]float64, error) {
-	if len(x) == 0 {
-		return nil, fmt.Errorf("bitflip.ProjectSimplex: empty vector")
-	}
-	for i, v := range x {
-		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return nil, fmt.Errorf("bitflip.ProjectSimplex: entry %d is %v", i, v)
-		}
-	}
-	u := slices.Clone(x)
-	slices.Sort(u)
-	slices.Reverse(u)
-	var sum, theta float64
-	for j, v := range u {
-		sum += v
-		if t := (sum - 1) / float64(j+1); v-t > 0 {
-			theta = t
-		}
-	}
-	p := make([]float64, len(x))
-	for i, v := range x {
-		p[i] = max(v-theta, 0)
-	}
-	return p, nil
-}
-
-// L2Distance returns ‖a − b‖₂, e.g. the error of an estimated distribution
-// against the true one.
-func L2Distance(a, b []float64) (float64, error) {
-	if len(a) != len(b) {
-		return 0, fmt.Errorf("bitflip.L2Distance: lengths %d and %d differ", len(a), len(b))
-	}
-	var s float64
-	for i := range a {
-		d := a[i] - b[i]
-		s += d * d
-	}
-	return math.Sqrt(s), nil
 }

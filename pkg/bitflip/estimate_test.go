@@ -10,6 +10,7 @@ import (
 
 	"github.com/pramkit/pramkit/internal/adulttest"
 	"github.com/pramkit/pramkit/internal/stattest"
+	"github.com/pramkit/pramkit/pkg/estimate"
 	"github.com/pramkit/pramkit/pkg/rng"
 )
 
@@ -178,64 +179,6 @@ func TestEstimateBitMatchesHandValues(t *testing.T) {
 	}
 }
 
-func TestProjectSimplex(t *testing.T) {
-	cases := []struct{ x, want []float64 }{
-		{[]float64{0.2, 0.3, 0.5}, []float64{0.2, 0.3, 0.5}},
-		{[]float64{1, 1}, []float64{0.5, 0.5}},
-		{[]float64{2, 0}, []float64{1, 0}},
-		{[]float64{0.5, 0.4, -0.3}, []float64{0.55, 0.45, 0}},
-		{[]float64{-1, -1, -1, -1}, []float64{0.25, 0.25, 0.25, 0.25}},
-		{[]float64{3}, []float64{1}},
-	}
-	for _, c := range cases {
-		got, err := ProjectSimplex(c.x)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if d, _ := L2Distance(got, c.want); d > 1e-15 {
-			t.Errorf("ProjectSimplex(%v) = %v, want %v", c.x, got, c.want)
-		}
-	}
-	for _, bad := range [][]float64{nil, {math.NaN(), 1}, {math.Inf(1)}} {
-		if _, err := ProjectSimplex(bad); err == nil {
-			t.Errorf("ProjectSimplex(%v) accepted", bad)
-		}
-	}
-}
-
-func TestProjectSimplexIsTheClosestDistribution(t *testing.T) {
-	// p is the projection of x iff p is in the simplex and ⟨x − p, e_i − p⟩
-	// ≤ 0 for every vertex e_i (variational inequality; by convexity the
-	// vertices suffice).
-	g := rng.NewSeeded(4)
-	for trial := range 2000 {
-		x := make([]float64, 1+trial%9)
-		for i := range x {
-			x[i] = 3*g.Float64() - 1
-		}
-		p, _ := ProjectSimplex(x)
-		var sum, inner float64
-		for i := range p {
-			if p[i] < 0 {
-				t.Fatalf("negative entry: %v → %v", x, p)
-			}
-			sum += p[i]
-			inner += (x[i] - p[i]) * p[i]
-		}
-		if math.Abs(sum-1) > 1e-12 {
-			t.Fatalf("sum %v: %v → %v", sum, x, p)
-		}
-		for i := range p {
-			if v := (x[i] - p[i]) - inner; v > 1e-12 {
-				t.Fatalf("not the projection (vertex %d: %g > 0): %v → %v", i, v, x, p)
-			}
-		}
-	}
-	if _, err := L2Distance([]float64{1}, []float64{1, 2}); err == nil {
-		t.Error("L2Distance accepted different lengths")
-	}
-}
-
 // encodeAdult encodes sex (binary), race, relationship and marital-status
 // (one-hot) of the Adult rows: L = 1 + 5 + 6 + 7 = 19.
 func encodeAdult(t *testing.T, rows [][]string) (*Layout, []uint64, [][]float64) {
@@ -297,7 +240,7 @@ func TestAdultDistributionsAndAnonymity(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			e, _ := L2Distance(est, truth[j])
+			e, _ := estimate.L2Slice(est, truth[j])
 			// Per-bit errors are independent with sd SETable (only flips are
 			// random), so ‖raw − truth‖²/SETable² ≈ χ²(k); projection onto the
 			// simplex (which holds the truth) can only shrink the distance.

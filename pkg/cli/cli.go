@@ -201,12 +201,6 @@ func Inputs(args []string) []string {
 	return args
 }
 
-// NotImplemented is the run function of a tool that later work will build:
-// it refuses to pretend to work.
-func NotImplemented(cmd *cobra.Command, _ []string) error {
-	return fmt.Errorf("not implemented yet: see the project's open issues")
-}
-
 // RunE builds a command's RunE: bind records the command and its arguments
 // in the options, then runF runs (a stub, in flag-parsing tests) or, when
 // runF is nil, run does the work.

@@ -151,43 +151,10 @@ func BootstrapInterval(r *rand.Rand, method Method, c Counts, gamma float64, opt
 	for i := range reps {
 		reps[i] = make([]float64, opts.Replicates)
 	}
-	listed := make([]int64, L)
-	extra := make(map[uint64]int64)
+	bs := &bootstrapDraw{table: table, fromModel: fromModel, K: c.K, L: L, unobserved: unobserved,
+		listed: make([]int64, L), extra: make(map[uint64]int64)}
 	for b := range opts.Replicates {
-		clear(listed)
-		clear(extra)
-		for range m {
-			var label uint64
-			if fromModel.draw(r) {
-				if k := table.draw(r); k < L {
-					label = uint64(k)
-				} else {
-					label = uint64(L) + r.Uint64N(unobserved)
-				}
-			} else {
-				label = r.Uint64N(c.K)
-			}
-			if label < uint64(L) {
-				listed[label]++
-			} else {
-				extra[label]++
-			}
-		}
-		rc := Counts{K: c.K}
-		for i, n := range listed {
-			if n > 0 {
-				rc.Index = append(rc.Index, uint64(i))
-				rc.Count = append(rc.Count, n)
-			}
-		}
-		start := len(rc.Index)
-		for g := range extra {
-			rc.Index = append(rc.Index, g)
-		}
-		slices.Sort(rc.Index[start:])
-		for _, g := range rc.Index[start:] {
-			rc.Count = append(rc.Count, extra[g])
-		}
+		rc := bs.counts(r, m)
 		rv, err := Run(method, rc, gamma, opts.EM)
 		if err != nil {
 			return Interval{}, fmt.Errorf("estimate.BootstrapInterval: replicate %d: %w", b, err)
@@ -300,4 +267,55 @@ func (b bernoulli) draw(r *rand.Rand) bool {
 		return h < b.hi
 	}
 	return r.Uint64() < b.lo
+}
+
+// bootstrapDraw draws the counts of one bootstrap replicate: m rows from
+// the PRAM model at the fitted estimate, the unobserved cells relabelled
+// L … K − 1 (see BootstrapInterval).
+type bootstrapDraw struct {
+	table      alias
+	fromModel  bernoulli
+	K          uint64
+	L          int
+	unobserved uint64
+	listed     []int64          // counts of the observed cells
+	extra      map[uint64]int64 // counts of the others, by label
+}
+
+func (d *bootstrapDraw) counts(r *rand.Rand, m int64) Counts {
+	clear(d.listed)
+	clear(d.extra)
+	for range m {
+		var label uint64
+		if d.fromModel.draw(r) {
+			if k := d.table.draw(r); k < d.L {
+				label = uint64(k)
+			} else {
+				label = uint64(d.L) + r.Uint64N(d.unobserved)
+			}
+		} else {
+			label = r.Uint64N(d.K)
+		}
+		if label < uint64(d.L) {
+			d.listed[label]++
+		} else {
+			d.extra[label]++
+		}
+	}
+	rc := Counts{K: d.K}
+	for i, n := range d.listed {
+		if n > 0 {
+			rc.Index = append(rc.Index, uint64(i))
+			rc.Count = append(rc.Count, n)
+		}
+	}
+	start := len(rc.Index)
+	for g := range d.extra {
+		rc.Index = append(rc.Index, g)
+	}
+	slices.Sort(rc.Index[start:])
+	for _, g := range rc.Index[start:] {
+		rc.Count = append(rc.Count, d.extra[g])
+	}
+	return rc
 }

@@ -88,3 +88,38 @@ func CombineGammas(K uint64, gammas []float64) (float64, error) {
 	}
 	return 1 + a, nil
 }
+
+// ComposedEpsilonProduct is ComposedEpsilonGammas when only the product
+// Γ = γ_1·…·γ_r of the releases' γ's is known (a release's metadata keeps
+// Γ as gamma_composed): ε_r = ln((n + m(Γ − 1))/n) depends on nothing else.
+func ComposedEpsilonProduct(n, m int, product float64) (float64, error) {
+	if err := checkSizes(n, m); err != nil {
+		return 0, fmt.Errorf("pram.ComposedEpsilonProduct: %w", err)
+	}
+	if err := checkGamma(product); err != nil {
+		return 0, fmt.Errorf("pram.ComposedEpsilonProduct: product of the γ's: %w", err)
+	}
+	return composedFromLog(float64(m)/float64(n), math.Log(product)), nil
+}
+
+// TwoGammas recovers the γ's of two successive releases from their product
+// Γ and the second γ: γ_1 = Γ/γ_2. It fails when that γ_1 is not > 1 (the
+// pair cannot come from two γ-diagonal perturbations).
+func TwoGammas(product, last float64) ([]float64, error) {
+	first := product / last
+	if !(first > 1) || math.IsInf(first, 0) {
+		return nil, fmt.Errorf("γ = %v and a product of the γ's Γ = %v imply a first γ = Γ/γ = %v, not a finite number > 1", last, product, first)
+	}
+	return []float64{first, last}, nil
+}
+
+// RestrictGamma is the γ′ of a γ-diagonal release over K values seen
+// through K′ of them (some columns dropped). The dropped columns' offset
+// is uniform given the kept part unless the whole offset is 0, so the kept
+// part is 0 with probability (γ + K/K′ − 1)/q and each other value with
+// probability (K/K′)/q, q = γ + K − 1: γ′-diagonal with
+//
+//	γ′ = 1 + (γ − 1)·K′/K.
+func RestrictGamma(gamma float64, K, Kp uint64) float64 {
+	return 1 + (gamma-1)*(float64(Kp)/float64(K))
+}

@@ -162,3 +162,38 @@ func TestChainedMechanismsFollowCombinedGamma(t *testing.T) {
 		t.Errorf("kept %.5f of rows, combined γ = %.4f predicts %.5f ± %.5f", got, gc, p, sd)
 	}
 }
+
+func TestComposedEpsilonProduct(t *testing.T) {
+	// Γ = γ² gives the ε of the same γ used twice (ComposedEpsilon).
+	n, m, g := 32561, 2057, 28.2
+	want, err := ComposedEpsilon(n, m, g, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := ComposedEpsilonProduct(n, m, g*g)
+	if err != nil || math.Abs(got-want) > 1e-12*want {
+		t.Errorf("ComposedEpsilonProduct(Γ = γ²) = %v, %v; want %v", got, err, want)
+	}
+	// … and ComposedEpsilonGammas of any split of Γ.
+	want2, _ := ComposedEpsilonGammas(n, m, []float64{4, g * g / 4})
+	if math.Abs(got-want2) > 1e-12*want2 {
+		t.Errorf("ComposedEpsilonProduct = %v, ComposedEpsilonGammas = %v", got, want2)
+	}
+	for _, bad := range []float64{1, 0.5, math.NaN(), math.Inf(1)} {
+		if _, err := ComposedEpsilonProduct(n, m, bad); err == nil {
+			t.Errorf("ComposedEpsilonProduct(Γ = %v) accepted", bad)
+		}
+	}
+}
+
+func TestTwoGammas(t *testing.T) {
+	gs, err := TwoGammas(12, 3)
+	if err != nil || len(gs) != 2 || gs[0] != 4 || gs[1] != 3 {
+		t.Errorf("TwoGammas(12, 3) = %v, %v; want [4 3]", gs, err)
+	}
+	for _, c := range [][2]float64{{3, 3}, {2, 3}, {math.NaN(), 3}} {
+		if _, err := TwoGammas(c[0], c[1]); err == nil {
+			t.Errorf("TwoGammas(%v, %v) accepted a first γ ≤ 1", c[0], c[1])
+		}
+	}
+}

@@ -63,14 +63,6 @@ func createPartial(dst string, perm os.FileMode) (*os.File, error) {
 // The caller holds partials' lock.
 func forgetPartial(name string) { delete(partials.files, name) }
 
-// removePartial removes a temporary file and forgets it.
-func removePartial(name string) {
-	partials.Lock()
-	defer partials.Unlock()
-	os.Remove(name)
-	forgetPartial(name)
-}
-
 // RemovePartialFiles removes every temporary output file of this process
 // and makes later creations and commits fail. A signal handler calls it
 // just before the process ends (pkg/cli), so that an interrupted run leaves

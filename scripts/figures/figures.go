@@ -32,7 +32,6 @@ const (
 	figH = 11 * vg.Centimeter
 )
 
-func f4(x float64) string { return strconv.FormatFloat(x, 'f', 4, 64) }
 func f6(x float64) string { return strconv.FormatFloat(x, 'g', 6, 64) }
 
 // pointColumns are the CSV columns of an errorPoint, each prefixed.

@@ -9,7 +9,6 @@ package anonymize
 
 import (
 	"fmt"
-	"math"
 	"os"
 	"slices"
 	"strings"
@@ -60,13 +59,9 @@ type Options struct {
 	insecureIn bool
 }
 
-// NewCmd builds the command; runF replaces the run function in tests.
-func NewCmd(s *cli.Streams, runF func(*Options) error) *cobra.Command {
-	opts := &Options{Streams: s}
-	cmd := &cobra.Command{
-		Use:   "anonymize [<file>] --sensitive COL[,COL…] --l N [flags]",
-		Short: "Publish a table with ℓ′-diverted sensitive values (mechanism A′)",
-		Long: `Anonymize publishes a whole table so that counts of many people stay
+// anonymizeLong is --help's text: the mechanisms, the guarantees and the
+// memory each needs.
+const anonymizeLong = `Anonymize publishes a whole table so that counts of many people stay
 accurate while counts of a few people, and each person's sensitive value,
 stay hidden (Fu, Wang, Wang, Wong, "Small Count Privacy and Large Count
 Utility in Data Publishing"; SPEC §4). The --sensitive columns are
@@ -145,8 +140,9 @@ about 40 bytes per row for UCI Adult's 15 columns. global's shuffle holds
 the published rows (their text plus about 10 bytes per row) up to 16 MiB,
 then spills them to private temporary files (in $TMPDIR, removed at the
 end) and holds one of 128 such files at a time. --check and a --report
-without -o read the table once in constant memory.`,
-		Example: `  # is Adult eligible for ℓ′ = 5 with occupation sensitive? (largest feasible: 7)
+without -o read the table once in constant memory.`
+
+const anonymizeExample = `  # is Adult eligible for ℓ′ = 5 with occupation sensitive? (largest feasible: 7)
   $ anonymize --check --sensitive occupation --l 5 --codebook codebook.json adult.csv
 
   # publish Adult with occupation ℓ′-diverted, then ask a count query
@@ -160,8 +156,17 @@ without -o read the table once in constant memory.`,
   # the baselines: Anatomy (rows + sensitive table) and global randomization
   $ anonymize --mechanism anatomy --sensitive occupation --l 5 --codebook codebook.json adult.csv \
       -o adult.anatomy.csv --groups adult.anatomy.groups.csv
-  $ anonymize --mechanism global --sensitive occupation --l 5 --codebook codebook.json adult.csv -o adult.global.csv`,
-		Args: cobra.MaximumNArgs(1),
+  $ anonymize --mechanism global --sensitive occupation --l 5 --codebook codebook.json adult.csv -o adult.global.csv`
+
+// NewCmd builds the command; runF replaces the run function in tests.
+func NewCmd(s *cli.Streams, runF func(*Options) error) *cobra.Command {
+	opts := &Options{Streams: s}
+	cmd := &cobra.Command{
+		Use:     "anonymize [<file>] --sensitive COL[,COL…] --l N [flags]",
+		Short:   "Publish a table with ℓ′-diverted sensitive values (mechanism A′)",
+		Long:    anonymizeLong,
+		Example: anonymizeExample,
+		Args:    cobra.MaximumNArgs(1),
 		RunE: cli.RunE(opts, func(c *cobra.Command, args []string) {
 			opts.cmd, opts.Input = c, cli.FirstArg(args)
 		}, runF, run),
@@ -232,11 +237,11 @@ func (o *Options) validate() error {
 		if o.Mechanism != diverted {
 			return cli.Usagef("--report gives the guarantees of mechanism A′: it needs --mechanism diverted")
 		}
-		if !(o.RelError > 0) || math.IsInf(o.RelError, 1) {
-			return cli.Usagef("--rel-error must be a number > 0, got %v", o.RelError)
+		if err := cli.CheckNumber("rel-error", o.RelError, cli.Positive); err != nil {
+			return err
 		}
-		if !(o.TE > 0 && o.TE <= 1) {
-			return cli.Usagef("--te must be in (0, 1], got %v", o.TE)
+		if err := cli.CheckNumber("te", o.TE, cli.OpenClosedUnit); err != nil {
+			return err
 		}
 	} else {
 		for _, name := range []string{"rel-error", "te"} {
@@ -296,8 +301,8 @@ func (o *Options) validatePublish(lGiven bool) error {
 			switch {
 			case o.P == 1:
 				return cli.Usagef("--p 1 keeps every value: mechanism A would publish the sensitive column unchanged, with no privacy; choose a keep probability p < 1 (or --l N for retention 1/ℓ′)")
-			case release.CheckKeep(o.P) != nil: // also NaN
-				return cli.Usagef("--p must be a keep probability in [0, 1), got %v", o.P)
+			case !cli.ClosedOpenUnit.Contains(o.P):
+				return cli.CheckProbability("p", o.P, cli.ClosedOpenUnit)
 			}
 		case !lGiven:
 			return cli.Usagef("give the keep probability --p P, or --l N for the paper's comparison point (retention 1/ℓ′)")

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"slices"
 
@@ -163,9 +164,11 @@ func (o *Options) runDiverted(in table.Reader, cb *codebook.Codebook) error {
 // by extra.
 func (d *dataset) writeRows(w table.Writer, schema *arrow.Schema, order []uint32, meter *progress.Meter,
 	sens func(bb *table.BatchBuilder, j, k int, row uint32), extra func(bb *table.BatchBuilder, j int, row uint32)) error {
-	bb := table.NewBatchBuilder(schema)
-	defer bb.Release()
-	for i, row := range order {
+	rw := table.NewRowWriter(w, schema, 0)
+	defer rw.Release()
+	rw.OnBatch = func(rows int) { meter.Add(int64(rows)) }
+	bb := rw.BatchBuilder
+	for _, row := range order {
 		out := 0
 		for j, k := range d.which {
 			switch {
@@ -181,17 +184,12 @@ func (d *dataset) writeRows(w table.Writer, schema *arrow.Schema, order []uint32
 		for ; out < schema.NumFields(); out++ {
 			extra(bb, out, row)
 		}
-		bb.EndRow()
-		if bb.Rows() == table.DefaultBatchSize || i == len(order)-1 {
-			rows := bb.Rows()
-			rec := bb.NewBatch()
-			err := w.Write(rec)
-			rec.Release()
-			if err != nil {
-				return err
-			}
-			meter.Add(int64(rows))
+		if err := rw.EndRow(); err != nil {
+			return err
 		}
+	}
+	if err := rw.Flush(); err != nil {
+		return err
 	}
 	meter.Done()
 	return nil
@@ -290,23 +288,17 @@ func (o *Options) runAnatomy(in table.Reader, cb *codebook.Codebook) error {
 
 // writeST writes Anatomy's sensitive table.
 func writeST(w table.Writer, schema *arrow.Schema, st []anonymize.AnatomyEntry, labels []string) error {
-	bb := table.NewBatchBuilder(schema)
-	defer bb.Release()
-	for i, e := range st {
-		bb.Int64(0, int64(e.Group))
-		bb.String(1, labels[e.Value])
-		bb.Int64(2, int64(e.Count))
-		bb.EndRow()
-		if bb.Rows() == table.DefaultBatchSize || i == len(st)-1 {
-			rec := bb.NewBatch()
-			err := w.Write(rec)
-			rec.Release()
-			if err != nil {
-				return err
-			}
+	rw := table.NewRowWriter(w, schema, 0)
+	defer rw.Release()
+	for _, e := range st {
+		rw.Int64(0, int64(e.Group))
+		rw.String(1, labels[e.Value])
+		rw.Int64(2, int64(e.Count))
+		if err := rw.EndRow(); err != nil {
+			return err
 		}
 	}
-	return nil
+	return rw.Flush()
 }
 
 // runGlobal publishes with mechanism A (§3): every row independently keeps
@@ -315,38 +307,11 @@ func writeST(w table.Writer, schema *arrow.Schema, st []anonymize.AnatomyEntry, 
 // shuffled in bounded memory (package shuffle) unless --keep-order, since
 // the input's order may follow the sensitive values.
 func (o *Options) runGlobal(in table.Reader, cb *codebook.Codebook) error {
-	schema := in.Schema()
-	which := make([]int, schema.NumFields())
-	for j := range which {
-		which[j] = -1
+	g, err := o.globalColumns(in, cb)
+	if err != nil {
+		return err
 	}
-	sens := make([]*sensitive, len(o.Sensitive))
-	keep := make([]float64, len(o.Sensitive))
-	names := make([]string, schema.NumFields())
-	for j, f := range schema.Fields() {
-		names[j] = f.Name
-	}
-	for k, name := range o.Sensitive {
-		idx := schema.FieldIndices(name)
-		if len(idx) == 0 {
-			return fmt.Errorf("%s has no column %q to treat as sensitive (columns: %s)", in.Name(), name, joinNames(names))
-		}
-		col, ok := cb.Column(name)
-		if !ok {
-			return fmt.Errorf("the codebook has no column %q: declare its categories in the --codebook file", name)
-		}
-		enc, err := col.Encoder(o.policy())
-		if err != nil {
-			return err
-		}
-		which[idx[0]] = k
-		sens[k] = &sensitive{name: name, col: col, enc: enc, in: newInterner()}
-		keep[k] = o.P
-		if !o.cmd.Flags().Changed("p") {
-			// Retention 1/ℓ′: p + (1 − p)/V = 1/ℓ′.
-			keep[k] = release.KeepForRetention(col.K(), o.L)
-		}
-	}
+	keep, names := g.keep, g.names
 	meta, err := o.meta(cb, &release.Anonymized{Mechanism: global})
 	if err != nil {
 		return err
@@ -371,21 +336,16 @@ func (o *Options) runGlobal(in table.Reader, cb *codebook.Codebook) error {
 		return err
 	}
 	defer w.Abort()
-	r := o.Seed.Rand(o.cmd)
+	g.r = o.Seed.Rand(o.cmd)
 	// The published rows go through a shuffle, drawing from r after the
 	// randomization's draws of each batch.
-	if w, err = o.Order.Writer(w, outSchema, r); err != nil {
+	if w, err = o.Order.Writer(w, outSchema, g.r); err != nil {
 		return err
 	}
 	defer w.Abort()
-	bb := table.NewBatchBuilder(outSchema)
-	defer bb.Release()
+	rw := table.NewRowWriter(w, outSchema, 0)
+	defer rw.Release()
 	meter := o.Streams.Progress("anonymize: randomize")
-	var missing int64
-	idx := make([][]uint32, len(sens))
-	pub := make([][]uint32, len(sens))
-	cells := make([]table.Values, len(names))
-	sensCols := make([]column, len(sens))
 	for {
 		rec, err := in.Next()
 		if errors.Is(err, io.EOF) {
@@ -394,81 +354,134 @@ func (o *Options) runGlobal(in table.Reader, cb *codebook.Codebook) error {
 		if err != nil {
 			return err
 		}
-		first := in.RowsRead() - rec.NumRows() + 1
-		rows := int(rec.NumRows())
-		for j, k := range which {
-			if k >= 0 {
-				sensCols[k] = sens[k].in.column(rec.Column(j))
-			} else {
-				cells[j] = table.ValuesOf(rec.Column(j))
-			}
+		if err := g.randomize(rec, in.RowsRead()-rec.NumRows()+1, in.Name(), rw.BatchBuilder); err != nil {
+			return err
 		}
-		// Value indexes of the kept rows, then their randomized values.
-		kept := make([]int, 0, rows)
-	rows:
-		for i := range rows {
-			for k, c := range sensCols {
-				code, isNew := c.code(i)
-				sv := sens[k]
-				if isNew {
-					x, err := sv.enc.Index(sv.in.values[code])
-					switch {
-					case errors.Is(err, codebook.ErrDrop):
-						sv.index = append(sv.index, dropped)
-					case err != nil:
-						return &table.DataError{File: in.Name(), Row: first + int64(i), Column: sv.name, Err: err}
-					default:
-						sv.index = append(sv.index, int64(x))
-					}
-				}
-				if sv.index[code] == dropped {
-					missing++
-					continue rows
-				}
-			}
-			kept = append(kept, i)
+		// One output batch per input batch, whatever its size.
+		if err := rw.Flush(); err != nil {
+			return err
 		}
-		for k, c := range sensCols {
-			idx[k] = idx[k][:0]
-			for _, i := range kept {
-				code, _ := c.code(i)
-				idx[k] = append(idx[k], uint32(sens[k].index[code]))
-			}
-			if pub[k], err = anonymize.Randomize(idx[k], sens[k].col.K(), keep[k], r); err != nil {
-				return err
-			}
-		}
-		for n, i := range kept {
-			for j, k := range which {
-				if k >= 0 {
-					bb.String(j, sens[k].col.Label(int(pub[k][n])))
-				} else {
-					bb.String(j, cells[j].String(i))
-				}
-			}
-			bb.EndRow()
-		}
-		if bb.Rows() > 0 {
-			out := bb.NewBatch()
-			err := w.Write(out)
-			out.Release()
-			if err != nil {
-				return err
-			}
-		}
-		meter.Add(int64(rows))
+		meter.Add(rec.NumRows())
 	}
 	meter.Done()
 	if in.RowsRead() == 0 {
 		return fmt.Errorf("%s has no data rows: nothing to anonymize", in.Name())
 	}
-	if missing > 0 {
-		fmt.Fprintf(o.Streams.Err, "anonymize: %s: left out %s with a missing sensitive value (--missing drop)\n", o.outName(), rowCount(missing))
+	if g.missing > 0 {
+		fmt.Fprintf(o.Streams.Err, "anonymize: %s: left out %s with a missing sensitive value (--missing drop)\n", o.outName(), rowCount(g.missing))
 	}
-	if in.RowsRead() == missing {
+	if in.RowsRead() == g.missing {
 		return fmt.Errorf("%s: every row has a missing sensitive value and --missing drop removed them all: nothing to anonymize", in.Name())
 	}
 	return w.Commit()
+}
+
+// globalRun is mechanism A's state over the batches of one input: which
+// input columns are sensitive, their encoders and keep probabilities, and
+// the buffers reused from batch to batch.
+type globalRun struct {
+	which   []int // input column j → sensitive column k, or -1
+	sens    []*sensitive
+	keep    []float64 // keep probability p of each sensitive column
+	names   []string
+	r       *rand.Rand
+	missing int64 // rows left out for a missing sensitive value
+
+	idx, pub [][]uint32
+	cells    []table.Values
+	sensCols []column
+}
+
+// globalColumns finds the sensitive columns of in and their keep
+// probabilities (--p, or retention 1/ℓ′ from --l).
+func (o *Options) globalColumns(in table.Reader, cb *codebook.Codebook) (*globalRun, error) {
+	schema := in.Schema()
+	which := make([]int, schema.NumFields())
+	for j := range which {
+		which[j] = -1
+	}
+	sens := make([]*sensitive, len(o.Sensitive))
+	keep := make([]float64, len(o.Sensitive))
+	names := make([]string, schema.NumFields())
+	for j, f := range schema.Fields() {
+		names[j] = f.Name
+	}
+	for k, name := range o.Sensitive {
+		j, sv, err := findSensitive(schema, in.Name(), names, name, cb, o.policy())
+		if err != nil {
+			return nil, err
+		}
+		which[j], sens[k] = k, sv
+		keep[k] = o.P
+		if !o.cmd.Flags().Changed("p") {
+			// Retention 1/ℓ′: p + (1 − p)/V = 1/ℓ′.
+			keep[k] = release.KeepForRetention(sv.col.K(), o.L)
+		}
+	}
+	return &globalRun{which: which, sens: sens, keep: keep, names: names,
+		idx: make([][]uint32, len(sens)), pub: make([][]uint32, len(sens)),
+		cells: make([]table.Values, len(names)), sensCols: make([]column, len(sens))}, nil
+}
+
+// randomize appends to bb the rows of one input batch (first is the row
+// number of its first row), each sensitive value kept with probability p,
+// else drawn uniformly; rows with a value --missing drop removes are left
+// out and counted.
+func (g *globalRun) randomize(rec arrow.RecordBatch, first int64, file string, bb *table.BatchBuilder) error {
+	for j, k := range g.which {
+		if k >= 0 {
+			g.sensCols[k] = g.sens[k].in.column(rec.Column(j))
+		} else {
+			g.cells[j] = table.ValuesOf(rec.Column(j))
+		}
+	}
+	kept, err := g.keptRows(int(rec.NumRows()), first, file)
+	if err != nil {
+		return err
+	}
+	for k, c := range g.sensCols {
+		g.idx[k] = g.idx[k][:0]
+		for _, i := range kept {
+			code, _ := c.code(i)
+			g.idx[k] = append(g.idx[k], uint32(g.sens[k].index[code]))
+		}
+		if g.pub[k], err = anonymize.Randomize(g.idx[k], g.sens[k].col.K(), g.keep[k], g.r); err != nil {
+			return err
+		}
+	}
+	for n, i := range kept {
+		for j, k := range g.which {
+			if k >= 0 {
+				bb.String(j, g.sens[k].col.Label(int(g.pub[k][n])))
+			} else {
+				bb.String(j, g.cells[j].String(i))
+			}
+		}
+		bb.EndRow()
+	}
+	return nil
+}
+
+// keptRows encodes the batch's new sensitive values and lists the rows
+// none of whose sensitive values is dropped.
+func (g *globalRun) keptRows(rows int, first int64, file string) ([]int, error) {
+	kept := make([]int, 0, rows)
+rows:
+	for i := range rows {
+		for k, c := range g.sensCols {
+			code, isNew := c.code(i)
+			x, err := g.sens[k].indexOf(code, isNew, file, first+int64(i))
+			if err != nil {
+				return nil, err
+			}
+			if x == dropped {
+				g.missing++
+				continue rows
+			}
+		}
+		kept = append(kept, i)
+	}
+	return kept, nil
 }
 
 // releaseID is a random 128-bit hex token shared by the two tables of an
@@ -479,15 +492,4 @@ func releaseID() string {
 	var b [16]byte
 	crand.Read(b[:])
 	return hex.EncodeToString(b[:])
-}
-
-func joinNames(names []string) string {
-	out := ""
-	for i, n := range slices.Clip(names) {
-		if i > 0 {
-			out += ", "
-		}
-		out += n
-	}
-	return out
 }

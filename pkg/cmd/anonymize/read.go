@@ -4,8 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/pramkit/pramkit/pkg/anonymize"
 	"github.com/pramkit/pramkit/pkg/codebook"
@@ -25,6 +26,42 @@ type sensitive struct {
 	enc   *codebook.Encoder
 	in    *interner
 	index []int64 // code → codebook index, or dropped
+}
+
+// indexOf returns the codebook index of the value with interned code (row
+// row of file), encoding it when it is seen for the first time (isNew), or
+// dropped for a value --missing drop removes.
+func (sv *sensitive) indexOf(code uint32, isNew bool, file string, row int64) (int64, error) {
+	if isNew {
+		x, err := sv.enc.Index(sv.in.values[code])
+		switch {
+		case errors.Is(err, codebook.ErrDrop):
+			sv.index = append(sv.index, dropped)
+		case err != nil:
+			return 0, &table.DataError{File: file, Row: row, Column: sv.name, Err: err}
+		default:
+			sv.index = append(sv.index, int64(x))
+		}
+	}
+	return sv.index[code], nil
+}
+
+// findSensitive finds sensitive column name in schema (of file, whose
+// columns are names) and in the codebook, and prepares its encoder.
+func findSensitive(schema *arrow.Schema, file string, names []string, name string, cb *codebook.Codebook, policy codebook.Policy) (int, *sensitive, error) {
+	idx := schema.FieldIndices(name)
+	if len(idx) == 0 {
+		return 0, nil, fmt.Errorf("%s has no column %q to treat as sensitive (columns: %s)", file, name, strings.Join(names, ", "))
+	}
+	col, ok := cb.Column(name)
+	if !ok {
+		return 0, nil, fmt.Errorf("the codebook has no column %q: declare its categories in the --codebook file", name)
+	}
+	enc, err := col.Encoder(policy)
+	if err != nil {
+		return 0, nil, err
+	}
+	return idx[0], &sensitive{name: name, col: col, enc: enc, in: newInterner()}, nil
 }
 
 // dataset is the input table as anonymize holds it. The sensitive columns
@@ -65,21 +102,13 @@ func read(in table.Reader, cb *codebook.Codebook, names []string, opt readOption
 		d.which[j] = -1
 	}
 	for k, name := range names {
-		idx := schema.FieldIndices(name)
-		if len(idx) == 0 {
-			return nil, fmt.Errorf("%s has no column %q to treat as sensitive (columns: %s)", in.Name(), name, strings.Join(d.names, ", "))
-		}
-		col, ok := cb.Column(name)
-		if !ok {
-			return nil, fmt.Errorf("the codebook has no column %q: declare its categories in the --codebook file", name)
-		}
-		enc, err := col.Encoder(opt.policy)
+		j, sv, err := findSensitive(schema, in.Name(), d.names, name, cb, opt.policy)
 		if err != nil {
 			return nil, err
 		}
-		d.which[idx[0]] = k
-		d.sens = append(d.sens, &sensitive{name: name, col: col, enc: enc, in: newInterner()})
-		d.counts = append(d.counts, make([]int64, col.K()))
+		d.which[j] = k
+		d.sens = append(d.sens, sv)
+		d.counts = append(d.counts, make([]int64, sv.col.K()))
 	}
 	d.s = make([][]uint32, len(names))
 	d.nsa = make([]*interner, len(d.names))
@@ -124,19 +153,10 @@ func read(in table.Reader, cb *codebook.Codebook, names []string, opt readOption
 		for i := range int(rec.NumRows()) {
 			for k, c := range sensCols {
 				code, isNew := c.code(i)
-				sv := d.sens[k]
-				if isNew {
-					x, err := sv.enc.Index(sv.in.values[code])
-					switch {
-					case errors.Is(err, codebook.ErrDrop):
-						sv.index = append(sv.index, dropped)
-					case err != nil:
-						return nil, &table.DataError{File: in.Name(), Row: first + int64(i), Column: sv.name, Err: err}
-					default:
-						sv.index = append(sv.index, int64(x))
-					}
+				x, err := d.sens[k].indexOf(code, isNew, in.Name(), first+int64(i))
+				if err != nil {
+					return nil, err
 				}
-				x := sv.index[code]
 				if x == dropped {
 					d.missing++
 					continue rows
@@ -205,15 +225,4 @@ func (d *dataset) bytesPerRow() float64 {
 		}
 	}
 	return float64(b) / float64(max(d.rows, 1))
-}
-
-// nsaNames lists the non-sensitive columns.
-func (d *dataset) nsaNames() []string {
-	var out []string
-	for j, k := range d.which {
-		if k < 0 {
-			out = append(out, d.names[j])
-		}
-	}
-	return slices.Clip(out)
 }

@@ -132,48 +132,14 @@ func run(o *Options) error {
 		return fmt.Errorf("%s has %d rows but its metadata says m = %d: the release is truncated or was edited; get it again from the server", name, n, smp.M)
 	}
 
-	keys := make([]*key, 0, len(o.Keys))
+	keys, slots, err := o.openKeys(smp, cols, name)
 	defer func() {
 		for _, k := range keys {
 			k.r.Close()
 		}
 	}()
-	slots := make([]slot, len(cols))
-	byName := make(map[string]int, len(cols))
-	for j, c := range cols {
-		byName[c.Name] = j
-	}
-	for _, p := range o.Keys {
-		k, err := openKey(o, p, smp, cols, name)
-		if err != nil {
-			return err
-		}
-		keys = append(keys, k)
-		for i, kc := range k.cols {
-			j, ok := byName[kc.Name]
-			if !ok {
-				return fmt.Errorf("%s holds the pads of column %q, which %s does not have (its columns: %s): it is a key for another release; pass the keys of this release's curators", p, kc.Name, name, strings.Join(release.Names(cols), ", "))
-			}
-			rc := cols[j]
-			switch {
-			case slots[j].key != nil:
-				return fmt.Errorf("column %q is in two keys, %s and %s: pass each curator's key once", kc.Name, slots[j].key.r.Name(), p)
-			case rc != kc:
-				// openKey's release.Key.Match compared key_id, k, pad
-				// and codebook hash already; this guards the slot table.
-				return fmt.Errorf("%s does not match %s on column %q: pass the key written together with the encrypted file that the server perturbed", p, name, kc.Name)
-			}
-			slots[j] = slot{key: k, col: i}
-		}
-	}
-	var missing []string
-	for j, s := range slots {
-		if s.key == nil {
-			missing = append(missing, cols[j].Name)
-		}
-	}
-	if len(missing) > 0 {
-		return fmt.Errorf("no key for column %s of %s: pass --key with the key file of the curator who encrypted it", strings.Join(missing, ", "), name)
+	if err != nil {
+		return err
 	}
 
 	// Labels, and the codebook of the release's columns for estimate.
@@ -210,6 +176,51 @@ func run(o *Options) error {
 		return err
 	}
 	return w.Commit()
+}
+
+// openKeys opens every --key file and finds, for each column of the
+// release, the key holding its pads (slots[j]); each column needs exactly
+// one key. The caller closes the keys returned, also with an error.
+func (o *Options) openKeys(smp release.Sample, cols []release.Column, name string) ([]*key, []slot, error) {
+	keys := make([]*key, 0, len(o.Keys))
+	slots := make([]slot, len(cols))
+	byName := make(map[string]int, len(cols))
+	for j, c := range cols {
+		byName[c.Name] = j
+	}
+	for _, p := range o.Keys {
+		k, err := openKey(o, p, smp, cols, name)
+		if err != nil {
+			return keys, nil, err
+		}
+		keys = append(keys, k)
+		for i, kc := range k.cols {
+			j, ok := byName[kc.Name]
+			if !ok {
+				return keys, nil, fmt.Errorf("%s holds the pads of column %q, which %s does not have (its columns: %s): it is a key for another release; pass the keys of this release's curators", p, kc.Name, name, strings.Join(release.Names(cols), ", "))
+			}
+			rc := cols[j]
+			switch {
+			case slots[j].key != nil:
+				return keys, nil, fmt.Errorf("column %q is in two keys, %s and %s: pass each curator's key once", kc.Name, slots[j].key.r.Name(), p)
+			case rc != kc:
+				// openKey's release.Key.Match compared key_id, k, pad
+				// and codebook hash already; this guards the slot table.
+				return keys, nil, fmt.Errorf("%s does not match %s on column %q: pass the key written together with the encrypted file that the server perturbed", p, name, kc.Name)
+			}
+			slots[j] = slot{key: k, col: i}
+		}
+	}
+	var missing []string
+	for j, s := range slots {
+		if s.key == nil {
+			missing = append(missing, cols[j].Name)
+		}
+	}
+	if len(missing) > 0 {
+		return keys, nil, fmt.Errorf("no key for column %s of %s: pass --key with the key file of the curator who encrypted it", strings.Join(missing, ", "), name)
+	}
+	return keys, slots, nil
 }
 
 // checkStage accepts a release written by perturb (with γ and ε), or with

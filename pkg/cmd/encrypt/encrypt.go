@@ -133,17 +133,8 @@ func (p prfPads) pads(dst []uint32, row0 uint64, column uint32, k uint32) error 
 }
 
 func run(o *Options) error {
-	if o.KeyOut == "" {
-		return cli.Usagef("--key-out FILE is required: the pads are the only way to decrypt")
-	}
-	if table.IsStdio(o.KeyOut) {
-		return cli.Usagef("--key-out must be a file, not standard output: the key must not travel with the ciphertext")
-	}
-	if !table.IsStdio(o.Output.Path) && sameFile(o.Output.Path, o.KeyOut) {
-		return cli.Usagef("-o and --key-out name the same file %s: the ciphertext and its key must be kept apart", o.KeyOut)
-	}
-	if o.Missing == codebook.MissingDrop {
-		return cli.Usagef("--missing drop is refused: dropping rows at one curator misaligns its rows with the other curators' (rows are joined by position); keep missing values as a category (--missing keep, with a \"missing\" token in the codebook) or remove such rows from every curator's table before sampling")
+	if err := o.checkFlags(); err != nil {
+		return err
 	}
 	var master []byte
 	if o.PRFKey != "" {
@@ -196,14 +187,7 @@ func run(o *Options) error {
 	if master != nil {
 		kind = release.PadPRF
 	}
-	cols := make([]release.Column, len(names))
-	ks := make([]uint32, len(names))
-	for j := range sel.Columns {
-		c := &sel.Columns[j]
-		one, _ := sel.Select([]string{c.Name()})
-		ks[j] = uint32(c.K())
-		cols[j] = release.Column{Name: c.Name(), K: ks[j], CodebookHash: one.Hash(), KeyID: keyID, Pad: kind}
-	}
+	cols, ks := encryptedColumns(sel, keyID, kind)
 
 	// Only what the server needs, and nothing that depends on the values:
 	// the input's other items (a codebook, say) are not carried over.
@@ -230,6 +214,15 @@ func run(o *Options) error {
 		keyMeta[release.KeyPRFKey] = hex.EncodeToString(runKey[:])
 	}
 
+	return o.writeEncrypted(in, smp.M, names, outMeta, keyMeta, func(w, kw table.Writer, schema *arrow.Schema) error {
+		return encryptRows(o, in, srcIdx, encs, ks, src, schema, w, kw, runKey == nil)
+	})
+}
+
+// writeEncrypted creates the key file and the ciphertext, lets rows fill
+// both, checks that all m rows of the sample came through, and commits the
+// key first: a ciphertext without its key could never be opened.
+func (o *Options) writeEncrypted(in table.Reader, m int64, names []string, outMeta, keyMeta table.Meta, rows func(w, kw table.Writer, schema *arrow.Schema) error) error {
 	schema := table.Int32Schema(names)
 	inputs := []string{o.Input, o.Codebook, o.PRFKey}
 	kw, err := o.Streams.CreateKey(o.KeyOut, schema, keyMeta, table.Parquet, inputs, o.Force)
@@ -243,11 +236,11 @@ func run(o *Options) error {
 	}
 	defer w.Abort()
 
-	if err := encryptRows(o, in, srcIdx, encs, ks, src, schema, w, kw, runKey == nil); err != nil {
+	if err := rows(w, kw, schema); err != nil {
 		return err
 	}
-	if in.RowsRead() != smp.M {
-		return fmt.Errorf("%s has %d rows but its metadata says m = %d: the sample was truncated or edited; sample again", in.Name(), in.RowsRead(), smp.M)
+	if in.RowsRead() != m {
+		return fmt.Errorf("%s has %d rows but its metadata says m = %d: the sample was truncated or edited; sample again", in.Name(), in.RowsRead(), m)
 	}
 	// The key first: a ciphertext without its key could never be opened.
 	if err := kw.Commit(); err != nil {
@@ -258,6 +251,39 @@ func run(o *Options) error {
 		return err
 	}
 	return nil
+}
+
+// checkFlags refuses a key that would travel with, or overwrite, the
+// ciphertext, and --missing drop.
+func (o *Options) checkFlags() error {
+	if o.KeyOut == "" {
+		return cli.Usagef("--key-out FILE is required: the pads are the only way to decrypt")
+	}
+	if table.IsStdio(o.KeyOut) {
+		return cli.Usagef("--key-out must be a file, not standard output: the key must not travel with the ciphertext")
+	}
+	if !table.IsStdio(o.Output.Path) && sameFile(o.Output.Path, o.KeyOut) {
+		return cli.Usagef("-o and --key-out name the same file %s: the ciphertext and its key must be kept apart", o.KeyOut)
+	}
+	if o.Missing == codebook.MissingDrop {
+		return cli.Usagef("--missing drop is refused: dropping rows at one curator misaligns its rows with the other curators' (rows are joined by position); keep missing values as a category (--missing keep, with a \"missing\" token in the codebook) or remove such rows from every curator's table before sampling")
+	}
+	return nil
+}
+
+// encryptedColumns describes each output column: its name, its number of
+// categories k, the hash of its codebook entry, and the key and kind of
+// its pads.
+func encryptedColumns(sel *codebook.Codebook, keyID string, kind string) ([]release.Column, []uint32) {
+	cols := make([]release.Column, len(sel.Columns))
+	ks := make([]uint32, len(sel.Columns))
+	for j := range sel.Columns {
+		c := &sel.Columns[j]
+		one, _ := sel.Select([]string{c.Name()})
+		ks[j] = uint32(c.K())
+		cols[j] = release.Column{Name: c.Name(), K: ks[j], CodebookHash: one.Hash(), KeyID: keyID, Pad: kind}
+	}
+	return cols, ks
 }
 
 // encryptRows streams the input batch by batch: encode, pad, write the

@@ -12,6 +12,7 @@ import (
 	"github.com/pramkit/pramkit/pkg/bitflip"
 	"github.com/pramkit/pramkit/pkg/cli"
 	"github.com/pramkit/pramkit/pkg/codebook"
+	"github.com/pramkit/pramkit/pkg/estimate"
 	"github.com/pramkit/pramkit/pkg/release"
 	"github.com/pramkit/pramkit/pkg/table"
 )
@@ -160,8 +161,8 @@ func (o *Options) bitflipLevel() (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	if !(lv > 0 && lv < 1) {
-		return 0, cli.Usagef("--level must be in (0, 1), got %v", lv)
+	if err := cli.CheckNumber("level", lv, cli.OpenUnit); err != nil {
+		return 0, err
 	}
 	return lv, nil
 }
@@ -361,10 +362,10 @@ func (rel *bitflipRelease) estimateGroup(j int, t *bitflip.Tally, ests []bitflip
 		for x, c := range truth[j] {
 			gr.truth[x] = float64(c) / float64(truthN)
 		}
-		if gr.l2, err = bitflip.L2Distance(gr.dist, gr.truth); err != nil {
+		if gr.l2, err = estimate.L2Slice(gr.dist, gr.truth); err != nil {
 			return gr, err
 		}
-		if gr.l2Raw, err = bitflip.L2Distance(gr.est, gr.truth); err != nil {
+		if gr.l2Raw, err = estimate.L2Slice(gr.est, gr.truth); err != nil {
 			return gr, err
 		}
 	}

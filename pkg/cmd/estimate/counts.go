@@ -2,7 +2,6 @@ package estimate
 
 import (
 	"fmt"
-	"math"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -183,21 +182,21 @@ func runCounts(o *Options, in table.Reader) error {
 		return cli.Usagef("an anonymize release has one original table: give --truth once")
 	case co.Decoy != decoyExact && co.Decoy != decoyPaper && co.Decoy != decoyPaperFixed:
 		return cli.Usagef("--decoy %q: choose exact, paper or paper-fixed", co.Decoy)
-	case !(co.Tol > 0) || math.IsInf(co.Tol, 1):
-		return cli.Usagef("--ibu-tol must be a number > 0, got %v", co.Tol)
+	case !cli.Positive.Contains(co.Tol):
+		return cli.CheckNumber("ibu-tol", co.Tol, cli.Positive)
 	case co.MaxIter < 1:
 		return cli.Usagef("--ibu-max-iter must be at least 1, got %d", co.MaxIter)
 	case co.Queries == "-" && table.IsStdio(o.Input):
 		return cli.Usagef("the release and --queries cannot both come from standard input")
 	}
-	var queries []countQuery
+	var queries []countquery.Query
 	if co.Query != "" {
-		q := countQuery{text: strings.TrimSpace(co.Query)}
-		if q.conds, err = parseCountQuery(co.Query); err != nil {
+		q := countquery.Query{Text: strings.TrimSpace(co.Query)}
+		if q.Conds, err = countquery.Parse(co.Query); err != nil {
 			return cli.Usagef("--query %q: %v", co.Query, err)
 		}
-		queries = []countQuery{q}
-	} else if queries, err = readCountQueries(co.Queries, o.Streams.In); err != nil {
+		queries = []countquery.Query{q}
+	} else if queries, err = countquery.ReadQueries(co.Queries, o.Streams.In); err != nil {
 		return err
 	}
 	var nsaBook *codebook.Codebook

@@ -178,7 +178,7 @@ func (p *countPlan) estimate(rel *countRelease, co *countOptions) ([]countAnswer
 			a.est, a.iterations, a.converged = e.Count, e.Iterations, e.Converged
 		}
 		if err != nil {
-			return nil, fmt.Errorf("%s: %v", p.queries[i].where(co.Queries), err)
+			return nil, fmt.Errorf("%s: %v", p.queries[i].Where(co.Queries), err)
 		}
 	}
 	return out, nil
@@ -267,7 +267,7 @@ func (o *Options) writeCountAnswers(rel *countRelease, p *countPlan, answers []c
 		var sum float64
 		var n int
 		for i, a := range answers {
-			ja := countJSONAnswer{Query: p.queries[i].text, Estimate: a.est, Iterations: a.iterations}
+			ja := countJSONAnswer{Query: p.queries[i].Text, Estimate: a.est, Iterations: a.iterations}
 			if hasTruth {
 				tr := a.truth
 				ja.True = &tr
@@ -297,7 +297,7 @@ func (o *Options) writeCountAnswers(rel *countRelease, p *countPlan, answers []c
 			return err
 		}
 		for i, a := range answers {
-			row := []string{p.queries[i].text, strconv.FormatFloat(a.est, 'f', 2, 64), strconv.Itoa(a.iterations)}
+			row := []string{p.queries[i].Text, strconv.FormatFloat(a.est, 'f', 2, 64), strconv.Itoa(a.iterations)}
 			if hasTruth {
 				row = append(row, strconv.FormatFloat(a.truth, 'f', -1, 64), strconv.FormatFloat(relativeError(a.est, a.truth), 'f', 4, 64))
 			}
@@ -333,25 +333,22 @@ func (o *Options) writeCountAnswers(rel *countRelease, p *countPlan, answers []c
 		return err
 	}
 	defer w.Abort()
-	bb := table.NewBatchBuilder(schema)
-	defer bb.Release()
+	rw := table.NewRowWriter(w, schema, 0)
+	defer rw.Release()
 	for i, a := range answers {
-		bb.String(0, p.queries[i].text)
-		bb.Float64(1, a.est)
-		bb.Int64(2, int64(a.iterations))
+		rw.String(0, p.queries[i].Text)
+		rw.Float64(1, a.est)
+		rw.Int64(2, int64(a.iterations))
 		if hasTruth {
-			bb.Int64(3, int64(a.truth))
-			bb.Float64(4, relativeError(a.est, a.truth))
+			rw.Int64(3, int64(a.truth))
+			rw.Float64(4, relativeError(a.est, a.truth))
 		}
-		bb.EndRow()
-		if bb.Rows() == table.DefaultBatchSize || i == len(answers)-1 {
-			rec := bb.NewBatch()
-			err := w.Write(rec)
-			rec.Release()
-			if err != nil {
-				return err
-			}
+		if err := rw.EndRow(); err != nil {
+			return err
 		}
+	}
+	if err := rw.Flush(); err != nil {
+		return err
 	}
 	return w.Commit()
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/pramkit/pramkit/pkg/codebook"
+	"github.com/pramkit/pramkit/pkg/countquery"
 	"github.com/pramkit/pramkit/pkg/progress"
 	"github.com/pramkit/pramkit/pkg/release"
 	"github.com/pramkit/pramkit/pkg/table"
@@ -101,7 +102,7 @@ func (s *countSlot) track() {
 
 // missing returns an error for the first queried value that no release
 // row holds, listing the values the column does hold.
-func (s *countSlot) missing(queries []countQuery, file, release string) error {
+func (s *countSlot) missing(queries []countquery.Query, file, release string) error {
 	if s.cb != nil || s.unseen == 0 {
 		return nil
 	}
@@ -109,8 +110,8 @@ func (s *countSlot) missing(queries []countQuery, file, release string) error {
 	value := s.values[c]
 	where := fmt.Sprintf("query %q", value)
 	for i := range queries {
-		if slices.Contains(queries[i].conds, countCond{s.col, value}) {
-			where = queries[i].where(file)
+		if slices.Contains(queries[i].Conds, countquery.Cond{Col: s.col, Value: value}) {
+			where = queries[i].Where(file)
 			break
 		}
 	}
@@ -278,7 +279,7 @@ type countPlan struct {
 	slots   []*countSlot
 	groups  []*countGroup
 	hists   []*countHist
-	queries []countQuery
+	queries []countquery.Query
 	file    string    // the --queries file, for messages
 	qGroup  []int     // group of each query
 	qLocal  [][]int32 // local number of each of the query's sensitive values
@@ -294,7 +295,7 @@ type countPlan struct {
 }
 
 // newCountPlan checks the queries against the release and groups them.
-func newCountPlan(rel *countRelease, schema *arrow.Schema, nsaBook *codebook.Codebook, queries []countQuery, file string) (*countPlan, error) {
+func newCountPlan(rel *countRelease, schema *arrow.Schema, nsaBook *codebook.Codebook, queries []countquery.Query, file string) (*countPlan, error) {
 	p := &countPlan{queries: queries, file: file}
 	slotOf := map[string]int{}
 	var names []string
@@ -308,30 +309,30 @@ func newCountPlan(rel *countRelease, schema *arrow.Schema, nsaBook *codebook.Cod
 	parsedQ := make([]parsed, len(queries))
 	for i := range queries {
 		q := &queries[i]
-		for _, c := range q.conds {
-			si, ok := slotOf[c.col]
+		for _, c := range q.Conds {
+			si, ok := slotOf[c.Col]
 			if !ok {
-				k := rel.sensitiveIndex(c.col)
+				k := rel.sensitiveIndex(c.Col)
 				var cb *codebook.Column
 				switch {
 				case k >= 0:
 					cb = rel.cols[k]
-				case rel.mech == "anatomy" && c.col == rel.groupCol:
-					return nil, fmt.Errorf("%s: %q is Anatomy's group id column, not an attribute; query the other columns", q.where(file), c.col)
-				case !slices.Contains(names, c.col):
-					return nil, fmt.Errorf("%s: %s has no column %q (columns: %s)", q.where(file), rel.name, c.col, strings.Join(append(slices.Clone(names), rel.sensitiveAbsent()...), ", "))
+				case rel.mech == "anatomy" && c.Col == rel.groupCol:
+					return nil, fmt.Errorf("%s: %q is Anatomy's group id column, not an attribute; query the other columns", q.Where(file), c.Col)
+				case !slices.Contains(names, c.Col):
+					return nil, fmt.Errorf("%s: %s has no column %q (columns: %s)", q.Where(file), rel.name, c.Col, strings.Join(append(slices.Clone(names), rel.sensitiveAbsent()...), ", "))
 				case nsaBook != nil:
-					if col, ok := nsaBook.Column(c.col); ok {
+					if col, ok := nsaBook.Column(c.Col); ok {
 						cb = col
 					}
 				}
 				si = len(p.slots)
-				slotOf[c.col] = si
-				p.slots = append(p.slots, newCountSlot(c.col, k, cb))
+				slotOf[c.Col] = si
+				p.slots = append(p.slots, newCountSlot(c.Col, k, cb))
 			}
-			cls, err := p.slots[si].class(c.value)
+			cls, err := p.slots[si].class(c.Value)
 			if err != nil {
-				return nil, fmt.Errorf("%s: %v", q.where(file), err)
+				return nil, fmt.Errorf("%s: %v", q.Where(file), err)
 			}
 			if p.slots[si].sens >= 0 {
 				parsedQ[i].sens = append(parsedQ[i].sens, countTerm{si, cls})

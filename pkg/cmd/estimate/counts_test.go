@@ -18,104 +18,6 @@ import (
 	"github.com/pramkit/pramkit/pkg/rng"
 )
 
-func TestCountParseQuery(t *testing.T) {
-	for _, tc := range []struct {
-		in   string
-		want []countCond
-		err  string
-	}{
-		{"sex=Female", []countCond{{"sex", "Female"}}, ""},
-		{"sex=Female,occupation=Sales", []countCond{{"sex", "Female"}, {"occupation", "Sales"}}, ""},
-		{" sex = Female , age=25-34 ", []countCond{{"sex", "Female"}, {"age", "25-34"}}, ""},
-		{"income=>50K", []countCond{{"income", ">50K"}}, ""},
-		{`a=x\,y,b=p\=q`, []countCond{{"a", "x,y"}, {"b", "p=q"}}, ""},
-		{"a=b=c", []countCond{{"a", "b=c"}}, ""},
-		{`a\=b=c`, []countCond{{"a=b", "c"}}, ""},
-		{"a=", []countCond{{"a", ""}}, ""},
-		{"", nil, "empty query"},
-		{"sex", nil, `"sex" has no '='`},
-		{"a=1,,b=2", nil, "empty condition"},
-		{"a=1,", nil, "empty condition"},
-		{"=x", nil, "no column name"},
-		{"a=1,a=2", nil, `column "a" appears twice`},
-		{`a=1\`, nil, "a backslash ends the query"},
-	} {
-		got, err := parseCountQuery(tc.in)
-		switch {
-		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
-			t.Errorf("%q: error %v, want one containing %q", tc.in, err, tc.err)
-		case tc.err == "" && err != nil:
-			t.Errorf("%q: %v", tc.in, err)
-		case tc.err == "" && !slices.Equal(got, tc.want):
-			t.Errorf("%q: %v, want %v", tc.in, got, tc.want)
-		}
-	}
-}
-
-// FuzzCountParseQuery: parsing never panics, and a parsed query written
-// back with escapes parses to the same conditions.
-func FuzzCountParseQuery(f *testing.F) {
-	for _, s := range []string{"sex=Female,occupation=Sales", `a=x\,y`, "a=b=c", ",", "=", `\`, "a=1,a=2", " x = y "} {
-		f.Add(s)
-	}
-	esc := strings.NewReplacer(`\`, `\\`, ",", `\,`, "=", `\=`)
-	f.Fuzz(func(t *testing.T, s string) {
-		conds, err := parseCountQuery(s)
-		if err != nil {
-			return
-		}
-		var parts []string
-		for _, c := range conds {
-			parts = append(parts, esc.Replace(c.col)+"="+esc.Replace(c.value))
-		}
-		again, err := parseCountQuery(strings.Join(parts, ","))
-		if err != nil || !slices.Equal(again, conds) {
-			t.Errorf("%q → %v → %q → %v, %v", s, conds, strings.Join(parts, ","), again, err)
-		}
-	})
-}
-
-func TestCountReadQueries(t *testing.T) {
-	dir := t.TempDir()
-	write := func(name, body string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	for _, tc := range []struct {
-		body  string
-		texts []string
-		err   string
-	}{
-		{"query\nsex=Female,occupation=Sales\noccupation=?\n", []string{"sex=Female,occupation=Sales", "occupation=?"}, ""},
-		{"query\n\"sex=Female,occupation=Sales\"\n", []string{"sex=Female,occupation=Sales"}, ""},
-		{"\ufeffquery\nsex=Male\n", []string{"sex=Male"}, ""},
-		{"id,query\n1,\"a=1,b=2\"\n2,c=3\n", []string{"a=1,b=2", "c=3"}, ""},
-		{"query,estimate,iterations\n\"a=1,b=2\",3.5,1\n", []string{"a=1,b=2"}, ""},
-		{"", nil, "is empty"},
-		{"query\n", nil, "has no queries"},
-		{"q\na=1\n", nil, `the header row has no column "query"`},
-		{"query\na=1\nsex\n", nil, `line 3: "sex" has no '='`},
-		{"id,query\n1\n", nil, "line 2 has 1 fields"},
-	} {
-		qs, err := readCountQueries(write("q.csv", tc.body), nil)
-		var texts []string
-		for _, q := range qs {
-			texts = append(texts, q.text)
-		}
-		switch {
-		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
-			t.Errorf("%q: error %v, want one containing %q", tc.body, err, tc.err)
-		case tc.err == "" && err != nil:
-			t.Errorf("%q: %v", tc.body, err)
-		case tc.err == "" && !slices.Equal(texts, tc.texts):
-			t.Errorf("%q: %q, want %q", tc.body, texts, tc.texts)
-		}
-	}
-}
-
 // countSynth is a synthetic table with two non-sensitive columns a, b and
 // two sensitive ones s (6 values) and u (4 values), with its codebook.
 type countSynth struct {
@@ -235,14 +137,14 @@ func TestCountDivertedAnswersAreTheLibrarys(t *testing.T) {
 	for _, decoy := range []string{"exact", "paper", "paper-fixed"} {
 		est, iters := countAsk(t, pub, queries, "--decoy", decoy, "--codebook", nsa)
 		for i, q := range queries {
-			conds, _ := parseCountQuery(q)
+			conds, _ := countquery.Parse(q)
 			pred, sens := map[string]string{}, map[string]string{}
 			var order []string // sensitive columns in the release's order
 			for _, c := range conds {
-				if c.col == "s" || c.col == "u" {
-					sens[c.col] = c.value
+				if c.Col == "s" || c.Col == "u" {
+					sens[c.Col] = c.Value
 				} else {
-					pred[c.col] = c.value
+					pred[c.Col] = c.Value
 				}
 			}
 			for _, c := range []string{"s", "u"} {
@@ -310,13 +212,13 @@ func TestCountGlobalAnswersAreTheLibrarys(t *testing.T) {
 	est, _ := countAsk(t, pub, queries)
 	v := map[string]int{"s": 6, "u": 4}
 	for i, q := range queries {
-		conds, _ := parseCountQuery(q)
-		pred, sens := map[string]string{}, []countCond{}
+		conds, _ := countquery.Parse(q)
+		pred, sens := map[string]string{}, []countquery.Cond{}
 		for _, c := range conds {
-			if _, ok := v[c.col]; ok {
+			if _, ok := v[c.Col]; ok {
 				sens = append(sens, c)
 			} else {
-				pred[c.col] = c.value
+				pred[c.Col] = c.Value
 			}
 		}
 		z := make([]float64, 1<<len(sens))
@@ -329,7 +231,7 @@ func TestCountGlobalAnswersAreTheLibrarys(t *testing.T) {
 			k := 0
 			for _, c := range sens {
 				k <<= 1
-				if r[slices.Index(header, c.col)] == c.value {
+				if r[slices.Index(header, c.Col)] == c.Value {
 					k |= 1
 				}
 			}
@@ -340,7 +242,7 @@ func TestCountGlobalAnswersAreTheLibrarys(t *testing.T) {
 			var vs []int
 			var ps []float64
 			for _, c := range sens {
-				vs, ps = append(vs, v[c.col]), append(ps, 0.4)
+				vs, ps = append(vs, v[c.Col]), append(ps, 0.4)
 			}
 			var err error
 			if want, err = countquery.GlobalCountMulti(z, vs, ps); err != nil {
@@ -371,13 +273,13 @@ func TestCountAnatomyAnswersAreTheLibrarys(t *testing.T) {
 	queries := []string{"s=s2", "a=a1,s=s2", "a=a0,b=b2,s=s5", "b=b1"}
 	est, _ := countAsk(t, rowsFile, queries)
 	for i, q := range queries {
-		conds, _ := parseCountQuery(q)
+		conds, _ := countquery.Parse(q)
 		pred, s := map[string]string{}, ""
 		for _, c := range conds {
-			if c.col == "s" {
-				s = c.value
+			if c.Col == "s" {
+				s = c.Value
 			} else {
-				pred[c.col] = c.value
+				pred[c.Col] = c.Value
 			}
 		}
 		matches, valueCounts, sizes := make([]int64, ng), make([]int64, ng), make([]int64, ng)

@@ -2,7 +2,6 @@ package estimate
 
 import (
 	"fmt"
-	"math"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/spf13/cobra"
@@ -10,6 +9,7 @@ import (
 	"github.com/pramkit/pramkit/pkg/cli"
 	"github.com/pramkit/pramkit/pkg/codebook"
 	"github.com/pramkit/pramkit/pkg/ddps"
+	"github.com/pramkit/pramkit/pkg/estimate"
 	"github.com/pramkit/pramkit/pkg/release"
 	"github.com/pramkit/pramkit/pkg/table"
 )
@@ -295,12 +295,12 @@ func (r ddpsResult) trueParticipants() int64 {
 
 // l2 is ‖n̂ − n‖₂ over the V values.
 func (r ddpsResult) l2() float64 {
-	var s float64
+	est, truth := make([]float64, 0, len(r.truth)), make([]float64, 0, len(r.truth))
 	for o := 1; o < len(r.truth); o++ {
-		d := r.est.Counts[o].Count - float64(r.truth[o])
-		s += d * d
+		est, truth = append(est, r.est.Counts[o].Count), append(truth, float64(r.truth[o]))
 	}
-	return math.Sqrt(s)
+	d, _ := estimate.L2Slice(est, truth) // the lengths are equal
+	return d
 }
 
 // asReport is the table: one row per value (and the non-participant

@@ -98,14 +98,10 @@ var mechanismFlags = map[string]string{
 func NewCmd(s *cli.Streams, runF func(*Options) error) *cobra.Command {
 	opts := &Options{Streams: s}
 	cmd := &cobra.Command{
-		Use:   "estimate [<file>] [flags]",
-		Short: "Estimate distributions and counts from a pramkit release",
-		Long: `Estimate reads a table released by a pramkit mechanism and estimates what
-the mechanism hid: the joint and marginal distributions of a decrypted PRAM
-release, count queries on an anonymized table, bit frequencies of a bitflip
-release, value counts of a DDPS release. The mechanism and its parameters
-come from the file's metadata.` + pramHelp + countsHelp + bitflipHelp + ddpsHelp,
-		Example: pramExample + countsExample + bitflipExample + ddpsExample,
+		Use:     "estimate [<file>] [flags]",
+		Short:   "Estimate distributions and counts from a pramkit release",
+		Long:    longHelp(),
+		Example: examples(),
 		Args:    cobra.MaximumNArgs(1),
 		RunE: cli.RunE(opts, func(c *cobra.Command, args []string) {
 			opts.cmd, opts.Input = c, cli.FirstArg(args)
@@ -122,6 +118,9 @@ come from the file's metadata.` + pramHelp + countsHelp + bitflipHelp + ddpsHelp
 	addDDPSFlags(cmd, &opts.DDPS)
 	cli.AddOutputFlags(cmd, &opts.Output)
 	cli.AddSeedFlag(cmd, &opts.Seed)
+	help := newHelpCmd(cmd)
+	cmd.SetHelpCommand(help)
+	cmd.AddCommand(help)
 	return cli.Root(cmd)
 }
 

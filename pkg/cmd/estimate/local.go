@@ -131,32 +131,22 @@ func (o *Options) writeLocalReport(rep *localReport) error {
 		return err
 	}
 	defer w.Abort()
-	bb := table.NewBatchBuilder(schema)
-	defer bb.Release()
-	flush := func() error {
-		rec := bb.NewBatch()
-		defer rec.Release()
-		return w.Write(rec)
-	}
+	rw := table.NewRowWriter(w, schema, 0)
+	defer rw.Release()
 	for _, row := range rep.rows {
 		for j, cell := range row {
 			if rep.columns[j].float {
-				bb.Float64(j, cell.(float64))
+				rw.Float64(j, cell.(float64))
 			} else {
-				bb.String(j, cell.(string))
+				rw.String(j, cell.(string))
 			}
 		}
-		bb.EndRow()
-		if bb.Rows() == table.DefaultBatchSize {
-			if err := flush(); err != nil {
-				return err
-			}
-		}
-	}
-	if bb.Rows() > 0 {
-		if err := flush(); err != nil {
+		if err := rw.EndRow(); err != nil {
 			return err
 		}
+	}
+	if err := rw.Flush(); err != nil {
+		return err
 	}
 	return w.Commit()
 }

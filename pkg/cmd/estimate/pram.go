@@ -2,7 +2,6 @@ package estimate
 
 import (
 	"errors"
-	"math"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -168,8 +167,8 @@ func (o *Options) parsePRAMSettings() (pramSettings, error) {
 	if s.ci == "bootstrap" && s.method == estimate.MethodInverse {
 		return s, cli.Usagef("--ci bootstrap is for --method projected or mle; inverse has closed-form (wilson) intervals")
 	}
-	if !(p.Level > 0 && p.Level < 1) {
-		return s, cli.Usagef("--level must be in (0, 1), got %v", p.Level)
+	if err := cli.CheckNumber("level", p.Level, cli.OpenUnit); err != nil {
+		return s, err
 	}
 	s.level = p.Level
 	if p.Reps < 2 {
@@ -179,13 +178,15 @@ func (o *Options) parsePRAMSettings() (pramSettings, error) {
 	if p.MaxIter < 1 {
 		return s, cli.Usagef("--max-iter must be at least 1, got %d", p.MaxIter)
 	}
-	if !(p.Tol > 0) || math.IsInf(p.Tol, 0) {
-		return s, cli.Usagef("--tol must be a finite number > 0, got %v", p.Tol)
+	if err := cli.CheckNumber("tol", p.Tol, cli.Positive); err != nil {
+		return s, err
 	}
 	f := o.cmd.Flags()
 	s.em = estimate.EMOptions{Iterative: f.Changed("max-iter") || f.Changed("tol"), MaxIter: p.MaxIter, Tol: p.Tol}
-	if f.Changed("gamma") && (!(p.Gamma > 1) || math.IsInf(p.Gamma, 0)) {
-		return s, cli.Usagef("--gamma must be a finite number > 1, got %v", p.Gamma)
+	if f.Changed("gamma") {
+		if err := cli.CheckGamma("gamma", p.Gamma); err != nil {
+			return s, err
+		}
 	}
 	if f.Changed("rows") && p.N < 1 {
 		return s, cli.Usagef("-n must be at least 1, got %d", p.N)

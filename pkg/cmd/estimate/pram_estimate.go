@@ -73,17 +73,6 @@ func pramEMGap(c estimate.Counts, gamma float64, x estimate.Vector) float64 {
 	return max(m*(maxR-1), 0)
 }
 
-// pramRestrictGamma is the γ′ of a γ-diagonal release over K values seen
-// through K′ of them (some columns dropped). The dropped columns' offset
-// is uniform given the kept part unless the whole offset is 0, so the kept
-// part is 0 with probability (γ + K/K′ − 1)/q and each other value with
-// probability (K/K′)/q, q = γ + K − 1: γ′-diagonal with
-//
-//	γ′ = 1 + (γ − 1)·K′/K.
-func pramRestrictGamma(gamma float64, K, Kp uint64) float64 {
-	return 1 + (gamma-1)*(float64(Kp)/float64(K))
-}
-
 // pramRestrict returns the view of c (over d, γ) kept to the columns keep
 // (increasing positions among d's components), with the counts summed over
 // the others.
@@ -116,7 +105,7 @@ func pramRestrict(c estimate.Counts, d pram.Domain, gamma float64, keep []int) (
 		}
 		acc[h] += c.Count[i]
 	}
-	return pramView{dom: sd, gamma: pramRestrictGamma(gamma, d.Size(), sd.Size()), counts: pramCountsFromMap(sd.Size(), acc)}, nil
+	return pramView{dom: sd, gamma: pram.RestrictGamma(gamma, d.Size(), sd.Size()), counts: pramCountsFromMap(sd.Size(), acc)}, nil
 }
 
 // pramCountsFromMap returns the sorted Counts of a tally.

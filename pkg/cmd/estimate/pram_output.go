@@ -187,7 +187,7 @@ func (o *Options) writePRAMTable(rel *pramRelease, res *pramResult, meta table.M
 		return err
 	}
 	defer w.Abort()
-	tw := &pramTableWriter{w: w, bb: table.NewBatchBuilder(schema), rel: rel, v: v, lay: lay, m: float64(v.counts.M()), x: make([]uint32, len(v.cols))}
+	tw := &pramTableWriter{bb: table.NewRowWriter(w, schema, 0), rel: rel, v: v, lay: lay, m: float64(v.counts.M()), x: make([]uint32, len(v.cols))}
 	defer tw.bb.Release()
 	if aggregate {
 		for _, g := range v.est.Index {
@@ -207,7 +207,7 @@ func (o *Options) writePRAMTable(rel *pramRelease, res *pramResult, meta table.M
 			}
 		}
 	}
-	if err := tw.flush(); err != nil {
+	if err := tw.bb.Flush(); err != nil {
 		return err
 	}
 	return w.Commit()
@@ -216,8 +216,7 @@ func (o *Options) writePRAMTable(rel *pramRelease, res *pramResult, meta table.M
 // pramTableWriter writes the output rows in increasing order of the value g,
 // walking the sparse vectors with cursors (each lookup amortised O(1)).
 type pramTableWriter struct {
-	w   table.Writer
-	bb  *table.BatchBuilder
+	bb  *table.RowWriter
 	rel *pramRelease
 	v   *pramView
 	lay pramLayout
@@ -311,18 +310,5 @@ func (t *pramTableWriter) emit(cells uint64, est float64, cnt int64, lo, hi, tru
 	if lay.truth >= 0 {
 		t.bb.Float64(lay.truth, truth)
 	}
-	t.bb.EndRow()
-	if t.bb.Rows() == table.DefaultBatchSize {
-		return t.flush()
-	}
-	return nil
-}
-
-func (t *pramTableWriter) flush() error {
-	if t.bb.Rows() == 0 {
-		return nil
-	}
-	rec := t.bb.NewBatch()
-	defer rec.Release()
-	return t.w.Write(rec)
+	return t.bb.EndRow()
 }

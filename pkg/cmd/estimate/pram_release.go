@@ -197,10 +197,9 @@ func (o *Options) pramReleaseGamma(rel *pramRelease, meta table.Meta) error {
 			return fmt.Errorf("%s was perturbed %d times (release %d of the same sample), and its metadata keeps only the product of the γ's (it was made before perturb recorded the list %q), which does not determine the combined perturbation: estimate from the first or second release", name, r, r, release.KeyGammas)
 		}
 		// Two perturbations: γ₁ = Γ/γ₂, then γ₂.
-		if !(prod/g > 1) {
+		if gammas, err = pram.TwoGammas(prod, g); err != nil {
 			return fmt.Errorf("%s: the metadata's γ = %v and gamma_composed = %v imply a first γ ≤ 1; the release was damaged: decrypt it again", name, g, prod)
 		}
-		gammas = []float64{prod / g, g}
 	}
 	if rel.gamma, err = pram.CombineGammas(rel.dom.Size(), gammas); err != nil {
 		return fmt.Errorf("%s: %w", name, err)
@@ -353,9 +352,7 @@ func (rel *pramRelease) account(o *Options, rows int64) error {
 		return fmt.Errorf("%s: %w", rel.name, err)
 	}
 	if rel.releases > 1 {
-		r := rel.releases
-		// ComposedEpsilon takes one γ used r times: pass Γ^{1/r}.
-		if rel.epsComposed, err = pram.ComposedEpsilon(int(n), int(m), math.Exp(math.Log(rel.gammaProduct)/float64(r)), r); err != nil {
+		if rel.epsComposed, err = pram.ComposedEpsilonProduct(int(n), int(m), rel.gammaProduct); err != nil {
 			return fmt.Errorf("%s: %w", rel.name, err)
 		}
 	}

@@ -419,7 +419,7 @@ func TestPRAMRestrictGammaIsTheMarginalMechanism(t *testing.T) {
 					Kp *= uint64(ks[j])
 				}
 			}
-			gp := pramRestrictGamma(3.7, K, Kp)
+			gp := pram.RestrictGamma(3.7, K, Kp)
 			qp := gp + float64(Kp) - 1
 			for from := range K {
 				d.Decode(from, x)

@@ -57,6 +57,11 @@ Memory does not grow with the rows beyond the shuffle's 16 MiB (see above).`
       --codebook codebook.json adult.csv -o occupation.bitflip.parquet`
 )
 
+// lieRange is the valid --lie: q = 0 releases the bits unchanged and
+// q ≥ 1/2 makes the reports carry no information (q = 1/2) or mostly
+// invert it.
+var lieRange = cli.Interval{Lo: 0, Hi: 0.5, LoOpen: true, HiOpen: true}
+
 func addBitflipFlags(cmd *cobra.Command, o *bitflipOptions) {
 	cmd.Flags().Float64Var(&o.Lie, "lie", 0, "bitflip: lie probability `Q`, 0 < Q < 1/2, with which every bit flips (instead of --epsilon)")
 }
@@ -77,14 +82,14 @@ func runBitflip(o *Options) error {
 	switch {
 	case lieGiven == epsGiven:
 		return cli.Usagef("give the privacy level of bitflip: either --lie Q or --epsilon E")
-	case lieGiven && !(o.Bitflip.Lie > 0 && o.Bitflip.Lie < 0.5):
+	case lieGiven && !lieRange.Contains(o.Bitflip.Lie):
 		why := "q = 0 would release the bits unchanged"
 		if o.Bitflip.Lie >= 0.5 {
 			why = "at q = 1/2 the reports are independent of the data, and above it they mostly invert it"
 		}
-		return cli.Usagef("--lie must be a probability in (0, 1/2), got %v: %s", o.Bitflip.Lie, why)
-	case epsGiven && (!(o.Epsilon > 0) || math.IsInf(o.Epsilon, 0)):
-		return cli.Usagef("--epsilon must be a finite number > 0, got %v", o.Epsilon)
+		return cli.Usagef("%v: %s", cli.CheckProbability("lie", o.Bitflip.Lie, lieRange), why)
+	case epsGiven && !cli.Positive.Contains(o.Epsilon):
+		return cli.CheckEpsilon("epsilon", o.Epsilon)
 	case len(o.Columns) == 0:
 		return cli.Usagef("bitflip needs --columns a,b: the columns that become bits")
 	}

@@ -230,7 +230,7 @@ func TestBitflipRejectsBadInput(t *testing.T) {
 	cmdtest.BindSidecar(t, enc)
 	out := filepath.Join(dir, "out.csv")
 	tests := []cmdtest.Failure{
-		{Name: "lie zero", Args: []string{"--lie", "0", "--columns", "flag", in}, Code: 2, Msg: "--lie must be a probability in (0, 1/2), got 0"},
+		{Name: "lie zero", Args: []string{"--lie", "0", "--columns", "flag", in}, Code: 2, Msg: "--lie must be a probability in (0, 0.5), got 0: q = 0 would release the bits unchanged"},
 		{Name: "lie one half", Args: []string{"--lie", "0.5", "--columns", "flag", in}, Code: 2, Msg: "got 0.5"},
 		{Name: "lie NaN", Args: []string{"--lie", "NaN", "--columns", "flag", in}, Code: 2, Msg: "got NaN"},
 		{Name: "lie negative", Args: []string{"--lie", "-0.1", "--columns", "flag", in}, Code: 2, Msg: "got -0.1"},

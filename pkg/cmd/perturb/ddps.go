@@ -85,10 +85,10 @@ func runDDPS(o *Options) error {
 		return cli.Usagef("ddps needs --codebook FILE: the categories of --column %s are the outputs ⊥1..⊥V", o.DDPS.Column)
 	case piGiven == epsGiven:
 		return cli.Usagef("give the privacy level of ddps: either --pi-s S or --epsilon E")
-	case piGiven && !(o.DDPS.PiS > 0 && o.DDPS.PiS < 1):
-		return cli.Usagef("--pi-s must be a probability in (0, 1), got %v", o.DDPS.PiS)
-	case epsGiven && (!(o.Epsilon > 0) || math.IsInf(o.Epsilon, 0)):
-		return cli.Usagef("--epsilon must be a finite number > 0, got %v", o.Epsilon)
+	case piGiven && !cli.OpenUnit.Contains(o.DDPS.PiS):
+		return cli.CheckProbability("pi-s", o.DDPS.PiS, cli.OpenUnit)
+	case epsGiven && !cli.Positive.Contains(o.Epsilon):
+		return cli.CheckEpsilon("epsilon", o.Epsilon)
 	case epsGiven && f.Changed("pi-bot"):
 		return cli.Usagef("--epsilon chooses π_s for the default uniform --pi-bot; with your own --pi-bot give --pi-s")
 	}

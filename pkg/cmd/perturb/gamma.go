@@ -2,7 +2,6 @@ package perturb
 
 import (
 	"fmt"
-	"math"
 	"math/bits"
 	"strings"
 
@@ -117,65 +116,19 @@ type gammaPlan struct {
 // gives x + o: x perturbed by A (Lemma III.1). γ and ε are tied by
 // Theorem III.2, ε = ln((n + m(γ − 1))/n).
 func runGamma(o *Options) error {
-	f := o.cmd.Flags()
-	epsGiven, gammaGiven := f.Changed("epsilon"), f.Changed("gamma")
-	switch {
-	case epsGiven == gammaGiven:
-		return cli.Usagef("give the privacy level: either --epsilon E or --gamma G")
-	case epsGiven && (!(o.Epsilon > 0) || math.IsInf(o.Epsilon, 0)):
-		return cli.Usagef("--epsilon must be a finite number > 0, got %v", o.Epsilon)
-	case gammaGiven && (!(o.Gamma.Gamma > 1) || math.IsInf(o.Gamma.Gamma, 0)):
-		return cli.Usagef("--gamma must be a finite number > 1, got %v (γ = 1 would release the rows unchanged)", o.Gamma.Gamma)
-	case len(o.Columns) > 0 || o.Codebook != "":
-		return cli.Usagef("--columns and --codebook do not apply to gamma-diagonal: the server perturbs every encrypted column and needs no codebook")
-	case f.Changed("keep-order"):
-		// decrypt joins the curators' files by row position, so
-		// gamma-diagonal never reorders; its order is the sample's, which
-		// sample draws at random.
-		return cli.Usagef("--keep-order does not apply to gamma-diagonal: it always keeps the row order, which decrypt needs to match each row with its pads")
+	if err := o.checkGammaFlags(); err != nil {
+		return err
 	}
-	stdin := 0
-	for _, p := range o.Inputs {
-		if table.IsStdio(p) {
-			stdin++
-		}
-	}
-	if stdin > 1 {
-		return cli.Usagef("standard input (-) can be only one of the inputs")
-	}
-
-	ins := make([]*gammaInput, 0, len(o.Inputs))
+	ins, all, err := o.openGammaInputs()
 	defer func() {
 		for _, in := range ins {
 			in.r.Close()
 		}
 	}()
-	for _, p := range o.Inputs {
-		r, err := o.Streams.Open(p)
-		if err != nil {
-			return err
-		}
-		in := &gammaInput{r: r}
-		ins = append(ins, in)
-		if err := in.load(); err != nil {
-			return err
-		}
+	if err != nil {
+		return err
 	}
-	var all []release.Column
-	seen := map[string]string{}
 	first := ins[0]
-	for _, in := range ins {
-		if err := sameSampling(first, in); err != nil {
-			return err
-		}
-		for _, c := range in.cols {
-			if other, ok := seen[c.Name]; ok {
-				return fmt.Errorf("column %q is in both %s and %s: each column must come from one curator; give each encrypted file once", c.Name, other, in.r.Name())
-			}
-			seen[c.Name] = in.r.Name()
-		}
-		all = append(all, in.cols...)
-	}
 	dom, err := jointDomain(all)
 	if err != nil {
 		return err
@@ -229,6 +182,73 @@ func runGamma(o *Options) error {
 		return err
 	}
 	return o.recordAndCommit(led, first, plan, w)
+}
+
+// checkGammaFlags refuses a privacy level given twice or not at all, and
+// the flags that do not apply to gamma-diagonal.
+func (o *Options) checkGammaFlags() error {
+	f := o.cmd.Flags()
+	epsGiven, gammaGiven := f.Changed("epsilon"), f.Changed("gamma")
+	switch {
+	case epsGiven == gammaGiven:
+		return cli.Usagef("give the privacy level: either --epsilon E or --gamma G")
+	case epsGiven && !cli.Positive.Contains(o.Epsilon):
+		return cli.CheckEpsilon("epsilon", o.Epsilon)
+	case gammaGiven && !cli.Above(1).Contains(o.Gamma.Gamma):
+		return cli.CheckGamma("gamma", o.Gamma.Gamma)
+	case len(o.Columns) > 0 || o.Codebook != "":
+		return cli.Usagef("--columns and --codebook do not apply to gamma-diagonal: the server perturbs every encrypted column and needs no codebook")
+	case f.Changed("keep-order"):
+		// decrypt joins the curators' files by row position, so
+		// gamma-diagonal never reorders; its order is the sample's, which
+		// sample draws at random.
+		return cli.Usagef("--keep-order does not apply to gamma-diagonal: it always keeps the row order, which decrypt needs to match each row with its pads")
+	}
+	stdin := 0
+	for _, p := range o.Inputs {
+		if table.IsStdio(p) {
+			stdin++
+		}
+	}
+	if stdin > 1 {
+		return cli.Usagef("standard input (-) can be only one of the inputs")
+	}
+	return nil
+}
+
+// openGammaInputs opens the curators' encrypted files, checks that they
+// come from one sampling and that no column is in two of them, and
+// returns their columns in input order. The caller closes the inputs
+// returned, also with an error.
+func (o *Options) openGammaInputs() ([]*gammaInput, []release.Column, error) {
+	ins := make([]*gammaInput, 0, len(o.Inputs))
+	for _, p := range o.Inputs {
+		r, err := o.Streams.Open(p)
+		if err != nil {
+			return ins, nil, err
+		}
+		in := &gammaInput{r: r}
+		ins = append(ins, in)
+		if err := in.load(); err != nil {
+			return ins, nil, err
+		}
+	}
+	var all []release.Column
+	seen := map[string]string{}
+	first := ins[0]
+	for _, in := range ins {
+		if err := sameSampling(first, in); err != nil {
+			return ins, nil, err
+		}
+		for _, c := range in.cols {
+			if other, ok := seen[c.Name]; ok {
+				return ins, nil, fmt.Errorf("column %q is in both %s and %s: each column must come from one curator; give each encrypted file once", c.Name, other, in.r.Name())
+			}
+			seen[c.Name] = in.r.Name()
+		}
+		all = append(all, in.cols...)
+	}
+	return ins, all, nil
 }
 
 // load reads and checks one input's metadata.

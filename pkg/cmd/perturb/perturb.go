@@ -8,7 +8,6 @@
 package perturb
 
 import (
-	"fmt"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -102,9 +101,4 @@ func (o *Options) markInsecureSeed(meta table.Meta, ins ...table.Reader) {
 		cli.CarryInsecureSeed(o.Streams, "perturb", in.Name(), in.Meta(), meta)
 	}
 	o.Seed.Mark(meta)
-}
-
-// notImplemented is the run function of a mechanism not built yet.
-func notImplemented(name string) error {
-	return fmt.Errorf("--mechanism %s is not implemented yet", name)
 }

@@ -253,8 +253,8 @@ func (o *Options) sizer() (*sizer, error) {
 		}
 		return &sizer{m: m}, nil
 	case f.Changed("fraction"):
-		if !(o.Fraction > 0 && o.Fraction <= 1) {
-			return nil, cli.Usagef("--fraction must be in (0, 1], got %v", o.Fraction)
+		if err := cli.CheckNumber("fraction", o.Fraction, cli.OpenClosedUnit); err != nil {
+			return nil, err
 		}
 		return &sizer{fraction: o.Fraction}, nil
 	}
@@ -265,10 +265,8 @@ func checkEpsilon(eps float64, given bool) error {
 	if !given {
 		return cli.Usagef("--epsilon is required with --plan and -m optimal")
 	}
-	if !(eps > 0) || eps > 700 {
-		return cli.Usagef("--epsilon must be a number in (0, 700], got %v", eps)
-	}
-	return nil
+	// e^ε overflows past ε ≈ 709; 700 keeps m* = f(e^ε) finite.
+	return cli.CheckNumber("epsilon", eps, cli.Interval{Lo: 0, Hi: 700, LoOpen: true})
 }
 
 // domainSize is K from --domain-size or from the codebook's --columns.
@@ -390,24 +388,50 @@ func runSample(o *Options, secret []byte) error {
 	if err != nil {
 		return err
 	}
-	var (
-		bottom *sample.BottomM
-		frac   *sample.Fraction
-		k      keeper
-	)
-	if sz.m > 0 {
-		bottom, err = sample.NewBottomM(int(min(sz.m, 1<<40)))
-		k = bottom
-	} else {
-		frac, err = sample.NewFraction(sz.fraction)
-		k = frac
-	}
+	sm, err := newSampler(sz)
 	if err != nil {
 		return err
 	}
+	n, err := o.offerRows(in, prf, idCol, keep, sm.k)
+	if err != nil {
+		return err
+	}
+	items, err := o.draw(in, sz, sm, n, len(keep))
+	if err != nil {
+		return err
+	}
+	return o.writeSample(in, secret, idCol, keep, n, items)
+}
+
+// sampler is the sample being drawn: the m rows of smallest priority
+// (-m N), or each row with its priority below a fraction (--fraction, and
+// -m optimal, whose m* needs n).
+type sampler struct {
+	bottom *sample.BottomM
+	frac   *sample.Fraction
+	k      keeper
+}
+
+func newSampler(sz *sizer) (*sampler, error) {
+	var sm sampler
+	var err error
+	if sz.m > 0 {
+		sm.bottom, err = sample.NewBottomM(int(min(sz.m, 1<<40)))
+		sm.k = sm.bottom
+	} else {
+		sm.frac, err = sample.NewFraction(sz.fraction)
+		sm.k = sm.frac
+	}
+	return &sm, err
+}
+
+// offerRows reads in and offers every row to k with its priority (by id
+// with --id, else by position), keeping only the columns keep; it returns
+// the number of rows n.
+func (o *Options) offerRows(in table.Reader, prf *sample.PRF, idCol int, keep []int, k keeper) (int64, error) {
 	meter := o.Streams.Progress("sample: read")
 	var pos uint64
-	err = table.EachBatch(in, func(rec arrow.RecordBatch, _ int64) error {
+	err := table.EachBatch(in, func(rec arrow.RecordBatch, _ int64) error {
 		cols := make([]table.Values, len(keep))
 		for j, c := range keep {
 			cols[j] = table.ValuesOf(rec.Column(c))
@@ -448,16 +472,22 @@ func runSample(o *Options, secret []byte) error {
 	})
 	meter.Done()
 	if err != nil {
-		return err
+		return 0, err
 	}
-	n := int64(pos)
+	return int64(pos), nil
+}
+
+// draw returns the sample's rows, in input order, once n is known.
+func (o *Options) draw(in table.Reader, sz *sizer, sm *sampler, n int64, nkeep int) ([]sample.Item, error) {
+	bottom, frac := sm.bottom, sm.frac
+	var err error
 	var items []sample.Item
 	switch {
 	case n == 0:
-		return fmt.Errorf("%s has no data rows: nothing to sample", in.Name())
+		return nil, fmt.Errorf("%s has no data rows: nothing to sample", in.Name())
 	case bottom != nil:
 		if sz.m > n {
-			return fmt.Errorf("cannot sample m = %d rows: %s has n = %d rows; choose -m ≤ %d", sz.m, in.Name(), n, n)
+			return nil, fmt.Errorf("cannot sample m = %d rows: %s has n = %d rows; choose -m ≤ %d", sz.m, in.Name(), n, n)
 		}
 		items, err = bottom.Sample()
 	case sz.optimal:
@@ -471,11 +501,14 @@ func runSample(o *Options, secret []byte) error {
 	}
 	var dup *sample.DuplicateError
 	if errors.As(err, &dup) {
-		return &table.DataError{File: in.Name(), Column: o.ID, Err: fmt.Errorf("id %s appears more than once (rows %d and %d); ids given with --id must be unique, since rows of one id are kept or dropped together", quoteID(dup.Kept.Row[len(keep)]), min(dup.Kept.Index, dup.Row), max(dup.Kept.Index, dup.Row))}
+		return nil, &table.DataError{File: in.Name(), Column: o.ID, Err: fmt.Errorf("id %s appears more than once (rows %d and %d); ids given with --id must be unique, since rows of one id are kept or dropped together", quoteID(dup.Kept.Row[nkeep]), min(dup.Kept.Index, dup.Row), max(dup.Kept.Index, dup.Row))}
 	}
-	if err != nil {
-		return err
-	}
+	return items, err
+}
+
+// writeSample writes the sample with its metadata: n, m, the secret's
+// fingerprint and how rows were identified.
+func (o *Options) writeSample(in table.Reader, secret []byte, idCol int, keep []int, n int64, items []sample.Item) error {
 	m := int64(len(items))
 	names := make([]string, len(keep))
 	for j, c := range keep {
@@ -500,18 +533,15 @@ func runSample(o *Options, secret []byte) error {
 		return err
 	}
 	defer w.Abort()
-	bb := table.NewBatchBuilder(schema)
-	defer bb.Release()
-	for i, it := range items {
-		bb.AppendStrings(it.Row[:len(keep)])
-		if bb.Rows() == table.DefaultBatchSize || i == len(items)-1 {
-			rec := bb.NewBatch()
-			err := w.Write(rec)
-			rec.Release()
-			if err != nil {
-				return err
-			}
+	rw := table.NewRowWriter(w, schema, 0)
+	defer rw.Release()
+	for _, it := range items {
+		if err := rw.AppendStrings(it.Row[:len(keep)]); err != nil {
+			return err
 		}
+	}
+	if err := rw.Flush(); err != nil {
+		return err
 	}
 	return w.Commit()
 }

@@ -1,4 +1,9 @@
-package estimate
+package countquery
+
+// The count-query language of estimate --query and --queries: a query is a
+// conjunction 'col=value,col=value,…' (a backslash makes the next character
+// literal), a --queries file a CSV with a column "query". The estimators of
+// this package take the counts a caller gathers for the parsed conditions.
 
 import (
 	"encoding/csv"
@@ -12,32 +17,32 @@ import (
 	"github.com/pramkit/pramkit/pkg/table"
 )
 
-// countCond is one col=value term of a count query.
-type countCond struct {
-	col, value string
+// Cond is one col=value term of a count query.
+type Cond struct {
+	Col, Value string
 }
 
-// countQuery is one count query as the user wrote it.
-type countQuery struct {
-	text  string      // as given (trimmed)
-	conds []countCond // in the order written
-	line  int         // line in the --queries file, 0 for --query
+// Query is one count query as the user wrote it.
+type Query struct {
+	Text  string // as given (trimmed)
+	Conds []Cond // in the order written
+	Line  int    // line in the --queries file, 0 for --query
 }
 
-// where names a query in messages: "query 'a=b'" or "--queries q.csv line 4".
-func (q *countQuery) where(file string) string {
-	if q.line > 0 {
-		return fmt.Sprintf("%s: line %d: query %s", file, q.line, table.QuoteCell(q.text))
+// Where names a query in messages: "query 'a=b'" or "--queries q.csv line 4".
+func (q *Query) Where(file string) string {
+	if q.Line > 0 {
+		return fmt.Sprintf("%s: line %d: query %s", file, q.Line, table.QuoteCell(q.Text))
 	}
-	return fmt.Sprintf("query %s", table.QuoteCell(q.text))
+	return fmt.Sprintf("query %s", table.QuoteCell(q.Text))
 }
 
-// parseCountQuery parses 'col=value,col=value,…': conditions separated by
+// Parse parses 'col=value,col=value,…': conditions separated by
 // commas, each a column name and a value separated by the first '='.
 // White space around names and values is ignored; a backslash makes the
 // next character literal ("a\,b" is the value a,b).
-func parseCountQuery(s string) ([]countCond, error) {
-	var conds []countCond
+func Parse(s string) ([]Cond, error) {
+	var conds []Cond
 	var cur strings.Builder
 	var col string
 	haveEq := false
@@ -53,10 +58,10 @@ func parseCountQuery(s string) ([]countCond, error) {
 		if col == "" {
 			return fmt.Errorf("a condition has no column name before '=' (value %s)", table.QuoteCell(v))
 		}
-		if slices.ContainsFunc(conds, func(c countCond) bool { return c.col == col }) {
+		if slices.ContainsFunc(conds, func(c Cond) bool { return c.Col == col }) {
 			return fmt.Errorf("column %q appears twice; a count query holds one value per column", col)
 		}
-		conds = append(conds, countCond{col: col, value: v})
+		conds = append(conds, Cond{Col: col, Value: v})
 		col, haveEq = "", false
 		return nil
 	}
@@ -89,17 +94,17 @@ func parseCountQuery(s string) ([]countCond, error) {
 	return conds, nil
 }
 
-// readCountQueries reads a --queries file: CSV with a header row that has a
+// ReadQueries reads a --queries file: CSV with a header row that has a
 // column "query" (other columns are ignored). A file whose only column is
 // "query" may leave its queries unquoted: the commas of a row are then
 // part of its query.
-func readCountQueries(path string, stdin io.Reader) ([]countQuery, error) {
+func ReadQueries(path string, stdin io.Reader) ([]Query, error) {
 	var r io.Reader = stdin
 	name := "stdin"
 	if path != "-" {
 		f, err := os.Open(path)
 		if err != nil {
-			return nil, fmt.Errorf("cannot read --queries %s: %w", path, countUnwrap(err))
+			return nil, fmt.Errorf("cannot read --queries %s: %w", path, unwrapPath(err))
 		}
 		defer f.Close()
 		r, name = f, path
@@ -120,7 +125,7 @@ func readCountQueries(path string, stdin io.Reader) ([]countQuery, error) {
 	if col < 0 {
 		return nil, fmt.Errorf("%s: the header row has no column \"query\" (it has %s); write \"query\" on the first line", name, strings.Join(header, ", "))
 	}
-	var out []countQuery
+	var out []Query
 	for {
 		rec, err := cr.Read()
 		if errors.Is(err, io.EOF) {
@@ -139,8 +144,8 @@ func readCountQueries(path string, stdin io.Reader) ([]countQuery, error) {
 		default:
 			return nil, fmt.Errorf("%s: line %d has %d fields, fewer than the header's %d", name, line, len(rec), len(header))
 		}
-		q := countQuery{text: strings.TrimSpace(text), line: line}
-		if q.conds, err = parseCountQuery(text); err != nil {
+		q := Query{Text: strings.TrimSpace(text), Line: line}
+		if q.Conds, err = Parse(text); err != nil {
 			return nil, fmt.Errorf("%s: line %d: %v", name, line, err)
 		}
 		out = append(out, q)
@@ -151,7 +156,9 @@ func readCountQueries(path string, stdin io.Reader) ([]countQuery, error) {
 	return out, nil
 }
 
-func countUnwrap(err error) error {
+// unwrapPath drops *os.PathError's operation and path, which the
+// message names itself.
+func unwrapPath(err error) error {
 	var pe *os.PathError
 	if errors.As(err, &pe) {
 		return pe.Err
