@@ -70,6 +70,8 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzParquetReader$$' -fuzztime=$(FUZZTIME) ./pkg/table
 	$(GO) test -run='^$$' -fuzz='^FuzzParse$$' -fuzztime=$(FUZZTIME) ./pkg/codebook
 	$(GO) test -run='^$$' -fuzz='^FuzzCountParseQuery$$' -fuzztime=$(FUZZTIME) ./pkg/countquery
+	$(GO) test -run='^$$' -fuzz='^FuzzGammaDiagonalDecode$$' -fuzztime=$(FUZZTIME) ./pkg/release
+	$(GO) test -run='^$$' -fuzz='^FuzzAnonymizedDecode$$' -fuzztime=$(FUZZTIME) ./pkg/release
 
 demo: build
 	bash scripts/demo.sh
