@@ -19,34 +19,18 @@ import (
 	"testing"
 	"time"
 
-	"github.com/spf13/cobra"
-
 	"github.com/pramkit/pramkit/internal/adulttest"
 	"github.com/pramkit/pramkit/pkg/cli"
-	"github.com/pramkit/pramkit/pkg/cmd/anonymize"
-	"github.com/pramkit/pramkit/pkg/cmd/decrypt"
-	"github.com/pramkit/pramkit/pkg/cmd/encrypt"
-	"github.com/pramkit/pramkit/pkg/cmd/estimate"
-	"github.com/pramkit/pramkit/pkg/cmd/perturb"
-	"github.com/pramkit/pramkit/pkg/cmd/sample"
+	"github.com/pramkit/pramkit/pkg/cmd/tools"
 )
 
-// tools maps each tool name to its Main. The test binary is also the
-// tools: TestMain runs a tool when the binary is called by that name
-// (a link in the walkthrough's bin folder), as a multi-call binary does,
-// so the walkthrough needs no `go build` of six Arrow-linked programs.
-var tools = map[string]func() int{
-	"sample":    sample.Main,
-	"encrypt":   encrypt.Main,
-	"perturb":   perturb.Main,
-	"decrypt":   decrypt.Main,
-	"estimate":  estimate.Main,
-	"anonymize": anonymize.Main,
-}
-
+// The test binary is also the tools (pkg/cmd/tools): TestMain runs a tool
+// when the binary is called by its name (a link in the walkthrough's bin
+// folder), as a multi-call binary does, so the walkthrough needs no
+// `go build` of Arrow-linked programs.
 func TestMain(m *testing.M) {
-	if main, ok := tools[filepath.Base(os.Args[0])]; ok {
-		os.Exit(main())
+	if tool, ok := tools.Lookup(filepath.Base(os.Args[0])); ok {
+		os.Exit(tool.Main())
 	}
 	os.Exit(m.Run())
 }
@@ -170,7 +154,7 @@ func TestREADMEWalkthrough(t *testing.T) {
 	must(t, os.Mkdir(snaps, 0o755))
 	var sess session
 	for _, b := range blocks {
-		if _, ok := tools[b.section]; ok && b.first && b.section != "estimate" {
+		if _, ok := tools.Lookup(b.section); ok && b.first && b.section != "estimate" {
 			sess.add(fmt.Sprintf("cp -a . %q", filepath.Join(snaps, b.section)), "")
 		}
 		for i, l := range b.lines {
@@ -194,7 +178,7 @@ func TestREADMEWalkthrough(t *testing.T) {
 			}
 			var sess session
 			cont := false
-			for i, l := range strings.Split(newCmd[name]().Example, "\n") {
+			for i, l := range strings.Split(helpExamples(name), "\n") {
 				l = strings.TrimSpace(l)
 				where := fmt.Sprintf("%s --help, example line %d", name, i+1)
 				switch {
@@ -297,7 +281,7 @@ func toolBin(t *testing.T) string {
 		t.Fatal(err)
 	}
 	bin := t.TempDir()
-	for name := range tools {
+	for _, name := range tools.Names() {
 		must(t, os.Symlink(self, filepath.Join(bin, name)))
 	}
 	return bin
@@ -308,16 +292,6 @@ func toolBin(t *testing.T) string {
 func adultCSV(t *testing.T) string {
 	t.Helper()
 	return adulttest.WriteCSV(t, adulttest.Load(t, "data"))
-}
-
-// newCmd builds each tool's command, for its --help examples.
-var newCmd = map[string]func() *cobra.Command{
-	"sample":    func() *cobra.Command { return sample.NewCmd(cli.StdStreams(), nil) },
-	"encrypt":   func() *cobra.Command { return encrypt.NewCmd(cli.StdStreams(), nil) },
-	"perturb":   func() *cobra.Command { return perturb.NewCmd(cli.StdStreams(), nil) },
-	"decrypt":   func() *cobra.Command { return decrypt.NewCmd(cli.StdStreams(), nil) },
-	"estimate":  func() *cobra.Command { return estimate.NewCmd(cli.StdStreams(), nil) },
-	"anonymize": func() *cobra.Command { return anonymize.NewCmd(cli.StdStreams(), nil) },
 }
 
 // session is a shell script built line by line, each line labelled with
@@ -371,4 +345,13 @@ func must(t *testing.T, err error) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// helpExamples is the Example text of a tool's --help.
+func helpExamples(name string) string {
+	tool, ok := tools.Lookup(name)
+	if !ok {
+		panic("no tool " + name)
+	}
+	return tool.New(cli.StdStreams()).Example
 }
