@@ -115,13 +115,8 @@ func (a *Anonymized) Decode(meta table.Meta, file string) error {
 	if f.err == nil && len(a.Sensitive) == 0 {
 		f.failf(KeySensitive, "metadata %q names no sensitive column", KeySensitive)
 	}
-	s := f.str(KeyCodebook)
+	cb := f.codebook(KeyCodebook)
 	if f.err != nil {
-		return f.err
-	}
-	cb, err := codebook.Parse([]byte(s))
-	if err != nil {
-		f.failf(KeyCodebook, "the codebook in the metadata is not valid (%v)", err)
 		return f.err
 	}
 	for _, name := range a.Sensitive {
@@ -235,7 +230,7 @@ func (g *AnatomyGroups) Decode(meta table.Meta, file string) error {
 	g.ReleaseID = f.nonEmpty(KeyReleaseID)
 	l, groups, rows := f.int(KeyL), f.int(KeyGroups), f.int(KeyRows)
 	f.json(KeySensitive, &g.Sensitive)
-	s := f.str(KeyCodebook)
+	cb := f.codebook(KeyCodebook)
 	g.InsecureSeed = meta[KeyInsecureSeed] == "true"
 	if f.err != nil {
 		return f.err
@@ -254,11 +249,6 @@ func (g *AnatomyGroups) Decode(meta table.Meta, file string) error {
 		return f.err
 	}
 	g.L, g.Groups, g.Rows = int(l), int(groups), rows
-	cb, err := codebook.Parse([]byte(s))
-	if err != nil {
-		f.failf(KeyCodebook, "the codebook in the metadata is not valid (%v)", err)
-		return f.err
-	}
 	if _, ok := cb.Column(g.Sensitive[0]); !ok {
 		f.failf(KeyCodebook, "the codebook in the metadata has no column %q", g.Sensitive[0])
 		return f.err

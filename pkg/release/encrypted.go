@@ -109,13 +109,8 @@ func (d *Decrypted) Decode(meta table.Meta, file string) error {
 	if st := f.str(KeyStage); f.err == nil && st != StageDecrypt {
 		f.failf(KeyStage, "metadata %q = %q is not decrypt's output (want %q)", KeyStage, st, StageDecrypt)
 	}
-	s := f.str(KeyCodebook)
+	cb := f.codebook(KeyCodebook)
 	if f.err != nil {
-		return f.err
-	}
-	cb, err := codebook.Parse([]byte(s))
-	if err != nil {
-		f.failf(KeyCodebook, "the codebook in the metadata is not valid (%v)", err)
 		return f.err
 	}
 	d.Codebook = cb

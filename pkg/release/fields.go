@@ -7,6 +7,7 @@ import (
 	"math"
 	"strconv"
 
+	"github.com/pramkit/pramkit/pkg/codebook"
 	"github.com/pramkit/pramkit/pkg/table"
 )
 
@@ -110,6 +111,21 @@ func (f *fields) int(key string) int64 {
 		return 0
 	}
 	return v
+}
+
+// codebook parses the codebook stored in the required item key; nil after
+// a failure, which f records.
+func (f *fields) codebook(key string) *codebook.Codebook {
+	s := f.str(key)
+	if f.err != nil {
+		return nil
+	}
+	cb, err := codebook.Parse([]byte(s))
+	if err != nil {
+		f.failf(key, "the codebook in the metadata is not valid (%v)", err)
+		return nil
+	}
+	return cb
 }
 
 // json decodes a required JSON item into v.

@@ -3,7 +3,6 @@ package release
 import (
 	"fmt"
 
-	"github.com/pramkit/pramkit/pkg/codebook"
 	"github.com/pramkit/pramkit/pkg/table"
 )
 
@@ -128,12 +127,8 @@ func (g *Global) Decode(meta table.Meta, file string) error {
 		return f.err
 	}
 	g.L = int(l)
-	cb, err := codebook.Parse([]byte(f.str("codebook")))
+	cb := f.codebook(KeyCodebook)
 	if f.err != nil {
-		return f.err
-	}
-	if err != nil {
-		f.failf("codebook", "the codebook in the metadata is not valid (%v)", err)
 		return f.err
 	}
 	key := "p"
