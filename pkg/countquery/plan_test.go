@@ -314,3 +314,98 @@ func TestQuoteValuesIsBounded(t *testing.T) {
 		t.Errorf("a long value: %s, want %s", got, want)
 	}
 }
+
+// csvReader reads a CSV text as a table.
+func csvReader(t *testing.T, text string) table.Reader {
+	t.Helper()
+	in, err := table.Open("-", table.ReadOptions{Stdin: strings.NewReader(text), BatchSize: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { in.Close() })
+	return in
+}
+
+// anatomyRelease is a hand-made Anatomy release of 3 groups: the row
+// table (a, group) and the sensitive table (group, s, count).
+func anatomyRelease(t *testing.T) *Release {
+	t.Helper()
+	s, err := codebook.NewColumn(codebook.Spec{Name: "s", Categories: []string{"s0", "s1", "s2"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &Release{Name: "rows.csv", Mechanism: release.MechanismAnatomy, L: 2, Rows: 6,
+		Sensitive: []string{"s"}, Columns: []*codebook.Column{&s}, GroupColumn: "group", Groups: 3}
+}
+
+const (
+	anatomyRows   = "a,group\nx,0\ny,0\nx,1\nx,1\ny,2\nx,2\n"
+	anatomyGroups = "group,s,count\n0,s0,1\n0,s1,1\n1,s1,1\n1,s2,1\n2,s0,1\n2,s2,1\n"
+)
+
+// Xiao and Tao's estimator Σ_g m_g·c_g(s)/n_g, worked by hand: every
+// group holds two values once each, so a row of group g counts ½ for each.
+func TestPlanAnatomyIsXiaoTaosEstimator(t *testing.T) {
+	rel := anatomyRelease(t)
+	st, err := ReadAnatomyGroups(csvReader(t, anatomyGroups), rel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]float64{
+		"a=x,s=s1": 0.5 + 2*0.5, // group 0: one x row; group 1: two
+		"a=x,s=s0": 0.5 + 0.5,   // groups 0 and 2
+		"a=y,s=s2": 0.5,         // group 2
+		"s=s1":     2*0.5 + 2*0.5,
+		"a=x":      4,
+	}
+	var qs []Query
+	for q := range want {
+		conds, _ := Parse(q)
+		qs = append(qs, Query{Text: q, Conds: conds})
+	}
+	in := csvReader(t, anatomyRows)
+	p, err := NewPlan(rel, in.Schema(), nil, qs, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.ScanRelease(in, st, nil); err != nil {
+		t.Fatal(err)
+	}
+	answers, err := p.Answers(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, q := range qs {
+		if answers[i].Estimate != want[q.Text] {
+			t.Errorf("%q: %v, want %v", q.Text, answers[i].Estimate, want[q.Text])
+		}
+	}
+	// A group id outside 0 … Groups−1 in the row table is refused.
+	in = csvReader(t, strings.Replace(anatomyRows, "x,2", "x,3", 1))
+	if p, err = NewPlan(rel, in.Schema(), nil, qs, ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.ScanRelease(in, st, nil); err == nil || !strings.Contains(err.Error(), `"3" is not a group id of this release (0 to 2)`) {
+		t.Errorf("group id 3 in the rows: %v", err)
+	}
+}
+
+func TestReadAnatomyGroupsRefusesAnEditedTable(t *testing.T) {
+	rel := anatomyRelease(t)
+	for _, tc := range []struct{ old, new, want string }{
+		{"2,s0,1", "5,s0,1", `"5" is not a group id (0 to 2)`},
+		{"2,s0,1", "2,s9,1", `"s9" is not a category of s`},
+		{"2,s0,1", "2,s0,0", `"0" is not a count ≥ 1`},
+		{"2,s0,1\n2,s2,1\n", "", "group 2 has no entry"},
+	} {
+		_, err := ReadAnatomyGroups(csvReader(t, strings.Replace(anatomyGroups, tc.old, tc.new, 1)), rel)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q → %q: %v, want an error containing %s", tc.old, tc.new, err, tc.want)
+		}
+	}
+	diverted := *rel
+	diverted.Mechanism = release.MechanismDiverted
+	if _, err := ReadAnatomyGroups(csvReader(t, anatomyGroups), &diverted); err == nil {
+		t.Error("a diverted release: no error")
+	}
+}
