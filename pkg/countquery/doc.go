@@ -15,4 +15,12 @@
 //   - Predicate and PredicateMulti run the iterative Bayesian update of
 //     Eq. 12 / Eq. 13 over the 2^{w+1} states of (P, s_1..s_w) and return
 //     the estimate of the all-true state.
+//
+// The count-query language (Parse, ReadQueries) and the planner that
+// answers many queries from one pass over D′ live here too: NewPlan groups
+// the queries by predicate and sensitive columns, Plan.ScanRelease gathers
+// every group's state counts from the published table (a table.Reader),
+// Plan.ScanTruth the true counts from the original table, and Plan.Answers
+// runs the estimators above. The caller (estimate) opens the files, decodes
+// the release's metadata into a Release and writes the answers.
 package countquery

@@ -3,7 +3,6 @@ package estimate
 import (
 	"fmt"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -99,70 +98,58 @@ func addCountFlags(cmd *cobra.Command, o *countOptions) {
 	f.StringVar(&o.Groups, "groups", "", "anatomy: the sensitive table `FILE` (default: the one named in the release's metadata)")
 }
 
-// countRelease is what estimate knows about an anonymize publication.
+// countRelease is what estimate knows about an anonymize publication: what
+// the planner needs (countquery.Release), and where to find and how to
+// recognise an anatomy release's sensitive table.
 type countRelease struct {
-	name      string
-	dir       string // folder of the release file, "" for stdin
-	mech      string
-	l         int   // ℓ′; 0 for a global release without one
-	n         int64 // N from the metadata; 0 when absent (global)
-	sensitive []string
-	cols      []*codebook.Column // codebook of each sensitive column
-	keep      []float64          // global: keep probability per sensitive column
-	policy    codebook.Policy    // how anonymize read the original values
-	// anatomy
-	groupCol, releaseID, groupsTable string
-	groups                           int
+	countquery.Release
+	dir                    string // folder of the release file, "" for stdin
+	releaseID, groupsTable string // anatomy
 }
 
 // readCountRelease reads and checks an anonymize release's metadata.
 func readCountRelease(in table.Reader, path string) (*countRelease, error) {
 	meta := in.Meta()
-	rel := &countRelease{name: in.Name()}
+	rel := &countRelease{Release: countquery.Release{Name: in.Name()}}
 	if !table.IsStdio(path) {
 		rel.dir = filepath.Dir(path)
 	}
 	damaged := "the release was damaged or edited: publish the original table again with anonymize"
-	bad := func(err error) error { return fmt.Errorf("%s: %v; %s", rel.name, err, damaged) }
+	bad := func(err error) error { return fmt.Errorf("%s: %v; %s", rel.Name, err, damaged) }
 	var a release.Anonymized
-	if err := a.Decode(meta, rel.name); err != nil {
+	if err := a.Decode(meta, rel.Name); err != nil {
 		return nil, err
 	}
-	rel.mech, rel.sensitive, rel.policy = a.Mechanism, a.Sensitive, a.Policy
-	rel.l, rel.n = a.L, a.Rows
-	for _, name := range rel.sensitive {
+	rel.Mechanism, rel.Sensitive, rel.Policy = a.Mechanism, a.Sensitive, a.Policy
+	rel.L, rel.Rows = a.L, a.Rows
+	for _, name := range rel.Sensitive {
 		col, _ := a.Codebook.Column(name) // Decode checked it is there
-		rel.cols = append(rel.cols, col)
+		rel.Columns = append(rel.Columns, col)
 	}
-	switch rel.mech {
+	switch rel.Mechanism {
 	case release.MechanismGlobal:
 		// p (per column) and ℓ′, typed and checked: p = 1 (no privacy)
 		// and a p that disagrees with ℓ′ are refused.
 		var g release.Global
-		if err := g.Decode(meta, rel.name); err != nil {
+		if err := g.Decode(meta, rel.Name); err != nil {
 			return nil, err
 		}
-		rel.keep = g.P
+		rel.Keep = g.P
 	case release.MechanismAnatomy:
-		rel.groupCol, rel.releaseID, rel.groupsTable = a.GroupColumn, a.ReleaseID, a.GroupsTable
-		rel.groups = a.Groups
+		rel.GroupColumn, rel.releaseID, rel.groupsTable = a.GroupColumn, a.ReleaseID, a.GroupsTable
+		rel.Groups = a.Groups
 	}
 	// The published table must hold what the metadata announces.
 	has := func(c string) bool { return len(in.Schema().FieldIndices(c)) > 0 }
-	for _, c := range rel.sensitive {
-		if has(c) == (rel.mech == "anatomy") {
+	for _, c := range rel.Sensitive {
+		if has(c) == (rel.Mechanism == release.MechanismAnatomy) {
 			return nil, bad(fmt.Errorf("column %q is %s the table, against its metadata", c, map[bool]string{true: "in", false: "missing from"}[has(c)]))
 		}
 	}
-	if rel.mech == "anatomy" && !has(rel.groupCol) {
-		return nil, bad(fmt.Errorf("the group id column %q is missing", rel.groupCol))
+	if rel.Mechanism == release.MechanismAnatomy && !has(rel.GroupColumn) {
+		return nil, bad(fmt.Errorf("the group id column %q is missing", rel.GroupColumn))
 	}
 	return rel, nil
-}
-
-// sensitiveIndex returns k for sensitive column name, or -1.
-func (rel *countRelease) sensitiveIndex(name string) int {
-	return slices.Index(rel.sensitive, name)
 }
 
 func runCounts(o *Options, in table.Reader) error {
@@ -175,7 +162,7 @@ func runCounts(o *Options, in table.Reader) error {
 	case co.Query != "" && co.Queries != "":
 		return cli.Usagef("give either --query or --queries, not both")
 	case co.Query == "" && co.Queries == "":
-		return cli.Usagef("%s is a %s release of anonymize: ask count queries with --query 'col=value,…' or --queries FILE", rel.name, rel.mech)
+		return cli.Usagef("%s is a %s release of anonymize: ask count queries with --query 'col=value,…' or --queries FILE", rel.Name, rel.Mechanism)
 	case len(o.Columns) > 0:
 		return cli.Usagef("--columns does not apply to count queries: name the columns in the query")
 	case len(o.Truth) > 1:
@@ -205,31 +192,32 @@ func runCounts(o *Options, in table.Reader) error {
 			return err
 		}
 	}
-	plan, err := newCountPlan(rel, in.Schema(), nsaBook, queries, co.Queries)
+	plan, err := countquery.NewPlan(&rel.Release, in.Schema(), nsaBook, queries, co.Queries)
 	if err != nil {
 		return err
 	}
-	var st *anatomyTable
-	if rel.mech == "anatomy" {
-		if st, err = o.readAnatomyTable(rel, plan); err != nil {
+	var st *countquery.AnatomyGroups
+	if rel.Mechanism == release.MechanismAnatomy {
+		if st, err = o.readAnatomyTable(rel); err != nil {
 			return err
 		}
 	}
-	if err := plan.scanRelease(in, rel, st, o.Streams.Progress("estimate: read")); err != nil {
+	if err := plan.ScanRelease(in, st, o.Streams.Progress("estimate: read")); err != nil {
 		return err
 	}
 	hasTruth := len(o.Truth) == 1
 	if hasTruth {
-		if err := o.scanCountTruth(plan, rel); err != nil {
+		if err := o.scanCountTruth(plan); err != nil {
 			return err
 		}
 	}
-	answers, err := plan.estimate(rel, co)
+	answers, err := plan.Answers(countquery.Options{Tolerance: co.Tol, MaxIter: co.MaxIter,
+		ExactDecoy: co.Decoy == decoyExact, UpdateFrequencies: co.Decoy == decoyPaper})
 	if err != nil {
 		return err
 	}
 	if n := countNotConverged(answers); n > 0 {
 		o.Streams.Warnf("estimate", "%d of %d queries stopped at --ibu-max-iter %d before the update converged; raise it for the maximum-likelihood estimates", n, len(answers), co.MaxIter)
 	}
-	return o.writeCountAnswers(rel, plan, answers, hasTruth)
+	return o.writeCountAnswers(rel, queries, plan.Rows(), answers, hasTruth)
 }

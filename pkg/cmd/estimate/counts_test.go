@@ -502,21 +502,3 @@ func TestCountUnknownValueIsAnError(t *testing.T) {
 		t.Errorf("a codebook bin: %q", got)
 	}
 }
-
-func TestQuoteValuesIsBounded(t *testing.T) {
-	var vs []string
-	for i := range 25 {
-		vs = append(vs, fmt.Sprint(i))
-	}
-	got := quoteValues(vs, false)
-	if want := `"0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11", "12", "13", "14", "15", "16", "17", "18", "19", … and 5 more`; got != want {
-		t.Errorf("quoteValues = %s, want %s", got, want)
-	}
-	if got := quoteValues(vs, true); !strings.HasSuffix(got, "… and more than 5 more") {
-		t.Errorf("capped: %s", got)
-	}
-	long := strings.Repeat("é", 100)
-	if got, want := quoteValues([]string{long}, false), `"`+strings.Repeat("é", 80)+`…"`; got != want {
-		t.Errorf("a long value: %s, want %s", got, want)
-	}
-}

@@ -1,0 +1,122 @@
+package countquery
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/pramkit/pramkit/pkg/release"
+)
+
+// Answer is the answer to one query.
+type Answer struct {
+	// Estimate is the estimated count: f′_s for a lone sensitive value
+	// (Theorem 3), x_3 (the all-true state) of the Bayesian update for P and
+	// sensitive values (Eq. 12 / Eq. 13), Anatomy's or mechanism A's
+	// estimator for those releases, and the exact count for a query on
+	// non-sensitive columns only.
+	Estimate float64
+	// Iterations is how many update steps ran (0 for direct counts), and
+	// Converged false when the update stopped at Options.MaxIter.
+	Iterations int
+	Converged  bool
+	Truth      float64 // the original table's count, after ScanTruth
+}
+
+// Answers answers every query, in input order, from the counts that
+// ScanRelease (and ScanTruth) gathered. opt is the Bayesian update's
+// stopping rule and decoy model (A′ only).
+func (p *Plan) Answers(opt Options) ([]Answer, error) {
+	if p.rows == 0 {
+		return nil, errors.New("countquery: Answers needs the counts of ScanRelease")
+	}
+	rel := p.rel
+	out := make([]Answer, len(p.queries))
+	for i := range p.queries {
+		g := p.groups[p.qGroup[i]]
+		a := &out[i]
+		a.Converged = true
+		if g.truthP != nil {
+			a.Truth = float64(g.truthP[p.qTuple[i]])
+		}
+		w := len(g.sens)
+		if w == 0 { // non-sensitive columns only: published unchanged
+			a.Estimate = float64(g.nP)
+			continue
+		}
+		var err error
+		switch rel.Mechanism {
+		case release.MechanismAnatomy:
+			if g.anat != nil {
+				a.Estimate = g.anat[p.qTuple[i]]
+			}
+		case release.MechanismGlobal:
+			a.Estimate, err = p.globalEstimate(g, i, rel)
+		default:
+			if len(g.pred) == 0 && w == 1 {
+				a.Estimate = float64(g.all.counts[p.qTuple[i]]) // f′_s, Theorem 3
+				continue
+			}
+			y := p.states(g, i)
+			var e Estimate
+			if w == 1 {
+				e, err = Predicate([4]float64(y), rel.L, opt)
+			} else {
+				e, err = PredicateMulti(y, rel.L, opt)
+			}
+			a.Estimate, a.Iterations, a.Converged = e.Count, e.Iterations, e.Converged
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %v", p.queries[i].Where(p.file), err)
+		}
+	}
+	return out, nil
+}
+
+// Rows is the number of rows of the release, after ScanRelease.
+func (p *Plan) Rows() int64 { return p.rows }
+
+// hits splits combination t into the local value numbers of the group's
+// sensitive columns and reports, as bits (the first column highest),
+// which of them equal query i's.
+func (p *Plan) hits(g *group, i, t int) int {
+	bits := 0
+	for k, l := range p.qLocal[i] {
+		bits <<= 1
+		if (t/g.stride[k])%g.radix[k] == int(l) {
+			bits |= 1
+		}
+	}
+	return bits
+}
+
+// states returns y, the release's counts of the 2^{w+1} states of query i
+// (State order: P bit highest, then one bit per sensitive value).
+func (p *Plan) states(g *group, i int) []float64 {
+	w := len(g.sens)
+	y := make([]float64, 1<<(w+1))
+	for t := range g.size {
+		bits := p.hits(g, i, t)
+		y[1<<w|bits] += float64(g.counts[t])
+		y[bits] += float64(g.all.counts[t] - g.counts[t])
+	}
+	return y
+}
+
+// globalEstimate inverts mechanism A for query i over the rows satisfying P.
+func (p *Plan) globalEstimate(g *group, i int, rel *Release) (float64, error) {
+	w := len(g.sens)
+	z := make([]float64, 1<<w)
+	for t := range g.size {
+		z[p.hits(g, i, t)] += float64(g.counts[t])
+	}
+	v := make([]int, w)
+	keep := make([]float64, w)
+	for k, s := range g.sens {
+		v[k] = rel.Columns[p.slots[s].sens].K()
+		keep[k] = rel.Keep[p.slots[s].sens]
+		if keep[k] == 0 {
+			return 0, fmt.Errorf("%s was published with keep probability p = 0: its values carry no information to estimate from", p.slots[s].col)
+		}
+	}
+	return GlobalCountMulti(z, v, keep)
+}

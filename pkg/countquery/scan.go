@@ -1,0 +1,443 @@
+package countquery
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/pramkit/pramkit/pkg/codebook"
+	"github.com/pramkit/pramkit/pkg/progress"
+	"github.com/pramkit/pramkit/pkg/release"
+	"github.com/pramkit/pramkit/pkg/table"
+)
+
+// cellReader maps the cells of one column of one table to classes.
+type cellReader struct {
+	slot   *slot
+	col    int  // column index in the table
+	labels bool // cells are codebook labels (a release's sensitive column)
+	enc    *codebook.Encoder
+	memo   map[string]int32
+	imemo  map[int64]int32
+	file   string // for messages
+	track  bool   // record the slot's seen and known values (release scan)
+	// orig says the cells are the original table's values of a
+	// sensitive column, read with the release's policy.
+	orig bool
+}
+
+// classes writes the class of every cell of a into out. Text cells are
+// looked up in the batch's memory and integer cells by value, so known
+// values cost no allocation.
+func (c *cellReader) classes(a arrow.Array, first int64, out []int32) error {
+	vals := table.ValuesOf(a)
+	str, _ := a.(*array.String)
+	i64, _ := a.(*array.Int64)
+	i32, _ := a.(*array.Int32)
+	for i := range a.Len() {
+		var err error
+		switch {
+		case a.IsNull(i):
+			out[i], err = c.classOf("", first+int64(i))
+		case str != nil:
+			out[i], err = c.classOf(str.Value(i), first+int64(i))
+		case i64 != nil || i32 != nil:
+			var v int64
+			if i64 != nil {
+				v = i64.Value(i)
+			} else {
+				v = int64(i32.Value(i))
+			}
+			cls, ok := c.imemo[v]
+			if !ok {
+				if cls, err = c.classOf(strconv.FormatInt(v, 10), first+int64(i)); err == nil && len(c.imemo) < memoMax {
+					c.imemo[v] = cls
+				}
+			}
+			out[i] = cls
+		default:
+			out[i], err = c.classOf(vals.String(i), first+int64(i))
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// classOf is the class of one cell's text.
+func (c *cellReader) classOf(s string, row int64) (int32, error) {
+	sl := c.slot
+	switch {
+	case sl.cb == nil:
+		if cls, ok := sl.classOfValue[s]; ok {
+			if c.track && !sl.seen[cls] {
+				sl.seen[cls] = true
+				sl.unseen--
+			}
+			return cls, nil
+		}
+		// Other values are kept only while a queried value is still
+		// missing, and only for the message.
+		if c.track && sl.unseen > 0 && !sl.knownMore {
+			if _, ok := sl.known[s]; !ok {
+				if len(sl.known) == knownMax {
+					sl.knownMore = true
+				} else {
+					sl.known[strings.Clone(s)] = struct{}{}
+				}
+			}
+		}
+		return classNone, nil
+	case c.labels:
+		idx, ok := sl.labelIndex[s]
+		if !ok {
+			return 0, &table.DataError{File: c.file, Row: row, Column: sl.col,
+				Err: fmt.Errorf("%s is not a category of the release's codebook; the release was edited: publish the original table again with anonymize", table.QuoteCell(s))}
+		}
+		return sl.classOfIndex[idx], nil
+	}
+	if cls, ok := c.memo[s]; ok {
+		return cls, nil
+	}
+	idx, err := c.enc.Index(s)
+	cls := classNone
+	switch {
+	case errors.Is(err, codebook.ErrDrop) && c.orig:
+		cls = classDrop
+	case err != nil:
+		var how string
+		if !c.orig {
+			how = " (the --codebook file declares this column)"
+		}
+		return 0, &table.DataError{File: c.file, Row: row, Column: sl.col, Err: fmt.Errorf("%w%s", err, how)}
+	default:
+		cls = sl.classOfIndex[idx]
+	}
+	if len(c.memo) < memoMax {
+		c.memo[strings.Clone(s)] = cls
+	}
+	return cls, nil
+}
+
+// bind prepares the cell readers of every slot for one table. orig says
+// it is the original table (--truth), whose sensitive columns hold raw
+// values read with the release's policy; skip lists the slots the table
+// does not hold (anatomy's sensitive column).
+func (p *Plan) bind(in table.Reader, rel *Release, orig bool, skip func(*slot) bool) ([]*cellReader, error) {
+	cells := make([]*cellReader, len(p.slots))
+	for i, s := range p.slots {
+		if skip(s) {
+			continue
+		}
+		idx := in.Schema().FieldIndices(s.col)
+		if len(idx) == 0 {
+			what := "the release"
+			if orig {
+				what = "--truth " + in.Name()
+			}
+			return nil, fmt.Errorf("%s has no column %q, which the queries name; give the original table the release was made from", what, s.col)
+		}
+		c := &cellReader{slot: s, col: idx[0], file: in.Name(), memo: map[string]int32{}, imemo: map[int64]int32{}}
+		switch {
+		case s.cb == nil:
+			if !orig {
+				c.track = true
+				s.track()
+			}
+		case s.sens >= 0 && !orig:
+			c.labels = true
+		default:
+			policy := codebook.Policy{}
+			if s.sens >= 0 {
+				policy, c.orig = rel.Policy, true
+			}
+			enc, err := s.cb.Encoder(policy)
+			if err != nil {
+				return nil, err
+			}
+			c.enc = enc
+		}
+		cells[i] = c
+	}
+	return cells, nil
+}
+
+// ScanRelease counts, in one pass over the published table in, the rows
+// of every group's predicate by combination of published sensitive values
+// (the states' counts y of Figure 3 and Eq. 12–13; for anatomy the
+// expected counts Σ c_g(s)/n_g from st, its sensitive table, which other
+// mechanisms leave nil), and all rows by combination. It refuses a table
+// whose row count is not the metadata's N, and a queried value that no row
+// holds. Memory: one batch and the groups' counts.
+func (p *Plan) ScanRelease(in table.Reader, st *AnatomyGroups, meter *progress.Meter) error {
+	rel := p.rel
+	if rel.Mechanism == release.MechanismAnatomy && st == nil {
+		return fmt.Errorf("countquery: %s is an anatomy release: ScanRelease needs its sensitive table", rel.Name)
+	}
+	cells, err := p.bind(in, rel, false, func(s *slot) bool { return rel.Mechanism == release.MechanismAnatomy && s.sens >= 0 })
+	if err != nil {
+		return err
+	}
+	groupCol := -1
+	if rel.Mechanism == release.MechanismAnatomy {
+		groupCol = in.Schema().FieldIndices(rel.GroupColumn)[0]
+	}
+	cls := make([][]int32, len(p.slots))
+	err = table.EachBatch(in, func(rec arrow.RecordBatch, first int64) error {
+		n := int(rec.NumRows())
+		if err := classify(cells, rec, first, cls); err != nil {
+			return err
+		}
+		if groupCol >= 0 {
+			if err := p.addAnatomyRows(rec.Column(groupCol), first, cls, st, rel); err != nil {
+				return err
+			}
+		} else {
+			for row := range n {
+				for _, h := range p.hists {
+					h.counts[h.tuple(cls, row)]++
+				}
+				p.each(cls, row, func(g *group) {
+					g.nP++
+					g.counts[g.tuple(cls, row)]++
+				})
+			}
+		}
+		meter.Add(int64(n))
+		return nil
+	})
+	meter.Done()
+	if err != nil {
+		return err
+	}
+	p.rows = in.RowsRead()
+	if p.rows == 0 {
+		return fmt.Errorf("%s has no data rows: nothing to estimate", rel.Name)
+	}
+	if rel.Rows > 0 && p.rows != rel.Rows {
+		return fmt.Errorf("%s has %d rows but its metadata says N = %d; the release was edited: publish the original table again with anonymize", rel.Name, p.rows, rel.Rows)
+	}
+	for _, s := range p.slots {
+		if err := s.missing(p.queries, p.file, rel.Name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// addAnatomyRows adds the rows of one batch of an anatomy release: a row
+// of group g satisfying P holds value s with probability c_g(s)/n_g.
+func (p *Plan) addAnatomyRows(a arrow.Array, first int64, cls [][]int32, st *AnatomyGroups, rel *Release) error {
+	vals := table.ValuesOf(a)
+	sl := -1
+	for i, s := range p.slots {
+		if s.sens == 0 {
+			sl = i
+		}
+	}
+	for row := range a.Len() {
+		gid, ok := vals.Int(row)
+		if !ok || gid < 0 || gid >= int64(rel.Groups) {
+			return &table.DataError{File: rel.Name, Row: first + int64(row), Column: rel.GroupColumn,
+				Err: fmt.Errorf("%s is not a group id of this release (0 to %d); the release was edited: publish the original table again with anonymize", table.QuoteCell(vals.String(row)), rel.Groups-1)}
+		}
+		p.each(cls, row, func(g *group) {
+			g.nP++
+			if len(g.sens) == 0 {
+				return
+			}
+			if g.anat == nil {
+				g.anat = make([]float64, g.size)
+			}
+			for e := st.start[gid]; e < st.start[gid+1]; e++ {
+				g.anat[g.local[0][p.slots[sl].classOfIndex[st.value[e]]+1]] += st.share[e]
+			}
+		})
+	}
+	return nil
+}
+
+// ScanTruth counts, in one pass over in, the original table the release
+// was made from (--truth), the rows of every query: the true counts that
+// Answer.Truth reports. Sensitive columns hold raw values, read with the
+// release's Policy; rows anonymize left out (--missing drop) are skipped.
+func (p *Plan) ScanTruth(in table.Reader, meter *progress.Meter) error {
+	rel := p.rel
+	cells, err := p.bind(in, rel, true, func(*slot) bool { return false })
+	if err != nil {
+		return err
+	}
+	// anonymize --missing drop left out the rows with a missing value in
+	// any sensitive column, also in those no query names: read them too.
+	var dropOnly []*cellReader
+	if rel.Policy.Missing == codebook.MissingDrop {
+		for k, name := range rel.Sensitive {
+			if slices.ContainsFunc(p.slots, func(s *slot) bool { return s.col == name }) {
+				continue
+			}
+			extra := &Plan{slots: []*slot{newSlot(name, k, rel.Columns[k])}}
+			c, err := extra.bind(in, rel, true, func(*slot) bool { return false })
+			if err != nil {
+				return err
+			}
+			dropOnly = append(dropOnly, c[0])
+		}
+	}
+	for _, g := range p.groups {
+		g.truthP = make([]int64, g.size)
+	}
+	cls := make([][]int32, len(p.slots))
+	dropCls := make([][]int32, len(dropOnly))
+	err = table.EachBatch(in, func(rec arrow.RecordBatch, first int64) error {
+		n := int(rec.NumRows())
+		if err := classify(cells, rec, first, cls); err != nil {
+			return err
+		}
+		if err := classify(dropOnly, rec, first, dropCls); err != nil {
+			return err
+		}
+	rows:
+		for row := range n {
+			for i, s := range p.slots {
+				if s.sens >= 0 && cls[i][row] == classDrop {
+					continue rows // left out by anonymize --missing drop
+				}
+			}
+			for i := range dropOnly {
+				if dropCls[i][row] == classDrop {
+					continue rows
+				}
+			}
+			p.each(cls, row, func(g *group) {
+				g.truthNP++
+				g.truthP[g.tuple(cls, row)]++
+			})
+		}
+		meter.Add(int64(n))
+		return nil
+	})
+	meter.Done()
+	if err != nil {
+		return err
+	}
+	if in.RowsRead() == 0 {
+		return fmt.Errorf("--truth %s has no data rows", in.Name())
+	}
+	return nil
+}
+
+// classify fills cls[i] with the classes of one batch's cells of cells[i]
+// (for a nil entry cls[i] is only resized: its column is not read).
+func classify(cells []*cellReader, rec arrow.RecordBatch, first int64, cls [][]int32) error {
+	n := int(rec.NumRows())
+	for i, c := range cells {
+		cls[i] = slices.Grow(cls[i][:0], n)[:n]
+		if c == nil {
+			continue
+		}
+		if err := c.classes(rec.Column(c.col), first, cls[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// AnatomyGroups is Anatomy's sensitive table, by group, as Xiao and Tao's
+// estimator Σ_g m_g·c_g(s)/n_g reads it (the paper's baseline, §9.4): the
+// entries of group g are start[g] ≤ e < start[g+1], each a value index and
+// its share c_g(s)/n_g of the group.
+type AnatomyGroups struct {
+	start []int32
+	value []uint32
+	share []float64
+}
+
+// ReadAnatomyGroups reads the rows of Anatomy's sensitive table (columns
+// group id, the sensitive column, count) of release rel, whose metadata
+// the caller has checked (release.AnatomyGroups, the same release id). It
+// refuses an unknown group id or label, a count below 1 and a group
+// without entries.
+func ReadAnatomyGroups(in table.Reader, rel *Release) (*AnatomyGroups, error) {
+	if err := rel.check(); err != nil {
+		return nil, err
+	}
+	if rel.Mechanism != release.MechanismAnatomy {
+		return nil, fmt.Errorf("countquery: %s is a %s release, not an anatomy one", rel.Name, rel.Mechanism)
+	}
+	col := rel.Sensitive[0]
+	idx := make([]int, 3)
+	for i, name := range []string{rel.GroupColumn, col, "count"} {
+		f := in.Schema().FieldIndices(name)
+		if len(f) == 0 {
+			return nil, fmt.Errorf("%s has no column %q; the file was edited: publish the original table again with anonymize", in.Name(), name)
+		}
+		idx[i] = f[0]
+	}
+	labels := map[string]uint32{}
+	for i, l := range rel.Columns[0].Labels() {
+		labels[l] = uint32(i)
+	}
+	type entry struct {
+		group, value uint32
+		count        int64
+	}
+	var entries []entry
+	per := make([]int64, rel.Groups) // n_g
+	for {
+		rec, err := in.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		g, v, c := table.ValuesOf(rec.Column(idx[0])), table.ValuesOf(rec.Column(idx[1])), table.ValuesOf(rec.Column(idx[2]))
+		first := in.RowsRead() - rec.NumRows() + 1
+		for i := range int(rec.NumRows()) {
+			edited := func(column, what string) error {
+				return &table.DataError{File: in.Name(), Row: first + int64(i), Column: column,
+					Err: fmt.Errorf("%s; the file was edited: publish the original table again with anonymize", what)}
+			}
+			gid, ok := g.Int(i)
+			if !ok || gid < 0 || gid >= int64(rel.Groups) {
+				return nil, edited(rel.GroupColumn, fmt.Sprintf("%s is not a group id (0 to %d)", table.QuoteCell(g.String(i)), rel.Groups-1))
+			}
+			val, ok := labels[v.String(i)]
+			if !ok {
+				return nil, edited(col, fmt.Sprintf("%s is not a category of %s", table.QuoteCell(v.String(i)), col))
+			}
+			cnt, ok := c.Int(i)
+			if !ok || cnt < 1 {
+				return nil, edited("count", fmt.Sprintf("%s is not a count ≥ 1", table.QuoteCell(c.String(i))))
+			}
+			entries = append(entries, entry{uint32(gid), val, cnt})
+			per[gid] += cnt
+		}
+	}
+	st := &AnatomyGroups{start: make([]int32, rel.Groups+1), value: make([]uint32, len(entries)), share: make([]float64, len(entries))}
+	for g, n := range per {
+		if n == 0 {
+			return nil, fmt.Errorf("%s: group %d has no entry; the file was edited: publish the original table again with anonymize", in.Name(), g)
+		}
+	}
+	for _, e := range entries {
+		st.start[e.group+1]++
+	}
+	for g := range rel.Groups {
+		st.start[g+1] += st.start[g]
+	}
+	next := append([]int32(nil), st.start[:rel.Groups]...)
+	for _, e := range entries {
+		st.value[next[e.group]] = e.value
+		st.share[next[e.group]] = float64(e.count) / float64(per[e.group])
+		next[e.group]++
+	}
+	return st, nil
+}
