@@ -96,7 +96,7 @@ type countJSONAnswer struct {
 func (o *Options) writeCountAnswers(rel *countRelease, queries []countquery.Query, rows int64, answers []countquery.Answer, hasTruth bool) error {
 	if o.JSON {
 		out := countJSONOut{Mechanism: rel.Mechanism, L: rel.L, N: rows}
-		if rel.Mechanism == "diverted" {
+		if rel.Mechanism == release.MechanismDiverted {
 			out.Decoy = o.Counts.Decoy
 		}
 		var sum float64
