@@ -58,7 +58,9 @@ type Descriptor struct {
 	// mechanism's.
 	Flags []string
 	// EstimateFlags are estimate's flags that apply to releases of this
-	// mechanism; the same rule refuses them on other releases.
+	// mechanism and not to every release (--method, --level and --columns
+	// are some kinds'); the same rule refuses them on other releases, and
+	// `estimate help KIND` lists a kind's.
 	EstimateFlags []string
 }
 
@@ -67,13 +69,13 @@ type Descriptor struct {
 var Table = []Descriptor{
 	{release.MechanismGamma, Perturb, KindPRAM,
 		[]string{"gamma", "allow-recompose", "ledger", "no-ledger"},
-		[]string{"marginal", "gamma", "rows", "sample-size", "ci", "replicates", "max-iter", "tol", "truth-id"}},
+		[]string{"marginal", "gamma", "rows", "sample-size", "ci", "replicates", "max-iter", "tol", "truth-id", "method", "level", "columns"}},
 	{release.MechanismBitflip, Perturb, KindBitflip,
 		[]string{"lie", "columns", "codebook"},
-		[]string{"anonymity", "anonymity-samples", "anonymity-max-bits"}},
+		[]string{"anonymity", "anonymity-samples", "anonymity-max-bits", "level", "columns"}},
 	{release.MechanismDDPS, Perturb, KindDDPS,
 		[]string{"column", "pi-s", "pi-bot", "non-participant", "codebook"},
-		[]string{"round-two"}},
+		[]string{"round-two", "columns"}},
 	{release.MechanismDiverted, Anonymize, KindCounts,
 		nil,
 		[]string{"query", "queries", "decoy", "ibu-tol", "ibu-max-iter"}},

@@ -176,8 +176,6 @@ func runCounts(o *Options, in table.Reader) error {
 		return cli.Usagef("give either --query or --queries, not both")
 	case co.Query == "" && co.Queries == "":
 		return cli.Usagef("%s is a %s release of anonymize: ask count queries with --query 'col=value,…' or --queries FILE", rel.name, rel.mech)
-	case len(o.Columns) > 0:
-		return cli.Usagef("--columns does not apply to count queries: name the columns in the query")
 	case len(o.Truth) > 1:
 		return cli.Usagef("an anonymize release has one original table: give --truth once")
 	case co.Decoy != decoyExact && co.Decoy != decoyPaper && co.Decoy != decoyPaperFixed:

@@ -10,7 +10,6 @@ import (
 
 	"github.com/pramkit/pramkit/pkg/cli"
 	"github.com/pramkit/pramkit/pkg/mechanism"
-	"github.com/pramkit/pramkit/pkg/release"
 )
 
 // kind is one kind of release of mechanism.Table (its Kind): its
@@ -73,16 +72,6 @@ func examples() string {
 	return strings.Join(parts, "\n\n")
 }
 
-// helpFlags adds to the flags mechanism.Table gives estimate's kinds, for
-// the help only, the flags that several kinds use but not all: giving them
-// to another kind is not an error (mechanism.RefuseEstimate refuses the
-// table's), they are just not listed there.
-var helpFlags = map[string][]string{
-	"method":  {release.MechanismGamma},
-	"level":   {release.MechanismGamma, release.MechanismBitflip},
-	"columns": {release.MechanismGamma, release.MechanismBitflip, release.MechanismDDPS},
-}
-
 // kindFlags are the flags that apply to releases of kind k: those of its
 // mechanisms (mechanism.Table's EstimateFlags) and those every kind shares.
 func kindFlags(cmd *cobra.Command, k kind) *pflag.FlagSet {
@@ -91,9 +80,6 @@ func kindFlags(cmd *cobra.Command, k kind) *pflag.FlagSet {
 	mine := mechanism.OfKind(k.name)
 	cmd.Flags().VisitAll(func(f *pflag.Flag) {
 		mechs, only := owners[f.Name]
-		if !only {
-			mechs, only = helpFlags[f.Name]
-		}
 		if f.Name == "help" || f.Name == "version" {
 			return
 		}

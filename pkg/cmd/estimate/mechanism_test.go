@@ -44,6 +44,15 @@ func TestFlagsOfOtherKindsRefused(t *testing.T) {
 			Msg: "--ibu-tol applies to diverted releases only"},
 		{Name: "gamma on global", Args: []string{global, "--query", "a=x", "--gamma", "3"}, Code: 2,
 			Msg: "--gamma applies to gamma-diagonal releases only"},
+		// flags that several kinds share but not all, ignored before
+		{Name: "method on diverted", Args: []string{diverted, "--query", "a=x", "--method", "mle"}, Code: 2,
+			Msg: "--method applies to gamma-diagonal releases only"},
+		{Name: "level on ddps", Args: []string{ddps, "--level", "0.9"}, Code: 2,
+			Msg: "--level applies to gamma-diagonal, bitflip releases only"},
+		{Name: "level on global", Args: []string{global, "--query", "a=x", "--level", "0.9"}, Code: 2,
+			Msg: "--level applies to gamma-diagonal, bitflip releases only"},
+		{Name: "columns on anatomy", Args: []string{anatomy, "--query", "a=x", "--columns", "a"}, Code: 2,
+			Msg: "--columns applies to gamma-diagonal, bitflip, ddps releases only"},
 	}
 	cmdtest.ExpectFailures(t, build, out, tests, "-o", out)
 }
