@@ -89,7 +89,8 @@ satisfying P (and its tensor form for several sensitive values).`
   $ estimate --codebook codebook.json --query 'age=25-34,occupation=Craft-repair' adult.l5.csv`
 )
 
-func addCountFlags(cmd *cobra.Command, o *countOptions) {
+func addCountFlags(cmd *cobra.Command, opts *Options) {
+	o := &opts.Counts
 	f := cmd.Flags()
 	f.StringVar(&o.Query, "query", "", "anonymize releases: count query `Q` = 'col=value,col=value,…'")
 	f.StringVar(&o.Queries, "queries", "", "anonymize releases: CSV `FILE` of count queries (header \"query\"), answered in order")

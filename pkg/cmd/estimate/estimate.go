@@ -77,10 +77,9 @@ func NewCmd(s *cli.Streams, runF func(*Options) error) *cobra.Command {
 	f.StringArrayVar(&opts.Truth, "truth", nil, "original table `FILE` (repeat for each curator's), to report the estimation error")
 	f.StringSliceVar(&opts.Columns, "columns", nil, "estimate over these columns only")
 	f.StringVar(&opts.Codebook, "codebook", "", "codebook `FILE` for labels the metadata does not carry")
-	addPRAMFlags(cmd, &opts.PRAM)
-	addCountFlags(cmd, &opts.Counts)
-	addBitflipFlags(cmd, &opts.Bitflip)
-	addDDPSFlags(cmd, &opts.DDPS)
+	for _, k := range kinds {
+		k.addFlags(cmd, opts)
+	}
 	cli.AddOutputFlags(cmd, &opts.Output)
 	cli.AddSeedFlag(cmd, &opts.Seed)
 	help := newHelpCmd(cmd)

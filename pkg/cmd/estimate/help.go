@@ -12,28 +12,29 @@ import (
 	"github.com/pramkit/pramkit/pkg/mechanism"
 )
 
-// kind is one kind of release of mechanism.Table (its Kind): its
-// estimator, and its sections of the help. --help prints the overview and
-// then every kind's section, `estimate help KIND` one section with its
-// examples and only the flags that apply to it, so that a researcher
-// holding a bitflip release need not read about count queries. The
-// mechanisms a kind covers are mechanism.OfKind(name).
+// kind is one kind of release of mechanism.Table (its Kind): the flags it
+// adds, its estimator, and its sections of the help. --help prints the
+// overview and then every kind's section, `estimate help KIND` one section
+// with its examples and only the flags that apply to it, so that a
+// researcher holding a bitflip release need not read about count queries.
+// The mechanisms a kind covers are mechanism.OfKind(name).
 type kind struct {
-	name    string // mechanism.Table's Kind, the argument of `estimate help`
-	run     runner // the estimator of its releases
-	title   string // the section's heading
-	text    string // the section
-	example string
+	name     string // mechanism.Table's Kind, the argument of `estimate help`
+	addFlags func(*cobra.Command, *Options)
+	run      runner // the estimator of its releases
+	title    string // the section's heading
+	text     string // the section
+	example  string
 }
 
 // kinds are estimate's steps, one line per kind of mechanism.Table
 // (help_test.go checks both tables agree), in the order of the pipeline's
 // stages.
 var kinds = []kind{
-	{mechanism.KindPRAM, runPRAM, "γ-diagonal releases (perturb's default mechanism, read after decrypt)", pramHelp, pramExample},
-	{mechanism.KindCounts, runCounts, "count queries on anonymized tables (anonymize's diverted, anatomy, global)", countsHelp, countsExample},
-	{mechanism.KindBitflip, runBitflip, "bitflip releases (perturb --mechanism bitflip)", bitflipHelp, bitflipExample},
-	{mechanism.KindDDPS, runDDPS, "DDPS releases (perturb --mechanism ddps)", ddpsHelp, ddpsExample},
+	{mechanism.KindPRAM, addPRAMFlags, runPRAM, "γ-diagonal releases (perturb's default mechanism, read after decrypt)", pramHelp, pramExample},
+	{mechanism.KindCounts, addCountFlags, runCounts, "count queries on anonymized tables (anonymize's diverted, anatomy, global)", countsHelp, countsExample},
+	{mechanism.KindBitflip, addBitflipFlags, runBitflip, "bitflip releases (perturb --mechanism bitflip)", bitflipHelp, bitflipExample},
+	{mechanism.KindDDPS, addDDPSFlags, runDDPS, "DDPS releases (perturb --mechanism ddps)", ddpsHelp, ddpsExample},
 }
 
 const helpOverview = `Estimate reads a table released by a pramkit mechanism and estimates what
