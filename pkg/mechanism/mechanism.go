@@ -139,9 +139,13 @@ func OfKind(kind string) []string {
 	return names
 }
 
+// Choices are the names of maker's mechanisms as a sentence says them:
+// "gamma-diagonal, bitflip or ddps".
+func Choices(maker string) string { return orList(Names(maker)) }
+
 // Unknown is the usage message for a --mechanism that maker does not have.
 func Unknown(maker, name string) string {
-	return fmt.Sprintf("unknown --mechanism %q: choose %s", name, orList(Names(maker)))
+	return fmt.Sprintf("unknown --mechanism %q: choose %s", name, Choices(maker))
 }
 
 // Owners maps each flag that some mechanisms own to their names, in

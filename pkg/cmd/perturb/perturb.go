@@ -64,7 +64,7 @@ var mechanisms = []step{
 func NewCmd(s *cli.Streams, runF func(*Options) error) *cobra.Command {
 	opts := &Options{Streams: s}
 	cmd := &cobra.Command{
-		Use:   "perturb [<file>...] [--mechanism gamma-diagonal|bitflip|ddps] [flags]",
+		Use:   "perturb [<file>...] [--mechanism " + strings.Join(mechanism.Names(mechanism.Perturb), "|") + "] [flags]",
 		Short: "Randomize a table's rows with a privacy mechanism",
 		Long: `Perturb randomizes every row of a table independently with a mechanism whose
 privacy loss ε is recorded in the output's metadata.
@@ -86,7 +86,7 @@ A flag of another mechanism than the one chosen is refused.` + helps(func(s step
 		}, runF, run),
 	}
 	f := cmd.Flags()
-	f.StringVar(&opts.Mechanism, "mechanism", mechanisms[0].name, "`NAME` of the mechanism: "+strings.Join(mechanism.Names(mechanism.Perturb), ", "))
+	f.StringVar(&opts.Mechanism, "mechanism", mechanisms[0].name, "`NAME` of the mechanism: "+mechanism.Choices(mechanism.Perturb))
 	f.StringSliceVar(&opts.Columns, "columns", nil, "columns to randomize (bitflip)")
 	f.StringVar(&opts.Codebook, "codebook", "", "codebook `FILE` for the columns' categories (bitflip, ddps)")
 	f.Float64Var(&opts.Epsilon, "epsilon", 0, "privacy level `E` > 0 that the mechanism's parameter is chosen for")
