@@ -17,6 +17,7 @@ import (
 
 	"github.com/pramkit/pramkit/pkg/cli"
 	"github.com/pramkit/pramkit/pkg/codebook"
+	"github.com/pramkit/pramkit/pkg/mechanism"
 	"github.com/pramkit/pramkit/pkg/release"
 	"github.com/pramkit/pramkit/pkg/table"
 )
@@ -59,15 +60,19 @@ type Options struct {
 	insecureIn bool
 }
 
-// anonymizeLong is --help's text: the mechanisms, the guarantees and the
-// memory each needs.
-const anonymizeLong = `Anonymize publishes a whole table so that counts of many people stay
+// anonymizeIntro begins --help's text: then come the mechanisms' sections,
+// the guarantees and the memory each needs.
+const anonymizeIntro = `Anonymize publishes a whole table so that counts of many people stay
 accurate while counts of a few people, and each person's sensitive value,
 stay hidden (Fu, Wang, Wang, Wong, "Small Count Privacy and Large Count
 Utility in Data Publishing"; SPEC §4). The --sensitive columns are
 randomized; every other column is published unchanged, as text.
 
---mechanism diverted (the default) is the paper's mechanism A′:
+`
+
+// divertedHelp, anatomyHelp and globalHelp are the mechanisms' sections
+// of --help, in steps' order.
+const divertedHelp = `--mechanism diverted (the default) is the paper's mechanism A′:
   1. every row gets a random id (from a CSPRNG), independent of its content;
   2. the (id, sensitive value) pairs are split into decoy groups of exactly
      ℓ′ rows with ℓ′ distinct values, deterministically, by Anatomy's group
@@ -90,14 +95,18 @@ by leaving out N mod ℓ′ < ℓ′ rows chosen at random; how many is reported
 stderr and in the metadata. Several sensitive columns are randomized
 independently, each with its own decoy groups (§7.2).
 
---mechanism anatomy is the ℓ-diversity baseline the paper compares with
+`
+
+const anatomyHelp = `--mechanism anatomy is the ℓ-diversity baseline the paper compares with
 (Xiao and Tao's Anatomy, groups built as above with ℓ = --l): the rows go to
 -o with a group id column (--group-column, "group") instead of the
 sensitive column, and the sensitive table (group, value, count) goes to
 --groups FILE. Values are true but only linked to a group. One sensitive
 column.
 
---mechanism global is the paper's mechanism A: each row keeps its value with
+`
+
+const globalHelp = `--mechanism global is the paper's mechanism A: each row keeps its value with
 probability --p, else gets a value drawn uniformly from the whole codebook.
 p = 1 is refused (it publishes the column unchanged); p = 0 redraws every
 value: private, but nothing can be estimated from it.
@@ -105,6 +114,12 @@ Without --p, --l N sets the paper's comparison point: the row retains its
 value with probability 1/ℓ′, that is p = (V/ℓ′ − 1)/(V − 1) for V values.
 Each row is randomized independently, so global streams; its rows are then
 shuffled (below).
+
+`
+
+// anonymizeRest is --help after the mechanisms: order, codebook, report,
+// memory.
+const anonymizeRest = `A flag of another mechanism than the one chosen is refused.
 
 Every mechanism publishes its rows in a uniformly random order, whatever
 the input's order: a table sorted by the sensitive column and published in
@@ -158,13 +173,42 @@ const anonymizeExample = `  # is Adult eligible for ℓ′ = 5 with occupation s
       -o adult.anatomy.csv --groups adult.anatomy.groups.csv
   $ anonymize --mechanism global --sensitive occupation --l 5 --codebook codebook.json adult.csv -o adult.global.csv`
 
+// step is anonymize's part of one mechanism of mechanism.Table: its
+// publication and its section of --help.
+type step struct {
+	name    string
+	publish func(o *Options, in table.Reader, cb *codebook.Codebook) error
+	help    string
+}
+
+// steps are anonymize's mechanisms, one line per mechanism of
+// mechanism.Table made by anonymize (mechanism_test.go checks both tables
+// agree), the default first.
+var steps = []step{
+	{diverted, (*Options).runDiverted, divertedHelp},
+	{anatomy, (*Options).runAnatomy, anatomyHelp},
+	{global, (*Options).runGlobal, globalHelp},
+}
+
+// longHelp is --help's text: the introduction, every mechanism's section,
+// then what they share.
+func longHelp() string {
+	var b strings.Builder
+	b.WriteString(anonymizeIntro)
+	for _, st := range steps {
+		b.WriteString(st.help)
+	}
+	b.WriteString(anonymizeRest)
+	return b.String()
+}
+
 // NewCmd builds the command; runF replaces the run function in tests.
 func NewCmd(s *cli.Streams, runF func(*Options) error) *cobra.Command {
 	opts := &Options{Streams: s}
 	cmd := &cobra.Command{
 		Use:     "anonymize [<file>] --sensitive COL[,COL…] --l N [flags]",
 		Short:   "Publish a table with ℓ′-diverted sensitive values (mechanism A′)",
-		Long:    anonymizeLong,
+		Long:    longHelp(),
 		Example: anonymizeExample,
 		Args:    cobra.MaximumNArgs(1),
 		RunE: cli.RunE(opts, func(c *cobra.Command, args []string) {
@@ -210,10 +254,11 @@ func (o *Options) validate() error {
 			return cli.Usagef("--sensitive names %q twice", s)
 		}
 	}
-	switch o.Mechanism {
-	case diverted, anatomy, global:
-	default:
-		return cli.Usagef("--mechanism %q: choose diverted, anatomy or global", o.Mechanism)
+	if !slices.ContainsFunc(steps, func(st step) bool { return st.name == o.Mechanism }) {
+		return cli.Usagef("%s", mechanism.Unknown(mechanism.Anonymize, o.Mechanism))
+	}
+	if msg := mechanism.Refuse(mechanism.Anonymize, o.Mechanism, f); msg != "" {
+		return cli.Usagef("%s", msg)
 	}
 	lGiven := f.Changed("l")
 	if lGiven && o.L < 2 {
@@ -267,14 +312,6 @@ func (o *Options) validate() error {
 // validatePublish checks the flags of a run that publishes.
 func (o *Options) validatePublish(lGiven bool) error {
 	f := o.cmd.Flags()
-	if o.Mechanism != global && f.Changed("p") {
-		return cli.Usagef("--p applies to --mechanism global only")
-	}
-	if o.Mechanism != anatomy {
-		if o.Groups != "" || f.Changed("group-column") {
-			return cli.Usagef("--groups and --group-column apply to --mechanism anatomy only")
-		}
-	}
 	switch o.Mechanism {
 	case diverted:
 		if !lGiven {
@@ -347,12 +384,9 @@ func run(o *Options) error {
 		return o.runCheck(in, cb)
 	case o.Report && table.IsStdio(o.Output.Path):
 		return o.runReportOnly(in, cb)
-	case o.Mechanism == global:
-		return o.runGlobal(in, cb)
-	case o.Mechanism == anatomy:
-		return o.runAnatomy(in, cb)
 	}
-	return o.runDiverted(in, cb)
+	i := slices.IndexFunc(steps, func(st step) bool { return st.name == o.Mechanism })
+	return steps[i].publish(o, in, cb)
 }
 
 func (o *Options) policy() codebook.Policy {

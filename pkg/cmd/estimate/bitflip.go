@@ -76,7 +76,8 @@ ratio was found.`
   $ estimate adult.bitflip.csv --anonymity --truth adult.csv`
 )
 
-func addBitflipFlags(cmd *cobra.Command, o *bitflipOptions) {
+func addBitflipFlags(cmd *cobra.Command, opts *Options) {
+	o := &opts.Bitflip
 	f := cmd.Flags()
 	f.BoolVar(&o.Anonymity, "anonymity", false, "bitflip: compute the anonymity A_p of the original records given by --truth")
 	f.IntVar(&o.Samples, "anonymity-samples", 0, "bitflip: estimate A_p by Monte Carlo over `N` sampled reports (for L too large to compute exactly)")

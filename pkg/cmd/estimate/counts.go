@@ -88,7 +88,8 @@ satisfying P (and its tensor form for several sensitive values).`
   $ estimate --codebook codebook.json --query 'age=25-34,occupation=Craft-repair' adult.l5.csv`
 )
 
-func addCountFlags(cmd *cobra.Command, o *countOptions) {
+func addCountFlags(cmd *cobra.Command, opts *Options) {
+	o := &opts.Counts
 	f := cmd.Flags()
 	f.StringVar(&o.Query, "query", "", "anonymize releases: count query `Q` = 'col=value,col=value,…'")
 	f.StringVar(&o.Queries, "queries", "", "anonymize releases: CSV `FILE` of count queries (header \"query\"), answered in order")
@@ -163,8 +164,6 @@ func runCounts(o *Options, in table.Reader) error {
 		return cli.Usagef("give either --query or --queries, not both")
 	case co.Query == "" && co.Queries == "":
 		return cli.Usagef("%s is a %s release of anonymize: ask count queries with --query 'col=value,…' or --queries FILE", rel.Name, rel.Mechanism)
-	case len(o.Columns) > 0:
-		return cli.Usagef("--columns does not apply to count queries: name the columns in the query")
 	case len(o.Truth) > 1:
 		return cli.Usagef("an anonymize release has one original table: give --truth once")
 	case co.Decoy != decoyExact && co.Decoy != decoyPaper && co.Decoy != decoyPaperFixed:

@@ -365,7 +365,7 @@ func TestCountBadInputFailsCleanly(t *testing.T) {
 		{[]string{"--query", "s=s1,"}, 2, "empty condition"},
 		{[]string{"--query", "s=s1", "--decoy", "other"}, 2, `--decoy "other": choose exact, paper or paper-fixed`},
 		{[]string{"--query", "s=s1", "--groups", "g.csv"}, 2, "--groups applies to anatomy releases only"},
-		{[]string{"--query", "s=s1", "--method", "mle"}, 0, ""}, // --method has a default; harmless
+		{[]string{"--query", "s=s1", "--method", "mle"}, 2, "--method applies to gamma-diagonal releases only"},
 		{[]string{"--query", "s=s1", "--marginal", "s"}, 2, "--marginal applies to gamma-diagonal releases only"},
 		{[]string{"--query", "s=s1", "--truth", pub}, 1, "is a diverted release, not the original table"},
 	} {

@@ -54,7 +54,8 @@ truth_l2_error, …).`
   $ estimate occupation.ddps.csv --json --round-two`
 )
 
-func addDDPSFlags(cmd *cobra.Command, o *ddpsOptions) {
+func addDDPSFlags(cmd *cobra.Command, opts *Options) {
+	o := &opts.DDPS
 	cmd.Flags().BoolVar(&o.RoundTwo, "round-two", false, "ddps: estimate from round two alone (smaller variance) instead of the difference of the rounds (Eq. 41)")
 }
 

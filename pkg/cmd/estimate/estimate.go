@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pramkit/pramkit/pkg/cli"
+	"github.com/pramkit/pramkit/pkg/mechanism"
 	"github.com/pramkit/pramkit/pkg/release"
 	"github.com/pramkit/pramkit/pkg/table"
 )
@@ -58,42 +59,6 @@ func (o *Options) markInsecureSeed(meta table.Meta) {
 // runner estimates from one mechanism's release.
 type runner func(o *Options, in table.Reader) error
 
-// runners maps the metadata's "mechanism" to its estimator.
-var runners = map[string]runner{
-	"gamma-diagonal": runPRAM,
-	"diverted":       runCounts,
-	"anatomy":        runCounts,
-	"global":         runCounts,
-	"bitflip":        runBitflip,
-	"ddps":           runDDPS,
-}
-
-// mechanismFlags maps each flag that applies to one mechanism's releases
-// only to that mechanism (or a comma-separated list of them), so that such
-// a flag given for another kind of release is an error instead of being
-// ignored.
-var mechanismFlags = map[string]string{
-	"anonymity":          "bitflip",
-	"anonymity-samples":  "bitflip",
-	"anonymity-max-bits": "bitflip",
-	"round-two":          "ddps",
-	"marginal":           "gamma-diagonal",
-	"gamma":              "gamma-diagonal",
-	"rows":               "gamma-diagonal",
-	"sample-size":        "gamma-diagonal",
-	"ci":                 "gamma-diagonal",
-	"replicates":         "gamma-diagonal",
-	"max-iter":           "gamma-diagonal",
-	"tol":                "gamma-diagonal",
-	"truth-id":           "gamma-diagonal",
-	"query":              "diverted,anatomy,global",
-	"queries":            "diverted,anatomy,global",
-	"decoy":              "diverted",
-	"ibu-tol":            "diverted",
-	"ibu-max-iter":       "diverted",
-	"groups":             "anatomy",
-}
-
 // NewCmd builds the command; runF replaces the run function in tests.
 func NewCmd(s *cli.Streams, runF func(*Options) error) *cobra.Command {
 	opts := &Options{Streams: s}
@@ -112,10 +77,9 @@ func NewCmd(s *cli.Streams, runF func(*Options) error) *cobra.Command {
 	f.StringArrayVar(&opts.Truth, "truth", nil, "original table `FILE` (repeat for each curator's), to report the estimation error")
 	f.StringSliceVar(&opts.Columns, "columns", nil, "estimate over these columns only")
 	f.StringVar(&opts.Codebook, "codebook", "", "codebook `FILE` for labels the metadata does not carry")
-	addPRAMFlags(cmd, &opts.PRAM)
-	addCountFlags(cmd, &opts.Counts)
-	addBitflipFlags(cmd, &opts.Bitflip)
-	addDDPSFlags(cmd, &opts.DDPS)
+	for _, k := range kinds {
+		k.addFlags(cmd, opts)
+	}
 	cli.AddOutputFlags(cmd, &opts.Output)
 	cli.AddSeedFlag(cmd, &opts.Seed)
 	help := newHelpCmd(cmd)
@@ -138,24 +102,15 @@ func run(o *Options) error {
 	if !ok {
 		return fmt.Errorf("%s is not a pramkit release: its metadata names no mechanism; estimate reads the output of perturb, decrypt or anonymize", in.Name())
 	}
-	r, ok := runners[mech]
+	d, ok := mechanism.Lookup(mech)
 	if !ok {
-		known := make([]string, 0, len(runners))
-		for k := range runners {
-			known = append(known, k)
-		}
+		known := mechanism.Names("")
 		sort.Strings(known)
 		return fmt.Errorf("%s: mechanism %q is not one estimate knows (%s); is pramkit older than the file?", in.Name(), mech, strings.Join(known, ", "))
 	}
-	flags := make([]string, 0, len(mechanismFlags))
-	for f := range mechanismFlags {
-		flags = append(flags, f)
+	if msg := mechanism.RefuseEstimate(in.Name(), mech, o.cmd.Flags()); msg != "" {
+		return cli.Usagef("%s", msg)
 	}
-	sort.Strings(flags)
-	for _, f := range flags {
-		if want := mechanismFlags[f]; !slices.Contains(strings.Split(want, ","), mech) && o.cmd.Flags().Changed(f) {
-			return cli.Usagef("--%s applies to %s releases only, but %s is a %s release", f, strings.ReplaceAll(want, ",", ", "), in.Name(), mech)
-		}
-	}
-	return r(o, in)
+	k := slices.IndexFunc(kinds, func(k kind) bool { return k.name == d.Kind })
+	return kinds[k].run(o, in)
 }

@@ -9,30 +9,32 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/pramkit/pramkit/pkg/cli"
+	"github.com/pramkit/pramkit/pkg/mechanism"
 )
 
-// helpKind is one kind of release in estimate's help: --help prints the
+// kind is one kind of release of mechanism.Table (its Kind): the flags it
+// adds, its estimator, and its sections of the help. --help prints the
 // overview and then every kind's section, `estimate help KIND` one section
 // with its examples and only the flags that apply to it, so that a
 // researcher holding a bitflip release need not read about count queries.
-type helpKind struct {
-	name       string   // the argument of `estimate help`
-	title      string   // the section's heading
-	mechanisms []string // the metadata's mechanisms it covers (mechanismFlags' values)
-	text       string   // the section
-	example    string
+// The mechanisms a kind covers are mechanism.OfKind(name).
+type kind struct {
+	name     string // mechanism.Table's Kind, the argument of `estimate help`
+	addFlags func(*cobra.Command, *Options)
+	run      runner // the estimator of its releases
+	title    string // the section's heading
+	text     string // the section
+	example  string
 }
 
-// helpKinds lists the kinds in the order of the pipeline's stages.
-var helpKinds = []helpKind{
-	{"pram", "γ-diagonal releases (perturb's default mechanism, read after decrypt)",
-		[]string{"gamma-diagonal"}, pramHelp, pramExample},
-	{"counts", "count queries on anonymized tables (anonymize's diverted, anatomy, global)",
-		[]string{"diverted", "anatomy", "global"}, countsHelp, countsExample},
-	{"bitflip", "bitflip releases (perturb --mechanism bitflip)",
-		[]string{"bitflip"}, bitflipHelp, bitflipExample},
-	{"ddps", "DDPS releases (perturb --mechanism ddps)",
-		[]string{"ddps"}, ddpsHelp, ddpsExample},
+// kinds are estimate's steps, one line per kind of mechanism.Table
+// (help_test.go checks both tables agree), in the order of the pipeline's
+// stages.
+var kinds = []kind{
+	{mechanism.KindPRAM, addPRAMFlags, runPRAM, "γ-diagonal releases (perturb's default mechanism, read after decrypt)", pramHelp, pramExample},
+	{mechanism.KindCounts, addCountFlags, runCounts, "count queries on anonymized tables (anonymize's diverted, anatomy, global)", countsHelp, countsExample},
+	{mechanism.KindBitflip, addBitflipFlags, runBitflip, "bitflip releases (perturb --mechanism bitflip)", bitflipHelp, bitflipExample},
+	{mechanism.KindDDPS, addDDPSFlags, runDDPS, "DDPS releases (perturb --mechanism ddps)", ddpsHelp, ddpsExample},
 }
 
 const helpOverview = `Estimate reads a table released by a pramkit mechanism and estimates what
@@ -45,11 +47,11 @@ file's metadata; each kind has its own estimators, flags and output:
 func longHelp() string {
 	var b strings.Builder
 	b.WriteString(helpOverview)
-	for _, k := range helpKinds {
+	for _, k := range kinds {
 		fmt.Fprintf(&b, "  %-8s %s\n", k.name, k.title)
 	}
 	b.WriteString("Each section below is also `estimate help KIND`, with that kind's flags.")
-	for _, k := range helpKinds {
+	for _, k := range kinds {
 		fmt.Fprintf(&b, "\n\n%s\n\n%s", heading(k), strings.TrimSpace(k.text))
 	}
 	return b.String()
@@ -57,7 +59,7 @@ func longHelp() string {
 
 // heading underlines a kind's title, so that the sections stand out in a
 // pager or a terminal without escape codes.
-func heading(k helpKind) string {
+func heading(k kind) string {
 	h := strings.ToUpper(k.name) + ": " + k.title
 	return h + "\n" + strings.Repeat("─", len([]rune(h)))
 }
@@ -65,34 +67,24 @@ func heading(k helpKind) string {
 // examples is --help's Examples: every kind's, in the kinds' order.
 func examples() string {
 	var parts []string
-	for _, k := range helpKinds {
+	for _, k := range kinds {
 		parts = append(parts, strings.TrimRight(strings.TrimLeft(k.example, "\n"), "\n"))
 	}
 	return strings.Join(parts, "\n\n")
 }
 
-// helpFlags adds to mechanismFlags, for the help only, the flags that
-// several kinds use but not all: giving them to another kind is not an
-// error (that is mechanismFlags' job), they are just not listed there.
-var helpFlags = map[string]string{
-	"method":  "gamma-diagonal",
-	"level":   "gamma-diagonal,bitflip",
-	"columns": "gamma-diagonal,bitflip,ddps",
-}
-
 // kindFlags are the flags that apply to releases of kind k: those of its
-// mechanisms (mechanismFlags) and those every kind shares.
-func kindFlags(cmd *cobra.Command, k helpKind) *pflag.FlagSet {
+// mechanisms (mechanism.Table's EstimateFlags) and those every kind shares.
+func kindFlags(cmd *cobra.Command, k kind) *pflag.FlagSet {
 	fs := pflag.NewFlagSet(k.name, pflag.ContinueOnError)
+	owners := mechanism.Owners("", true)
+	mine := mechanism.OfKind(k.name)
 	cmd.Flags().VisitAll(func(f *pflag.Flag) {
-		mechs, only := mechanismFlags[f.Name]
-		if !only {
-			mechs, only = helpFlags[f.Name]
-		}
+		mechs, only := owners[f.Name]
 		if f.Name == "help" || f.Name == "version" {
 			return
 		}
-		if !only || slices.ContainsFunc(strings.Split(mechs, ","), func(m string) bool { return slices.Contains(k.mechanisms, m) }) {
+		if !only || slices.ContainsFunc(mechs, func(m string) bool { return slices.Contains(mine, m) }) {
 			fs.AddFlag(f)
 		}
 	})
@@ -102,7 +94,7 @@ func kindFlags(cmd *cobra.Command, k helpKind) *pflag.FlagSet {
 // newHelpCmd builds `estimate help [KIND]`.
 func newHelpCmd(root *cobra.Command) *cobra.Command {
 	var names []string
-	for _, k := range helpKinds {
+	for _, k := range kinds {
 		names = append(names, k.name)
 	}
 	return &cobra.Command{
@@ -114,11 +106,11 @@ func newHelpCmd(root *cobra.Command) *cobra.Command {
 			if len(args) == 0 {
 				return root.Help()
 			}
-			i := slices.IndexFunc(helpKinds, func(k helpKind) bool { return k.name == args[0] })
+			i := slices.IndexFunc(kinds, func(k kind) bool { return k.name == args[0] })
 			if i < 0 {
 				return cli.Usagef("help %q: the kinds of release are %s", args[0], strings.Join(names, ", "))
 			}
-			k := helpKinds[i]
+			k := kinds[i]
 			w := c.OutOrStdout()
 			fmt.Fprintf(w, "%s\n\n%s\n\nUsage:\n  %s\n\nExamples:\n%s\n\nFlags:\n%s",
 				heading(k), strings.TrimSpace(k.text), root.UseLine(),

@@ -127,7 +127,8 @@ l2_error with --truth. The table's metadata carries the same items.`
   {"method":"mle","columns":["education","income"],"epsilon":1,"gamma":28.19930705710013,"n":32561,"m":2057,"K":32,"bound":0.29351543260398094,…,"l2_error":0.05186891390193661}`
 )
 
-func addPRAMFlags(cmd *cobra.Command, o *pramOptions) {
+func addPRAMFlags(cmd *cobra.Command, opts *Options) {
+	o := &opts.PRAM
 	f := cmd.Flags()
 	f.StringVar(&o.Method, "method", "mle", "gamma-diagonal: estimator `M`, inverse, projected or mle")
 	f.StringArrayVar(&o.Marginals, "marginal", nil, "gamma-diagonal: print the marginal distribution of `COL` (repeat, or a,b, for several columns together)")

@@ -62,7 +62,8 @@ Memory does not grow with the rows beyond the shuffle's 16 MiB (see above).`
 // invert it.
 var lieRange = cli.Interval{Lo: 0, Hi: 0.5, LoOpen: true, HiOpen: true}
 
-func addBitflipFlags(cmd *cobra.Command, o *bitflipOptions) {
+func addBitflipFlags(cmd *cobra.Command, opts *Options) {
+	o := &opts.Bitflip
 	cmd.Flags().Float64Var(&o.Lie, "lie", 0, "bitflip: lie probability `Q`, 0 < Q < 1/2, with which every bit flips (instead of --epsilon)")
 }
 
@@ -74,9 +75,6 @@ type bitflipColumn struct {
 }
 
 func runBitflip(o *Options) error {
-	if err := o.rejectFlags("bitflip", "gamma", "allow-recompose", "ledger", "no-ledger", "column", "pi-s", "pi-bot", "non-participant"); err != nil {
-		return err
-	}
 	f := o.cmd.Flags()
 	lieGiven, epsGiven := f.Changed("lie"), f.Changed("epsilon")
 	switch {

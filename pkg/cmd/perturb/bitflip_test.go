@@ -244,8 +244,8 @@ func TestBitflipRejectsBadInput(t *testing.T) {
 		{Name: "column twice", Args: []string{"--lie", "0.2", "--columns", "flag,flag", in}, Code: 2, Msg: `lists "flag" twice`},
 		{Name: "value outside the codebook", Args: []string{"--lie", "0.2", "--columns", "sex", "--codebook", cmdtest.WriteFile(t, dir, "cb2.json", `{"columns":[{"name":"sex","categories":["F","M"]}]}`), in}, Code: 1, Msg: `row 1, column "sex"`},
 		{Name: "two inputs", Args: []string{"--lie", "0.2", "--columns", "flag", in, in}, Code: 2, Msg: "randomizes one table, got 2 inputs"},
-		{Name: "ddps flag", Args: []string{"--lie", "0.2", "--columns", "flag", "--pi-s", "0.1", in}, Code: 2, Msg: "--pi-s does not apply to --mechanism bitflip"},
-		{Name: "gamma flag", Args: []string{"--lie", "0.2", "--columns", "flag", "--gamma", "3", in}, Code: 2, Msg: "--gamma does not apply"},
+		{Name: "ddps flag", Args: []string{"--lie", "0.2", "--columns", "flag", "--pi-s", "0.1", in}, Code: 2, Msg: "--pi-s belongs to --mechanism ddps, not bitflip"},
+		{Name: "gamma flag", Args: []string{"--lie", "0.2", "--columns", "flag", "--gamma", "3", in}, Code: 2, Msg: "--gamma belongs to --mechanism gamma-diagonal, not bitflip"},
 		{Name: "encrypted input", Args: []string{"--lie", "0.2", "--columns", "sex", enc}, Code: 1, Msg: "holds encrypted values or pads"},
 	}
 	cmdtest.ExpectFailures(t, newPerturb, out, tests, "--mechanism", "bitflip", "-o", out)

@@ -64,7 +64,8 @@ beyond the shuffle's 16 MiB (see above).`
       --codebook codebook.json adult.csv -o occupation.ddps.parquet`
 )
 
-func addDDPSFlags(cmd *cobra.Command, o *ddpsOptions) {
+func addDDPSFlags(cmd *cobra.Command, opts *Options) {
+	o := &opts.DDPS
 	f := cmd.Flags()
 	f.StringVar(&o.Column, "column", "", "ddps: the `COLUMN` whose value each row reports")
 	f.Float64Var(&o.PiS, "pi-s", 0, "ddps: sampling mass `S`, 0 < S < 1, moved onto ⊥0 in round one and onto the true value in round two")
@@ -73,9 +74,6 @@ func addDDPSFlags(cmd *cobra.Command, o *ddpsOptions) {
 }
 
 func runDDPS(o *Options) error {
-	if err := o.rejectFlags("ddps", "gamma", "allow-recompose", "ledger", "no-ledger", "columns", "lie"); err != nil {
-		return err
-	}
 	f := o.cmd.Flags()
 	piGiven, epsGiven := f.Changed("pi-s"), f.Changed("epsilon")
 	switch {

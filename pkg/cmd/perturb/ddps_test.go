@@ -164,8 +164,8 @@ func TestDDPSRejectsBadInput(t *testing.T) {
 		{Name: "non-participant not a category", Args: []string{"--column", "job", "--pi-s", "0.1", "--non-participant", "none", "--codebook", cb, in}, Code: 2, Msg: `--non-participant "none" is not a category of job`},
 		{Name: "category is the none token", Args: []string{"--column", "job", "--pi-s", "0.1", "--codebook", clash, in}, Code: 1, Msg: `has a category "(none)"`},
 		{Name: "value outside the codebook", Args: []string{"--column", "job", "--pi-s", "0.1", "--codebook", cmdtest.WriteFile(t, dir, "cb3.json", `{"columns":[{"name":"job","categories":["Sales","Tech"]}]}`), in}, Code: 1, Msg: `column "job"`},
-		{Name: "bitflip flag", Args: []string{"--column", "job", "--pi-s", "0.1", "--lie", "0.2", "--codebook", cb, in}, Code: 2, Msg: "--lie does not apply to --mechanism ddps"},
-		{Name: "columns flag", Args: []string{"--column", "job", "--pi-s", "0.1", "--columns", "job", "--codebook", cb, in}, Code: 2, Msg: "--columns does not apply to --mechanism ddps"},
+		{Name: "bitflip flag", Args: []string{"--column", "job", "--pi-s", "0.1", "--lie", "0.2", "--codebook", cb, in}, Code: 2, Msg: "--lie belongs to --mechanism bitflip, not ddps"},
+		{Name: "columns flag", Args: []string{"--column", "job", "--pi-s", "0.1", "--columns", "job", "--codebook", cb, in}, Code: 2, Msg: "--columns belongs to --mechanism bitflip, not ddps"},
 	}
 	cmdtest.ExpectFailures(t, newPerturb, out, tests, "--mechanism", "ddps", "-o", out)
 }

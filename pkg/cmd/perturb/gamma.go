@@ -78,7 +78,8 @@ never under-counts. --no-ledger skips the ledger, with a warning.`
       | perturb --epsilon 1 - bob.new.enc.parquet -o release.new.parquet`
 )
 
-func addGammaFlags(cmd *cobra.Command, o *gammaOptions) {
+func addGammaFlags(cmd *cobra.Command, opts *Options) {
+	o := &opts.Gamma
 	f := cmd.Flags()
 	f.Float64Var(&o.Gamma, "gamma", 0, "gamma-diagonal PRAM parameter `G` > 1 (instead of --epsilon)")
 	f.BoolVar(&o.AllowRecompose, "allow-recompose", false, "allow a further release of a sample already released (ε composes)")
@@ -196,8 +197,6 @@ func (o *Options) checkGammaFlags() error {
 		return cli.CheckEpsilon("epsilon", o.Epsilon)
 	case gammaGiven && !cli.Above(1).Contains(o.Gamma.Gamma):
 		return cli.CheckGamma("gamma", o.Gamma.Gamma)
-	case len(o.Columns) > 0 || o.Codebook != "":
-		return cli.Usagef("--columns and --codebook do not apply to gamma-diagonal: the server perturbs every encrypted column and needs no codebook")
 	case f.Changed("keep-order"):
 		// decrypt joins the curators' files by row position, so
 		// gamma-diagonal never reorders; its order is the sample's, which

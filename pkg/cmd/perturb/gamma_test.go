@@ -404,7 +404,7 @@ func TestFlagMistakes(t *testing.T) {
 		{[]string{"--gamma", "1", enc}, "--gamma must be a finite number > 1, got 1"},
 		{[]string{"--gamma", "0.5", enc}, "--gamma must be a finite number > 1"},
 		{[]string{"--epsilon", "1000", enc}, "--epsilon 1000 with n = 20, m = 10"},
-		{[]string{"--epsilon", "1", "--columns", "a", enc}, "do not apply to gamma-diagonal"},
+		{[]string{"--epsilon", "1", "--columns", "a", enc}, "--columns belongs to --mechanism bitflip, not gamma-diagonal"},
 		{[]string{"--epsilon", "1", "-", "-"}, "standard input (-) can be only one"},
 		{[]string{"--epsilon", "1", "--mechanism", "nope", enc}, `unknown --mechanism "nope"`},
 	}

@@ -171,8 +171,8 @@ func TestLedgerDefaultPathAndOptOut(t *testing.T) {
 		want string
 	}{
 		{[]string{"--gamma", "3", "--no-ledger", "--ledger", "x.jsonl", enc}, "--ledger and --no-ledger contradict"},
-		{[]string{"--mechanism", "bitflip", "--lie", "0.2", "--ledger", "x.jsonl", enc}, "--ledger does not apply to --mechanism bitflip"},
-		{[]string{"--mechanism", "ddps", "--column", "a", "--pi-s", "0.1", "--no-ledger", enc}, "--no-ledger does not apply to --mechanism ddps"},
+		{[]string{"--mechanism", "bitflip", "--lie", "0.2", "--ledger", "x.jsonl", enc}, "--ledger belongs to --mechanism gamma-diagonal, not bitflip"},
+		{[]string{"--mechanism", "ddps", "--column", "a", "--pi-s", "0.1", "--no-ledger", enc}, "--no-ledger belongs to --mechanism gamma-diagonal, not ddps"},
 	} {
 		if res := runTool(plainPerturb, append(tt.args, "-o", filepath.Join(dir, "u.csv"))...); res.Code != cli.ExitUsage || !strings.Contains(res.Stderr, tt.want) {
 			t.Errorf("%v: code %d, %q; want 2 and %q", tt.args, res.Code, res.Stderr, tt.want)

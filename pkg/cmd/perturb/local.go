@@ -16,17 +16,6 @@ import (
 // ddps.go): each reads one plaintext table row by row and writes its
 // randomized reports.
 
-// rejectFlags refuses flags of other mechanisms, which would otherwise be
-// silently ignored.
-func (o *Options) rejectFlags(mech string, flags ...string) error {
-	for _, name := range flags {
-		if o.cmd.Flags().Changed(name) {
-			return cli.Usagef("--%s does not apply to --mechanism %s", name, mech)
-		}
-	}
-	return nil
-}
-
 // openOne opens the single input of a local mechanism and refuses tables
 // that are not plaintext rows.
 func (o *Options) openOne(mech string) (table.Reader, error) {

@@ -9,10 +9,14 @@ package perturb
 
 import (
 	"os"
+	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/pramkit/pramkit/pkg/cli"
+	"github.com/pramkit/pramkit/pkg/mechanism"
+	"github.com/pramkit/pramkit/pkg/release"
 	"github.com/pramkit/pramkit/pkg/table"
 )
 
@@ -37,18 +41,30 @@ type Options struct {
 	cmd    *cobra.Command
 }
 
-// mechanisms maps --mechanism to its run function.
-var mechanisms = map[string]func(*Options) error{
-	"gamma-diagonal": runGamma,
-	"bitflip":        runBitflip,
-	"ddps":           runDDPS,
+// step is perturb's part of one mechanism of mechanism.Table: the flags
+// it adds, its run function, and its sections of --help.
+type step struct {
+	name     string
+	addFlags func(*cobra.Command, *Options)
+	run      func(*Options) error
+	help     string
+	example  string
+}
+
+// mechanisms are perturb's steps, one line per mechanism of
+// mechanism.Table made by perturb (mechanisms_test.go checks both tables
+// agree); --help lists them in this order.
+var mechanisms = []step{
+	{release.MechanismGamma, addGammaFlags, runGamma, gammaHelp, gammaExample},
+	{release.MechanismBitflip, addBitflipFlags, runBitflip, bitflipHelp, bitflipExample},
+	{release.MechanismDDPS, addDDPSFlags, runDDPS, ddpsHelp, ddpsExample},
 }
 
 // NewCmd builds the command; runF replaces the run function in tests.
 func NewCmd(s *cli.Streams, runF func(*Options) error) *cobra.Command {
 	opts := &Options{Streams: s}
 	cmd := &cobra.Command{
-		Use:   "perturb [<file>...] [--mechanism gamma-diagonal|bitflip|ddps] [flags]",
+		Use:   "perturb [<file>...] [--mechanism " + strings.Join(mechanism.Names(mechanism.Perturb), "|") + "] [flags]",
 		Short: "Randomize a table's rows with a privacy mechanism",
 		Long: `Perturb randomizes every row of a table independently with a mechanism whose
 privacy loss ε is recorded in the output's metadata.
@@ -61,20 +77,22 @@ then spills them to private temporary files (in $TMPDIR, removed at the
 end). --keep-order keeps the input's order, which is safe only when it
 carries no information about the values (an input already shuffled, or
 ordered by a random id). The metadata records order: shuffled or input.
-gamma-diagonal always keeps the order, which decrypt needs.` + gammaHelp + bitflipHelp + ddpsHelp,
-		Example: gammaExample + bitflipExample + ddpsExample,
+gamma-diagonal always keeps the order, which decrypt needs.
+
+A flag of another mechanism than the one chosen is refused.` + helps(func(s step) string { return s.help }),
+		Example: helps(func(s step) string { return s.example }),
 		RunE: cli.RunE(opts, func(c *cobra.Command, args []string) {
 			opts.cmd, opts.Inputs = c, cli.Inputs(args)
 		}, runF, run),
 	}
 	f := cmd.Flags()
-	f.StringVar(&opts.Mechanism, "mechanism", "gamma-diagonal", "`NAME` of the mechanism: gamma-diagonal, bitflip or ddps")
+	f.StringVar(&opts.Mechanism, "mechanism", mechanisms[0].name, "`NAME` of the mechanism: "+mechanism.Choices(mechanism.Perturb))
 	f.StringSliceVar(&opts.Columns, "columns", nil, "columns to randomize (bitflip)")
 	f.StringVar(&opts.Codebook, "codebook", "", "codebook `FILE` for the columns' categories (bitflip, ddps)")
 	f.Float64Var(&opts.Epsilon, "epsilon", 0, "privacy level `E` > 0 that the mechanism's parameter is chosen for")
-	addGammaFlags(cmd, &opts.Gamma)
-	addBitflipFlags(cmd, &opts.Bitflip)
-	addDDPSFlags(cmd, &opts.DDPS)
+	for _, m := range mechanisms {
+		m.addFlags(cmd, opts)
+	}
 	cli.AddOrderFlag(cmd, &opts.Order)
 	cli.AddOutputFlags(cmd, &opts.Output)
 	cli.AddSeedFlag(cmd, &opts.Seed)
@@ -85,12 +103,24 @@ gamma-diagonal always keeps the order, which decrypt needs.` + gammaHelp + bitfl
 // Main runs the command on the process's arguments and returns the exit code.
 func Main() int { return cli.Run(NewCmd(cli.StdStreams(), nil), os.Args[1:], cli.StdStreams()) }
 
-func run(o *Options) error {
-	r, ok := mechanisms[o.Mechanism]
-	if !ok {
-		return cli.Usagef("unknown --mechanism %q: use gamma-diagonal, bitflip or ddps", o.Mechanism)
+// helps joins one text of every mechanism, in the table's order.
+func helps(text func(step) string) string {
+	var b strings.Builder
+	for _, m := range mechanisms {
+		b.WriteString(text(m))
 	}
-	return r(o)
+	return b.String()
+}
+
+func run(o *Options) error {
+	i := slices.IndexFunc(mechanisms, func(s step) bool { return s.name == o.Mechanism })
+	if i < 0 {
+		return cli.Usagef("%s", mechanism.Unknown(mechanism.Perturb, o.Mechanism))
+	}
+	if msg := mechanism.Refuse(mechanism.Perturb, o.Mechanism, o.cmd.Flags()); msg != "" {
+		return cli.Usagef("%s", msg)
+	}
+	return mechanisms[i].run(o)
 }
 
 // markInsecureSeed marks the release's metadata when this run used
