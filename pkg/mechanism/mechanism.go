@@ -199,9 +199,17 @@ func RefuseEstimate(file, mech string, fs *pflag.FlagSet) string {
 		if msg != "" || !owned || !f.Changed || slices.Contains(mechs, mech) {
 			return
 		}
-		msg = fmt.Sprintf("--%s applies to %s releases only, but %s is a %s release", f.Name, strings.Join(mechs, ", "), file, mech)
+		msg = fmt.Sprintf("--%s applies to %s releases only, but %s is %s %s release", f.Name, strings.Join(mechs, ", "), file, article(mech), mech)
 	})
 	return msg
+}
+
+// article is "an" before a vowel, else "a": "an anatomy release".
+func article(word string) string {
+	if word != "" && strings.ContainsRune("aeiou", rune(word[0])) {
+		return "an"
+	}
+	return "a"
 }
 
 // orList writes names as "a", "a or b", "a, b or c".

@@ -450,7 +450,7 @@ func TestBitflipEstimateRejectsBadInput(t *testing.T) {
 		{Name: "edited release", Args: []string{edited}, Code: 1, Msg: `edited.csv: row 3, column "sex=Male": value "2" is not a bit (0 or 1)`},
 		{Name: "layout edited", Args: []string{renamed}, Code: 1, Msg: `renamed.csv: metadata "layout" is not valid: bitflip.Layout.UnmarshalJSON: group "color" lists the bits`},
 		{Name: "truth without the column", Args: []string{rel, "--truth", noColor}, Code: 1, Msg: `nocolor.csv has no column "color": give the original table`},
-		{Name: "truth is a release", Args: []string{rel, "--truth", rel}, Code: 1, Msg: "is a bitflip release, not the original table"},
+		{Name: "truth is a release", Args: []string{rel, "--truth", rel}, Code: 1, Msg: "is a release (mechanism bitflip), not the original table"},
 	}
 	cmdtest.ExpectFailures(t, newEstimate, out, tests, "-o", out)
 }

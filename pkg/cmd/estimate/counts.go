@@ -163,7 +163,7 @@ func runCounts(o *Options, in table.Reader) error {
 	case co.Query != "" && co.Queries != "":
 		return cli.Usagef("give either --query or --queries, not both")
 	case co.Query == "" && co.Queries == "":
-		return cli.Usagef("%s is a %s release of anonymize: ask count queries with --query 'col=value,…' or --queries FILE", rel.Name, rel.Mechanism)
+		return cli.Usagef("%s is a release of anonymize (mechanism %s): ask count queries with --query 'col=value,…' or --queries FILE", rel.Name, rel.Mechanism)
 	case len(o.Truth) > 1:
 		return cli.Usagef("an anonymize release has one original table: give --truth once")
 	case co.Decoy != decoyExact && co.Decoy != decoyPaper && co.Decoy != decoyPaperFixed:

@@ -50,7 +50,7 @@ func (o *Options) scanCountTruth(p *countquery.Plan) error {
 	}
 	defer in.Close()
 	if mech := in.Meta()[release.KeyMechanism]; mech != "" {
-		return fmt.Errorf("--truth %s is a %s release, not the original table; give the table that was anonymized", in.Name(), mech)
+		return fmt.Errorf("--truth %s is a release (mechanism %s), not the original table; give the table that was anonymized", in.Name(), mech)
 	}
 	return p.ScanTruth(in, o.Streams.Progress("estimate: read truth"))
 }

@@ -277,7 +277,7 @@ func TestDDPSEstimateRejectsBadInput(t *testing.T) {
 		{Name: "a round missing", Args: []string{oneRound}, Code: 1, Msg: `has no column "job.round2"`},
 		{Name: "ε does not match the masses", Args: []string{badEps}, Code: 1, Msg: `metadata "epsilon" = 90.81093021621633 does not match π_s = 0.2, π_⊥ = [0.16 0.16 0.16 0.16 0.16] (ε = max_v ln((π_⊥v + π_s)/π_⊥v) = 0.8109302162163288)`},
 		{Name: "truth without the column", Args: []string{rel, "--truth", noJob}, Code: 1, Msg: `nojob.csv has no column "job"`},
-		{Name: "truth is a release", Args: []string{rel, "--truth", rel}, Code: 1, Msg: "is a ddps release, not the original table"},
+		{Name: "truth is a release", Args: []string{rel, "--truth", rel}, Code: 1, Msg: "is a release (mechanism ddps), not the original table"},
 	}
 	cmdtest.ExpectFailures(t, newEstimate, out, tests, "-o", out)
 }

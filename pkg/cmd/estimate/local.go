@@ -88,7 +88,7 @@ func (o *Options) scanTruth(path string, names []string, fn func(file string, re
 	}
 	defer in.Close()
 	if mech := in.Meta()[release.KeyMechanism]; mech != "" {
-		return fmt.Errorf("--truth %s is a %s release, not the original table; give the table that was randomized", in.Name(), mech)
+		return fmt.Errorf("--truth %s is a release (mechanism %s), not the original table; give the table that was randomized", in.Name(), mech)
 	}
 	missing := func(name string) error {
 		return fmt.Errorf("--truth %s has no column %q: give the original table the release was made from", in.Name(), name)

@@ -39,7 +39,7 @@ func TestFlagsOfOtherKindsRefused(t *testing.T) {
 		{Name: "groups on diverted", Args: []string{diverted, "--query", "a=x", "--groups", "g.csv"}, Code: 2,
 			Msg: "--groups applies to anatomy releases only"},
 		{Name: "decoy on anatomy", Args: []string{anatomy, "--query", "a=x", "--decoy", "exact"}, Code: 2,
-			Msg: "--decoy applies to diverted releases only, but " + anatomy + " is a anatomy release"},
+			Msg: "--decoy applies to diverted releases only, but " + anatomy + " is an anatomy release"},
 		{Name: "ibu-tol on global", Args: []string{global, "--query", "a=x", "--ibu-tol", "1e-6"}, Code: 2,
 			Msg: "--ibu-tol applies to diverted releases only"},
 		{Name: "gamma on global", Args: []string{global, "--query", "a=x", "--gamma", "3"}, Code: 2,
