@@ -55,12 +55,13 @@ const (
 	Anonymize = "anonymize"
 )
 
-// The kinds of release estimate reads (`estimate help KIND`).
+// The kinds of release estimate reads (`estimate help KIND`) that several
+// mechanisms share or whose name is not a mechanism's. A mechanism that
+// estimate reads as a kind of its own (bitflip, ddps) has its name as its
+// kind, so that adding one needs no constant here.
 const (
-	KindPRAM    = "pram"
-	KindCounts  = "counts"
-	KindBitflip = "bitflip"
-	KindDDPS    = "ddps"
+	KindPRAM   = "pram"
+	KindCounts = "counts"
 )
 
 // Descriptor is one mechanism.
@@ -70,7 +71,8 @@ type Descriptor struct {
 	Name string
 	// Maker is the command that makes its releases: Perturb or Anonymize.
 	Maker string
-	// Kind is the kind of release estimate reads it as.
+	// Kind is the kind of release estimate reads it as: KindPRAM,
+	// KindCounts, or its own Name.
 	Kind string
 	// Flags are the maker's flags that apply to this mechanism; a flag
 	// listed by some mechanisms of a maker is refused with any other.
@@ -90,10 +92,10 @@ var Table = []Descriptor{
 	{release.MechanismGamma, Perturb, KindPRAM,
 		[]string{"gamma", "allow-recompose", "ledger", "no-ledger"},
 		[]string{"marginal", "gamma", "rows", "sample-size", "ci", "replicates", "max-iter", "tol", "truth-id", "method", "level", "columns"}},
-	{release.MechanismBitflip, Perturb, KindBitflip,
+	{release.MechanismBitflip, Perturb, release.MechanismBitflip,
 		[]string{"lie", "columns", "codebook"},
 		[]string{"anonymity", "anonymity-samples", "anonymity-max-bits", "level", "columns"}},
-	{release.MechanismDDPS, Perturb, KindDDPS,
+	{release.MechanismDDPS, Perturb, release.MechanismDDPS,
 		[]string{"column", "pi-s", "pi-bot", "non-participant", "codebook"},
 		[]string{"round-two", "columns"}},
 	{release.MechanismDiverted, Anonymize, KindCounts,
