@@ -26,8 +26,7 @@ import (
 
 // Options are the parsed flags of one run. Flags shared by several
 // kinds of release live here; each kind's own are in mech, under its
-// name, read through its file's accessor (pramOpts, countOpts,
-// bitflipOpts, ddpsOpts).
+// name, read through its file's accessor (pramOpts in pram.go…).
 type Options struct {
 	Streams *cli.Streams
 	Input   string

@@ -21,7 +21,7 @@ import (
 
 // Options are the parsed flags of one run. Flags shared by several
 // mechanisms live here; each mechanism's own are in mech, under its name,
-// read through its file's accessor (gammaOpts, bitflipOpts, ddpsOpts).
+// read through its file's accessor (gammaOpts in gamma.go…).
 type Options struct {
 	Streams *cli.Streams
 	Inputs  []string
