@@ -10,33 +10,39 @@
 // perturb or anonymize step that makes a release, the estimate step that
 // reads it) and its help text are functions and strings of the command
 // packages, which import this one, so they cannot sit in this table without
-// a cycle. Each command therefore holds one table of its steps keyed by
-// these names (perturb.mechanisms, anonymize.steps, estimate.runners), and
-// each command's tests check that its table and this one name the same
-// mechanisms, so that a line missing on either side fails a test instead of
-// a run. What a mechanism is — its name, owner, kind and flags — is written
-// here only, and every check of which flag belongs to which mechanism
-// (Refuse, Owners) is derived from it.
+// a cycle. Each command therefore holds one table of its steps
+// (perturb.mechanisms, anonymize.steps, estimate.kinds), one line per
+// mechanism naming a step value that the mechanism's own file of the
+// command defines, and each command's tests check that its table and this
+// one name the same mechanisms, so that a line missing on either side fails
+// a test instead of a run. A mechanism's own flags are parsed into its own
+// options struct, also in its file, which the command's Options hold by
+// name (Options, OptionsOf) without a field per mechanism. What a
+// mechanism is — its name, owner, kind and flags — is written here only,
+// and every check of which flag belongs to which mechanism (Refuse,
+// Owners) is derived from it.
 //
 // Adding a mechanism, say a randomized response "rr" made by perturb and
-// read by estimate as a kind of its own, takes four new files (each with
-// its _test.go) and six lines in four existing files:
+// read by estimate as a kind of its own (its kind is its name), takes four
+// new files (each with its _test.go) and one table entry in each of three
+// existing files:
 //
 //	pkg/release/rr.go          MechanismRR and the release's typed metadata
 //	pkg/rr/rr.go               the mechanism's mathematics
-//	pkg/cmd/perturb/rr.go      rrOptions, addRRFlags, runRR, rrHelp, rrExample
-//	pkg/cmd/estimate/rr.go     the same for the estimator
-//	pkg/mechanism/mechanism.go one Table line (and KindRR)
-//	pkg/cmd/perturb/perturb.go one mechanisms line, and Options.RR
-//	pkg/cmd/estimate/help.go   one kinds line
-//	pkg/cmd/estimate/estimate.go Options.RR
+//	pkg/cmd/perturb/rr.go      rrOptions, rrOpts, addRRFlags, runRR, rrHelp,
+//	                           rrExample, and rrStep, which gathers them
+//	pkg/cmd/estimate/rr.go     the same for the estimator, gathered in rrKind
+//	pkg/mechanism/mechanism.go one Table entry: name, maker, kind, flags
+//	pkg/cmd/perturb/perturb.go one mechanisms line: rrStep,
+//	pkg/cmd/estimate/help.go   one kinds line: rrKind,
 //
-// plus an end-to-end script (9 new files, 4 edited). The Options fields stay because the tests of
-// each command read the parsed flags from its Options (cli/cli's runF). A
-// mechanism estimate reads as an existing kind (a fourth anonymize
-// mechanism answering count queries) adds no line to estimate's tables,
-// but the count-query estimator has a case per mechanism (counts.go) that
-// it must extend.
+// plus an end-to-end script; the scripts and tests that spell out today's
+// list of mechanisms in a usage line or a help text (estimate-help.txtar,
+// mechanism-flags.txtar, perturb's TestFlagsOfOtherMechanismsRefused) then
+// see the new name there, as users will. A mechanism estimate reads as an
+// existing kind (a fourth anonymize mechanism answering count queries) adds
+// no line to estimate's table, but the count-query estimator has a case per
+// mechanism (counts.go) that it must extend.
 package mechanism
 
 import (
@@ -55,12 +61,13 @@ const (
 	Anonymize = "anonymize"
 )
 
-// The kinds of release estimate reads (`estimate help KIND`).
+// The kinds of release estimate reads (`estimate help KIND`) that several
+// mechanisms share or whose name is not a mechanism's. A mechanism that
+// estimate reads as a kind of its own (bitflip, ddps) has its name as its
+// kind, so that adding one needs no constant here.
 const (
-	KindPRAM    = "pram"
-	KindCounts  = "counts"
-	KindBitflip = "bitflip"
-	KindDDPS    = "ddps"
+	KindPRAM   = "pram"
+	KindCounts = "counts"
 )
 
 // Descriptor is one mechanism.
@@ -70,7 +77,8 @@ type Descriptor struct {
 	Name string
 	// Maker is the command that makes its releases: Perturb or Anonymize.
 	Maker string
-	// Kind is the kind of release estimate reads it as.
+	// Kind is the kind of release estimate reads it as: KindPRAM,
+	// KindCounts, or its own Name.
 	Kind string
 	// Flags are the maker's flags that apply to this mechanism; a flag
 	// listed by some mechanisms of a maker is refused with any other.
@@ -90,10 +98,10 @@ var Table = []Descriptor{
 	{release.MechanismGamma, Perturb, KindPRAM,
 		[]string{"gamma", "allow-recompose", "ledger", "no-ledger"},
 		[]string{"marginal", "gamma", "rows", "sample-size", "ci", "replicates", "max-iter", "tol", "truth-id", "method", "level", "columns"}},
-	{release.MechanismBitflip, Perturb, KindBitflip,
+	{release.MechanismBitflip, Perturb, release.MechanismBitflip,
 		[]string{"lie", "columns", "codebook"},
 		[]string{"anonymity", "anonymity-samples", "anonymity-max-bits", "level", "columns"}},
-	{release.MechanismDDPS, Perturb, KindDDPS,
+	{release.MechanismDDPS, Perturb, release.MechanismDDPS,
 		[]string{"column", "pi-s", "pi-bot", "non-participant", "codebook"},
 		[]string{"round-two", "columns"}},
 	{release.MechanismDiverted, Anonymize, KindCounts,

@@ -8,7 +8,8 @@ import (
 )
 
 // TestTableIsConsistent: names are unique, each mechanism has a known
-// maker and kind, and no flag list repeats a flag.
+// maker and a kind that is shared (pram, counts) or its own name, and no flag
+// list repeats a flag.
 func TestTableIsConsistent(t *testing.T) {
 	seen := map[string]bool{}
 	for _, d := range Table {
@@ -19,7 +20,7 @@ func TestTableIsConsistent(t *testing.T) {
 		if d.Maker != Perturb && d.Maker != Anonymize {
 			t.Errorf("%s: maker %q", d.Name, d.Maker)
 		}
-		if !slices.Contains([]string{KindPRAM, KindCounts, KindBitflip, KindDDPS}, d.Kind) {
+		if d.Kind != d.Name && d.Kind != KindPRAM && d.Kind != KindCounts {
 			t.Errorf("%s: kind %q", d.Name, d.Kind)
 		}
 		for _, flags := range [][]string{d.Flags, d.EstimateFlags} {
@@ -96,5 +97,22 @@ func TestNamesAndUnknown(t *testing.T) {
 	}
 	if _, ok := Lookup("rr"); ok {
 		t.Error("Lookup found rr")
+	}
+}
+
+// TestOptionsOf: a mechanism's options are allocated once and found again
+// under its name; another name has its own.
+func TestOptionsOf(t *testing.T) {
+	type rrOptions struct{ P float64 }
+	var opts Options
+	OptionsOf[rrOptions](&opts, "rr").P = 0.3
+	if got := OptionsOf[rrOptions](&opts, "rr").P; got != 0.3 {
+		t.Errorf("rr's P = %v after setting 0.3", got)
+	}
+	if got := OptionsOf[rrOptions](&opts, "other").P; got != 0 {
+		t.Errorf("another mechanism's P = %v, want its own zero", got)
+	}
+	if len(opts) != 2 {
+		t.Errorf("%d entries, want 2", len(opts))
 	}
 }

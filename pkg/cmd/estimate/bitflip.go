@@ -13,6 +13,7 @@ import (
 	"github.com/pramkit/pramkit/pkg/cli"
 	"github.com/pramkit/pramkit/pkg/codebook"
 	"github.com/pramkit/pramkit/pkg/estimate"
+	"github.com/pramkit/pramkit/pkg/mechanism"
 	"github.com/pramkit/pramkit/pkg/release"
 	"github.com/pramkit/pramkit/pkg/table"
 )
@@ -76,8 +77,16 @@ ratio was found.`
   $ estimate adult.bitflip.csv --anonymity --truth adult.csv`
 )
 
+// bitflipKind is the line of estimate's kinds for bitflip releases.
+var bitflipKind = kind{release.MechanismBitflip, addBitflipFlags, runBitflip, "bitflip releases (perturb --mechanism bitflip)", bitflipHelp, bitflipExample}
+
+// bitflipOpts are the run's bitflipOptions.
+func (o *Options) bitflipOpts() *bitflipOptions {
+	return mechanism.OptionsOf[bitflipOptions](&o.mech, release.MechanismBitflip)
+}
+
 func addBitflipFlags(cmd *cobra.Command, opts *Options) {
-	o := &opts.Bitflip
+	o := opts.bitflipOpts()
 	f := cmd.Flags()
 	f.BoolVar(&o.Anonymity, "anonymity", false, "bitflip: compute the anonymity A_p of the original records given by --truth")
 	f.IntVar(&o.Samples, "anonymity-samples", 0, "bitflip: estimate A_p by Monte Carlo over `N` sampled reports (for L too large to compute exactly)")
@@ -102,7 +111,7 @@ func runBitflip(o *Options, in table.Reader) error {
 		return err
 	}
 	switch {
-	case o.Bitflip.Anonymity:
+	case o.bitflipOpts().Anonymity:
 		return o.bitflipAnonymity(rel)
 	case o.cmd.Flags().Changed("anonymity-samples") || o.cmd.Flags().Changed("anonymity-max-bits"):
 		return cli.Usagef("--anonymity-samples and --anonymity-max-bits go with --anonymity")
@@ -511,6 +520,7 @@ type bitflipAnonymityOut struct {
 // release's q and layout. Memory: the records, ⌈L/64⌉ words each, plus
 // about 22·2^L bytes for the exact method.
 func (o *Options) bitflipAnonymity(rel *bitflipRelease) error {
+	bo := o.bitflipOpts()
 	f := o.cmd.Flags()
 	L := rel.layout.Width()
 	switch {
@@ -518,15 +528,15 @@ func (o *Options) bitflipAnonymity(rel *bitflipRelease) error {
 		return cli.Usagef("--anonymity needs the original records: give the table that was randomized with --truth FILE (once)")
 	case len(o.Columns) > 0:
 		return cli.Usagef("--anonymity is about whole records of all %d bits: drop --columns", L)
-	case o.Bitflip.MaxBits < 1 || o.Bitflip.MaxBits > bitflip.MaxExactBits:
-		return cli.Usagef("--anonymity-max-bits must be in [1, %d], got %d", bitflip.MaxExactBits, o.Bitflip.MaxBits)
-	case f.Changed("anonymity-samples") && o.Bitflip.Samples < 1:
-		return cli.Usagef("--anonymity-samples must be at least 1, got %d", o.Bitflip.Samples)
+	case bo.MaxBits < 1 || bo.MaxBits > bitflip.MaxExactBits:
+		return cli.Usagef("--anonymity-max-bits must be in [1, %d], got %d", bitflip.MaxExactBits, bo.MaxBits)
+	case f.Changed("anonymity-samples") && bo.Samples < 1:
+		return cli.Usagef("--anonymity-samples must be at least 1, got %d", bo.Samples)
 	}
 	mc := f.Changed("anonymity-samples")
-	if !mc && L > o.Bitflip.MaxBits {
+	if !mc && L > bo.MaxBits {
 		return fmt.Errorf("A_p cannot be computed exactly for L = %d bits: the exact method needs about 22·2^L bytes (%s) and is limited to L ≤ %d (--anonymity-max-bits, at most %d); add --anonymity-samples N for a Monte Carlo estimate",
-			L, bitflipBytes(22*math.Exp2(float64(L))), o.Bitflip.MaxBits, bitflip.MaxExactBits)
+			L, bitflipBytes(22*math.Exp2(float64(L))), bo.MaxBits, bitflip.MaxExactBits)
 	}
 	words := rel.layout.Words()
 	var rows []uint64
@@ -548,9 +558,9 @@ func (o *Options) bitflipAnonymity(rel *bitflipRelease) error {
 	out := bitflipAnonymityOut{Mechanism: "bitflip", Lie: rel.mech.LieProbability(), L: L, Records: n,
 		EpsilonPerBit: rel.mech.EpsilonBit(), EpsilonPerRecord: rel.mech.EpsilonRecord(), EpsilonEncoded: rel.epsEnc}
 	a := &out.Anonymity
-	a.ExactMaxBits = o.Bitflip.MaxBits
+	a.ExactMaxBits = bo.MaxBits
 	if mc {
-		s, err := rel.mech.AnonymityMonteCarlo(o.Seed.Rand(o.cmd), rows, o.Bitflip.Samples)
+		s, err := rel.mech.AnonymityMonteCarlo(o.Seed.Rand(o.cmd), rows, bo.Samples)
 		if err != nil {
 			return err
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/pramkit/pramkit/pkg/cli"
 	"github.com/pramkit/pramkit/pkg/codebook"
 	"github.com/pramkit/pramkit/pkg/countquery"
+	"github.com/pramkit/pramkit/pkg/mechanism"
 	"github.com/pramkit/pramkit/pkg/release"
 	"github.com/pramkit/pramkit/pkg/table"
 )
@@ -88,8 +89,16 @@ satisfying P (and its tensor form for several sensitive values).`
   $ estimate --codebook codebook.json --query 'age=25-34,occupation=Craft-repair' adult.l5.csv`
 )
 
+// countsKind is the line of estimate's kinds for counts releases.
+var countsKind = kind{mechanism.KindCounts, addCountFlags, runCounts, "count queries on anonymized tables (anonymize's diverted, anatomy, global)", countsHelp, countsExample}
+
+// countOpts are the run's countOptions.
+func (o *Options) countOpts() *countOptions {
+	return mechanism.OptionsOf[countOptions](&o.mech, mechanism.KindCounts)
+}
+
 func addCountFlags(cmd *cobra.Command, opts *Options) {
-	o := &opts.Counts
+	o := opts.countOpts()
 	f := cmd.Flags()
 	f.StringVar(&o.Query, "query", "", "anonymize releases: count query `Q` = 'col=value,col=value,…'")
 	f.StringVar(&o.Queries, "queries", "", "anonymize releases: CSV `FILE` of count queries (header \"query\"), answered in order")
@@ -154,7 +163,7 @@ func readCountRelease(in table.Reader, path string) (*countRelease, error) {
 }
 
 func runCounts(o *Options, in table.Reader) error {
-	co := &o.Counts
+	co := o.countOpts()
 	rel, err := readCountRelease(in, o.Input)
 	if err != nil {
 		return err

@@ -18,7 +18,7 @@ import (
 // readAnatomyTable reads the sensitive table of an anatomy release: from
 // --groups, else the file the metadata names next to the release.
 func (o *Options) readAnatomyTable(rel *countRelease) (*countquery.AnatomyGroups, error) {
-	path := o.Counts.Groups
+	path := o.countOpts().Groups
 	if path == "" {
 		if rel.dir == "" || rel.groupsTable == "" {
 			return nil, fmt.Errorf("%s is an anatomy release: give its sensitive table with --groups FILE", rel.Name)
@@ -97,7 +97,7 @@ func (o *Options) writeCountAnswers(rel *countRelease, queries []countquery.Quer
 	if o.JSON {
 		out := countJSONOut{Mechanism: rel.Mechanism, L: rel.L, N: rows}
 		if rel.Mechanism == release.MechanismDiverted {
-			out.Decoy = o.Counts.Decoy
+			out.Decoy = o.countOpts().Decoy
 		}
 		var sum float64
 		var n int
@@ -158,11 +158,11 @@ func (o *Options) writeCountAnswers(rel *countRelease, queries []countquery.Quer
 		meta.SetInt(release.KeyL, int64(rel.L))
 	}
 	if rel.Mechanism == release.MechanismDiverted {
-		meta[release.KeyDecoy] = o.Counts.Decoy
-		meta.SetFloat(release.KeyIBUTol, o.Counts.Tol)
+		meta[release.KeyDecoy] = o.countOpts().Decoy
+		meta.SetFloat(release.KeyIBUTol, o.countOpts().Tol)
 	}
 	o.markInsecureSeed(meta)
-	inputs := append([]string{o.Input, o.Counts.Queries, o.Counts.Groups}, o.Truth...)
+	inputs := append([]string{o.Input, o.countOpts().Queries, o.countOpts().Groups}, o.Truth...)
 	w, err := o.Streams.Create(o.Output, schema, meta, table.CSV, inputs)
 	if err != nil {
 		return err

@@ -10,6 +10,7 @@ import (
 	"github.com/pramkit/pramkit/pkg/codebook"
 	"github.com/pramkit/pramkit/pkg/ddps"
 	"github.com/pramkit/pramkit/pkg/estimate"
+	"github.com/pramkit/pramkit/pkg/mechanism"
 	"github.com/pramkit/pramkit/pkg/release"
 	"github.com/pramkit/pramkit/pkg/table"
 )
@@ -54,8 +55,16 @@ truth_l2_error, …).`
   $ estimate occupation.ddps.csv --json --round-two`
 )
 
+// ddpsKind is the line of estimate's kinds for ddps releases.
+var ddpsKind = kind{release.MechanismDDPS, addDDPSFlags, runDDPS, "DDPS releases (perturb --mechanism ddps)", ddpsHelp, ddpsExample}
+
+// ddpsOpts are the run's ddpsOptions.
+func (o *Options) ddpsOpts() *ddpsOptions {
+	return mechanism.OptionsOf[ddpsOptions](&o.mech, release.MechanismDDPS)
+}
+
 func addDDPSFlags(cmd *cobra.Command, opts *Options) {
-	o := &opts.DDPS
+	o := opts.ddpsOpts()
 	cmd.Flags().BoolVar(&o.RoundTwo, "round-two", false, "ddps: estimate from round two alone (smaller variance) instead of the difference of the rounds (Eq. 41)")
 }
 
@@ -86,7 +95,7 @@ func runDDPS(o *Options, in table.Reader) error {
 		return err
 	}
 	est, estimator := ddps.Estimates{}, "difference"
-	if o.DDPS.RoundTwo {
+	if o.ddpsOpts().RoundTwo {
 		est, err = rel.mech.EstimateRoundTwo(tally)
 		estimator = "round-two"
 	} else {

@@ -25,7 +25,8 @@ import (
 )
 
 // Options are the parsed flags of one run. Flags shared by several
-// mechanisms live here; each mechanism file adds its own.
+// kinds of release live here; each kind's own are in mech, under its
+// name, read through its file's accessor (pramOpts in pram.go…).
 type Options struct {
 	Streams *cli.Streams
 	Input   string
@@ -35,10 +36,7 @@ type Options struct {
 	Columns  []string // --columns: restrict to these columns
 	Codebook string   // --codebook: labels when the metadata lacks them
 
-	PRAM    pramOptions
-	Counts  countOptions
-	Bitflip bitflipOptions
-	DDPS    ddpsOptions
+	mech mechanism.Options
 
 	Output cli.Output
 	Seed   cli.Seed

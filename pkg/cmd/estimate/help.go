@@ -17,7 +17,8 @@ import (
 // overview and then every kind's section, `estimate help KIND` one section
 // with its examples and only the flags that apply to it, so that a
 // researcher holding a bitflip release need not read about count queries.
-// The mechanisms a kind covers are mechanism.OfKind(name).
+// The mechanisms a kind covers are mechanism.OfKind(name). Each kind's
+// file defines its kind (pramKind in pram.go…).
 type kind struct {
 	name     string // mechanism.Table's Kind, the argument of `estimate help`
 	addFlags func(*cobra.Command, *Options)
@@ -31,10 +32,10 @@ type kind struct {
 // (help_test.go checks both tables agree), in the order of the pipeline's
 // stages.
 var kinds = []kind{
-	{mechanism.KindPRAM, addPRAMFlags, runPRAM, "γ-diagonal releases (perturb's default mechanism, read after decrypt)", pramHelp, pramExample},
-	{mechanism.KindCounts, addCountFlags, runCounts, "count queries on anonymized tables (anonymize's diverted, anatomy, global)", countsHelp, countsExample},
-	{mechanism.KindBitflip, addBitflipFlags, runBitflip, "bitflip releases (perturb --mechanism bitflip)", bitflipHelp, bitflipExample},
-	{mechanism.KindDDPS, addDDPSFlags, runDDPS, "DDPS releases (perturb --mechanism ddps)", ddpsHelp, ddpsExample},
+	pramKind,
+	countsKind,
+	bitflipKind,
+	ddpsKind,
 }
 
 const helpOverview = `Estimate reads a table released by a pramkit mechanism and estimates what

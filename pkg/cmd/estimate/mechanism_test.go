@@ -2,7 +2,9 @@ package estimate
 
 import (
 	"fmt"
+	"maps"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/spf13/cobra"
@@ -55,4 +57,23 @@ func TestFlagsOfOtherKindsRefused(t *testing.T) {
 			Msg: "--columns applies to gamma-diagonal, bitflip, ddps releases only"},
 	}
 	cmdtest.ExpectFailures(t, build, out, tests, "-o", out)
+}
+
+// TestKindsOwnTheirOptions: building the command gives each kind its own
+// options, under its own name (a new kind's file that copied another's
+// accessor and kept its name would share, or clash with, its options).
+func TestKindsOwnTheirOptions(t *testing.T) {
+	var got *Options
+	cmd := NewCmd(&cli.Streams{}, func(o *Options) error { got = o; return nil })
+	cmd.SetArgs([]string{"rel.csv"})
+	if err := cmd.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, k := range kinds {
+		want = append(want, k.name)
+	}
+	if keys := slices.Sorted(maps.Keys(got.mech)); !slices.Equal(keys, slices.Sorted(slices.Values(want))) {
+		t.Errorf("options held for %v, want one each for %v", keys, want)
+	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/pramkit/pramkit/pkg/cli"
 	"github.com/pramkit/pramkit/pkg/estimate"
+	"github.com/pramkit/pramkit/pkg/mechanism"
 	"github.com/pramkit/pramkit/pkg/table"
 )
 
@@ -127,8 +128,16 @@ l2_error with --truth. The table's metadata carries the same items.`
   {"method":"mle","columns":["education","income"],"epsilon":1,"gamma":28.19930705710013,"n":32561,"m":2057,"K":32,"bound":0.29351543260398094,…,"l2_error":0.05186891390193661}`
 )
 
+// pramKind is the line of estimate's kinds for pram releases.
+var pramKind = kind{mechanism.KindPRAM, addPRAMFlags, runPRAM, "γ-diagonal releases (perturb's default mechanism, read after decrypt)", pramHelp, pramExample}
+
+// pramOpts are the run's pramOptions.
+func (o *Options) pramOpts() *pramOptions {
+	return mechanism.OptionsOf[pramOptions](&o.mech, mechanism.KindPRAM)
+}
+
 func addPRAMFlags(cmd *cobra.Command, opts *Options) {
-	o := &opts.PRAM
+	o := opts.pramOpts()
 	f := cmd.Flags()
 	f.StringVar(&o.Method, "method", "mle", "gamma-diagonal: estimator `M`, inverse, projected or mle")
 	f.StringArrayVar(&o.Marginals, "marginal", nil, "gamma-diagonal: print the marginal distribution of `COL` (repeat, or a,b, for several columns together)")
@@ -153,7 +162,7 @@ type pramSettings struct {
 }
 
 func (o *Options) parsePRAMSettings() (pramSettings, error) {
-	p := o.PRAM
+	p := *o.pramOpts()
 	var s pramSettings
 	var err error
 	if s.method, err = estimate.ParseMethod(p.Method); err != nil {

@@ -156,7 +156,7 @@ func (o *Options) pramShapeOf(rel *pramRelease) (pramShape, error) {
 			return sh, err
 		}
 	}
-	names, err := o.PRAM.marginalNames()
+	names, err := o.pramOpts().marginalNames()
 	if err != nil || len(names) == 0 {
 		return sh, err
 	}

@@ -150,10 +150,10 @@ func (o *Options) pramReleaseGamma(rel *pramRelease, meta table.Meta) error {
 	var me *table.MissingError
 	switch {
 	case o.cmd.Flags().Changed("gamma"):
-		if err == nil && g != o.PRAM.Gamma {
-			o.pramWarnf("--gamma %v overrides γ = %v in %s's metadata", o.PRAM.Gamma, g, name)
+		if err == nil && g != o.pramOpts().Gamma {
+			o.pramWarnf("--gamma %v overrides γ = %v in %s's metadata", o.pramOpts().Gamma, g, name)
 		}
-		g = o.PRAM.Gamma
+		g = o.pramOpts().Gamma
 	case errors.As(err, &me):
 		return fmt.Errorf("%s: %v (the γ the server perturbed with)", name, err)
 	case err != nil:
@@ -326,14 +326,14 @@ func (rel *pramRelease) account(o *Options, rows int64) error {
 		}
 		return v, true, nil
 	}
-	n, ok, err := meta("n", "-n N", o.PRAM.N, f.Changed("rows"))
+	n, ok, err := meta("n", "-n N", o.pramOpts().N, f.Changed("rows"))
 	if err != nil {
 		return err
 	}
 	if !ok {
 		return fmt.Errorf("%s: no %q in the metadata: pass -n N, the number of rows of the full table the sample was drawn from", rel.name, "n")
 	}
-	m, ok, err := meta("m", "-m M", o.PRAM.M, f.Changed("sample-size"))
+	m, ok, err := meta("m", "-m M", o.pramOpts().M, f.Changed("sample-size"))
 	if err != nil {
 		return err
 	}

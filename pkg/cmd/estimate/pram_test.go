@@ -214,26 +214,26 @@ func TestPRAMFlagsParse(t *testing.T) {
 		check func(*testing.T, *Options)
 	}{
 		{"defaults", nil, func(t *testing.T, o *Options) {
-			p := o.PRAM
+			p := *o.pramOpts()
 			if p.Method != "mle" || p.CI != "wilson" || p.Level != 0.95 || p.Reps != 200 ||
 				p.MaxIter != estimate.DefaultMaxIter || p.Tol != estimate.DefaultTol || len(p.Marginals) != 0 {
 				t.Errorf("defaults: %+v", p)
 			}
 		}},
 		{"marginals repeat and split", []string{"--marginal", "a,b", "--marginal", "c"}, func(t *testing.T, o *Options) {
-			got, err := o.PRAM.marginalNames()
+			got, err := o.pramOpts().marginalNames()
 			if err != nil || !slices.Equal(got, []string{"a", "b", "c"}) {
 				t.Errorf("marginalNames = %v, %v", got, err)
 			}
 		}},
 		{"overrides", []string{"--gamma", "2.5", "-n", "1000", "-m", "50", "--method", "inverse", "rel.csv"}, func(t *testing.T, o *Options) {
-			if o.PRAM.Gamma != 2.5 || o.PRAM.N != 1000 || o.PRAM.M != 50 || o.PRAM.Method != "inverse" || o.Input != "rel.csv" {
-				t.Errorf("parsed %+v, input %q", o.PRAM, o.Input)
+			if o.pramOpts().Gamma != 2.5 || o.pramOpts().N != 1000 || o.pramOpts().M != 50 || o.pramOpts().Method != "inverse" || o.Input != "rel.csv" {
+				t.Errorf("parsed %+v, input %q", *o.pramOpts(), o.Input)
 			}
 		}},
 		{"truth files and id", []string{"--truth", "a.csv", "--truth", "b.csv", "--truth-id", "id"}, func(t *testing.T, o *Options) {
-			if !slices.Equal(o.Truth, []string{"a.csv", "b.csv"}) || o.PRAM.TruthID != "id" {
-				t.Errorf("truth %v, id %q", o.Truth, o.PRAM.TruthID)
+			if !slices.Equal(o.Truth, []string{"a.csv", "b.csv"}) || o.pramOpts().TruthID != "id" {
+				t.Errorf("truth %v, id %q", o.Truth, o.pramOpts().TruthID)
 			}
 		}},
 	}

@@ -103,10 +103,10 @@ func (o *Options) readPRAMTruth(rel *pramRelease) (estimate.Vector, error) {
 		f := &pramTruthFile{r: r, idCol: -1}
 		files = append(files, f)
 		schema := r.Schema()
-		if o.PRAM.TruthID != "" {
-			idx := schema.FieldIndices(o.PRAM.TruthID)
+		if o.pramOpts().TruthID != "" {
+			idx := schema.FieldIndices(o.pramOpts().TruthID)
 			if len(idx) == 0 {
-				return estimate.Vector{}, fmt.Errorf("mismatched --truth: %s has no id column %q (its columns: %s); every --truth file needs the --truth-id column", r.Name(), o.PRAM.TruthID, strings.Join(pramFieldNames(r), ", "))
+				return estimate.Vector{}, fmt.Errorf("mismatched --truth: %s has no id column %q (its columns: %s); every --truth file needs the --truth-id column", r.Name(), o.pramOpts().TruthID, strings.Join(pramFieldNames(r), ", "))
 			}
 			f.idCol = idx[0]
 		}
@@ -146,7 +146,7 @@ func (o *Options) readPRAMTruth(rel *pramRelease) (estimate.Vector, error) {
 			used = append(used, f)
 		}
 	}
-	if o.PRAM.TruthID == "" && len(used) > 1 && rel.meta[release.KeySampleID] == release.SampleIDColumn {
+	if o.pramOpts().TruthID == "" && len(used) > 1 && rel.meta[release.KeySampleID] == release.SampleIDColumn {
 		// Curators who sampled by id may hold their rows in different
 		// orders, and a join by position would then mix people silently.
 		o.pramWarnf("%s was sampled by an id column: the --truth files are joined by position, so they must list the same people in the same order; otherwise pass --truth-id COL", rel.name)
@@ -154,8 +154,8 @@ func (o *Options) readPRAMTruth(rel *pramRelease) (estimate.Vector, error) {
 	acc := map[uint64]int64{}
 	var rows int64
 	var err error
-	if o.PRAM.TruthID != "" {
-		rows, err = pramJoinByID(used, o.PRAM.TruthID, acc)
+	if o.pramOpts().TruthID != "" {
+		rows, err = pramJoinByID(used, o.pramOpts().TruthID, acc)
 	} else {
 		rows, err = pramJoinByPosition(used, acc)
 	}

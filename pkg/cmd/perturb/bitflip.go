@@ -11,6 +11,7 @@ import (
 	"github.com/pramkit/pramkit/pkg/bitflip"
 	"github.com/pramkit/pramkit/pkg/cli"
 	"github.com/pramkit/pramkit/pkg/codebook"
+	"github.com/pramkit/pramkit/pkg/mechanism"
 	"github.com/pramkit/pramkit/pkg/release"
 	"github.com/pramkit/pramkit/pkg/table"
 )
@@ -62,8 +63,16 @@ Memory does not grow with the rows beyond the shuffle's 16 MiB (see above).`
 // invert it.
 var lieRange = cli.Interval{Lo: 0, Hi: 0.5, LoOpen: true, HiOpen: true}
 
+// bitflipStep is bitflip's line of perturb's mechanisms.
+var bitflipStep = step{release.MechanismBitflip, addBitflipFlags, runBitflip, bitflipHelp, bitflipExample}
+
+// bitflipOpts are the run's bitflipOptions.
+func (o *Options) bitflipOpts() *bitflipOptions {
+	return mechanism.OptionsOf[bitflipOptions](&o.mech, release.MechanismBitflip)
+}
+
 func addBitflipFlags(cmd *cobra.Command, opts *Options) {
-	o := &opts.Bitflip
+	o := opts.bitflipOpts()
 	cmd.Flags().Float64Var(&o.Lie, "lie", 0, "bitflip: lie probability `Q`, 0 < Q < 1/2, with which every bit flips (instead of --epsilon)")
 }
 
@@ -80,12 +89,12 @@ func runBitflip(o *Options) error {
 	switch {
 	case lieGiven == epsGiven:
 		return cli.Usagef("give the privacy level of bitflip: either --lie Q or --epsilon E")
-	case lieGiven && !lieRange.Contains(o.Bitflip.Lie):
+	case lieGiven && !lieRange.Contains(o.bitflipOpts().Lie):
 		why := "q = 0 would release the bits unchanged"
-		if o.Bitflip.Lie >= 0.5 {
+		if o.bitflipOpts().Lie >= 0.5 {
 			why = "at q = 1/2 the reports are independent of the data, and above it they mostly invert it"
 		}
-		return cli.Usagef("%v: %s", cli.CheckProbability("lie", o.Bitflip.Lie, lieRange), why)
+		return cli.Usagef("%v: %s", cli.CheckProbability("lie", o.bitflipOpts().Lie, lieRange), why)
 	case epsGiven && !cli.Positive.Contains(o.Epsilon):
 		return cli.CheckEpsilon("epsilon", o.Epsilon)
 	case len(o.Columns) == 0:
@@ -111,7 +120,7 @@ func runBitflip(o *Options) error {
 		return err
 	}
 	L := layout.Width()
-	q := o.Bitflip.Lie
+	q := o.bitflipOpts().Lie
 	if epsGiven {
 		// ε_record = L·ln((1 − q)/q) solved for q.
 		q = 1 / (1 + math.Exp(o.Epsilon/float64(L)))

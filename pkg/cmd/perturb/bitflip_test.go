@@ -77,7 +77,7 @@ func parseFlags(t *testing.T, args ...string) *Options {
 
 func TestBitflipFlagsParse(t *testing.T) {
 	got := parseFlags(t, "--mechanism", "bitflip", "--lie", "0.2", "--columns", "sex,color", "--codebook", "cb.json", "in.csv", "-o", "out.parquet")
-	if got.Mechanism != "bitflip" || got.Bitflip.Lie != 0.2 || !reflect.DeepEqual(got.Columns, []string{"sex", "color"}) ||
+	if got.Mechanism != "bitflip" || got.bitflipOpts().Lie != 0.2 || !reflect.DeepEqual(got.Columns, []string{"sex", "color"}) ||
 		got.Codebook != "cb.json" || !reflect.DeepEqual(got.Inputs, []string{"in.csv"}) || got.Output.Path != "out.parquet" {
 		t.Errorf("parsed %+v", got)
 	}

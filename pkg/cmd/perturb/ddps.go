@@ -12,6 +12,7 @@ import (
 	"github.com/pramkit/pramkit/pkg/cli"
 	"github.com/pramkit/pramkit/pkg/codebook"
 	"github.com/pramkit/pramkit/pkg/ddps"
+	"github.com/pramkit/pramkit/pkg/mechanism"
 	"github.com/pramkit/pramkit/pkg/release"
 	"github.com/pramkit/pramkit/pkg/table"
 )
@@ -64,8 +65,16 @@ beyond the shuffle's 16 MiB (see above).`
       --codebook codebook.json adult.csv -o occupation.ddps.parquet`
 )
 
+// ddpsStep is ddps's line of perturb's mechanisms.
+var ddpsStep = step{release.MechanismDDPS, addDDPSFlags, runDDPS, ddpsHelp, ddpsExample}
+
+// ddpsOpts are the run's ddpsOptions.
+func (o *Options) ddpsOpts() *ddpsOptions {
+	return mechanism.OptionsOf[ddpsOptions](&o.mech, release.MechanismDDPS)
+}
+
 func addDDPSFlags(cmd *cobra.Command, opts *Options) {
-	o := &opts.DDPS
+	o := opts.ddpsOpts()
 	f := cmd.Flags()
 	f.StringVar(&o.Column, "column", "", "ddps: the `COLUMN` whose value each row reports")
 	f.Float64Var(&o.PiS, "pi-s", 0, "ddps: sampling mass `S`, 0 < S < 1, moved onto ⊥0 in round one and onto the true value in round two")
@@ -74,17 +83,18 @@ func addDDPSFlags(cmd *cobra.Command, opts *Options) {
 }
 
 func runDDPS(o *Options) error {
+	d := o.ddpsOpts()
 	f := o.cmd.Flags()
 	piGiven, epsGiven := f.Changed("pi-s"), f.Changed("epsilon")
 	switch {
-	case o.DDPS.Column == "":
+	case d.Column == "":
 		return cli.Usagef("ddps needs --column COLUMN: the column whose value each row reports")
 	case o.Codebook == "":
-		return cli.Usagef("ddps needs --codebook FILE: the categories of --column %s are the outputs ⊥1..⊥V", o.DDPS.Column)
+		return cli.Usagef("ddps needs --codebook FILE: the categories of --column %s are the outputs ⊥1..⊥V", d.Column)
 	case piGiven == epsGiven:
 		return cli.Usagef("give the privacy level of ddps: either --pi-s S or --epsilon E")
-	case piGiven && !cli.OpenUnit.Contains(o.DDPS.PiS):
-		return cli.CheckProbability("pi-s", o.DDPS.PiS, cli.OpenUnit)
+	case piGiven && !cli.OpenUnit.Contains(d.PiS):
+		return cli.CheckProbability("pi-s", d.PiS, cli.OpenUnit)
 	case epsGiven && !cli.Positive.Contains(o.Epsilon):
 		return cli.CheckEpsilon("epsilon", o.Epsilon)
 	case epsGiven && f.Changed("pi-bot"):
@@ -94,7 +104,7 @@ func runDDPS(o *Options) error {
 	if err != nil {
 		return err
 	}
-	sel, err := cb.Select([]string{o.DDPS.Column})
+	sel, err := cb.Select([]string{d.Column})
 	if err != nil {
 		return fmt.Errorf("%s: %w", o.Codebook, err)
 	}
@@ -122,7 +132,7 @@ func runDDPS(o *Options) error {
 	}
 
 	// The items estimate decodes with release.DDPS.
-	md := release.DDPS{Column: col.Name(), NoneToken: NoneToken, NonParticipant: o.DDPS.NonParticipant,
+	md := release.DDPS{Column: col.Name(), NoneToken: NoneToken, NonParticipant: d.NonParticipant,
 		Values: plan.labels[1:], PiS: mech.PiS(), PiBottom: mech.PiBottom(), Epsilon: mech.Epsilon()}
 	meta := table.Meta{release.KeyStage: release.StagePerturb}
 	if err := md.Encode(meta); err != nil {
@@ -164,6 +174,7 @@ type ddpsPlan struct {
 // ddpsPlan numbers the column's categories as outputs and checks the
 // masses, naming the flags in its errors.
 func (o *Options) ddpsPlan(col *codebook.Column) (ddpsPlan, error) {
+	d := o.ddpsOpts()
 	labels := col.Labels()
 	p := ddpsPlan{value: make([]int, len(labels)), labels: []string{NoneToken}}
 	np := -1
@@ -171,21 +182,21 @@ func (o *Options) ddpsPlan(col *codebook.Column) (ddpsPlan, error) {
 		if lab == NoneToken {
 			return p, fmt.Errorf("column %s has a category %q, the token of the output ⊥0 (no value) in a ddps release; rename the category in the codebook", col.Name(), NoneToken)
 		}
-		if o.DDPS.NonParticipant != "" && lab == o.DDPS.NonParticipant {
+		if d.NonParticipant != "" && lab == d.NonParticipant {
 			np = i
 			continue
 		}
 		p.labels = append(p.labels, lab)
 		p.value[i] = len(p.labels) - 1
 	}
-	if o.DDPS.NonParticipant != "" && np < 0 {
-		return p, cli.Usagef("--non-participant %q is not a category of %s (categories: %s)", o.DDPS.NonParticipant, col.Name(), strings.Join(labels, ", "))
+	if d.NonParticipant != "" && np < 0 {
+		return p, cli.Usagef("--non-participant %q is not a category of %s (categories: %s)", d.NonParticipant, col.Name(), strings.Join(labels, ", "))
 	}
 	V := len(p.labels) - 1
 	if V < 1 {
 		return p, cli.Usagef("column %s has no category besides the --non-participant one: nothing to report", col.Name())
 	}
-	p.opts = ddps.Options{Values: V, PiS: o.DDPS.PiS, NonParticipants: np >= 0}
+	p.opts = ddps.Options{Values: V, PiS: d.PiS, NonParticipants: np >= 0}
 	if o.cmd.Flags().Changed("epsilon") {
 		// ε = ln(1 + π_s/π_⊥) with π_⊥ = (1 − π_s)/(V + 1), solved for π_s.
 		x := math.Expm1(o.Epsilon)
@@ -194,7 +205,7 @@ func (o *Options) ddpsPlan(col *codebook.Column) (ddpsPlan, error) {
 			return p, cli.Usagef("--epsilon %v is too large: it would need π_s = 1, which reveals every value", o.Epsilon)
 		}
 	}
-	if pb := o.DDPS.PiBottom; pb != nil {
+	if pb := d.PiBottom; pb != nil {
 		if len(pb) != V+1 {
 			return p, cli.Usagef("--pi-bot needs V + 1 = %d masses, for %s then %s's categories in codebook order (%s), got %d", V+1, NoneToken, col.Name(), strings.Join(p.labels[1:], ", "), len(pb))
 		}

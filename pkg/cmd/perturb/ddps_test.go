@@ -34,7 +34,7 @@ func jobsCSV(n int) string {
 
 func TestDDPSFlagsParse(t *testing.T) {
 	got := parseFlags(t, "--mechanism", "ddps", "--column", "job", "--pi-s", "0.1", "--pi-bot", "0.2,0.3,0.2,0.1,0.1", "--non-participant", "?", "--codebook", "cb.json", "in.csv")
-	d := got.DDPS
+	d := *got.ddpsOpts()
 	if got.Mechanism != "ddps" || d.Column != "job" || d.PiS != 0.1 || !reflect.DeepEqual(d.PiBottom, []float64{0.2, 0.3, 0.2, 0.1, 0.1}) || d.NonParticipant != "?" {
 		t.Errorf("parsed %+v", got)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pramkit/pramkit/pkg/cli"
+	"github.com/pramkit/pramkit/pkg/mechanism"
 	"github.com/pramkit/pramkit/pkg/pram"
 	"github.com/pramkit/pramkit/pkg/release"
 	"github.com/pramkit/pramkit/pkg/table"
@@ -78,8 +79,16 @@ never under-counts. --no-ledger skips the ledger, with a warning.`
       | perturb --epsilon 1 - bob.new.enc.parquet -o release.new.parquet`
 )
 
+// gammaStep is gamma-diagonal's line of perturb's mechanisms.
+var gammaStep = step{release.MechanismGamma, addGammaFlags, runGamma, gammaHelp, gammaExample}
+
+// gammaOpts are the run's gammaOptions.
+func (o *Options) gammaOpts() *gammaOptions {
+	return mechanism.OptionsOf[gammaOptions](&o.mech, release.MechanismGamma)
+}
+
 func addGammaFlags(cmd *cobra.Command, opts *Options) {
-	o := &opts.Gamma
+	o := opts.gammaOpts()
 	f := cmd.Flags()
 	f.Float64Var(&o.Gamma, "gamma", 0, "gamma-diagonal PRAM parameter `G` > 1 (instead of --epsilon)")
 	f.BoolVar(&o.AllowRecompose, "allow-recompose", false, "allow a further release of a sample already released (ε composes)")
@@ -195,8 +204,8 @@ func (o *Options) checkGammaFlags() error {
 		return cli.Usagef("give the privacy level: either --epsilon E or --gamma G")
 	case epsGiven && !cli.Positive.Contains(o.Epsilon):
 		return cli.CheckEpsilon("epsilon", o.Epsilon)
-	case gammaGiven && !cli.Above(1).Contains(o.Gamma.Gamma):
-		return cli.CheckGamma("gamma", o.Gamma.Gamma)
+	case gammaGiven && !cli.Above(1).Contains(o.gammaOpts().Gamma):
+		return cli.CheckGamma("gamma", o.gammaOpts().Gamma)
 	case f.Changed("keep-order"):
 		// decrypt joins the curators' files by row position, so
 		// gamma-diagonal never reorders; its order is the sample's, which
@@ -330,7 +339,7 @@ func (o *Options) gammaPlan(ins []*gammaInput) (gammaPlan, error) {
 			return p, cli.Usagef("--epsilon %v with n = %d, m = %d: %v", o.Epsilon, n, m, err)
 		}
 	} else {
-		p.gamma = o.Gamma.Gamma
+		p.gamma = o.gammaOpts().Gamma
 	}
 	if p.epsilon, err = pram.EpsilonFromGamma(n, m, p.gamma); err != nil {
 		return p, err

@@ -23,7 +23,7 @@ import (
 
 // openLedger opens and locks the ledger, or returns nil with --no-ledger.
 func (o *Options) openLedger() (*ledger.Ledger, error) {
-	g := &o.Gamma
+	g := o.gammaOpts()
 	if g.NoLedger {
 		if o.cmd.Flags().Changed("ledger") {
 			return nil, cli.Usagef("--ledger and --no-ledger contradict each other: give one")
@@ -94,7 +94,7 @@ func (o *Options) composeReleases(led *ledger.Ledger, ins []*gammaInput, p *gamm
 	if p.epsComposed, err = pram.ComposedEpsilonGammas(n, m, append(append([]float64(nil), earlier...), p.gamma)); err != nil {
 		return err
 	}
-	if !o.Gamma.AllowRecompose {
+	if !o.gammaOpts().AllowRecompose {
 		if chainCount == 0 {
 			last := prev[len(prev)-1]
 			return fmt.Errorf("this sample was already released (%d release(s) in the ledger %s, the last on %s to %s): another release composes to ε = %.6g (this release alone: ε = %.6g); pass --allow-recompose to release anyway, or draw a new sample (another --secret) for an independent release", len(prev), led.Path(), last.Time.Format(time.RFC3339), last.Output, p.epsComposed, p.epsilon)

@@ -1,6 +1,7 @@
 package perturb
 
 import (
+	"maps"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -57,4 +58,16 @@ func TestFlagsOfOtherMechanismsRefused(t *testing.T) {
 			Code: 2, Msg: `unknown --mechanism "rr": choose gamma-diagonal, bitflip or ddps`},
 	}
 	cmdtest.ExpectFailures(t, build, out, tests, "e.parquet", "-o", out)
+}
+
+// TestStepsOwnTheirOptions: building the command gives each mechanism its
+// own options, under its own name (a new mechanism's file that copied
+// another's accessor and kept its name would share, or clash with, that
+// mechanism's options).
+func TestStepsOwnTheirOptions(t *testing.T) {
+	got := parseFlags(t, "in.csv")
+	keys := slices.Sorted(maps.Keys(got.mech))
+	if want := slices.Sorted(slices.Values(mechanism.Names(mechanism.Perturb))); !slices.Equal(keys, want) {
+		t.Errorf("options held for %v, want one each for %v", keys, want)
+	}
 }

@@ -16,12 +16,12 @@ import (
 
 	"github.com/pramkit/pramkit/pkg/cli"
 	"github.com/pramkit/pramkit/pkg/mechanism"
-	"github.com/pramkit/pramkit/pkg/release"
 	"github.com/pramkit/pramkit/pkg/table"
 )
 
 // Options are the parsed flags of one run. Flags shared by several
-// mechanisms live here; each mechanism file adds its own.
+// mechanisms live here; each mechanism's own are in mech, under its name,
+// read through its file's accessor (gammaOpts in gamma.go…).
 type Options struct {
 	Streams *cli.Streams
 	Inputs  []string
@@ -31,9 +31,7 @@ type Options struct {
 	Codebook  string   // --codebook
 	Epsilon   float64  // --epsilon; check o.cmd.Flags().Changed("epsilon")
 
-	Gamma   gammaOptions
-	Bitflip bitflipOptions
-	DDPS    ddpsOptions
+	mech mechanism.Options
 
 	Order  cli.Order // --keep-order (bitflip, ddps)
 	Output cli.Output
@@ -42,7 +40,8 @@ type Options struct {
 }
 
 // step is perturb's part of one mechanism of mechanism.Table: the flags
-// it adds, its run function, and its sections of --help.
+// it adds, its run function, and its sections of --help. Each mechanism's
+// file defines its step (gammaStep in gamma.go…).
 type step struct {
 	name     string
 	addFlags func(*cobra.Command, *Options)
@@ -52,12 +51,12 @@ type step struct {
 }
 
 // mechanisms are perturb's steps, one line per mechanism of
-// mechanism.Table made by perturb (mechanisms_test.go checks both tables
+// mechanism.Table made by perturb (mechanism_test.go checks both tables
 // agree); --help lists them in this order.
 var mechanisms = []step{
-	{release.MechanismGamma, addGammaFlags, runGamma, gammaHelp, gammaExample},
-	{release.MechanismBitflip, addBitflipFlags, runBitflip, bitflipHelp, bitflipExample},
-	{release.MechanismDDPS, addDDPSFlags, runDDPS, ddpsHelp, ddpsExample},
+	gammaStep,
+	bitflipStep,
+	ddpsStep,
 }
 
 // NewCmd builds the command; runF replaces the run function in tests.
