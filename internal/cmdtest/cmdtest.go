@@ -10,12 +10,14 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/spf13/cobra"
 
 	"github.com/pramkit/pramkit/pkg/cli"
+	"github.com/pramkit/pramkit/pkg/mechanism"
 	"github.com/pramkit/pramkit/pkg/table"
 )
 
@@ -164,5 +166,22 @@ func BindSidecar(t testing.TB, csvPath string) {
 	st, _ := os.Stat(side)
 	if err := os.WriteFile(side, b, st.Mode().Perm()); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// MechanismTable checks that a command that makes mechanisms (maker:
+// mechanism.Perturb or mechanism.Anonymize) has a step for exactly the
+// mechanisms mechanism.Table gives it, in the table's order (names, from
+// the command's own table), and that every flag the table says they own is
+// one of cmd's flags (a misspelt name would refuse nothing).
+func MechanismTable(t *testing.T, maker string, names []string, cmd *cobra.Command) {
+	t.Helper()
+	if want := mechanism.Names(maker); !slices.Equal(names, want) {
+		t.Errorf("%s's steps %v, mechanism.Table's %s mechanisms %v", maker, names, maker, want)
+	}
+	for flag := range mechanism.Owners(maker, false) {
+		if cmd.Flags().Lookup(flag) == nil {
+			t.Errorf("mechanism.Table gives %s a flag --%s it does not have", maker, flag)
+		}
 	}
 }

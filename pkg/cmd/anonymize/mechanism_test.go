@@ -2,7 +2,6 @@ package anonymize
 
 import (
 	"path/filepath"
-	"slices"
 	"testing"
 
 	"github.com/spf13/cobra"
@@ -20,15 +19,7 @@ func TestStepsMatchMechanismTable(t *testing.T) {
 	for _, st := range steps {
 		names = append(names, st.name)
 	}
-	if want := mechanism.Names(mechanism.Anonymize); !slices.Equal(names, want) {
-		t.Errorf("anonymize's steps %v, mechanism.Table's anonymize mechanisms %v", names, want)
-	}
-	cmd := NewCmd(&cli.Streams{}, nil)
-	for flag := range mechanism.Owners(mechanism.Anonymize, false) {
-		if cmd.Flags().Lookup(flag) == nil {
-			t.Errorf("mechanism.Table gives anonymize a flag --%s it does not have", flag)
-		}
-	}
+	cmdtest.MechanismTable(t, mechanism.Anonymize, names, NewCmd(&cli.Streams{}, nil))
 }
 
 // TestFlagsOfOtherMechanismsRefused: --p only with global, --groups and

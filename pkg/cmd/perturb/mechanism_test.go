@@ -22,15 +22,7 @@ func TestStepsMatchMechanismTable(t *testing.T) {
 	for _, m := range mechanisms {
 		names = append(names, m.name)
 	}
-	if want := mechanism.Names(mechanism.Perturb); !slices.Equal(names, want) {
-		t.Errorf("perturb's steps %v, mechanism.Table's perturb mechanisms %v", names, want)
-	}
-	cmd := NewCmd(&cli.Streams{}, nil)
-	for flag := range mechanism.Owners(mechanism.Perturb, false) {
-		if cmd.Flags().Lookup(flag) == nil {
-			t.Errorf("mechanism.Table gives perturb a flag --%s it does not have", flag)
-		}
-	}
+	cmdtest.MechanismTable(t, mechanism.Perturb, names, NewCmd(&cli.Streams{}, nil))
 }
 
 // TestFlagsOfOtherMechanismsRefused: a flag that belongs to another
