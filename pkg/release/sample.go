@@ -151,3 +151,52 @@ func (k *Key) Match(s Sample, cols []Column, keyFile, relFile string) error {
 
 // maxInt32 bounds counters stored as integers.
 const maxInt32 = math.MaxInt32
+
+// PriorityColumn is the last column of a sample written with
+// --with-priority: each row's 128-bit sampling priority as 32 hex digits,
+// which lets samples of disjoint shards merge into the sample of their
+// union (sample --merge).
+const PriorityColumn = "_priority"
+
+// Metadata items of a sample written with --with-priority.
+const (
+	// KeyPriorityColumn names the priority column (PriorityColumn).
+	KeyPriorityColumn = "priority_column"
+	// KeySecretID is the public name of the sampling secret
+	// (sample.SecretID), the same for every shard drawn under it.
+	KeySecretID = "secret_id"
+)
+
+// Priorities is what a --with-priority sample records beyond Sample: its
+// priority column and the secret-id.
+type Priorities struct {
+	Column   string
+	SecretID string
+}
+
+// Encode stores the priority column and secret-id.
+func (p Priorities) Encode(meta table.Meta) {
+	meta[KeyPriorityColumn] = p.Column
+	meta[KeySecretID] = p.SecretID
+}
+
+// Remove deletes the items Encode stores, for a sample written without
+// priorities.
+func (Priorities) Remove(meta table.Meta) {
+	delete(meta, KeyPriorityColumn)
+	delete(meta, KeySecretID)
+}
+
+// DecodePriorities reads the items; ok is false when meta has none (a
+// sample written without --with-priority).
+func DecodePriorities(meta table.Meta, file string) (p Priorities, ok bool, err error) {
+	col, hasCol := meta[KeyPriorityColumn]
+	id, hasID := meta[KeySecretID]
+	if !hasCol && !hasID {
+		return p, false, nil
+	}
+	if col == "" || id == "" {
+		return p, false, fmt.Errorf("%s: metadata items %q and %q must both be set; re-create it with sample --with-priority", file, KeyPriorityColumn, KeySecretID)
+	}
+	return Priorities{Column: col, SecretID: id}, true, nil
+}

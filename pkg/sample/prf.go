@@ -148,3 +148,32 @@ func Fingerprint(secret []byte, n, m int64) string {
 	mac.Write(b[:])
 	return hex.EncodeToString(mac.Sum(nil)[:16])
 }
+
+// String is the priority as 32 hex digits, the form of a --with-priority
+// sample's priority column; its string order is the priority order.
+func (p Priority) String() string { return fmt.Sprintf("%016x%016x", p.Hi, p.Lo) }
+
+// ParsePriority reads the 32 hex digits that String writes.
+func ParsePriority(s string) (Priority, error) {
+	if len(s) != 32 {
+		return Priority{}, fmt.Errorf("priority %q is not 32 hex digits", s)
+	}
+	b, err := hex.DecodeString(s)
+	if err != nil {
+		return Priority{}, fmt.Errorf("priority %q is not 32 hex digits", s)
+	}
+	return Priority{binary.BigEndian.Uint64(b[:8]), binary.BigEndian.Uint64(b[8:])}, nil
+}
+
+// SecretID is a public name of the secret, recorded by --with-priority
+// samples so that merging shards can check they were drawn under one
+// secret (priorities under different secrets do not mix), without
+// revealing it; unlike Fingerprint it does not depend on (n, m), which
+// differ between shards:
+//
+//	secret-id = hex(HMAC-SHA-256(secret, "pramkit/sample/secret-id/v1")[:16])
+func SecretID(secret []byte) string {
+	mac := hmac.New(sha256.New, secret)
+	mac.Write([]byte("pramkit/sample/secret-id/v1"))
+	return hex.EncodeToString(mac.Sum(nil)[:16])
+}

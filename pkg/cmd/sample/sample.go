@@ -29,7 +29,8 @@ import (
 // Options are the parsed flags of one run.
 type Options struct {
 	Streams *cli.Streams
-	Input   string
+	Input   string   // the first input file
+	Inputs  []string // every input file, read in order as one table
 
 	Size      string  // -m: a row count or "optimal"
 	Fraction  float64 // --fraction; 0 when not given
@@ -38,6 +39,12 @@ type Options struct {
 	NewSecret string  // --new-secret FILE
 	KeepID    bool
 	Columns   []string
+
+	// WithPriority adds the priority column (release.PriorityColumn) so
+	// that samples of disjoint shards can be merged; Merge merges such
+	// samples (the inputs) into the sample of their union.
+	WithPriority bool
+	Merge        bool
 
 	Plan       bool
 	Epsilon    float64
@@ -57,7 +64,7 @@ type Options struct {
 func NewCmd(s *cli.Streams, runF func(*Options) error) *cobra.Command {
 	opts := &Options{Streams: s}
 	cmd := &cobra.Command{
-		Use:   "sample [<file>] (-m N | -m optimal --epsilon E | --fraction F) [flags]",
+		Use:   "sample [<file>...] (-m N | -m optimal --epsilon E | --fraction F) [flags]",
 		Short: "Draw the same uniform sample of rows at every curator",
 		Long: `Sample keeps m rows of a table, chosen uniformly without replacement, and
 writes them in an order that every curator holding other columns of the same
@@ -72,7 +79,16 @@ priority and would be kept or dropped together, so sample stops with an
 error naming the id when a repeated id is among the sampled rows (or ties
 with the last of them); a repeated id that is not sampled is not detected,
 and does not change the sample. Sampling by position needs every curator's
-file in the same row order. The id column is dropped unless --keep-id: the server need
+file in the same row order. Several input files are read in order as one
+table (the same columns in each; positions number on across files).
+
+With --id and --with-priority, the output gets a last column _priority
+(each row's priority, 32 hex digits) and the secret's public id in its
+metadata; samples of disjoint shards drawn so under one secret merge with
+sample --merge --secret FILE -m M S1 S2 … into exactly what one run on
+the union of the shards writes (with or without --with-priority, as
+given to --merge), so long as each shard sample kept at least the rows
+of the union's sample that fall in its shard (-m M per shard suffices). The id column is dropped unless --keep-id: the server need
 not know who was sampled.
 
 The output's metadata records n, m and a fingerprint of (secret, n, m) that
@@ -102,9 +118,12 @@ where K is the size of the joint domain of ALL curators' released columns.`,
   # or let sample choose m* itself, and pipe into encryption
   $ sample --secret shared.secret -m optimal --epsilon 1 --domain-size 32 --columns education alice.csv \
       | encrypt --codebook codebook.json --key-out alice.key -o alice.enc.parquet`,
-		Args: cobra.MaximumNArgs(1),
+		Args: cobra.ArbitraryArgs,
 		RunE: cli.RunE(opts, func(c *cobra.Command, args []string) {
 			opts.cmd, opts.Input = c, cli.FirstArg(args)
+			if len(args) > 0 {
+				opts.Inputs = args
+			}
 		}, runF, run),
 	}
 	f := cmd.Flags()
@@ -115,6 +134,8 @@ where K is the size of the joint domain of ALL curators' released columns.`,
 	f.StringVar(&opts.NewSecret, "new-secret", "", "create a new secret `FILE` (mode 0600, never overwritten) and use it")
 	f.BoolVar(&opts.KeepID, "keep-id", false, "keep the --id column in the output")
 	f.StringSliceVar(&opts.Columns, "columns", nil, "columns to keep, in this order (default: all but the id)")
+	f.BoolVar(&opts.WithPriority, "with-priority", false, "add the column _priority (each row's priority) so that shards' samples can be merged")
+	f.BoolVar(&opts.Merge, "merge", false, "merge the --with-priority --id samples given as inputs into the sample of their union (-m M, --secret)")
 	f.BoolVar(&opts.Plan, "plan", false, "print the optimal sample size as JSON and exit")
 	f.Float64Var(&opts.Epsilon, "epsilon", 0, "privacy level `E` > 0 for --plan and -m optimal")
 	f.Int64VarP(&opts.N, "rows", "n", 0, "the table's row count `N` for --plan (default: count the input)")
@@ -132,6 +153,9 @@ func Main() int { return cli.Run(NewCmd(cli.StdStreams(), nil), os.Args[1:], cli
 func run(o *Options) error {
 	if o.Plan {
 		return runPlan(o)
+	}
+	if o.Merge {
+		return runMerge(o)
 	}
 	secret, err := o.secret()
 	if err != nil {
@@ -343,7 +367,7 @@ func runPlan(o *Options) error {
 
 // countRows counts the input's rows (Parquet knows; others are read).
 func countRows(o *Options) (int64, error) {
-	r, err := o.Streams.Open(o.Input)
+	r, err := openInputs(o.Streams.Open, o.Inputs)
 	if err != nil {
 		return 0, err
 	}
@@ -359,7 +383,7 @@ func countRows(o *Options) (int64, error) {
 		}
 	}
 	if r.RowsRead() == 0 {
-		return 0, fmt.Errorf("%s has no data rows; give -n N to plan without it", r.Name())
+		return 0, fmt.Errorf("%s has no data rows; give -n N to plan without it", names(r))
 	}
 	return r.RowsRead(), nil
 }
@@ -379,7 +403,7 @@ func runSample(o *Options, secret []byte) error {
 	if err != nil {
 		return err
 	}
-	in, err := o.Streams.Open(o.Input)
+	in, err := openInputs(o.Streams.Open, o.Inputs)
 	if err != nil {
 		return err
 	}
@@ -446,7 +470,7 @@ func (o *Options) offerRows(in table.Reader, prf *sample.PRF, idCol int, keep []
 			if idCol >= 0 {
 				id := ids.String(i)
 				if id == "" {
-					return &table.DataError{File: in.Name(), Row: int64(pos) + 1, Column: o.ID, Err: errors.New("the row id is empty; every row needs an id, or omit --id to sample by position")}
+					return &table.DataError{File: in.Name(), Row: rowOf(in, int64(pos)), Column: o.ID, Err: errors.New("the row id is empty; every row needs an id, or omit --id to sample by position")}
 				}
 				p = prf.ID(id)
 			} else {
@@ -484,10 +508,10 @@ func (o *Options) draw(in table.Reader, sz *sizer, sm *sampler, n int64, nkeep i
 	var items []sample.Item
 	switch {
 	case n == 0:
-		return nil, fmt.Errorf("%s has no data rows: nothing to sample", in.Name())
+		return nil, fmt.Errorf("%s has no data rows: nothing to sample", names(in))
 	case bottom != nil:
 		if sz.m > n {
-			return nil, fmt.Errorf("cannot sample m = %d rows: %s has n = %d rows; choose -m ≤ %d", sz.m, in.Name(), n, n)
+			return nil, fmt.Errorf("cannot sample m = %d rows: %s has n = %d rows; choose -m ≤ %d", sz.m, names(in), n, n)
 		}
 		items, err = bottom.Sample()
 	case sz.optimal:
@@ -501,7 +525,7 @@ func (o *Options) draw(in table.Reader, sz *sizer, sm *sampler, n int64, nkeep i
 	}
 	var dup *sample.DuplicateError
 	if errors.As(err, &dup) {
-		return nil, &table.DataError{File: in.Name(), Column: o.ID, Err: fmt.Errorf("id %s appears more than once (rows %d and %d); ids given with --id must be unique, since rows of one id are kept or dropped together", quoteID(dup.Kept.Row[nkeep]), min(dup.Kept.Index, dup.Row), max(dup.Kept.Index, dup.Row))}
+		return nil, &table.DataError{File: names(in), Column: o.ID, Err: fmt.Errorf("id %s appears more than once (rows %d and %d); ids given with --id must be unique, since rows of one id are kept or dropped together", quoteID(dup.Kept.Row[nkeep]), min(dup.Kept.Index, dup.Row), max(dup.Kept.Index, dup.Row))}
 	}
 	return items, err
 }
@@ -509,7 +533,6 @@ func (o *Options) draw(in table.Reader, sz *sizer, sm *sampler, n int64, nkeep i
 // writeSample writes the sample with its metadata: n, m, the secret's
 // fingerprint and how rows were identified.
 func (o *Options) writeSample(in table.Reader, secret []byte, idCol int, keep []int, n int64, items []sample.Item) error {
-	m := int64(len(items))
 	names := make([]string, len(keep))
 	for j, c := range keep {
 		names[j] = in.Schema().Field(c).Name
@@ -521,22 +544,45 @@ func (o *Options) writeSample(in table.Reader, secret []byte, idCol int, keep []
 		meta[cli.InsecureSeedKey] = "true"
 	}
 	meta[release.KeyStage] = release.StageSample
-	release.Sample{N: n, M: m, Fingerprint: sample.Fingerprint(secret, n, m)}.Encode(meta)
 	if idCol >= 0 {
 		meta[release.KeySampleID] = release.SampleIDColumn
 	} else {
 		meta[release.KeySampleID] = release.SampleIDPosition
 	}
-	schema := table.StringSchema(names)
-	w, err := o.Streams.Create(o.Output, schema, meta, in.Format(), []string{o.Input, o.Secret, o.NewSecret})
+	return o.write(meta, names, in.Format(), secret, n, items)
+}
+
+// write writes items (rows of the columns names, in priority order) as
+// the sample of n rows: meta gets n, m and the fingerprint, and with
+// --with-priority the priority column and secret-id. A sample run and a
+// merge of shards write through here, so a merge's output is the one run
+// on the union would write.
+func (o *Options) write(meta table.Meta, names []string, format table.Format, secret []byte, n int64, items []sample.Item) error {
+	m := int64(len(items))
+	release.Sample{N: n, M: m, Fingerprint: sample.Fingerprint(secret, n, m)}.Encode(meta)
+	cols := names
+	if o.WithPriority {
+		cols = append(slices.Clone(names), release.PriorityColumn)
+		release.Priorities{Column: release.PriorityColumn, SecretID: sample.SecretID(secret)}.Encode(meta)
+	} else {
+		release.Priorities{}.Remove(meta)
+	}
+	schema := table.StringSchema(cols)
+	inputs := append(slices.Clone(o.Inputs), o.Secret, o.NewSecret)
+	w, err := o.Streams.Create(o.Output, schema, meta, format, inputs)
 	if err != nil {
 		return err
 	}
 	defer w.Abort()
 	rw := table.NewRowWriter(w, schema, 0)
 	defer rw.Release()
+	row := make([]string, len(cols))
 	for _, it := range items {
-		if err := rw.AppendStrings(it.Row[:len(keep)]); err != nil {
+		copy(row, it.Row[:len(names)])
+		if o.WithPriority {
+			row[len(names)] = it.Priority.String()
+		}
+		if err := rw.AppendStrings(row); err != nil {
 			return err
 		}
 	}

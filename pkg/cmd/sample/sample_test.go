@@ -15,7 +15,9 @@ func TestFlagsFillOptions(t *testing.T) {
 		args []string
 		want Options
 	}{
-		{[]string{"-m", "10", "--secret", "s", "in.csv"}, Options{Size: "10", Secret: "s", Input: "in.csv"}},
+		{[]string{"-m", "10", "--secret", "s", "in.csv"}, Options{Size: "10", Secret: "s", Input: "in.csv", Inputs: []string{"in.csv"}}},
+		{[]string{"--merge", "-m", "5", "--secret", "s", "--with-priority", "a.csv", "b.csv"},
+			Options{Merge: true, WithPriority: true, Size: "5", Secret: "s", Input: "a.csv", Inputs: []string{"a.csv", "b.csv"}}},
 		{[]string{"-m", "optimal", "--epsilon", "0.5", "--domain-size", "32", "--columns", "a,b"},
 			Options{Size: "optimal", Epsilon: 0.5, DomainSize: "32", Columns: []string{"a", "b"}}},
 		{[]string{"--fraction", "0.1", "--id", "pid", "--keep-id", "-o", "x.parquet"},
@@ -40,7 +42,9 @@ func TestFlagsFillOptions(t *testing.T) {
 func TestUsageErrorsExitWithCode2(t *testing.T) {
 	for _, args := range [][]string{
 		{"--no-such-flag"},
-		{"a.csv", "b.csv"},
+		{"--merge", "-m", "5", "a.csv"},
+		{"--merge", "--secret", "s", "--fraction", "0.5", "a.csv"},
+		{"--merge", "--secret", "s", "-m", "5", "--id", "pid", "a.csv"},
 		{"-m", "many", "x.csv"},
 		{"--fraction", "2", "x.csv"},
 		{"--plan"},
