@@ -113,6 +113,9 @@ func runMerge(o *Options) error {
 		}
 	}
 	o.Seed.Mark(meta)
+	if o.insecureSecret {
+		meta[release.KeyInsecureSeed] = "true"
+	}
 	return o.write(meta, names, first.Format(), secret, n, items)
 }
 
