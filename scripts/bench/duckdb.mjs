@@ -48,7 +48,8 @@ function encrypt(src, [a, b], out, key) {
 
 // PRAM on the joint code of the two curators' ciphertexts: keep it with
 // probability keep, else add a uniform offset in [1, K) mod K (the
-// γ-diagonal matrix of SPEC §2; keep = e^ε/(e^ε + K - 1) at ε = 1).
+// γ-diagonal matrix of SPEC §2, with an illustrative keep = e/(e + K - 1);
+// the work does not depend on its value).
 function perturb(alice, bob, out) {
   const [ka, kb] = [k('education') * k('occupation'), k('income') * k('sex')];
   const K = ka * kb;
