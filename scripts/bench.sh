@@ -2,13 +2,52 @@
 # make bench: rows/s and peak RSS of each pramkit tool on generated
 # Adult-like tables (6 categorical columns, deterministic generator).
 # BENCH_ROWS overrides the sizes, e.g. BENCH_ROWS="100000" make bench.
+# When node and npm are present, DuckDB (@duckdb/node-api, installed into
+# out/bench/node_modules, never a dependency of the tools) does the same
+# work next to each stage (scripts/bench/duckdb.mjs holds the SQL of each),
+# and a final table gives the ratio DuckDB time / pramkit time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 B=$PWD/bin
 OUT=${BENCH_DIR:-$PWD/out/bench}
 mkdir -p "$OUT"
 go build -o "$OUT/benchtool" ./internal/cmd/benchtool
-T="$OUT/benchtool"
+# Every measured line also goes to $log, which the final summary reads.
+log="$OUT/bench-results.txt"
+: > "$log"
+bt() {
+  if [ "$1" = run ]; then "$OUT/benchtool" "$@" | tee -a "$log"; else "$OUT/benchtool" "$@"; fi
+}
+T=bt
+
+# DuckDB peer: duck LABEL QUERY FILE... runs one query of
+# scripts/bench/duckdb.mjs (the SQL is there, next to each query's name)
+# through benchtool, so its peak RSS is measured the same way; it includes
+# node's own baseline (the "duckdb: baseline" row).
+DUCKDB_VERSION=${BENCH_DUCKDB_VERSION:-1.5.6-r.1}
+export DUCKDB_MODULES="$OUT/node_modules"
+duck=
+if command -v node >/dev/null && command -v npm >/dev/null; then
+  have=$(node -p "require('$DUCKDB_MODULES/@duckdb/node-api/package.json').version" 2>/dev/null || true)
+  if [ "$have" = "$DUCKDB_VERSION" ] ||
+    npm install --prefix "$OUT" --no-audit --no-fund --silent "@duckdb/node-api@$DUCKDB_VERSION" >/dev/null 2>&1; then
+    duck=1
+  else
+    echo "# (npm install @duckdb/node-api@$DUCKDB_VERSION failed: no DuckDB rows)"
+  fi
+else
+  echo "# (node and npm not found: no DuckDB rows; install Node.js for the DuckDB peer)"
+fi
+duck() {
+  [ -n "$duck" ] || return 0
+  local label=$1
+  shift
+  rm -f "$OUT/duck-time"
+  DUCKDB_TIME_FILE="$OUT/duck-time" "$T" run -rows "$n" -label "  duckdb: $label" -- \
+    node "$PWD/scripts/bench/duckdb.mjs" "$1" "$OUT/gen.codebook.json" "${@:2}"
+  # The query's own time (no start-up), for the summary only.
+  echo "query|$n|duckdb: $label|$(cat "$OUT/duck-time")" >> "$log"
+}
 secret="$OUT/bench.secret"
 [ -f "$secret" ] || "$B/sample" --new-secret "$secret" 2>/dev/null
 
@@ -31,6 +70,10 @@ for n in ${BENCH_ROWS:-1000000 10000000}; do
     "$B/sample" --secret "$secret" -m "$m" --output-format arrow
   "$T" run -rows "$n" -label "sample -m 100 (CSV in)" -- \
     "$B/sample" --secret "$secret" -m 100 "$csv" -o "$OUT/s100-$n.csv"
+  duck "baseline (node + DuckDB, no query)" none
+  "$T" run -rows "$n" -label "sample -m 5000 (CSV in, CSV out)" -- \
+    "$B/sample" --secret "$secret" -m 5000 "$csv" -o "$OUT/s5000-$n.csv"
+  duck "reservoir 5000 (CSV in, CSV out)" sample-5000 "$csv" "$OUT/duck-s5000-$n.csv"
 done
 
 # The release tools (encrypt, perturb, decrypt) on full-size samples (m = n):
@@ -46,15 +89,24 @@ for n in ${BENCH_ROWS:-1000000 10000000}; do
   echo "# $n rows, release tools (Alice's sample CSV $(du -m "$alice" | cut -f1) MB)"
   "$T" run -rows "$n" -label "encrypt 2 columns (CSV in, Parquet out)" -- \
     "$B/encrypt" --codebook "$cb" --key-out "$OUT/alice-$n.key" --force "$alice" -o "$OUT/alice-$n.enc.parquet"
+  duck "codes + pad (CSV in, Parquet out)" encrypt-csv "$alice" "$OUT/duck-alice-$n.enc.parquet" "$OUT/duck-alice-$n.key.parquet"
   "$T" run -rows "$n" -label "encrypt 2 columns (Parquet in, Arrow out)" -out "$OUT/bob-$n.enc.arrow" -- \
     "$B/encrypt" --codebook "$cb" --key-out "$OUT/bob-$n.key" --force "$bob" --output-format arrow
+  # (DuckDB reads no Arrow IPC without an extension: Bob's ciphertext is Parquet.)
+  duck "codes + pad (Parquet in and out)" encrypt-parquet "$bob" "$OUT/duck-bob-$n.enc.parquet" "$OUT/duck-bob-$n.key.parquet"
   # --no-ledger: a benchmark re-releases the same sample on every run.
   "$T" run -rows "$n" -label "perturb --epsilon 1 (2 curators, K = 960)" -- \
     "$B/perturb" --no-ledger --epsilon 1 "$OUT/alice-$n.enc.parquet" "$OUT/bob-$n.enc.arrow" -o "$OUT/release-$n.parquet"
+  duck "join + offset (Parquet in and out)" perturb \
+    "$OUT/duck-alice-$n.enc.parquet" "$OUT/duck-bob-$n.enc.parquet" "$OUT/duck-release-$n.parquet"
   "$T" run -rows "$n" -label "decrypt 2 keys (Parquet in, CSV out)" -- \
     "$B/decrypt" --key "$OUT/alice-$n.key" --key "$OUT/bob-$n.key" "$OUT/release-$n.parquet" -o "$OUT/sanitized-$n.csv"
+  duck "pads, labels (Parquet in, CSV out)" decrypt-csv "$OUT/duck-release-$n.parquet" \
+    "$OUT/duck-alice-$n.key.parquet" "$OUT/duck-bob-$n.key.parquet" "$OUT/duck-sanitized-$n.csv"
   "$T" run -rows "$n" -label "decrypt 2 keys (Parquet in, Parquet out)" -- \
     "$B/decrypt" --key "$OUT/alice-$n.key" --key "$OUT/bob-$n.key" "$OUT/release-$n.parquet" -o "$OUT/sanitized-$n.parquet"
+  duck "pads, labels (Parquet in and out)" decrypt-parquet "$OUT/duck-release-$n.parquet" \
+    "$OUT/duck-alice-$n.key.parquet" "$OUT/duck-bob-$n.key.parquet" "$OUT/duck-sanitized-$n.parquet"
 done
 
 # estimate on the decrypted releases above (K = 960, ε = 1, m = n): reading
@@ -64,8 +116,10 @@ for n in ${BENCH_ROWS:-1000000 10000000}; do
   echo "# $n rows, estimate"
   "$T" run -rows "$n" -label "estimate (mle, CSV in)" -- \
     "$B/estimate" "$OUT/sanitized-$n.csv" -o "$OUT/estimate-$n.csv"
+  duck "GROUP BY 4 columns (CSV in)" count-csv "$OUT/sanitized-$n.csv" "$OUT/duck-count-$n.csv"
   "$T" run -rows "$n" -label "estimate --method inverse (Parquet in)" -- \
     "$B/estimate" --method inverse "$OUT/sanitized-$n.parquet" -o "$OUT/estimate-inv-$n.csv"
+  duck "GROUP BY 4 columns (Parquet in)" count-parquet "$OUT/sanitized-$n.parquet" "$OUT/duck-count-pq-$n.csv"
 done
 
 # The local mechanisms on the generated tables: bitflip on sex, income and
@@ -76,6 +130,7 @@ for n in ${BENCH_ROWS:-1000000 10000000}; do
   echo "# $n rows, local mechanisms"
   "$T" run -rows "$n" -label "perturb bitflip, L = 17 (CSV in, Parquet out)" -- \
     "$B/perturb" --mechanism bitflip --lie 0.2 --columns sex,income,occupation --codebook "$cb" "$csv" -o "$OUT/bitflip-$n.parquet"
+  duck "one-hot + flips (CSV in, Parquet)" bitflip "$csv" "$OUT/duck-bitflip-$n.parquet"
   "$T" run -rows "$n" -label "estimate bitflip (Parquet in)" -- \
     "$B/estimate" "$OUT/bitflip-$n.parquet" --json
   "$T" run -rows "$n" -label "perturb ddps occupation (CSV in, Parquet out)" -- \
@@ -142,3 +197,47 @@ for n in ${BENCH_ROWS:-1000000 10000000}; do
   "$T" run -rows "$n" -label "estimate 300 count queries (Parquet in)" -- \
     "$B/estimate" --queries "$queries" "$OUT/anon-$n.parquet" -o "$OUT/answers-$n.csv"
 done
+
+# Summary: pramkit next to DuckDB doing the same work, per stage; ratio =
+# DuckDB time / pramkit time (above 1: pramkit is faster), by wall time of
+# the whole process (as for pramkit) and by the queries' own time. Peak RSS
+# of the DuckDB rows includes node's own (the baseline row).
+if [ -n "$duck" ]; then
+  echo
+  echo "# pramkit vs DuckDB $DUCKDB_VERSION (ratio = DuckDB s / pramkit s; above 1: pramkit faster)"
+  awk -v pairs="$(cat <<'PAIRS'
+sample -m 5000 (CSV)|sample -m 5000 (CSV in, CSV out)|duckdb: reservoir 5000 (CSV in, CSV out)
+encrypt 2 columns, CSV -> Parquet|encrypt 2 columns (CSV in, Parquet out)|duckdb: codes + pad (CSV in, Parquet out)
+perturb 2 curators -> Parquet|perturb --epsilon 1 (2 curators, K = 960)|duckdb: join + offset (Parquet in and out)
+decrypt -> CSV|decrypt 2 keys (Parquet in, CSV out)|duckdb: pads, labels (Parquet in, CSV out)
+decrypt -> Parquet|decrypt 2 keys (Parquet in, Parquet out)|duckdb: pads, labels (Parquet in and out)
+estimate (4 columns), CSV|estimate (mle, CSV in)|duckdb: GROUP BY 4 columns (CSV in)
+estimate (4 columns), Parquet|estimate --method inverse (Parquet in)|duckdb: GROUP BY 4 columns (Parquet in)
+bitflip L = 17, CSV -> Parquet|perturb bitflip, L = 17 (CSV in, Parquet out)|duckdb: one-hot + flips (CSV in, Parquet)
+PAIRS
+)" '
+    / MB$/ {
+      n = $(NF - 4); if (!(n in seen)) { seen[n] = 1; ns[++nn] = n }
+      lab = $0
+      sub(/ +[0-9]+ +[0-9.]+ +[0-9]+ +[0-9]+ MB$/, "", lab); sub(/^ +/, "", lab)
+      t[n, lab] = $(NF - 3); m[n, lab] = $(NF - 1)
+    }
+    /^query\|/ { split($0, f, "|"); qt[f[2], f[3]] = f[4] }
+    END {
+      np = split(pairs, p, "\n")
+      # query s and ratio*: the DuckDB queries alone, without node start-up
+      # and loading DuckDB (what DuckDB would take inside a running process).
+      printf "%-34s %9s %9s %7s %9s %7s %10s %9s\n", "stage", "pramkit s", "DuckDB s", "ratio",
+        "query s", "ratio*", "pramkit MB", "DuckDB MB"
+      for (i = 1; i <= nn; i++) {
+        k = ns[i]; head = 0
+        for (j = 1; j <= np; j++) {
+          split(p[j], f, "|")
+          if (!((k, f[2]) in t) || !((k, f[3]) in t)) continue
+          if (!head++) print "# " k " rows"
+          printf "%-34s %9.2f %9.2f %7.2f %9.2f %7.2f %10s %9s\n", f[1], t[k, f[2]], t[k, f[3]],
+            t[k, f[3]] / t[k, f[2]], qt[k, f[3]], qt[k, f[3]] / t[k, f[2]], m[k, f[2]], m[k, f[3]]
+        }
+      }
+    }' "$log"
+fi
