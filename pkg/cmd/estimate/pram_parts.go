@@ -96,10 +96,13 @@ func (o *Options) countPRAMParts(rel *pramRelease, in table.Reader) (estimate.Co
 		}
 		parts = append(parts, pramPart{name, n})
 	}
-	if len(parts) > 1 {
+	if len(parts) > 1 || o.pramOpts().Tabulate {
+		// (One file without --tabulate: account checks its rows are m.)
 		if err := rel.checkPartTotals(o, parts, t.total); err != nil {
 			return estimate.Counts{}, err
 		}
+	}
+	if len(parts) > 1 {
 		names := make([]string, len(parts))
 		for i, p := range parts {
 			names[i] = p.name

@@ -74,6 +74,9 @@ func (o *Options) openPRAMRelease(in table.Reader) (*pramRelease, error) {
 		}
 	} else {
 		for _, f := range in.Schema().Fields() {
+			if f.Name == release.CountColumn && release.IsCountTable(meta) {
+				continue // a count table's counts, not a released column
+			}
 			cols = append(cols, release.Column{Name: f.Name})
 		}
 	}
