@@ -6,6 +6,9 @@ import (
 	"io"
 	"maps"
 	"math"
+	"os"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -89,7 +92,10 @@ func (o *Options) countPRAMParts(rel *pramRelease, in table.Reader) (estimate.Co
 	if len(o.Inputs) > 1 {
 		more = o.Inputs[1:]
 	}
-	for _, path := range more {
+	for i, path := range more {
+		if j := slices.IndexFunc(o.Inputs[:i+1], func(p string) bool { return pramSameFile(p, path) }); j >= 0 {
+			return estimate.Counts{}, cli.Usagef("%s is given twice (arguments %d and %d): give each part of the release once", path, j+1, i+2)
+		}
 		n, name, err := o.countPRAMPart(rel, path, t)
 		if err != nil {
 			return estimate.Counts{}, err
@@ -139,6 +145,16 @@ func (o *Options) countPRAMPart(rel *pramRelease, path string, t *pramTally) (in
 	}
 	n, err := part.count(o, in, t)
 	return n, in.Name(), err
+}
+
+// pramSameFile reports whether two arguments name the same file.
+func pramSameFile(a, b string) bool {
+	if filepath.Clean(a) == filepath.Clean(b) {
+		return true
+	}
+	sa, errA := os.Stat(a)
+	sb, errB := os.Stat(b)
+	return errA == nil && errB == nil && os.SameFile(sa, sb)
 }
 
 // pramShort quotes a metadata value for a message, shortened.
