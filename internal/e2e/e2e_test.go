@@ -5,6 +5,10 @@
 package e2e
 
 import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/csv"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,10 +16,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/pramkit/pramkit/internal/adulttest"
@@ -97,6 +103,26 @@ func TestScripts(t *testing.T) {
 					value = []string{v}
 				}
 				ts.Check(editMeta(ts.MkAbs(args[0]), args[1], value))
+			},
+			// splitrows SRC OUT1 OUT2 ... writes SRC's rows in k contiguous
+			// parts (part i: rows i·m/k up to (i+1)·m/k), each with SRC's
+			// metadata: a release split into disjoint parts.
+			"splitrows": func(ts *testscript.TestScript, neg bool, args []string) {
+				if neg || len(args) < 2 {
+					ts.Fatalf("usage: splitrows SRC OUT1 OUT2 ...")
+				}
+				ts.Check(splitRows(ts.MkAbs(args[0]), args[1:], ts.MkAbs))
+			},
+			// setcell FILE ROW COLUMN VALUE sets one cell of a CSV table
+			// with a sidecar (ROW counts data rows from 1) and binds the
+			// sidecar to the edited file: a hand-edited output.
+			"setcell": func(ts *testscript.TestScript, neg bool, args []string) {
+				if neg || len(args) != 4 {
+					ts.Fatalf("usage: setcell FILE ROW COLUMN VALUE")
+				}
+				row, err := strconv.Atoi(args[1])
+				ts.Check(err)
+				ts.Check(setCell(ts.MkAbs(args[0]), row, args[2], args[3]))
 			},
 			// flipbyte FILE OFFSET flips the top bit of one byte (a
 			// negative OFFSET counts from the end): a corrupt copy.
@@ -216,4 +242,96 @@ func editMeta(path, key string, value []string) error {
 		return err
 	}
 	return os.Rename(tmp, path)
+}
+
+// splitRows is the splitrows command.
+func splitRows(src string, outs []string, abs func(string) string) error {
+	r, err := table.Open(src, table.ReadOptions{})
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	var recs []arrow.RecordBatch
+	var m int64
+	for {
+		rec, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		rec.Retain()
+		defer rec.Release()
+		recs = append(recs, rec)
+		m += rec.NumRows()
+	}
+	k := int64(len(outs))
+	var row int64 // first row of recs[0] not yet written
+	for i, out := range outs {
+		end := (int64(i) + 1) * m / k
+		w, err := table.Create(abs(out), r.Schema(), r.Meta(), table.WriteOptions{})
+		if err != nil {
+			return err
+		}
+		for row < end {
+			rec := recs[0]
+			take := min(rec.NumRows(), end-row)
+			if err := w.Write(rec.NewSlice(0, take)); err != nil {
+				w.Abort()
+				return err
+			}
+			row += take
+			if take == rec.NumRows() {
+				recs = recs[1:]
+			} else {
+				recs[0] = rec.NewSlice(take, rec.NumRows())
+			}
+		}
+		if err := w.Commit(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// setCell is the setcell command.
+func setCell(path string, row int, col, value string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	recs, err := csv.NewReader(bytes.NewReader(b)).ReadAll()
+	if err != nil {
+		return err
+	}
+	j := slices.Index(recs[0], col)
+	if j < 0 || row < 1 || row >= len(recs) {
+		return fmt.Errorf("%s has no row %d, column %q", path, row, col)
+	}
+	recs[row][j] = value
+	var out bytes.Buffer
+	w := csv.NewWriter(&out)
+	if err := w.WriteAll(recs); err != nil {
+		return err
+	}
+	if err := os.WriteFile(path, out.Bytes(), 0o644); err != nil {
+		return err
+	}
+	side := path + ".meta.json"
+	sb, err := os.ReadFile(side)
+	if err != nil {
+		return err
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(sb, &doc); err != nil {
+		return err
+	}
+	sum := sha256.Sum256(out.Bytes())
+	doc["data"] = map[string]any{"bytes": out.Len(), "sha256": hex.EncodeToString(sum[:])}
+	sb, err = json.Marshal(doc)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(side, sb, 0o644)
 }

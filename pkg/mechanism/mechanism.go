@@ -97,7 +97,7 @@ type Descriptor struct {
 var Table = []Descriptor{
 	{release.MechanismGamma, Perturb, KindPRAM,
 		[]string{"gamma", "allow-recompose", "ledger", "no-ledger"},
-		[]string{"marginal", "gamma", "rows", "sample-size", "ci", "replicates", "max-iter", "tol", "truth-id", "method", "level", "columns"}},
+		[]string{"marginal", "gamma", "rows", "sample-size", "ci", "replicates", "max-iter", "tol", "truth-id", "method", "level", "columns", "tabulate"}},
 	{release.MechanismBitflip, Perturb, release.MechanismBitflip,
 		[]string{"lie", "columns", "codebook"},
 		[]string{"anonymity", "anonymity-samples", "anonymity-max-bits", "level", "columns"}},

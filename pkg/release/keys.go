@@ -42,3 +42,23 @@ const (
 	// EstimatorCounts is the estimator of anonymize releases' counts.
 	EstimatorCounts = "counts"
 )
+
+// A count table (estimate --tabulate) holds a γ-diagonal release's counts
+// instead of its rows: the release's columns (the labels) plus CountColumn,
+// one row per observed joint value, with the release's metadata plus
+// KeyCountTable = CountTableTrue. Counts of disjoint parts of a release add
+// up to the counts of the whole, so estimate merges count tables and row
+// files of one release exactly.
+const (
+	KeyCountTable  = "count_table"
+	CountTableTrue = "true"
+	CountColumn    = "count"
+)
+
+// IsCountTable reports whether meta is a count table's.
+func IsCountTable(meta map[string]string) bool { return meta[KeyCountTable] == CountTableTrue }
+
+// ReleasePartKeys are the metadata items that the parts of one γ-diagonal
+// release (row files or count tables) share: a part whose items differ
+// belongs to another release, and merging it would estimate nonsense.
+var ReleasePartKeys = []string{KeyMechanism, KeyFingerprint, KeyGamma, KeyGammas, KeyGammaComposed, KeyReleases, KeyN, KeyM, KeyJointSize, KeyColumns, KeyCodebook}

@@ -30,6 +30,10 @@ import (
 type Options struct {
 	Streams *cli.Streams
 	Input   string
+	// Inputs are all the files given (Input is the first): for
+	// γ-diagonal releases, parts of one release — row files and count
+	// tables — estimated as one (pram_parts.go).
+	Inputs []string
 
 	JSON     bool     // --json: a JSON summary instead of a table
 	Truth    []string // --truth: the original table(s), for error measures
@@ -61,13 +65,13 @@ type runner func(o *Options, in table.Reader) error
 func NewCmd(s *cli.Streams, runF func(*Options) error) *cobra.Command {
 	opts := &Options{Streams: s}
 	cmd := &cobra.Command{
-		Use:     "estimate [<file>] [flags]",
+		Use:     "estimate [<file>...] [flags]",
 		Short:   "Estimate distributions and counts from a pramkit release",
 		Long:    longHelp(),
 		Example: examples(),
-		Args:    cobra.MaximumNArgs(1),
+		Args:    cobra.ArbitraryArgs,
 		RunE: cli.RunE(opts, func(c *cobra.Command, args []string) {
-			opts.cmd, opts.Input = c, cli.FirstArg(args)
+			opts.cmd, opts.Input, opts.Inputs = c, cli.FirstArg(args), args
 		}, runF, run),
 	}
 	f := cmd.Flags()
@@ -110,5 +114,8 @@ func run(o *Options) error {
 		return cli.Usagef("%s", msg)
 	}
 	k := slices.IndexFunc(kinds, func(k kind) bool { return k.name == d.Kind })
+	if len(o.Inputs) > 1 && d.Kind != mechanism.KindPRAM {
+		return cli.Usagef("%s is a %s release: estimate merges several files only for γ-diagonal releases; give one file", in.Name(), mech)
+	}
 	return kinds[k].run(o, in)
 }

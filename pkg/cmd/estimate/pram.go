@@ -25,6 +25,7 @@ type pramOptions struct {
 	MaxIter   int      // --max-iter
 	Tol       float64  // --tol
 	TruthID   string   // --truth-id
+	Tabulate  bool     // --tabulate: write the counts (pram_parts.go)
 }
 
 // pramMaxListed is the largest output domain listed cell by cell; above it the
@@ -103,6 +104,19 @@ or with --truth-id COL by that id column (which every file must have;
 memory then grows with n). The JSON summary gets l2_error = ‖T̂ − t‖₂ over
 all K values, t the true joint type, and the table a truth column.
 
+Parts of a release: estimate takes several files of one release — pieces
+of decrypt's output holding disjoint rows, and count tables — and gives
+exactly the estimate (table, intervals, summary) of one run over all the
+rows, since every estimator reads the release only through the count of
+each joint value. --tabulate writes those counts instead of estimates: a
+count table, the release's columns and a count column, one row per
+observed joint value, with the release's metadata and count_table = true;
+it takes several parts too, and need not cover the whole release. The
+files must be parts of the same release (same fingerprint, γ, n, m, K,
+columns and codebook), and their rows, a count table's counts, must add
+up to m: a part given twice or a missing one is refused, with each file's
+rows. Other kinds of release take one file.
+
 --json prints a summary instead of the table (the table still goes to -o
 when given): method, epsilon (Theorem III.2 for n, m, γ), gamma, n, m, K,
 bound (Theorem III.4, (c·√K + 1)/√m with c = 1 + K/(γ − 1), on the
@@ -122,6 +136,11 @@ l2_error with --truth. The table's metadata carries the same items.`
 
   # the marginal of education by the paper's inverse estimator
   $ estimate --method inverse --marginal education sanitized.csv -o education.csv
+
+  # the release's counts, and the same estimate from them (parts of a
+  # release, row files and count tables, are given together the same way)
+  $ estimate --tabulate sanitized.csv -o counts.csv
+  $ estimate counts.csv -o joint-from-counts.csv
 
   # privacy, error bound, and the error against the curators' original tables
   $ estimate --json --truth alice.csv --truth bob.csv sanitized.csv
@@ -150,6 +169,7 @@ func addPRAMFlags(cmd *cobra.Command, opts *Options) {
 	f.IntVar(&o.MaxIter, "max-iter", estimate.DefaultMaxIter, "gamma-diagonal: compute the MLE by EM, stopped after `N` iterations (instead of exactly)")
 	f.Float64Var(&o.Tol, "tol", estimate.DefaultTol, "gamma-diagonal: compute the MLE by EM, stopped once no cell changes by more than `T` (instead of exactly)")
 	f.StringVar(&o.TruthID, "truth-id", "", "gamma-diagonal: join the --truth files by id `COLUMN` instead of by position")
+	f.BoolVar(&o.Tabulate, "tabulate", false, "gamma-diagonal: write the release's counts (a count table) instead of estimates")
 }
 
 // pramSettings are the checked flags of one gamma-diagonal run.
@@ -207,6 +227,13 @@ func (o *Options) parsePRAMSettings() (pramSettings, error) {
 	if p.TruthID != "" && len(o.Truth) == 0 {
 		return s, cli.Usagef("--truth-id needs --truth FILE")
 	}
+	if p.Tabulate {
+		for _, name := range []string{"json", "truth", "marginal", "columns", "method", "ci"} {
+			if f.Changed(name) {
+				return s, cli.Usagef("--tabulate writes the counts, not an estimate: drop --%s (estimate from the count table instead)", name)
+			}
+		}
+	}
 	if o.JSON && f.Changed("output") && table.IsStdio(o.Output.Path) {
 		return s, cli.Usagef("--json prints the summary on standard output: give -o FILE for the table, or drop --json")
 	}
@@ -243,9 +270,12 @@ func runPRAM(o *Options, in table.Reader) error {
 	if err != nil {
 		return err
 	}
-	counts, err := rel.count(o, in)
+	counts, err := o.countPRAMParts(rel, in)
 	if err != nil {
 		return err
+	}
+	if o.pramOpts().Tabulate {
+		return o.writePRAMCountTable(rel, counts)
 	}
 	if err := rel.account(o, counts.M()); err != nil {
 		return err

@@ -180,7 +180,7 @@ func (o *Options) writePRAMTable(rel *pramRelease, res *pramResult, meta table.M
 	}
 	schema := arrow.NewSchema(fields, nil)
 	o.markInsecureSeed(meta)
-	inputs := append([]string{o.Input}, o.Truth...)
+	inputs := o.pramInputs()
 	// The estimate is a small table for people: CSV unless asked otherwise.
 	w, err := o.Streams.Create(o.Output, schema, meta, table.CSV, inputs)
 	if err != nil {

@@ -3,12 +3,10 @@ package estimate
 import (
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"strings"
 
 	"github.com/pramkit/pramkit/pkg/codebook"
-	"github.com/pramkit/pramkit/pkg/estimate"
 	"github.com/pramkit/pramkit/pkg/pram"
 	"github.com/pramkit/pramkit/pkg/release"
 	"github.com/pramkit/pramkit/pkg/table"
@@ -76,6 +74,9 @@ func (o *Options) openPRAMRelease(in table.Reader) (*pramRelease, error) {
 		}
 	} else {
 		for _, f := range in.Schema().Fields() {
+			if f.Name == release.CountColumn && release.IsCountTable(meta) {
+				continue // a count table's counts, not a released column
+			}
 			cols = append(cols, release.Column{Name: f.Name})
 		}
 	}
@@ -228,71 +229,6 @@ func pramFieldNames(in table.Reader) []string {
 // pramDenseCounts is the largest K counted in a plain array (512 KiB) rather
 // than a hash map.
 const pramDenseCounts = 1 << 16
-
-// count reads the released rows and tallies their joint values: O(d) work
-// per row (one map lookup per cell), memory O(observed joint values).
-func (rel *pramRelease) count(o *Options, in table.Reader) (estimate.Counts, error) {
-	d := rel.dom.Dims()
-	index := make([]map[string]uint32, d)
-	for j, ls := range rel.labels {
-		index[j] = make(map[string]uint32, len(ls))
-		for x, l := range ls {
-			index[j][l] = uint32(x)
-		}
-	}
-	stride := pramStrides(rel.dom)
-	K := rel.dom.Size()
-	var dense []int64
-	var sparse map[uint64]int64
-	if K <= pramDenseCounts {
-		dense = make([]int64, K)
-	} else {
-		sparse = make(map[uint64]int64)
-	}
-	vals := make([]table.Values, d)
-	meter := o.Streams.Progress("estimate: read")
-	defer meter.Done()
-	var rows int64
-	for {
-		rec, err := in.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return estimate.Counts{}, err
-		}
-		for j := range vals {
-			vals[j] = table.ValuesOf(rec.Column(rel.fileCol[j]))
-		}
-		nr := int(rec.NumRows())
-		for i := range nr {
-			var g uint64
-			for j, v := range vals {
-				s := v.String(i)
-				x, ok := index[j][s]
-				if !ok {
-					return estimate.Counts{}, &table.DataError{File: rel.name, Row: rows + int64(i) + 1, Column: rel.names[j],
-						Err: fmt.Errorf("value %s is not one of the column's %d codebook labels: the file is not decrypt's output for this codebook; decrypt the release again, or pass the --codebook it was made with", table.QuoteCell(s), len(rel.labels[j]))}
-				}
-				g += uint64(x) * stride[j]
-			}
-			if dense != nil {
-				dense[g]++
-			} else {
-				sparse[g]++
-			}
-		}
-		rows += int64(nr)
-		meter.Add(int64(nr))
-	}
-	if rows == 0 {
-		return estimate.Counts{}, fmt.Errorf("%s: %w", rel.name, errPRAMNoRows)
-	}
-	if dense != nil {
-		return estimate.CountsFromDense(dense)
-	}
-	return pramCountsFromMap(K, sparse), nil
-}
 
 // pramStrides returns the mixed-radix weights w_j = k_{j+1}·…·k_d, so that
 // g(x) = Σ_j x_j·w_j (pram.Domain's numbering).
