@@ -118,20 +118,10 @@ func (m *Mechanism) DrawOffset(r *rand.Rand, dst []uint32) error {
 // alphabets (checked first, so a bad batch is left untouched).
 func (m *Mechanism) PerturbColumns(r *rand.Rand, cols [][]uint32) error {
 	ks := m.domain.ks
-	if len(cols) != len(ks) {
-		return fmt.Errorf("pram.Mechanism.PerturbColumns: %d columns, domain has %d", len(cols), len(ks))
+	if err := checkColumns(ks, cols); err != nil {
+		return fmt.Errorf("pram.Mechanism.PerturbColumns: %w", err)
 	}
 	rows := len(cols[0])
-	for j, col := range cols {
-		if len(col) != rows {
-			return fmt.Errorf("pram.Mechanism.PerturbColumns: column %d has %d rows, column 0 has %d", j, len(col), rows)
-		}
-		for i, v := range col {
-			if v >= ks[j] {
-				return fmt.Errorf("pram.Mechanism.PerturbColumns: column %d row %d: value %d outside Z_%d", j, i, v, ks[j])
-			}
-		}
-	}
 	offset := make([]uint32, len(ks)) // one scratch buffer per batch
 	size := m.domain.size
 	for i := range rows {
@@ -141,6 +131,26 @@ func (m *Mechanism) PerturbColumns(r *rand.Rand, cols [][]uint32) error {
 		m.domain.decode(1+r.Uint64N(size-1), offset)
 		for j, k := range ks {
 			cols[j][i] = addMod(cols[j][i], offset[j], k)
+		}
+	}
+	return nil
+}
+
+// checkColumns checks a batch: one column per alphabet, equal lengths,
+// every value inside its alphabet.
+func checkColumns(ks []uint32, cols [][]uint32) error {
+	if len(cols) != len(ks) {
+		return fmt.Errorf("%d columns, domain has %d", len(cols), len(ks))
+	}
+	rows := len(cols[0])
+	for j, col := range cols {
+		if len(col) != rows {
+			return fmt.Errorf("column %d has %d rows, column 0 has %d", j, len(col), rows)
+		}
+		for i, v := range col {
+			if v >= ks[j] {
+				return fmt.Errorf("column %d row %d: value %d outside Z_%d", j, i, v, ks[j])
+			}
 		}
 	}
 	return nil
