@@ -96,7 +96,7 @@ type Descriptor struct {
 // (default first), then anonymize's (default first).
 var Table = []Descriptor{
 	{release.MechanismGamma, Perturb, KindPRAM,
-		[]string{"gamma", "allow-recompose", "ledger", "no-ledger"},
+		[]string{"gamma", "allow-recompose", "ledger", "no-ledger", "noise-key"},
 		[]string{"marginal", "gamma", "rows", "sample-size", "ci", "replicates", "max-iter", "tol", "truth-id", "method", "level", "columns", "tabulate"}},
 	{release.MechanismBitflip, Perturb, release.MechanismBitflip,
 		[]string{"lie", "columns", "codebook"},

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 
 	"github.com/pramkit/pramkit/pkg/codebook"
@@ -249,6 +250,27 @@ func DeriveRunKey(master []byte, nonce string) pad.Key {
 	mac.Write([]byte("pramkit/encrypt/prf-pad/v1"))
 	mac.Write([]byte(nonce))
 	var k pad.Key
+	copy(k[:], mac.Sum(nil))
+	return k
+}
+
+// DeriveNoiseKey returns the PRAM offset key of one γ-diagonal release
+// (perturb --noise-key) from the server's long-term key, the sample's
+// fingerprint and γ:
+//
+//	k_rel = HMAC-SHA-256(master, "pramkit/perturb/pram-offset/v1" ‖ fingerprint ‖ 0 ‖ γ)
+//
+// Nothing fresh goes in, so a retried run, or a part of the sample perturbed
+// on its own, recomputes the same offsets. Two releases of one sample under
+// one key and γ would share their offsets, which is why perturb refuses
+// --noise-key with --allow-recompose.
+func DeriveNoiseKey(master []byte, fingerprint string, gamma float64) [32]byte {
+	mac := hmac.New(sha256.New, master)
+	mac.Write([]byte("pramkit/perturb/pram-offset/v1"))
+	mac.Write([]byte(fingerprint))
+	mac.Write([]byte{0})
+	mac.Write([]byte(strconv.FormatFloat(gamma, 'g', -1, 64)))
+	var k [32]byte
 	copy(k[:], mac.Sum(nil))
 	return k
 }

@@ -21,6 +21,12 @@ const (
 	// KeyBits is the record length L of a bitflip release (also in
 	// estimate's report).
 	KeyBits = "bits"
+	// KeyNoise says where a γ-diagonal release's offsets came from:
+	// NoisePRF (perturb --noise-key: a keyed PRF of the row index,
+	// computational secrecy, re-computable by part). Absent, they came
+	// from the run's random generator.
+	KeyNoise = "noise"
+	NoisePRF = "prf"
 )
 
 // Values of KeySampleID.

@@ -1,8 +1,12 @@
 package perturb
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"math/bits"
+	"os"
+	"slices"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -22,6 +26,7 @@ type gammaOptions struct {
 	AllowRecompose bool    // --allow-recompose
 	Ledger         string  // --ledger; default ledger.DefaultPath()
 	NoLedger       bool    // --no-ledger
+	NoiseKey       string  // --noise-key FILE: offsets by keyed PRF (computational)
 }
 
 const (
@@ -60,7 +65,19 @@ the look-up until the release is recorded, so of two runs releasing the
 same sample at once the second waits and is refused; the line is written
 just before the output is committed and removed if the commit fails. A
 run killed in between leaves a record without an output: it over-counts,
-never under-counts. --no-ledger skips the ledger, with a warning.`
+never under-counts. --no-ledger skips the ledger, with a warning.
+
+With --noise-key FILE the offsets are computed instead by a pseudo-random
+function: row i's offset is AES-256 of i under a key derived from FILE's
+256-bit key, the sample fingerprint and γ, with the same distribution. A
+retried run, or a part of the sample perturbed on its own, then gives
+exactly the same rows. Secrecy of the noise is COMPUTATIONAL only (whoever
+holds FILE can remove the offsets: keep it on the server), and the output
+metadata says noise=prf. FILE holds 32 bytes or 64 hex digits (like
+encrypt --prf-key); create it once with
+  head -c 32 /dev/urandom > server.noise && chmod 600 server.noise
+--noise-key refuses --allow-recompose: a second release of the sample would
+reuse the same offsets.`
 
 	gammaExample = `  # the server joins Alice's and Bob's ciphertexts and perturbs them for ε = 1
   $ perturb --epsilon 1 alice.enc.parquet bob.enc.parquet -o release.parquet
@@ -93,6 +110,7 @@ func addGammaFlags(cmd *cobra.Command, opts *Options) {
 	f.Float64Var(&o.Gamma, "gamma", 0, "gamma-diagonal PRAM parameter `G` > 1 (instead of --epsilon)")
 	f.BoolVar(&o.AllowRecompose, "allow-recompose", false, "allow a further release of a sample already released (ε composes)")
 	f.StringVar(&o.Ledger, "ledger", "", "release ledger `FILE` (default $XDG_STATE_HOME/pramkit/releases.jsonl, else ~/.local/state/pramkit/releases.jsonl)")
+	f.StringVar(&o.NoiseKey, "noise-key", "", "derive the offsets from the 256-bit key in `FILE` by AES-256 (re-computable by part): COMPUTATIONAL secrecy only")
 	f.BoolVar(&o.NoLedger, "no-ledger", false, "do not record the release in the ledger, nor check it (releases of the sample are then not counted)")
 }
 
@@ -129,6 +147,13 @@ func runGamma(o *Options) error {
 	if err := o.checkGammaFlags(); err != nil {
 		return err
 	}
+	var noiseMaster []byte
+	if o.gammaOpts().NoiseKey != "" {
+		var err error
+		if noiseMaster, err = o.readNoiseKey(); err != nil {
+			return err
+		}
+	}
 	ins, all, err := o.openGammaInputs()
 	defer func() {
 		for _, in := range ins {
@@ -161,6 +186,13 @@ func runGamma(o *Options) error {
 	if err != nil {
 		return err
 	}
+	var keyed *pram.KeyedOffsets
+	if noiseMaster != nil {
+		k := release.DeriveNoiseKey(noiseMaster, first.smp.Fingerprint, plan.gamma)
+		if keyed, err = pram.NewKeyedOffsets(mech, k[:]); err != nil {
+			return err
+		}
+	}
 
 	rel := release.GammaDiagonal{Stage: release.StagePerturb, Sample: first.smp, K: dom.Size(), // K ≤ 2^62
 		Gamma: plan.gamma, Epsilon: plan.epsilon, Releases: plan.hist.Releases}
@@ -178,17 +210,24 @@ func runGamma(o *Options) error {
 	if id, ok := first.r.Meta()[release.KeySampleID]; ok {
 		meta[release.KeySampleID] = id
 	}
+	if keyed != nil {
+		meta[release.KeyNoise] = release.NoisePRF
+	}
 	plan.hist.Set(meta) // the list of γ's ("gammas")
 	if err := release.SetColumns(meta, all); err != nil {
 		return err
 	}
 	schema := table.Int32Schema(release.Names(all))
-	w, err := o.Streams.Create(o.Output, schema, meta, first.r.Format(), o.Inputs)
+	protect := o.Inputs
+	if noiseMaster != nil {
+		protect = append(slices.Clip(o.Inputs), o.gammaOpts().NoiseKey) // never overwritten by -o
+	}
+	w, err := o.Streams.Create(o.Output, schema, meta, first.r.Format(), protect)
 	if err != nil {
 		return err
 	}
 	defer w.Abort()
-	if err := perturbRows(o, ins, mech, schema, w); err != nil {
+	if err := perturbRows(o, ins, mech, keyed, schema, w); err != nil {
 		return err
 	}
 	return o.recordAndCommit(led, first, plan, w)
@@ -206,6 +245,8 @@ func (o *Options) checkGammaFlags() error {
 		return cli.CheckEpsilon("epsilon", o.Epsilon)
 	case gammaGiven && !cli.Above(1).Contains(o.gammaOpts().Gamma):
 		return cli.CheckGamma("gamma", o.gammaOpts().Gamma)
+	case o.gammaOpts().NoiseKey != "" && o.gammaOpts().AllowRecompose:
+		return cli.Usagef("--noise-key cannot make a further release (--allow-recompose): its offsets are a function of the key and the sample, so they would repeat; release a new sample")
 	case f.Changed("keep-order"):
 		// decrypt joins the curators' files by row position, so
 		// gamma-diagonal never reorders; its order is the sample's, which
@@ -359,7 +400,7 @@ func (o *Options) gammaPlan(ins []*gammaInput) (gammaPlan, error) {
 // perturbRows reads the inputs in lockstep, one block of rows at a time,
 // perturbs each joint row and writes it. Memory: one batch per input plus
 // one block of 4 bytes per cell, whatever m is.
-func perturbRows(o *Options, ins []*gammaInput, mech *pram.Mechanism, schema *arrow.Schema, w table.Writer) error {
+func perturbRows(o *Options, ins []*gammaInput, mech *pram.Mechanism, keyed *pram.KeyedOffsets, schema *arrow.Schema, w table.Writer) error {
 	d := schema.NumFields()
 	block := table.Block(d, table.DefaultBatchSize)
 	views := make([][]uint32, d)
@@ -400,7 +441,13 @@ func perturbRows(o *Options, ins []*gammaInput, mech *pram.Mechanism, schema *ar
 		for j := range views {
 			views[j] = block[j][:n]
 		}
-		if err := mech.PerturbColumns(r, views); err != nil {
+		if keyed != nil {
+			// row identity: the row's index in the sample
+			err := keyed.PerturbColumns(uint64(curs[0].Rows()-int64(n)), views)
+			if err != nil {
+				return err
+			}
+		} else if err := mech.PerturbColumns(r, views); err != nil {
 			return err
 		}
 		rec := table.Int32Batch(schema, block, n)
@@ -436,4 +483,25 @@ func rowCountError(ins []*gammaInput, curs []*table.Cursor, m int64) error {
 		return fmt.Errorf("%s ended after %d rows but %s goes on (m = %d in the metadata): %s is truncated; re-create it with encrypt", ins[short].r.Name(), curs[short].Rows(), ins[long].r.Name(), m, ins[short].r.Name())
 	}
 	return fmt.Errorf("%s ended after %d rows but its metadata says m = %d: the file is truncated; re-create it with encrypt", ins[short].r.Name(), curs[short].Rows(), m)
+}
+
+// readNoiseKey reads --noise-key; errors never quote the file's content.
+func (o *Options) readNoiseKey() ([]byte, error) {
+	path := o.gammaOpts().NoiseKey
+	b, err := os.ReadFile(path)
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return nil, fmt.Errorf("cannot read the noise key %s: %v; check the path, or create a key with: head -c 32 /dev/urandom > %s && chmod 600 %s", path, err, path, path)
+	}
+	k, err := release.ParsePRFKey(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v; create a noise key with: head -c 32 /dev/urandom > FILE", path, strings.Replace(err.Error(), "a PRF key", "a noise key", 1))
+	}
+	if st, err := os.Stat(path); err == nil && st.Mode().Perm()&0o077 != 0 {
+		o.Streams.Warnf("perturb", "the noise key %s can be read by other users (mode %s): chmod 600 %s", path, st.Mode().Perm(), path)
+	}
+	return k, nil
 }
