@@ -37,6 +37,11 @@ type Entry struct {
 	Output string `json:"output"`
 	// ToolVersion is the pramkit build that made the release.
 	ToolVersion string `json:"tool_version"`
+	// NoiseID identifies the keyed noise of a perturb --noise-key release
+	// (release.NoiseID; public): a later run with the same NoiseID draws
+	// the same offsets on the same sample, so it is a retry of this
+	// release, not a new one.
+	NoiseID string `json:"noise_id,omitempty"`
 }
 
 // check refuses an entry that could not be composed later.

@@ -275,6 +275,17 @@ func DeriveNoiseKey(master []byte, fingerprint string, gamma float64) [32]byte {
 	return k
 }
 
+// NoiseID is a public identifier of a release key k_rel (DeriveNoiseKey):
+// the first 16 bytes of HMAC-SHA-256(k_rel, "pramkit/perturb/noise-id/v1"),
+// in hex. perturb's ledger records it, so that a retried run (same key,
+// sample and γ, hence the same offsets and the same released rows) is
+// recognised as the same release; it reveals nothing about k_rel.
+func NoiseID(releaseKey [32]byte) string {
+	mac := hmac.New(sha256.New, releaseKey[:])
+	mac.Write([]byte("pramkit/perturb/noise-id/v1"))
+	return hex.EncodeToString(mac.Sum(nil)[:16])
+}
+
 // ParsePRFKey reads a long-term PRF key file's content: 32 raw bytes, or 64
 // hex digits with optional surrounding white space. Errors never quote the
 // content.

@@ -77,7 +77,8 @@ metadata says noise=prf. FILE holds 32 bytes or 64 hex digits (like
 encrypt --prf-key); create it once with
   head -c 32 /dev/urandom > server.noise && chmod 600 server.noise
 --noise-key refuses --allow-recompose: a second release of the sample would
-reuse the same offsets.`
+reuse the same offsets. The ledger records the release's public noise_id,
+so a retry (same key, sample and γ: the same rows) is not counted again.`
 
 	gammaExample = `  # the server joins Alice's and Bob's ciphertexts and perturbs them for ε = 1
   $ perturb --epsilon 1 alice.enc.parquet bob.enc.parquet -o release.parquet
@@ -131,6 +132,11 @@ type gammaPlan struct {
 	// (when releases > 1).
 	releases    int
 	epsComposed float64
+	// noiseID is release.NoiseID of the --noise-key release key, else "".
+	noiseID string
+	// retry: the ledger holds a release with the same noiseID, which
+	// this run repeats; it is not recorded again.
+	retry bool
 }
 
 // runGamma is γ-diagonal PRAM at the untrusted server (Lin–Wang–Rane
@@ -179,6 +185,11 @@ func runGamma(o *Options) error {
 	if led != nil {
 		defer led.Close() // held until the release is recorded and committed
 	}
+	var relKey [32]byte
+	if noiseMaster != nil {
+		relKey = release.DeriveNoiseKey(noiseMaster, first.smp.Fingerprint, plan.gamma)
+		plan.noiseID = release.NoiseID(relKey)
+	}
 	if err := o.composeReleases(led, ins, &plan); err != nil {
 		return err
 	}
@@ -188,8 +199,7 @@ func runGamma(o *Options) error {
 	}
 	var keyed *pram.KeyedOffsets
 	if noiseMaster != nil {
-		k := release.DeriveNoiseKey(noiseMaster, first.smp.Fingerprint, plan.gamma)
-		if keyed, err = pram.NewKeyedOffsets(mech, k[:]); err != nil {
+		if keyed, err = pram.NewKeyedOffsets(mech, relKey[:]); err != nil {
 			return err
 		}
 	}

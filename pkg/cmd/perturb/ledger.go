@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/pramkit/pramkit/pkg/cli"
@@ -73,6 +74,14 @@ func (o *Options) composeReleases(led *ledger.Ledger, ins []*gammaInput, p *gamm
 			return err
 		}
 	}
+	if p.noiseID != "" {
+		// A recorded release with the same keyed noise (same key, sample
+		// and γ) had the same offsets: this run is its retry and
+		// publishes the same rows, so it is not a further release.
+		before := len(prev)
+		prev = slices.DeleteFunc(prev, func(e ledger.Entry) bool { return e.NoiseID == p.noiseID })
+		p.retry = len(prev) < before
+	}
 	recorded := make([]float64, len(prev))
 	for i, e := range prev {
 		recorded[i] = e.Gamma
@@ -126,8 +135,8 @@ func logSum(g []float64) float64 {
 // not count, and a run killed between the two over-counts rather than
 // leaving a release the ledger does not know.
 func (o *Options) recordAndCommit(led *ledger.Ledger, first *gammaInput, p gammaPlan, w table.Writer) error {
-	if led == nil {
-		return w.Commit()
+	if led == nil || p.retry {
+		return w.Commit() // a retry is recorded already
 	}
 	out := "-"
 	if path := o.Output.Path; path != "" && !table.IsStdio(path) {
@@ -153,6 +162,7 @@ func (o *Options) recordAndCommit(led *ledger.Ledger, first *gammaInput, p gamma
 		Time:            time.Now(),
 		Output:          out,
 		ToolVersion:     version.String(),
+		NoiseID:         p.noiseID,
 	})
 	if err != nil {
 		return err
