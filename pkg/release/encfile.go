@@ -256,20 +256,30 @@ func DeriveRunKey(master []byte, nonce string) pad.Key {
 
 // DeriveNoiseKey returns the PRAM offset key of one γ-diagonal release
 // (perturb --noise-key) from the server's long-term key, the sample's
-// fingerprint and γ:
+// fingerprint, γ and the key ids of the joined columns (in joint order):
 //
-//	k_rel = HMAC-SHA-256(master, "pramkit/perturb/pram-offset/v1" ‖ fingerprint ‖ 0 ‖ γ)
+//	k_rel = HMAC-SHA-256(master, "pramkit/perturb/pram-offset/v1" ‖
+//	                     fingerprint ‖ 0 ‖ γ ‖ 0 ‖ keyID_1 ‖ 0 ‖ … ‖ keyID_d ‖ 0)
 //
-// Nothing fresh goes in, so a retried run, or a part of the sample perturbed
-// on its own, recomputes the same offsets. Two releases of one sample under
-// one key and γ would share their offsets, which is why perturb refuses
-// --noise-key with --allow-recompose.
-func DeriveNoiseKey(master []byte, fingerprint string, gamma float64) [32]byte {
+// Nothing fresh goes in, so a retried run on the same ciphertexts, or a part
+// of them perturbed on its own, recomputes the same offsets. The key ids
+// (one per encrypt run) make sure that the same offsets never meet two
+// different plaintexts: were a curator to encrypt an edited sample under the
+// same fingerprint, equal offsets would reveal the difference of the two
+// releases; a new encrypt run has new key ids and so gets new offsets. Two
+// releases of the same ciphertexts under one key and γ would share their
+// offsets, which is why perturb refuses --noise-key with --allow-recompose.
+func DeriveNoiseKey(master []byte, fingerprint string, gamma float64, keyIDs []string) [32]byte {
 	mac := hmac.New(sha256.New, master)
 	mac.Write([]byte("pramkit/perturb/pram-offset/v1"))
 	mac.Write([]byte(fingerprint))
 	mac.Write([]byte{0})
 	mac.Write([]byte(strconv.FormatFloat(gamma, 'g', -1, 64)))
+	mac.Write([]byte{0})
+	for _, id := range keyIDs {
+		mac.Write([]byte(id))
+		mac.Write([]byte{0})
+	}
 	var k [32]byte
 	copy(k[:], mac.Sum(nil))
 	return k

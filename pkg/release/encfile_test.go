@@ -2,6 +2,7 @@ package release
 
 import (
 	"bytes"
+	"encoding/hex"
 	"slices"
 	"strings"
 	"testing"
@@ -131,5 +132,30 @@ func TestPRFKeys(t *testing.T) {
 	meta := table.Meta{KeyPRFKey: "zz" + strings.Repeat("0", 62)}
 	if _, err := RunKeyFromMeta(meta, "k"); err == nil || strings.Contains(err.Error(), "zz") {
 		t.Errorf("error %v", err)
+	}
+}
+
+func TestDeriveNoiseKeyDependsOnEveryInput(t *testing.T) {
+	master := []byte(strings.Repeat("k", 32))
+	base := DeriveNoiseKey(master, "fp", 3, []string{"ab", "c"})
+	if again := DeriveNoiseKey(master, "fp", 3, []string{"ab", "c"}); again != base {
+		t.Fatal("not a function of its inputs")
+	}
+	for name, k := range map[string][32]byte{
+		"master":             DeriveNoiseKey([]byte(strings.Repeat("K", 32)), "fp", 3, []string{"ab", "c"}),
+		"fingerprint":        DeriveNoiseKey(master, "fq", 3, []string{"ab", "c"}),
+		"gamma":              DeriveNoiseKey(master, "fp", 3.5, []string{"ab", "c"}),
+		"key ids":            DeriveNoiseKey(master, "fp", 3, []string{"ab", "d"}),
+		"key id boundaries":  DeriveNoiseKey(master, "fp", 3, []string{"a", "bc"}),
+		"fingerprint/gamma":  DeriveNoiseKey(master, "fp3", 0, []string{"ab", "c"}),
+		"pad key derivation": DeriveRunKey(master, "fp"),
+	} {
+		if k == base {
+			t.Errorf("changing the %s keeps the key", name)
+		}
+	}
+	id := NoiseID(base)
+	if len(id) != 32 || id == NoiseID(DeriveNoiseKey(master, "fp", 4, nil)) || strings.Contains(id, hex.EncodeToString(base[:4])) {
+		t.Errorf("NoiseID %q", id)
 	}
 }

@@ -69,7 +69,8 @@ never under-counts. --no-ledger skips the ledger, with a warning.
 
 With --noise-key FILE the offsets are computed instead by a pseudo-random
 function: row i's offset is AES-256 of i under a key derived from FILE's
-256-bit key, the sample fingerprint and γ, with the same distribution. A
+256-bit key, the sample fingerprint, γ and the inputs' key ids (one per
+encrypt run), with the same distribution. A
 retried run, or a part of the sample perturbed on its own, then gives
 exactly the same rows. Secrecy of the noise is COMPUTATIONAL only (whoever
 holds FILE can remove the offsets: keep it on the server), and the output
@@ -187,7 +188,11 @@ func runGamma(o *Options) error {
 	}
 	var relKey [32]byte
 	if noiseMaster != nil {
-		relKey = release.DeriveNoiseKey(noiseMaster, first.smp.Fingerprint, plan.gamma)
+		ids := make([]string, len(all))
+		for j, c := range all {
+			ids[j] = c.KeyID
+		}
+		relKey = release.DeriveNoiseKey(noiseMaster, first.smp.Fingerprint, plan.gamma, ids)
 		plan.noiseID = release.NoiseID(relKey)
 	}
 	if err := o.composeReleases(led, ins, &plan); err != nil {

@@ -77,7 +77,11 @@ func TestNoiseKeyPartsReproduceTheRelease(t *testing.T) {
 	_, encRows, encMeta := releasetest.ReadTable(t, enc)
 	_, relRows, _ := releasetest.ReadTable(t, rel)
 	mk, _ := release.ParsePRFKey(master)
-	rk := release.DeriveNoiseKey(mk, encMeta[release.KeyFingerprint], 2)
+	cols, err := release.ReadColumns(encMeta, enc, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rk := release.DeriveNoiseKey(mk, encMeta[release.KeyFingerprint], 2, []string{cols[0].KeyID})
 	dom, _ := pram.NewDomain([]uint32{k})
 	mech, _ := pram.NewMechanism(2, dom)
 	ko, err := pram.NewKeyedOffsets(mech, rk[:])
