@@ -84,7 +84,7 @@ func columnNames(s *arrow.Schema) []string {
 }
 
 // Name is the file being read (the last one once all are read).
-func (m *multiReader) Name() string         { return m.rs[min(m.cur, len(m.rs)-1)].Name() }
+func (m *multiReader) Name() string          { return m.rs[min(m.cur, len(m.rs)-1)].Name() }
 func (m *multiReader) Format() table.Format  { return m.rs[0].Format() }
 func (m *multiReader) Schema() *arrow.Schema { return m.rs[0].Schema() }
 func (m *multiReader) Meta() table.Meta      { return m.rs[0].Meta() }
