@@ -49,8 +49,11 @@ uninstall:
 # with fuzz instrumentation took ~9 of make test's 17-19 cold minutes.
 test: vet unit
 
+# vet also fails on files gofmt would change (gofmt sits beside go).
+GOFMT ?= $(dir $(shell command -v $(GO)))gofmt
 vet:
 	$(GO) vet ./...
+	@out="$$($(GOFMT) -l cmd pkg internal scripts)"; test -z "$$out" || { echo "gofmt -w needed on: $$out"; exit 1; }
 
 # Tests that need UCI Adult skip when it is missing (and fail under CI=true);
 # internal/adulttest logs each skip to $PRAMKIT_ADULT_SKIPS, counted here
