@@ -103,7 +103,7 @@ var Table = []Descriptor{
 		[]string{"anonymity", "anonymity-samples", "anonymity-max-bits", "level", "columns"}},
 	{release.MechanismDDPS, Perturb, release.MechanismDDPS,
 		[]string{"column", "pi-s", "pi-bot", "non-participant", "codebook"},
-		[]string{"round-two", "columns"}},
+		[]string{"round-two", "columns", "tabulate"}},
 	{release.MechanismDiverted, Anonymize, KindCounts,
 		nil,
 		[]string{"query", "queries", "decoy", "ibu-tol", "ibu-max-iter"}},

@@ -68,3 +68,9 @@ func IsCountTable(meta map[string]string) bool { return meta[KeyCountTable] == C
 // release (row files or count tables) share: a part whose items differ
 // belongs to another release, and merging it would estimate nonsense.
 var ReleasePartKeys = []string{KeyMechanism, KeyFingerprint, KeyGamma, KeyGammas, KeyGammaComposed, KeyReleases, KeyN, KeyM, KeyJointSize, KeyColumns, KeyCodebook}
+
+// DDPSPartKeys are ReleasePartKeys' analogue for ddps releases: the column,
+// its values and the masses (which fix the estimator), and the codebook.
+// A ddps release records no number of owners, so its parts' total is not
+// checkable.
+var DDPSPartKeys = []string{KeyMechanism, KeyFingerprint, "column", "none_token", "non_participant", "pi_s", "pi_bot", "values", KeyEpsilon, KeyCodebook}

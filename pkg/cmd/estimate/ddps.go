@@ -46,13 +46,28 @@ still goes to -o when given): π_s, ε, participants and participants_sd,
 the counts, reports, column, estimator, and with --truth the true counts,
 participants and l2_error. The table's metadata carries the summary's
 items (those of a nested object as non_participants_estimate,
-truth_l2_error, …).`
+truth_l2_error, …).
+
+Parts: the estimators read only C1 and C2, which add up over disjoint
+parts of the owners, so estimate takes several files of one release — row
+files (pieces of the release) and count tables — and gives exactly the
+estimate of one run over all their rows. --tabulate writes, instead of
+estimates, a count table: COLUMN.round1, COLUMN.round2 and count, one row
+per observed pair of reports. Parts must agree on the release's metadata.
+A ddps release records no number of owners, so estimate cannot check that
+the parts add up: a missing part goes unnoticed (give every part), and only
+a file given twice is refused.`
 
 	ddpsExample = `
 
   # value counts of a DDPS release, with errors against the original table
   $ estimate occupation.ddps.csv --truth adult.csv
-  $ estimate occupation.ddps.csv --json --round-two`
+  $ estimate occupation.ddps.csv --json --round-two
+
+  # the release's counts (of a part, in general), estimated later alone
+  # or with the release's other parts: row files or count tables
+  $ estimate --tabulate occupation.ddps.csv -o occupation.counts.csv
+  $ estimate occupation.counts.csv --json`
 )
 
 // ddpsKind is the line of estimate's kinds for ddps releases.
@@ -90,10 +105,17 @@ func runDDPS(o *Options, in table.Reader) error {
 	if len(o.Columns) > 1 || (len(o.Columns) == 1 && o.Columns[0] != rel.column) {
 		return cli.Usagef("--columns: %s is a ddps release of the one column %q", rel.name, rel.column)
 	}
-	tally, err := rel.tally(in)
+	if err := o.checkDDPSTabulate(); err != nil {
+		return err
+	}
+	pairs, err := o.countDDPSParts(rel, in)
 	if err != nil {
 		return err
 	}
+	if o.Tabulate {
+		return o.writeDDPSCountTable(rel, in.Meta(), pairs)
+	}
+	tally := pairs.tally(rel.mech)
 	est, estimator := ddps.Estimates{}, "difference"
 	if o.ddpsOpts().RoundTwo {
 		est, err = rel.mech.EstimateRoundTwo(tally)
@@ -146,43 +168,6 @@ func readDDPSRelease(in table.Reader) (*ddpsRelease, error) {
 		return nil, fmt.Errorf("%s: %v; %s", name, err, damaged)
 	}
 	return rel, nil
-}
-
-// tally counts the reports of both rounds. Memory: one batch and a map
-// of the V + 1 output labels.
-func (rel *ddpsRelease) tally(in table.Reader) (*ddps.Tally, error) {
-	names := []string{rel.column + ".round1", rel.column + ".round2"}
-	missing := func(name string) error {
-		return fmt.Errorf("%s has no column %q: a ddps release holds %s and %s; the file was edited: randomize the original table again", rel.name, name, names[0], names[1])
-	}
-	output := make(map[string]int, len(rel.values)+1)
-	output[rel.noneToken] = 0
-	for i, v := range rel.values {
-		output[v] = i + 1
-	}
-	t := rel.mech.NewTally()
-	err := scanColumns(in, names, missing, errNoReports(rel.name), func(rec arrow.RecordBatch, cols []int, first int64) error {
-		for r, c := range cols {
-			counts := t.RoundOne
-			if r == 1 {
-				counts = t.RoundTwo
-			}
-			vals := table.ValuesOf(rec.Column(c))
-			for i := range vals.Len() {
-				o, ok := output[vals.String(i)]
-				if !ok {
-					return &table.DataError{File: rel.name, Row: first + int64(i), Column: names[r],
-						Err: fmt.Errorf("%s is not an output of this release (%s or a category of %s); the file was edited: randomize the original table again", table.QuoteCell(vals.String(i)), rel.noneToken, rel.column)}
-				}
-				counts[o]++
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return t, nil
 }
 
 // readTruth counts the true values of the original table's column: the

@@ -126,7 +126,7 @@ func (o *Options) writeLocalReport(rep *localReport) error {
 	o.markInsecureSeed(meta)
 	schema := arrow.NewSchema(fields, nil)
 	// The estimate is a small table for people: CSV unless asked otherwise.
-	w, err := o.Streams.Create(o.Output, schema, meta, table.CSV, append([]string{o.Input}, o.Truth...))
+	w, err := o.Streams.Create(o.Output, schema, meta, table.CSV, o.pramInputs())
 	if err != nil {
 		return err
 	}

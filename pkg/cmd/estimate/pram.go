@@ -25,7 +25,6 @@ type pramOptions struct {
 	MaxIter   int      // --max-iter
 	Tol       float64  // --tol
 	TruthID   string   // --truth-id
-	Tabulate  bool     // --tabulate: write the counts (pram_parts.go)
 }
 
 // pramMaxListed is the largest output domain listed cell by cell; above it the
@@ -169,7 +168,6 @@ func addPRAMFlags(cmd *cobra.Command, opts *Options) {
 	f.IntVar(&o.MaxIter, "max-iter", estimate.DefaultMaxIter, "gamma-diagonal: compute the MLE by EM, stopped after `N` iterations (instead of exactly)")
 	f.Float64Var(&o.Tol, "tol", estimate.DefaultTol, "gamma-diagonal: compute the MLE by EM, stopped once no cell changes by more than `T` (instead of exactly)")
 	f.StringVar(&o.TruthID, "truth-id", "", "gamma-diagonal: join the --truth files by id `COLUMN` instead of by position")
-	f.BoolVar(&o.Tabulate, "tabulate", false, "gamma-diagonal: write the release's counts (a count table) instead of estimates")
 }
 
 // pramSettings are the checked flags of one gamma-diagonal run.
@@ -227,7 +225,7 @@ func (o *Options) parsePRAMSettings() (pramSettings, error) {
 	if p.TruthID != "" && len(o.Truth) == 0 {
 		return s, cli.Usagef("--truth-id needs --truth FILE")
 	}
-	if p.Tabulate {
+	if o.Tabulate {
 		for _, name := range []string{"json", "truth", "marginal", "columns", "method", "ci"} {
 			if f.Changed(name) {
 				return s, cli.Usagef("--tabulate writes the counts, not an estimate: drop --%s (estimate from the count table instead)", name)
@@ -274,7 +272,7 @@ func runPRAM(o *Options, in table.Reader) error {
 	if err != nil {
 		return err
 	}
-	if o.pramOpts().Tabulate {
+	if o.Tabulate {
 		return o.writePRAMCountTable(rel, counts)
 	}
 	if err := rel.account(o, counts.M()); err != nil {

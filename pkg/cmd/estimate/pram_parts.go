@@ -102,7 +102,7 @@ func (o *Options) countPRAMParts(rel *pramRelease, in table.Reader) (estimate.Co
 		}
 		parts = append(parts, pramPart{name, n})
 	}
-	if len(parts) > 1 || o.pramOpts().Tabulate {
+	if len(parts) > 1 || o.Tabulate {
 		// (One file without --tabulate: account checks its rows are m.)
 		if err := rel.checkPartTotals(o, parts, t.total); err != nil {
 			return estimate.Counts{}, err
@@ -192,7 +192,7 @@ func (rel *pramRelease) checkPartTotals(o *Options, parts []pramPart, total int6
 	switch {
 	case total > m:
 		return fmt.Errorf("the parts have more rows than the release: %s = %d rows, but the release has m = %d; a part was given twice, or the parts overlap: give each disjoint part once", sum, total, m)
-	case total < m && !o.pramOpts().Tabulate:
+	case total < m && !o.Tabulate:
 		return fmt.Errorf("the parts have fewer rows than the release: %s = %d rows, but the release has m = %d; a part is missing: give every part of the release", sum, total, m)
 	}
 	return nil
