@@ -100,7 +100,7 @@ var Table = []Descriptor{
 		[]string{"marginal", "gamma", "rows", "sample-size", "ci", "replicates", "max-iter", "tol", "truth-id", "method", "level", "columns", "tabulate"}},
 	{release.MechanismBitflip, Perturb, release.MechanismBitflip,
 		[]string{"lie", "columns", "codebook"},
-		[]string{"anonymity", "anonymity-samples", "anonymity-max-bits", "level", "columns"}},
+		[]string{"anonymity", "anonymity-samples", "anonymity-max-bits", "level", "columns", "tabulate"}},
 	{release.MechanismDDPS, Perturb, release.MechanismDDPS,
 		[]string{"column", "pi-s", "pi-bot", "non-participant", "codebook"},
 		[]string{"round-two", "columns", "tabulate"}},

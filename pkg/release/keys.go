@@ -74,3 +74,8 @@ var ReleasePartKeys = []string{KeyMechanism, KeyFingerprint, KeyGamma, KeyGammas
 // A ddps release records no number of owners, so its parts' total is not
 // checkable.
 var DDPSPartKeys = []string{KeyMechanism, KeyFingerprint, "column", "none_token", "non_participant", "pi_s", "pi_bot", "values", KeyEpsilon, KeyCodebook}
+
+// BitflipPartKeys are ReleasePartKeys' analogue for bitflip releases: q, L,
+// the layout and the ε they give, and the codebook. A bitflip release
+// records no number of rows either.
+var BitflipPartKeys = []string{KeyMechanism, KeyFingerprint, "lie", "bits", "epsilon_per_bit", "epsilon_per_record", "epsilon_encoded", "layout", KeyCodebook}

@@ -65,7 +65,19 @@ over N reports drawn from the records (an upper bound on A_p) and the mean
 ratio with its standard error. The table has one row: method, records, L,
 a_p (or samples, min_ratio, mean_ratio, mean_ratio_stderr), ε per record
 and between valid rows, and the record and report where the smallest
-ratio was found.`
+ratio was found.
+
+Parts: the estimates read only n and each bit's number of ones, which add
+up over disjoint parts of the rows, so estimate takes several files of one
+release — row files (pieces of the release) and count tables — and gives
+exactly the estimate of one run over all their rows. --tabulate writes,
+instead of estimates, a count table: one row with every bit column's number
+of ones and count = n. Parts must agree on the release's metadata. A
+bitflip release does not record its number of rows either (nor does ddps), so
+estimate cannot check that the parts add up: a missing part goes unnoticed
+(give every part), and only a file given twice is refused. --anonymity
+reads no rows (q and L, and --truth's records): it takes one file, a
+release or a count table.`
 
 	bitflipExample = `
 
@@ -74,7 +86,12 @@ ratio was found.`
   $ estimate adult.bitflip.csv --json
 
   # anonymity A_p of the original records under the release's q and L
-  $ estimate adult.bitflip.csv --anonymity --truth adult.csv`
+  $ estimate adult.bitflip.csv --anonymity --truth adult.csv
+
+  # the release's counts (of a part, in general), estimated later alone
+  # or with the release's other parts: row files or count tables
+  $ estimate --tabulate adult.bitflip.csv -o adult.bitflip.counts.csv
+  $ estimate adult.bitflip.counts.csv --json`
 )
 
 // bitflipKind is the line of estimate's kinds for bitflip releases.
@@ -110,7 +127,12 @@ func runBitflip(o *Options, in table.Reader) error {
 	if err != nil {
 		return err
 	}
+	if err := o.checkBitflipTabulate(); err != nil {
+		return err
+	}
 	switch {
+	case o.bitflipOpts().Anonymity && len(o.Inputs) > 1:
+		return cli.Usagef("--anonymity reads the release's q and L, not its rows: give one file of the release")
 	case o.bitflipOpts().Anonymity:
 		return o.bitflipAnonymity(rel)
 	case o.cmd.Flags().Changed("anonymity-samples") || o.cmd.Flags().Changed("anonymity-max-bits"):
@@ -124,9 +146,12 @@ func runBitflip(o *Options, in table.Reader) error {
 	if err != nil {
 		return err
 	}
-	tally, err := rel.tally(in)
+	tally, err := o.countBitflipParts(rel, in)
 	if err != nil {
 		return err
+	}
+	if o.Tabulate {
+		return o.writeBitflipCountTable(rel, in.Meta(), tally)
 	}
 	ests, err := rel.mech.EstimateBits(tally, level)
 	if err != nil {
@@ -235,35 +260,6 @@ func (rel *bitflipRelease) groupNames() []string {
 		names[j] = rel.layout.Group(j).Name
 	}
 	return names
-}
-
-// tally counts the set bits of every report. Memory: one batch.
-func (rel *bitflipRelease) tally(in table.Reader) (*bitflip.Tally, error) {
-	names := make([]string, rel.layout.Width())
-	for i := range names {
-		names[i] = rel.layout.BitName(i)
-	}
-	missing := func(name string) error {
-		return fmt.Errorf("%s has no bit column %q, which its layout lists; the release was edited: randomize the original table again", rel.name, name)
-	}
-	t := rel.mech.NewTally()
-	err := scanColumns(in, names, missing, errNoReports(rel.name), func(rec arrow.RecordBatch, cols []int, first int64) error {
-		for i, c := range cols {
-			ones, bad := bitflipCountOnes(rec.Column(c))
-			if bad >= 0 {
-				v := table.ValuesOf(rec.Column(c)).String(bad)
-				return &table.DataError{File: rel.name, Row: first + int64(bad), Column: names[i],
-					Err: fmt.Errorf("value %s is not a bit (0 or 1); the release was edited: randomize the original table again", table.QuoteCell(v))}
-			}
-			t.Ones[i] += ones
-		}
-		t.N += rec.NumRows()
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return t, nil
 }
 
 // bitflipCountOnes counts the 1s of a 0/1 column; bad is the first cell that is

@@ -40,7 +40,7 @@ type Options struct {
 	Columns  []string // --columns: restrict to these columns
 	Codebook string   // --codebook: labels when the metadata lacks them
 	// Tabulate (--tabulate): write the release's counts, a count table,
-	// instead of estimates (γ-diagonal: pram_parts.go; ddps: ddps_parts.go).
+	// instead of estimates (γ-diagonal: pram_parts.go; bitflip, ddps: local_parts.go).
 	Tabulate bool
 
 	mech mechanism.Options
@@ -82,7 +82,7 @@ func NewCmd(s *cli.Streams, runF func(*Options) error) *cobra.Command {
 	f.StringArrayVar(&opts.Truth, "truth", nil, "original table `FILE` (repeat for each curator's), to report the estimation error")
 	f.StringSliceVar(&opts.Columns, "columns", nil, "estimate over these columns only")
 	f.StringVar(&opts.Codebook, "codebook", "", "codebook `FILE` for labels the metadata does not carry")
-	f.BoolVar(&opts.Tabulate, "tabulate", false, "gamma-diagonal, ddps: write the release's counts (a count table) instead of estimates")
+	f.BoolVar(&opts.Tabulate, "tabulate", false, "gamma-diagonal, bitflip, ddps: write the release's counts (a count table) instead of estimates")
 	for _, k := range kinds {
 		k.addFlags(cmd, opts)
 	}
@@ -118,8 +118,8 @@ func run(o *Options) error {
 		return cli.Usagef("%s", msg)
 	}
 	k := slices.IndexFunc(kinds, func(k kind) bool { return k.name == d.Kind })
-	if len(o.Inputs) > 1 && d.Kind != mechanism.KindPRAM && d.Kind != release.MechanismDDPS {
-		return cli.Usagef("%s is a %s release: estimate merges several files only for γ-diagonal and ddps releases; give one file", in.Name(), mech)
+	if len(o.Inputs) > 1 && d.Kind == mechanism.KindCounts {
+		return cli.Usagef("%s is a %s release: estimate merges several files only for γ-diagonal, bitflip and ddps releases; give one file", in.Name(), mech)
 	}
 	return kinds[k].run(o, in)
 }
