@@ -19,23 +19,7 @@ func lmDDPSSplit(t *testing.T, names ...string) (dir, whole, in string, parts []
 	in = cmdtest.WriteFile(t, dir, "jobs.csv", lmJobsCSV([]string{"Sales", "Tech", "Craft", "?"}, []int{120, 90, 40, 50}))
 	whole = filepath.Join(dir, "whole.csv")
 	lmMustRun(t, "perturb", "--mechanism", "ddps", "--column", "job", "--non-participant", "?", "--pi-s", "0.3", "--codebook", cb, "--seed", "7", "--insecure-seed", in, "-o", whole)
-	data, err := os.ReadFile(whole)
-	if err != nil {
-		t.Fatal(err)
-	}
-	meta, err := os.ReadFile(whole + ".meta.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
-	header, rows := lines[0], lines[1:]
-	for i, name := range names {
-		lo, hi := i*len(rows)/len(names), (i+1)*len(rows)/len(names)
-		p := cmdtest.WriteFile(t, dir, name, header+"\n"+strings.Join(rows[lo:hi], "\n")+"\n")
-		cmdtest.WriteFile(t, dir, name+".meta.json", string(meta))
-		cmdtest.BindSidecar(t, p) // a part of the release, cut by hand
-		parts = append(parts, p)
-	}
+	parts = lmSplitCSV(t, whole, names...)
 	return dir, whole, in, parts
 }
 
