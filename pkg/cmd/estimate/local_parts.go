@@ -214,10 +214,7 @@ func (o *Options) writeDDPSCountTable(rel *ddpsRelease, meta table.Meta, p *ddps
 		{Name: release.CountColumn, Type: arrow.PrimitiveTypes.Int64},
 	}
 	schema := arrow.NewSchema(fields, nil)
-	meta = maps.Clone(meta)
-	meta[release.KeyCountTable] = release.CountTableTrue
-	o.markInsecureSeed(meta)
-	w, err := o.Streams.Create(o.Output, schema, meta, table.CSV, o.pramInputs())
+	w, err := o.createCountTable(schema, meta)
 	if err != nil {
 		return err
 	}
@@ -350,10 +347,7 @@ func (o *Options) writeBitflipCountTable(rel *bitflipRelease, meta table.Meta, t
 	}
 	fields[L] = arrow.Field{Name: release.CountColumn, Type: arrow.PrimitiveTypes.Int64}
 	schema := arrow.NewSchema(fields, nil)
-	meta = maps.Clone(meta)
-	meta[release.KeyCountTable] = release.CountTableTrue
-	o.markInsecureSeed(meta)
-	w, err := o.Streams.Create(o.Output, schema, meta, table.CSV, o.pramInputs())
+	w, err := o.createCountTable(schema, meta)
 	if err != nil {
 		return err
 	}

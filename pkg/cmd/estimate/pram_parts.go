@@ -286,10 +286,7 @@ func (o *Options) writePRAMCountTable(rel *pramRelease, c estimate.Counts) error
 	}
 	fields = append(fields, arrow.Field{Name: release.CountColumn, Type: arrow.PrimitiveTypes.Int64})
 	schema := arrow.NewSchema(fields, nil)
-	meta := maps.Clone(rel.meta)
-	meta[release.KeyCountTable] = release.CountTableTrue
-	o.markInsecureSeed(meta)
-	w, err := o.Streams.Create(o.Output, schema, meta, table.CSV, o.pramInputs())
+	w, err := o.createCountTable(schema, rel.meta)
 	if err != nil {
 		return err
 	}
@@ -322,4 +319,14 @@ func (o *Options) pramInputs() []string {
 		return append([]string{o.Input}, o.Truth...)
 	}
 	return append(append([]string{}, o.Inputs...), o.Truth...)
+}
+
+// createCountTable starts writing a count table (--tabulate): the release's
+// metadata, marked as a count table, with schema (the release's columns
+// and CountColumn); CSV unless -o says otherwise.
+func (o *Options) createCountTable(schema *arrow.Schema, releaseMeta table.Meta) (table.Writer, error) {
+	meta := maps.Clone(releaseMeta)
+	meta[release.KeyCountTable] = release.CountTableTrue
+	o.markInsecureSeed(meta)
+	return o.Streams.Create(o.Output, schema, meta, table.CSV, o.pramInputs())
 }
