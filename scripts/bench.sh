@@ -1,7 +1,13 @@
 #!/usr/bin/env bash
 # make bench: rows/s and peak RSS of each pramkit tool on generated
-# Adult-like tables (6 categorical columns, deterministic generator).
-# BENCH_ROWS overrides the sizes, e.g. BENCH_ROWS="100000" make bench.
+# Adult-like tables (an id column and 6 categorical columns, deterministic
+# generator). BENCH_ROWS overrides the sizes, e.g. BENCH_ROWS="100000" make
+# bench; BENCH_REPEAT (default 3) the runs of each compared stage.
+#
+# Each stage that has a DuckDB peer runs BENCH_REPEAT times, interleaved:
+# pramkit on all cores, pramkit with GOMAXPROCS=1, DuckDB; the summary
+# gives the medians, the 2-core speedup and the ratio to DuckDB. This
+# machine's speed drifts, so only numbers from one run are compared.
 # When node and npm are present, DuckDB (@duckdb/node-api, installed into
 # out/bench/node_modules, never a dependency of the tools) does the same
 # work next to each stage (scripts/bench/duckdb.mjs holds the SQL of each),
@@ -48,14 +54,38 @@ duck() {
   # The query's own time (no start-up), for the summary only.
   echo "query|$n|duckdb: $label|$(cat "$OUT/duck-time")" >> "$log"
 }
+REPEAT=${BENCH_REPEAT:-3}
+# compare PLABEL DLABEL [QUERY FILE…] -- CMD ARGS…: BENCH_REPEAT interleaved
+# runs of CMD on all cores, CMD with GOMAXPROCS=1 and the DuckDB QUERY
+# (none when no QUERY is given). The summary reads the lines by label.
+compare() {
+  local plabel=$1 dlabel=$2
+  shift 2
+  local dargs=()
+  while [ "$1" != -- ]; do
+    dargs+=("$1")
+    shift
+  done
+  shift
+  local rep
+  for rep in $(seq "$REPEAT"); do
+    "$T" run -rows "$n" -label "$plabel" -- "$@"
+    GOMAXPROCS=1 "$T" run -rows "$n" -label "$plabel [1 core]" -- "$@"
+    if [ ${#dargs[@]} -gt 0 ]; then duck "$dlabel" "${dargs[@]}"; fi
+  done
+}
+# quiet CMD…: CMD with its stderr dropped (anonymize's 'left out' notes,
+# perturb's --no-ledger warning).
+quiet=(sh -c 'exec "$0" "$@" 2>/dev/null')
+
 secret="$OUT/bench.secret"
 [ -f "$secret" ] || "$B/sample" --new-secret "$secret" 2>/dev/null
 
 "$T" run -header
 for n in ${BENCH_ROWS:-1000000 10000000}; do
-  csv="$OUT/gen-$n.csv"
+  csv="$OUT/gen-id-$n.csv"
   if [ ! -f "$csv" ]; then
-    "$T" gen -n "$n" -o "$csv" -codebook "$OUT/gen.codebook.json"
+    "$T" gen -id -n "$n" -o "$csv" -codebook "$OUT/gen.codebook.json"
   fi
   size=$(du -m "$csv" | cut -f1)
   echo "# $n rows, CSV $size MB"
@@ -71,9 +101,9 @@ for n in ${BENCH_ROWS:-1000000 10000000}; do
   "$T" run -rows "$n" -label "sample -m 100 (CSV in)" -- \
     "$B/sample" --secret "$secret" -m 100 "$csv" -o "$OUT/s100-$n.csv"
   duck "baseline (node + DuckDB, no query)" none
-  "$T" run -rows "$n" -label "sample -m 5000 (CSV in, CSV out)" -- \
+  compare "sample -m 5000 (CSV in, CSV out)" "reservoir 5000 (CSV in, CSV out)" \
+    sample-5000 "$csv" "$OUT/duck-s5000-$n.csv" -- \
     "$B/sample" --secret "$secret" -m 5000 "$csv" -o "$OUT/s5000-$n.csv"
-  duck "reservoir 5000 (CSV in, CSV out)" sample-5000 "$csv" "$OUT/duck-s5000-$n.csv"
 done
 
 # The release tools (encrypt, perturb, decrypt) on full-size samples (m = n):
@@ -82,31 +112,28 @@ done
 # timed: `sample -m n` holds every row in memory.
 cb="$OUT/gen.codebook.json"
 for n in ${BENCH_ROWS:-1000000 10000000}; do
-  csv="$OUT/gen-$n.csv"
+  csv="$OUT/gen-id-$n.csv"
   alice="$OUT/alice-$n.csv" bob="$OUT/bob-$n.parquet"
   [ -f "$alice" ] || "$B/sample" --secret "$secret" -m "$n" --columns education,occupation "$csv" -o "$alice"
   [ -f "$bob" ] || "$B/sample" --secret "$secret" -m "$n" --columns income,sex "$csv" -o "$bob"
   echo "# $n rows, release tools (Alice's sample CSV $(du -m "$alice" | cut -f1) MB)"
-  "$T" run -rows "$n" -label "encrypt 2 columns (CSV in, Parquet out)" -- \
+  compare "encrypt 2 columns (CSV in, Parquet out)" "codes + pad (CSV in, Parquet out)" \
+    encrypt-csv "$alice" "$OUT/duck-alice-$n.enc.parquet" "$OUT/duck-alice-$n.key.parquet" -- \
     "$B/encrypt" --codebook "$cb" --key-out "$OUT/alice-$n.key" --force "$alice" -o "$OUT/alice-$n.enc.parquet"
-  duck "codes + pad (CSV in, Parquet out)" encrypt-csv "$alice" "$OUT/duck-alice-$n.enc.parquet" "$OUT/duck-alice-$n.key.parquet"
   "$T" run -rows "$n" -label "encrypt 2 columns (Parquet in, Arrow out)" -out "$OUT/bob-$n.enc.arrow" -- \
     "$B/encrypt" --codebook "$cb" --key-out "$OUT/bob-$n.key" --force "$bob" --output-format arrow
   # (DuckDB reads no Arrow IPC without an extension: Bob's ciphertext is Parquet.)
   duck "codes + pad (Parquet in and out)" encrypt-parquet "$bob" "$OUT/duck-bob-$n.enc.parquet" "$OUT/duck-bob-$n.key.parquet"
   # --no-ledger: a benchmark re-releases the same sample on every run.
-  "$T" run -rows "$n" -label "perturb --epsilon 1 (2 curators, K = 960)" -- \
-    "$B/perturb" --no-ledger --epsilon 1 "$OUT/alice-$n.enc.parquet" "$OUT/bob-$n.enc.arrow" -o "$OUT/release-$n.parquet"
-  duck "join + offset (Parquet in and out)" perturb \
-    "$OUT/duck-alice-$n.enc.parquet" "$OUT/duck-bob-$n.enc.parquet" "$OUT/duck-release-$n.parquet"
-  "$T" run -rows "$n" -label "decrypt 2 keys (Parquet in, CSV out)" -- \
+  compare "perturb --epsilon 1 (2 curators, K = 960)" "join + offset (Parquet in and out)" perturb \
+    "$OUT/duck-alice-$n.enc.parquet" "$OUT/duck-bob-$n.enc.parquet" "$OUT/duck-release-$n.parquet" -- \
+    "${quiet[@]}" "$B/perturb" --no-ledger --epsilon 1 "$OUT/alice-$n.enc.parquet" "$OUT/bob-$n.enc.arrow" -o "$OUT/release-$n.parquet"
+  compare "decrypt 2 keys (Parquet in, CSV out)" "pads, labels (Parquet in, CSV out)" decrypt-csv \
+    "$OUT/duck-release-$n.parquet" "$OUT/duck-alice-$n.key.parquet" "$OUT/duck-bob-$n.key.parquet" "$OUT/duck-sanitized-$n.csv" -- \
     "$B/decrypt" --key "$OUT/alice-$n.key" --key "$OUT/bob-$n.key" "$OUT/release-$n.parquet" -o "$OUT/sanitized-$n.csv"
-  duck "pads, labels (Parquet in, CSV out)" decrypt-csv "$OUT/duck-release-$n.parquet" \
-    "$OUT/duck-alice-$n.key.parquet" "$OUT/duck-bob-$n.key.parquet" "$OUT/duck-sanitized-$n.csv"
-  "$T" run -rows "$n" -label "decrypt 2 keys (Parquet in, Parquet out)" -- \
+  compare "decrypt 2 keys (Parquet in, Parquet out)" "pads, labels (Parquet in and out)" decrypt-parquet \
+    "$OUT/duck-release-$n.parquet" "$OUT/duck-alice-$n.key.parquet" "$OUT/duck-bob-$n.key.parquet" "$OUT/duck-sanitized-$n.parquet" -- \
     "$B/decrypt" --key "$OUT/alice-$n.key" --key "$OUT/bob-$n.key" "$OUT/release-$n.parquet" -o "$OUT/sanitized-$n.parquet"
-  duck "pads, labels (Parquet in and out)" decrypt-parquet "$OUT/duck-release-$n.parquet" \
-    "$OUT/duck-alice-$n.key.parquet" "$OUT/duck-bob-$n.key.parquet" "$OUT/duck-sanitized-$n.parquet"
 done
 
 # estimate on the decrypted releases above (K = 960, ε = 1, m = n): reading
@@ -114,23 +141,23 @@ done
 # 960 observed values, so their cost does not grow with n.
 for n in ${BENCH_ROWS:-1000000 10000000}; do
   echo "# $n rows, estimate"
-  "$T" run -rows "$n" -label "estimate (mle, CSV in)" -- \
+  compare "estimate (mle, CSV in)" "GROUP BY 4 columns (CSV in)" \
+    count-csv "$OUT/sanitized-$n.csv" "$OUT/duck-count-$n.csv" -- \
     "$B/estimate" "$OUT/sanitized-$n.csv" -o "$OUT/estimate-$n.csv"
-  duck "GROUP BY 4 columns (CSV in)" count-csv "$OUT/sanitized-$n.csv" "$OUT/duck-count-$n.csv"
-  "$T" run -rows "$n" -label "estimate --method inverse (Parquet in)" -- \
+  compare "estimate --method inverse (Parquet in)" "GROUP BY 4 columns (Parquet in)" \
+    count-parquet "$OUT/sanitized-$n.parquet" "$OUT/duck-count-pq-$n.csv" -- \
     "$B/estimate" --method inverse "$OUT/sanitized-$n.parquet" -o "$OUT/estimate-inv-$n.csv"
-  duck "GROUP BY 4 columns (Parquet in)" count-parquet "$OUT/sanitized-$n.parquet" "$OUT/duck-count-pq-$n.csv"
 done
 
 # The local mechanisms on the generated tables: bitflip on sex, income and
 # occupation (L = 1 + 1 + 15 = 17 bits) and DDPS on occupation, each read
 # straight from the CSV; estimate reads the releases back.
 for n in ${BENCH_ROWS:-1000000 10000000}; do
-  csv="$OUT/gen-$n.csv"
+  csv="$OUT/gen-id-$n.csv"
   echo "# $n rows, local mechanisms"
-  "$T" run -rows "$n" -label "perturb bitflip, L = 17 (CSV in, Parquet out)" -- \
+  compare "perturb bitflip, L = 17 (CSV in, Parquet out)" "one-hot + flips (CSV in, Parquet)" \
+    bitflip "$csv" "$OUT/duck-bitflip-$n.parquet" -- \
     "$B/perturb" --mechanism bitflip --lie 0.2 --columns sex,income,occupation --codebook "$cb" "$csv" -o "$OUT/bitflip-$n.parquet"
-  duck "one-hot + flips (CSV in, Parquet)" bitflip "$csv" "$OUT/duck-bitflip-$n.parquet"
   "$T" run -rows "$n" -label "estimate bitflip (Parquet in)" -- \
     "$B/estimate" "$OUT/bitflip-$n.parquet" --json
   "$T" run -rows "$n" -label "perturb ddps occupation (CSV in, Parquet out)" -- \
@@ -144,7 +171,7 @@ done
 # coordination or secret) and a group-by count (what estimate tabulates).
 if command -v mlr >/dev/null; then
   for n in ${BENCH_ROWS:-1000000 10000000}; do
-    csv="$OUT/gen-$n.csv"
+    csv="$OUT/gen-id-$n.csv"
     echo "# $n rows, reference: Miller $(mlr --version | cut -d' ' -f2)"
     "$T" run -rows "$n" -label "mlr sample -k 1% (CSV in, CSV out)" -out "$OUT/mlr-sample-$n.csv" -- \
       mlr --icsv --ocsv sample -k $((n / 100)) "$csv"
@@ -168,7 +195,6 @@ job="$OUT/gen-$n-job.csv" jobcb="$OUT/job.codebook.json"
 [ -f "$job" ] || awk -F, -v OFS=, 'NR == 1 {print $0, "job"; next} {print $0, $5 "-" (NR % 4)}' "$csv" > "$job"
 [ -f "$jobcb" ] || "$B/anonymize" --check --sensitive job --infer-codebook --save-codebook "$jobcb" "$job" > /dev/null
 echo "# $n rows, anonymize (sensitive: job, 60 values; quiet: the 'left out' notes go to /dev/null)"
-quiet=(sh -c 'exec "$0" "$@" 2>/dev/null')
 for l in 2 3 4 5 6 7 8 9 10; do
   "$T" run -rows "$n" -label "anonymize job, l' = $l (CSV in, CSV out)" -- \
     "${quiet[@]}" "$B/anonymize" --sensitive job --l "$l" --codebook "$jobcb" "$job" -o "$OUT/anon-$n-l$l.csv"
@@ -188,9 +214,9 @@ queries="$OUT/count-queries.csv"
   done
 } > "$queries"
 for n in ${BENCH_ROWS:-1000000 10000000}; do
-  csv="$OUT/gen-$n.csv"
-  echo "# $n rows, anonymize (sensitive: occupation)"
-  "$T" run -rows "$n" -label "anonymize l' = 5 (CSV in, Parquet out)" -- \
+  csv="$OUT/gen-id-$n.csv"
+  echo "# $n rows, anonymize (sensitive: occupation; the table has its id column)"
+  compare "anonymize l' = 5 (CSV in, Parquet out)" "" -- \
     "${quiet[@]}" "$B/anonymize" --sensitive occupation --l 5 --codebook "$cb" "$csv" -o "$OUT/anon-$n.parquet"
   "$T" run -rows "$n" -label "anonymize global, l' = 5 (CSV in, CSV out)" -- \
     "$B/anonymize" --mechanism global --sensitive occupation --l 5 --codebook "$cb" "$csv" -o "$OUT/global-$n.csv"
@@ -198,14 +224,15 @@ for n in ${BENCH_ROWS:-1000000 10000000}; do
     "$B/estimate" --queries "$queries" "$OUT/anon-$n.parquet" -o "$OUT/answers-$n.csv"
 done
 
-# Summary: pramkit next to DuckDB doing the same work, per stage; ratio =
-# DuckDB time / pramkit time (above 1: pramkit is faster), by wall time of
-# the whole process (as for pramkit) and by the queries' own time. Peak RSS
-# of the DuckDB rows includes node's own (the baseline row).
-if [ -n "$duck" ]; then
-  echo
-  echo "# pramkit vs DuckDB $DUCKDB_VERSION (ratio = DuckDB s / pramkit s; above 1: pramkit faster)"
-  awk -v pairs="$(cat <<'PAIRS'
+# Summary: pramkit next to DuckDB doing the same work, per stage: medians
+# of the BENCH_REPEAT interleaved runs; ratio = DuckDB time / pramkit time
+# (above 1: pramkit is faster), by wall time of the whole process (as for
+# pramkit) and by the queries' own time (ratio*); speedup = pramkit's time
+# on 1 core / on all cores. Peak RSS is the largest of the runs; DuckDB's
+# includes node's own (the baseline row).
+echo
+echo "# pramkit vs DuckDB ${duck:+$DUCKDB_VERSION }(medians of $REPEAT runs; $(nproc) cores; ratio = DuckDB s / pramkit s, above 1: pramkit faster)"
+awk -v pairs="$(cat <<'PAIRS'
 sample -m 5000 (CSV)|sample -m 5000 (CSV in, CSV out)|duckdb: reservoir 5000 (CSV in, CSV out)
 encrypt 2 columns, CSV -> Parquet|encrypt 2 columns (CSV in, Parquet out)|duckdb: codes + pad (CSV in, Parquet out)
 perturb 2 curators -> Parquet|perturb --epsilon 1 (2 curators, K = 960)|duckdb: join + offset (Parquet in and out)
@@ -214,30 +241,40 @@ decrypt -> Parquet|decrypt 2 keys (Parquet in, Parquet out)|duckdb: pads, labels
 estimate (4 columns), CSV|estimate (mle, CSV in)|duckdb: GROUP BY 4 columns (CSV in)
 estimate (4 columns), Parquet|estimate --method inverse (Parquet in)|duckdb: GROUP BY 4 columns (Parquet in)
 bitflip L = 17, CSV -> Parquet|perturb bitflip, L = 17 (CSV in, Parquet out)|duckdb: one-hot + flips (CSV in, Parquet)
+anonymize l' = 5 -> Parquet|anonymize l' = 5 (CSV in, Parquet out)|-
 PAIRS
 )" '
+    function median(list,    a, k, i, j, x) {
+      k = split(list, a, " ")
+      for (i = 2; i <= k; i++) { x = a[i]; for (j = i - 1; j > 0 && a[j] + 0 > x + 0; j--) a[j + 1] = a[j]; a[j + 1] = x }
+      return k % 2 ? a[(k + 1) / 2] : (a[k / 2] + a[k / 2 + 1]) / 2
+    }
+    function num(x) { return x == "" ? "-" : sprintf("%.2f", x) }
+    function ratio(a, b) { return a == "" || b == "" || b == 0 ? "-" : sprintf("%.2f", a / b) }
     / MB$/ {
       n = $(NF - 4); if (!(n in seen)) { seen[n] = 1; ns[++nn] = n }
       lab = $0
       sub(/ +[0-9]+ +[0-9.]+ +[0-9]+ +[0-9]+ MB$/, "", lab); sub(/^ +/, "", lab)
-      t[n, lab] = $(NF - 3); m[n, lab] = $(NF - 1)
+      t[n, lab] = t[n, lab] " " $(NF - 3)
+      if ($(NF - 1) + 0 > m[n, lab] + 0) m[n, lab] = $(NF - 1)
     }
-    /^query\|/ { split($0, f, "|"); qt[f[2], f[3]] = f[4] }
+    /^query\|/ { split($0, f, "|"); qt[f[2], f[3]] = qt[f[2], f[3]] " " f[4] }
     END {
       np = split(pairs, p, "\n")
-      # query s and ratio*: the DuckDB queries alone, without node start-up
-      # and loading DuckDB (what DuckDB would take inside a running process).
-      printf "%-34s %9s %9s %7s %9s %7s %10s %9s\n", "stage", "pramkit s", "DuckDB s", "ratio",
-        "query s", "ratio*", "pramkit MB", "DuckDB MB"
+      printf "%-34s %8s %9s %7s %9s %7s %8s %7s %8s %8s\n", "stage", "1 core s", "pramkit s", "speedup",
+        "DuckDB s", "ratio", "query s", "ratio*", "pk MB", "DuckDB MB"
       for (i = 1; i <= nn; i++) {
         k = ns[i]; head = 0
         for (j = 1; j <= np; j++) {
           split(p[j], f, "|")
-          if (!((k, f[2]) in t) || !((k, f[3]) in t)) continue
+          if (!((k, f[2]) in t)) continue
           if (!head++) print "# " k " rows"
-          printf "%-34s %9.2f %9.2f %7.2f %9.2f %7.2f %10s %9s\n", f[1], t[k, f[2]], t[k, f[3]],
-            t[k, f[3]] / t[k, f[2]], qt[k, f[3]], qt[k, f[3]] / t[k, f[2]], m[k, f[2]], m[k, f[3]]
+          pk = median(t[k, f[2]])
+          one = ((k, f[2] " [1 core]") in t) ? median(t[k, f[2] " [1 core]"]) : ""
+          dk = ((k, f[3]) in t) ? median(t[k, f[3]]) : ""
+          qk = ((k, f[3]) in qt) ? median(qt[k, f[3]]) : ""
+          printf "%-34s %8s %9s %7s %9s %7s %8s %7s %8s %8s\n", f[1], num(one), num(pk), ratio(one, pk),
+            num(dk), ratio(dk, pk), num(qk), ratio(qk, pk), m[k, f[2]], (dk == "" ? "-" : m[k, f[3]])
         }
       }
     }' "$log"
-fi

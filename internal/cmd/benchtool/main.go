@@ -2,8 +2,12 @@
 // Adult-like tables and runs a command while measuring its wall time and
 // peak resident memory (from the kernel's rusage, so no GNU time needed).
 //
-//	benchtool gen -n ROWS -o FILE.csv [-codebook FILE.json] [-seed N]
+//	benchtool gen -n ROWS -o FILE.csv [-codebook FILE.json] [-seed N] [-id]
 //	benchtool run -rows N -label NAME [-in FILE] [-out FILE] -- CMD ARGS…
+//
+// With -id the table starts with an "id" column holding 1..ROWS, a
+// near-unique column as census extracts have (and the one that makes an
+// in-memory tool hold ~100 bytes per row).
 package main
 
 import (
@@ -64,6 +68,7 @@ func gen(args []string) error {
 	out := fs.String("o", "", "output CSV")
 	cb := fs.String("codebook", "", "also write the codebook here")
 	seed := fs.Uint64("seed", 1, "generator seed")
+	withID := fs.Bool("id", false, "start every row with an id column (1..n)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -85,6 +90,9 @@ func gen(args []string) error {
 		return err
 	}
 	w := bufio.NewWriterSize(f, 1<<20)
+	if *withID {
+		w.WriteString("id,")
+	}
 	for j, c := range columns {
 		if j > 0 {
 			w.WriteByte(',')
@@ -92,7 +100,13 @@ func gen(args []string) error {
 		w.WriteString(c.name)
 	}
 	w.WriteByte('\n')
+	var num []byte
 	for i := int64(0); i < *n; i++ {
+		if *withID {
+			num = strconv.AppendInt(num[:0], i+1, 10)
+			w.Write(num)
+			w.WriteByte(',')
+		}
 		for j, c := range columns {
 			if j > 0 {
 				w.WriteByte(',')
