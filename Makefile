@@ -3,7 +3,7 @@ SHELL := /bin/bash
 GO ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/pramkit/pramkit/pkg/version.Version=$(VERSION)
-TOOLS := sample encrypt perturb decrypt estimate anonymize
+TOOLS := sample encrypt perturb decrypt estimate anonymize report
 FUZZTIME ?= 5s
 PREFIX ?= /usr/local
 BINDIR ?= $(PREFIX)/bin

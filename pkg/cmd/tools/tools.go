@@ -14,6 +14,7 @@ import (
 	"github.com/pramkit/pramkit/pkg/cmd/encrypt"
 	"github.com/pramkit/pramkit/pkg/cmd/estimate"
 	"github.com/pramkit/pramkit/pkg/cmd/perturb"
+	"github.com/pramkit/pramkit/pkg/cmd/report"
 	"github.com/pramkit/pramkit/pkg/cmd/sample"
 )
 
@@ -29,7 +30,7 @@ type Tool struct {
 }
 
 // All lists the tools in pipeline order (sample, encrypt, perturb, decrypt,
-// estimate), then anonymize.
+// estimate), then anonymize, then report.
 var All = []Tool{
 	{"sample", func(s *cli.Streams) *cobra.Command { return sample.NewCmd(s, nil) }, sample.Main},
 	{"encrypt", func(s *cli.Streams) *cobra.Command { return encrypt.NewCmd(s, nil) }, encrypt.Main},
@@ -37,6 +38,7 @@ var All = []Tool{
 	{"decrypt", func(s *cli.Streams) *cobra.Command { return decrypt.NewCmd(s, nil) }, decrypt.Main},
 	{"estimate", func(s *cli.Streams) *cobra.Command { return estimate.NewCmd(s, nil) }, estimate.Main},
 	{"anonymize", func(s *cli.Streams) *cobra.Command { return anonymize.NewCmd(s, nil) }, anonymize.Main},
+	{"report", func(s *cli.Streams) *cobra.Command { return report.NewCmd(s, nil) }, report.Main},
 }
 
 // Lookup returns the tool called name.

@@ -1,0 +1,290 @@
+package report_test
+
+import (
+	"bytes"
+	"encoding/xml"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/spf13/cobra"
+
+	"github.com/pramkit/pramkit/internal/cmdtest"
+	"github.com/pramkit/pramkit/pkg/cli"
+	"github.com/pramkit/pramkit/pkg/cmd/report"
+	"github.com/pramkit/pramkit/pkg/cmd/tools"
+)
+
+// evil is a codebook label that a report must show as text.
+const evil = "<script>alert(1)</script>"
+
+// kind is one kind of pramkit output in the fixture, the file a report
+// reads, what its section must say, and how many charts it draws.
+type kind struct {
+	name   string
+	file   string
+	says   []string
+	charts int
+	labels bool // the section shows the labels of column a (evil among them)
+}
+
+var kinds = []kind{
+	{"sample", "a.sample.csv", []string{"Sample (pramkit sample)", "m = 200 of the table&#39;s n = 400 rows"}, 0, false},
+	{"encrypted", "a.enc.csv", []string{"Encrypted sample", "one-time pad"}, 0, false},
+	{"perturbed", "rel.csv", []string{"still encrypted", "ε = 1 ", "Theorem III.4", "m* = "}, 1, false},
+	{"decrypted", "dec.csv", []string{"γ-diagonal release, decrypted", "equals the person&#39;s true value with probability", "Release ledger", "Joint distribution of a × b", "Marginal distribution of b", "truth (--truth)"}, 4, true},
+	{"counts", "counts.csv", []string{"as a count table (estimate --tabulate)", "Marginal distribution of a"}, 4, true},
+	{"bitflip", "bf.csv", []string{"bitflip (K-randomization", "ε = 1.386 per bit", "anonymity A_p", "Distribution of a"}, 3, true},
+	{"ddps", "dd.csv", []string{"DDPS", "estimated participants", "true count"}, 1, true},
+	{"diverted", "an.csv", []string{"mechanism A′", "T_f = ", "Definition 5", "Count queries", "relative error"}, 3, true},
+	{"anatomy", "anat.csv", []string{"Anatomy", "groups", "Count queries"}, 2, true},
+	{"global", "glob.csv", []string{"global randomization", "keep probability p", "Count queries"}, 2, true},
+}
+
+var (
+	fixOnce sync.Once
+	fixDir  string
+	fixErr  error
+)
+
+// fixture makes one output of every kind from a 400-row table whose
+// column a has the label evil, once per test binary.
+func fixture(t *testing.T) string {
+	t.Helper()
+	fixOnce.Do(func() {
+		fixDir, fixErr = os.MkdirTemp("", "pramkit-report-test")
+		if fixErr == nil {
+			fixErr = makeFixture(fixDir)
+		}
+	})
+	if fixErr != nil {
+		t.Fatal(fixErr)
+	}
+	return fixDir
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if fixDir != "" {
+		os.RemoveAll(fixDir)
+	}
+	os.Exit(code)
+}
+
+func makeFixture(dir string) error {
+	as := []string{"x", evil, "y&z", "w"}
+	var data strings.Builder
+	data.WriteString("a,b,c\n")
+	for i := range 400 {
+		b := "no"
+		if i%3 == 0 {
+			b = "yes"
+		}
+		fmt.Fprintf(&data, "%q,%s,%d\n", as[(i*7)%4], b, i%5)
+	}
+	cb := `{"columns":[{"name":"a","categories":["x","<script>alert(1)</script>","y&z","w"]},{"name":"b","categories":["no","yes"]},{"name":"c","categories":["0","1","2","3","4"]}]}`
+	queries := "query\nb=yes\n\"a=y&z,b=no\"\nc=3\n"
+	for name, content := range map[string]string{"data.csv": data.String(), "cb.json": cb, "queries.csv": queries} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			return err
+		}
+	}
+	seed := []string{"--seed", "7", "--insecure-seed"}
+	steps := [][]string{
+		{"sample", "--new-secret", "s.secret"},
+		{"sample", "--secret", "s.secret", "-m", "200", "--columns", "a", "data.csv", "-o", "a.sample.csv"},
+		{"sample", "--secret", "s.secret", "-m", "200", "--columns", "b", "data.csv", "-o", "b.sample.csv"},
+		append([]string{"encrypt", "--codebook", "cb.json", "--key-out", "a.key", "a.sample.csv", "-o", "a.enc.csv"}, seed...),
+		append([]string{"encrypt", "--codebook", "cb.json", "--key-out", "b.key", "b.sample.csv", "-o", "b.enc.csv"}, seed...),
+		append([]string{"perturb", "--ledger", "ledger.jsonl", "--epsilon", "1", "a.enc.csv", "b.enc.csv", "-o", "rel.csv"}, seed...),
+		{"decrypt", "--key", "a.key", "--key", "b.key", "rel.csv", "-o", "dec.csv"},
+		{"estimate", "--tabulate", "dec.csv", "-o", "counts.csv"},
+		append([]string{"perturb", "--mechanism", "bitflip", "--lie", "0.2", "--columns", "a,b", "--codebook", "cb.json", "data.csv", "-o", "bf.csv"}, seed...),
+		append([]string{"perturb", "--mechanism", "ddps", "--column", "a", "--pi-s", "0.3", "--codebook", "cb.json", "data.csv", "-o", "dd.csv"}, seed...),
+		append([]string{"anonymize", "--sensitive", "a", "--l", "2", "--codebook", "cb.json", "data.csv", "-o", "an.csv"}, seed...),
+		append([]string{"anonymize", "--mechanism", "anatomy", "--sensitive", "a", "--l", "2", "--codebook", "cb.json", "data.csv", "-o", "anat.csv", "--groups", "anat.groups.csv"}, seed...),
+		append([]string{"anonymize", "--mechanism", "global", "--sensitive", "a", "--l", "2", "--codebook", "cb.json", "data.csv", "-o", "glob.csv"}, seed...),
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return err
+	}
+	if err := os.Chdir(dir); err != nil {
+		return err
+	}
+	defer os.Chdir(wd)
+	for _, st := range steps {
+		tool, ok := tools.Lookup(st[0])
+		if !ok {
+			return fmt.Errorf("no tool %s", st[0])
+		}
+		if res := cmdtest.Run(tool.New, nil, st[1:]...); res.Code != 0 {
+			return fmt.Errorf("%s: exit %d: %s", strings.Join(st, " "), res.Code, res.Stderr)
+		}
+	}
+	return nil
+}
+
+func newCmd(s *cli.Streams) *cobra.Command { return report.NewCmd(s, nil) }
+
+// reportOf writes the report of k's file (with the truth, queries and
+// ledger) and returns its path.
+func reportOf(t *testing.T, dir string, k kind) string {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), k.name+".html")
+	j := func(n string) string { return filepath.Join(dir, n) }
+	res := cmdtest.Run(newCmd, nil, j(k.file), "--truth", j("data.csv"), "--queries", j("queries.csv"), "--codebook", j("cb.json"), "--ledger", j("ledger.jsonl"), "-o", out)
+	if res.Code != 0 {
+		t.Fatalf("report %s: exit %d: %s", k.file, res.Code, res.Stderr)
+	}
+	if res.Stdout != "" || res.Stderr != "" {
+		t.Errorf("report %s printed %q %q; want nothing", k.file, res.Stdout, res.Stderr)
+	}
+	return out
+}
+
+// TestReportEachKind writes a report of each kind and checks it is
+// well-formed, self-contained, escapes the evil label, and says and draws
+// what the kind needs.
+func TestReportEachKind(t *testing.T) {
+	dir := fixture(t)
+	for _, k := range kinds {
+		t.Run(k.name, func(t *testing.T) {
+			doc, err := os.ReadFile(reportOf(t, dir, k))
+			if err != nil {
+				t.Fatal(err)
+			}
+			charts := checkHTML(t, doc)
+			if len(charts) != k.charts {
+				t.Errorf("%d charts, want %d", len(charts), k.charts)
+			}
+			for _, s := range k.says {
+				if !bytes.Contains(doc, []byte(s)) {
+					t.Errorf("the report does not say %q", s)
+				}
+			}
+			for _, s := range []string{"Privacy:", "written by pramkit", "Mechanism and parameters"} {
+				if !bytes.Contains(doc, []byte(s)) {
+					t.Errorf("the report does not say %q", s)
+				}
+			}
+			if k.labels {
+				if !bytes.Contains(doc, []byte("&lt;script&gt;alert(1)&lt;/script&gt;")) {
+					t.Error("the label <script>alert(1)</script> is not shown escaped")
+				}
+				if !bytes.Contains(doc, []byte("codebook hash (SHA-256)")) {
+					t.Error("no codebook hash")
+				}
+			}
+		})
+	}
+}
+
+// checkHTML parses doc as XML, strictly (the report is XHTML-compatible),
+// checks that it loads nothing (no script, image, frame, link, src, href
+// or url()) and that each chart is a figure holding one svg; it returns
+// the charts' svg elements.
+func checkHTML(t *testing.T, doc []byte) (charts [][]byte) {
+	t.Helper()
+	if len(doc) > 1<<20 {
+		t.Errorf("the report has %d bytes, more than 1 MiB", len(doc))
+	}
+	if bytes.Contains(doc, []byte("url(")) {
+		t.Error("the report holds url(…)")
+	}
+	d := xml.NewDecoder(bytes.NewReader(doc))
+	d.Strict = true
+	var stack []string
+	var svgStart int64
+	figures, tables, th := 0, 0, 0
+	for {
+		off := d.InputOffset()
+		tok, err := d.Token()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("not well-formed: %v", err)
+		}
+		switch e := tok.(type) {
+		case xml.StartElement:
+			name := e.Name.Local
+			switch name {
+			case "script", "img", "image", "iframe", "object", "embed", "link", "base", "use", "audio", "video", "source":
+				t.Errorf("element <%s> in the report", name)
+			case "figure":
+				figures++
+			case "table":
+				tables++
+			case "th":
+				th++
+			case "svg":
+				if len(stack) == 0 || stack[len(stack)-1] != "figure" {
+					t.Errorf("an svg outside a figure, in %v", stack)
+				}
+				svgStart = off
+			}
+			for _, a := range e.Attr {
+				switch strings.ToLower(a.Name.Local) {
+				case "src", "href", "srcset", "action", "data", "xmlns":
+					t.Errorf("<%s %s=%q> in the report", name, a.Name.Local, a.Value)
+				}
+				if strings.HasPrefix(strings.ToLower(a.Name.Local), "on") {
+					t.Errorf("event handler <%s %s=…>", name, a.Name.Local)
+				}
+			}
+			stack = append(stack, name)
+		case xml.EndElement:
+			stack = stack[:len(stack)-1]
+			if e.Name.Local == "svg" {
+				charts = append(charts, doc[svgStart:d.InputOffset()])
+			}
+		}
+	}
+	if len(stack) != 0 {
+		t.Errorf("unclosed elements %v", stack)
+	}
+	if figures != len(charts) {
+		t.Errorf("%d figures but %d charts", figures, len(charts))
+	}
+	if tables == 0 || th == 0 {
+		t.Errorf("%d tables with %d header cells; want real tables", tables, th)
+	}
+	return charts
+}
+
+// TestReportRefuses checks the failures: one line naming the file and the
+// fix, exit 1 for data and 2 for usage, and no output left behind.
+func TestReportRefuses(t *testing.T) {
+	dir := fixture(t)
+	j := func(n string) string { return filepath.Join(dir, n) }
+	out := filepath.Join(t.TempDir(), "r.html")
+	cmdtest.ExpectFailures(t, newCmd, out, []cmdtest.Failure{
+		{Name: "key file", Args: []string{j("a.key"), "-o", out}, Code: 1, Msg: "a.key"},
+		{Name: "secret", Args: []string{j("s.secret"), "-o", out}, Code: 1, Msg: "s.secret"},
+		{Name: "no metadata", Args: []string{j("data.csv"), "-o", out}, Code: 1, Msg: "has no pramkit metadata"},
+		{Name: "sensitive table", Args: []string{j("anat.groups.csv"), "-o", out}, Code: 1, Msg: "report on the row table"},
+		{Name: "missing", Args: []string{j("nope.csv"), "-o", out}, Code: 1, Msg: "nope.csv"},
+		{Name: "truth is a release", Args: []string{j("dec.csv"), "--truth", j("bf.csv"), "-o", out}, Code: 1, Msg: "not an original table"},
+		{Name: "level", Args: []string{j("dec.csv"), "--level", "1", "-o", out}, Code: 2, Msg: "--level"},
+		{Name: "no file", Args: []string{"-o", out}, Code: 2, Msg: "arg"},
+	})
+	// Never over an input.
+	res := cmdtest.Run(newCmd, nil, j("dd.csv"), "-o", j("dd.csv"))
+	if res.Code == 0 || !strings.Contains(res.Stderr, "dd.csv") {
+		t.Errorf("-o over the input: exit %d, %q", res.Code, res.Stderr)
+	}
+	if _, err := os.Stat(j("dd.csv")); err != nil {
+		t.Fatal(err)
+	}
+	// Not to a terminal.
+	var o, e bytes.Buffer
+	s := &cli.Streams{Out: &o, Err: &e, OutIsTerminal: true}
+	if code := cli.Run(newCmd(s), []string{j("dd.csv")}, s); code != cli.ExitUsage || o.Len() != 0 {
+		t.Errorf("to a terminal: exit %d, %d bytes written", code, o.Len())
+	}
+}

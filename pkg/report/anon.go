@@ -1,0 +1,310 @@
+package report
+
+import (
+	"fmt"
+	"math"
+	"path/filepath"
+	"strings"
+
+	"github.com/pramkit/pramkit/pkg/anonymize"
+	"github.com/pramkit/pramkit/pkg/codebook"
+	"github.com/pramkit/pramkit/pkg/countquery"
+	"github.com/pramkit/pramkit/pkg/release"
+	"github.com/pramkit/pramkit/pkg/report/chart"
+	"github.com/pramkit/pramkit/pkg/table"
+)
+
+// anonymized reports an anonymize publication. The count of each
+// sensitive value and the answers to --queries are countquery's, as
+// estimate --queries computes them (the exact decoy model, estimate's
+// default); the guarantees are package anonymize's.
+func (o *Options) anonymized(s *Section, in table.Reader) error {
+	meta := in.Meta()
+	var a release.Anonymized
+	if err := a.Decode(meta, in.Name()); err != nil {
+		return err
+	}
+	rel := countquery.Release{Name: in.Name(), Mechanism: a.Mechanism, L: a.L, Rows: a.Rows, Sensitive: a.Sensitive, Policy: a.Policy,
+		GroupColumn: a.GroupColumn, Groups: a.Groups}
+	for _, name := range a.Sensitive {
+		c, _ := a.Codebook.Column(name) // Decode checked it is there
+		rel.Columns = append(rel.Columns, c)
+	}
+	s.Facts = append(s.Facts, codebookFacts(a.Codebook)...)
+	l := float64(a.L)
+	sens := strings.Join(a.Sensitive, ", ")
+	s.Facts = append(s.Facts, Fact{"sensitive columns", sens})
+	switch a.Mechanism {
+	case release.MechanismDiverted:
+		s.Kind = "Anonymized table: mechanism A′, ℓ′-diverted privacy (pramkit anonymize)"
+		s.What = fmt.Sprintf("The whole table (N = %d rows) with its sensitive column %s diverted: rows are put in groups of ℓ′ = %d rows with distinct values, and each row publishes a value drawn at random from its group. Other columns are published unchanged, in random row order.", a.Rows, sens, a.L)
+		s.Privacy = fmt.Sprintf("Each published %s is the person's own with probability 1/ℓ′ = %s and otherwise one of %d others of their group, so it never singles out a value; counts of rare values get relative errors of the order of the count (the table below gives the chance per value).", sens, num(1/l), a.L-1)
+		s.Facts = append(s.Facts, Fact{"mechanism", "A′ (ℓ′-diverted; Fu et al.)"}, Fact{"ℓ′", fmt.Sprint(a.L)})
+	case release.MechanismAnatomy:
+		s.Kind = "Anonymized table: Anatomy (pramkit anonymize --mechanism anatomy)"
+		s.What = fmt.Sprintf("The table (N = %d rows) split in two: the rows without %s, each with a group id, and a sensitive table of each of the %d groups' values and counts.", a.Rows, sens, a.Groups)
+		s.Privacy = fmt.Sprintf("Each group holds ℓ′ = %d distinct values of %s, so a person is linked to their true value with probability at most 1/ℓ′ = %s; the values' counts are published exactly.", a.L, sens, num(1/l))
+		s.Facts = append(s.Facts, Fact{"mechanism", "Anatomy (Xiao–Tao)"}, Fact{"ℓ′", fmt.Sprint(a.L)}, Fact{"groups", fmt.Sprint(a.Groups)})
+	case release.MechanismGlobal:
+		var g release.Global
+		if err := g.Decode(meta, in.Name()); err != nil {
+			return err
+		}
+		rel.Keep = g.P
+		ps := make([]string, len(g.P))
+		for k, p := range g.P {
+			ps[k] = num(p)
+		}
+		s.Kind = "Anonymized table: global randomization (mechanism A, pramkit anonymize --mechanism global)"
+		s.What = fmt.Sprintf("The whole table with each row's %s kept with probability p = %s and otherwise replaced by a value drawn uniformly from the codebook.", sens, strings.Join(ps, ", "))
+		s.Privacy = fmt.Sprintf("Each published %s is the person's own with probability p + (1 − p)/V (the keep probability plus the chance that the redraw hits it)", sens)
+		if a.L > 0 {
+			s.Privacy += fmt.Sprintf(", set to 1/ℓ′ = %s", num(1/l))
+		}
+		s.Privacy += "."
+		s.Facts = append(s.Facts, Fact{"mechanism", "global randomization (mechanism A)"}, Fact{"keep probability p", strings.Join(ps, ", ")})
+		if a.L > 0 {
+			s.Facts = append(s.Facts, Fact{"ℓ′", fmt.Sprint(a.L)})
+		}
+	}
+	s.Facts = append(s.Facts, Fact{"rows published N", itoa(a.Rows)}, Fact{"rows left out", itoa(a.Dropped + a.MissingDropped)})
+
+	// One query per sensitive value (its count), then the user's.
+	var queries []countquery.Query
+	type valueQ struct{ col, label string }
+	var values []valueQ
+	for k, name := range a.Sensitive {
+		for _, lab := range rel.Columns[k].Labels() {
+			queries = append(queries, countquery.Query{Text: name + "=" + lab, Conds: []countquery.Cond{{Col: name, Value: lab}}})
+			values = append(values, valueQ{name, lab})
+		}
+	}
+	nv := len(queries)
+	if o.Queries != "" {
+		qs, err := countquery.ReadQueries(o.Queries, nil)
+		if err != nil {
+			return err
+		}
+		queries = append(queries, qs...)
+	}
+	var nsa *codebook.Codebook
+	if o.Codebook != "" {
+		var err error
+		if nsa, err = codebook.Load(o.Codebook); err != nil {
+			return err
+		}
+	}
+	plan, err := countquery.NewPlan(&rel, in.Schema(), nsa, queries, o.Queries)
+	if err != nil {
+		return err
+	}
+	var st *countquery.AnatomyGroups
+	if a.Mechanism == release.MechanismAnatomy {
+		if st, err = o.anatomyGroups(in.Name(), &a, &rel); err != nil {
+			return err
+		}
+	}
+	if err := plan.ScanRelease(in, st, nil); err != nil {
+		return err
+	}
+	hasTruth := len(o.Truth) > 0
+	if hasTruth {
+		tin, err := o.Open(o.Truth[0])
+		if err != nil {
+			return err
+		}
+		defer tin.Close()
+		if mech := tin.Meta()[release.KeyMechanism]; mech != "" {
+			return fmt.Errorf("--truth %s is a release (mechanism %s), not the original table; give the table that was anonymized", tin.Name(), mech)
+		}
+		if err := plan.ScanTruth(tin, nil); err != nil {
+			return err
+		}
+	}
+	answers, err := plan.Answers(countquery.Options{ExactDecoy: true})
+	if err != nil {
+		return err
+	}
+
+	// Per sensitive value: its count, T_f and the Definition 5 guarantee.
+	for k, name := range a.Sensitive {
+		var cats []string
+		var est, truth []float64
+		var counts []int64
+		for i := range nv {
+			if values[i].col != name {
+				continue
+			}
+			cats = append(cats, values[i].label)
+			est = append(est, answers[i].Estimate)
+			truth = append(truth, answers[i].Truth)
+			f := answers[i].Estimate
+			if hasTruth {
+				f = answers[i].Truth
+			}
+			counts = append(counts, int64(math.Max(0, math.Round(f))))
+		}
+		_ = k
+		series := []chart.Series{{Name: "published count", Values: est}}
+		if a.Mechanism == release.MechanismGlobal {
+			series[0].Name = "estimated count (mechanism A's estimator)"
+		}
+		head := []string{name, series[0].Name}
+		if hasTruth {
+			series = append(series, chart.Series{Name: "true count (--truth)", Values: truth})
+			head = append(head, "true count")
+		}
+		var refs []chart.Ref
+		var g *anonymize.Report
+		if a.Mechanism == release.MechanismDiverted {
+			if g, err = anonymize.Guarantees(counts, a.L, o.RelError, o.TE); err != nil {
+				return err
+			}
+			refs = []chart.Ref{{Name: fmt.Sprintf("T_f = %s (Lemma 4)", num(g.Tf)), Value: g.Tf}}
+			head = append(head, fmt.Sprintf("P(rel. error ≥ %s) ≤ (Ineq. 3)", num(o.RelError)), fmt.Sprintf("≥ T_f"), fmt.Sprintf("T_P = P(rel. error > %s) (Def. 5)", num(o.RelError)))
+		}
+		c := cats
+		if len(c) > maxBars {
+			c = c[:maxBars]
+			for j := range series {
+				series[j].Values = series[j].Values[:maxBars]
+			}
+		}
+		caption := "How many rows hold each value."
+		if g != nil {
+			caption = fmt.Sprintf("Values counted at least T_f = %s times have the utility guarantee of Lemma 4: a relative error of at least ε = %s with probability at most T_E = %s.", num(g.Tf), num(o.RelError), num(o.TE))
+		}
+		bl, err := barsBlock(chart.Bars{Title: "Count of each " + name, ValueLabel: "rows", Categories: c, Series: series, Refs: refs}, caption)
+		if err != nil {
+			return err
+		}
+		bl.Heading = "Sensitive values: " + name
+		s.Blocks = append(s.Blocks, bl)
+		t := &Table{Caption: "Sensitive values of " + name, Head: head, Numeric: []bool{false, true, true, true, false, true}}
+		if g != nil {
+			t.Numeric = []bool{false, true}
+			if hasTruth {
+				t.Numeric = append(t.Numeric, true)
+			}
+			t.Numeric = append(t.Numeric, true, false, true)
+		}
+		for i := range cats {
+			r := []string{cats[i], num(math.Round(est[i]*100) / 100)}
+			if hasTruth {
+				r = append(r, num(truth[i]))
+			}
+			if g != nil {
+				v := g.Values[i]
+				r = append(r, share(v.ErrorBound), map[bool]string{true: "yes", false: "no"}[v.Useful], share(v.Privacy))
+			}
+			t.Rows = append(t.Rows, r)
+		}
+		if g != nil {
+			basis := "the published counts (f′_s estimates f_s)"
+			if hasTruth {
+				basis = "the true counts (--truth)"
+			}
+			t.Note = fmt.Sprintf("Guarantees computed from %s; ε = %s (--rel-error), T_E = %s (--te).", basis, num(o.RelError), num(o.TE))
+			tp, cheb := make([]float64, len(cats)), make([]float64, len(cats))
+			for i, v := range g.Values {
+				tp[i], cheb[i] = v.Privacy, v.ErrorBound
+			}
+			if len(cats) > maxBars {
+				tp, cheb = tp[:maxBars], cheb[:maxBars]
+			}
+			gb, err := barsBlock(chart.Bars{Title: fmt.Sprintf("Guarantees per %s at relative error ε = %s", name, num(o.RelError)), ValueLabel: "probability", Categories: c, Max: 1,
+				Series: []chart.Series{{Name: "T_P: P(relative error > ε), Definition 5", Values: tp}, {Name: "Chebyshev bound on P(relative error ≥ ε), Inequality 3", Values: cheb}}},
+				"Definition 5's privacy guarantee T_P: the larger, the less a published count tells about the true one; rare values are protected, frequent ones are accurate.")
+			if err != nil {
+				return err
+			}
+			s.Blocks = append(s.Blocks, Block{Table: t}, gb)
+		} else {
+			s.Blocks = append(s.Blocks, Block{Table: t})
+		}
+	}
+
+	// The --queries.
+	if len(queries) > nv {
+		head := []string{"query", "estimated count"}
+		num0 := []bool{false, true, true, true, true}
+		if hasTruth {
+			head = append(head, "true count", "relative error")
+		}
+		diverted := a.Mechanism == release.MechanismDiverted
+		if diverted {
+			head = append(head, fmt.Sprintf("estimated P(rel. error > %s)", num(o.RelError)))
+		}
+		t := &Table{Caption: "Count queries (--queries " + filepath.Base(o.Queries) + ")", Head: head, Numeric: num0}
+		var cats []string
+		var est, truth []float64
+		for i := nv; i < len(queries); i++ {
+			ans := answers[i]
+			r := []string{queries[i].Text, num(math.Round(ans.Estimate*100) / 100)}
+			if hasTruth {
+				re := math.NaN()
+				if ans.Truth > 0 {
+					re = math.Abs(ans.Estimate-ans.Truth) / ans.Truth
+				}
+				r = append(r, num(ans.Truth), share(re))
+			}
+			if diverted {
+				// Definition 5 at f_s ≈ the estimate: exact for a query on
+				// one sensitive value, indicative for others.
+				tp, err := anonymize.PrivacyGuarantee(int64(math.Max(0, math.Round(ans.Estimate))), a.L, o.RelError)
+				if err != nil {
+					return err
+				}
+				r = append(r, share(tp))
+			}
+			t.Rows = append(t.Rows, r)
+			cats, est, truth = append(cats, queries[i].Text), append(est, ans.Estimate), append(truth, ans.Truth)
+		}
+		if diverted {
+			t.Note = "The estimated chance of a relative error above ε is Definition 5's T_P at f_s = the estimate: exact for a query on one sensitive value, indicative for queries that add other columns."
+		}
+		series := []chart.Series{{Name: "estimated count", Values: est}}
+		if hasTruth {
+			series = append(series, chart.Series{Name: "true count (--truth)", Values: truth})
+		}
+		if len(cats) > maxBars {
+			cats = cats[:maxBars]
+			for j := range series {
+				series[j].Values = series[j].Values[:maxBars]
+			}
+		}
+		qb, err := barsBlock(chart.Bars{Title: "Count queries", ValueLabel: "rows", Categories: cats, Series: series}, "Estimated answers to the count queries (estimate --queries computes the same).")
+		if err != nil {
+			return err
+		}
+		qb.Heading = "Count queries"
+		s.Blocks = append(s.Blocks, qb, Block{Table: t})
+	}
+	return nil
+}
+
+// anatomyGroups reads an anatomy release's sensitive table: --groups, else
+// the file its metadata names, next to the release.
+func (o *Options) anatomyGroups(name string, a *release.Anonymized, rel *countquery.Release) (*countquery.AnatomyGroups, error) {
+	path := o.Groups
+	if path == "" {
+		if a.GroupsTable == "" {
+			return nil, fmt.Errorf("%s is an anatomy release: give its sensitive table with --groups FILE", name)
+		}
+		path = filepath.Join(filepath.Dir(name), filepath.Base(a.GroupsTable))
+	}
+	in, err := o.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w (the sensitive table of the anatomy release %s; give it with --groups FILE)", err, name)
+	}
+	defer in.Close()
+	meta := in.Meta()
+	if meta[release.KeyTable] != release.TableAnatomyGroups || meta[release.KeyReleaseID] != a.ReleaseID {
+		return nil, fmt.Errorf("%s is not the sensitive table of %s (their release ids differ); give the --groups file anonymize wrote with it", in.Name(), name)
+	}
+	var groups release.AnatomyGroups
+	if err := groups.Decode(meta, in.Name()); err != nil {
+		return nil, err
+	}
+	return countquery.ReadAnatomyGroups(in, rel)
+}

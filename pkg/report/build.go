@@ -1,0 +1,367 @@
+// Package report builds pramkit's HTML report: one self-contained page
+// that says, for each output file of the toolchain, what it is, how
+// private it is and how accurate its statistics are, with charts (package
+// chart) and copyable tables.
+//
+// It reads files only through the stages' contracts: table.Open, the
+// release package's Decode structs, and the estimators of packages
+// estimate, pram, bitflip, ddps, anonymize and countquery, so every number
+// in a report is the one the estimate tool would print for the same file.
+package report
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/pramkit/pramkit/pkg/codebook"
+	"github.com/pramkit/pramkit/pkg/ledger"
+	"github.com/pramkit/pramkit/pkg/release"
+	"github.com/pramkit/pramkit/pkg/table"
+)
+
+// Options say what to report on.
+type Options struct {
+	Files []string
+	// Truth are original tables (--truth): true distributions and counts
+	// are shown next to the estimates. A column is read from the first
+	// file that has all the columns a section needs.
+	Truth []string
+	// Queries is a file of count queries (estimate --queries' format) to
+	// answer on anonymized releases.
+	Queries string
+	// Ledger is a release ledger (perturb --ledger) whose entries for a
+	// γ-diagonal release's sample are listed; "" lists none.
+	Ledger string
+	// Codebook is the codebook of the non-sensitive columns that --queries
+	// name (estimate --codebook); "" reads their values as text.
+	Codebook string
+	// Groups is the sensitive table of an anatomy release; "" means the
+	// file its metadata names, next to the release.
+	Groups string
+	// Level is the intervals' coverage (0.95).
+	Level float64
+	// RelError and TE are the relative error ε and the error probability
+	// T_E of the anonymize guarantees (Definition 5, Lemma 4).
+	RelError, TE float64
+	// Version is the pramkit writing the report.
+	Version string
+	// Open opens a table; nil means table.Open.
+	Open func(path string) (table.Reader, error)
+}
+
+// MaxCells bounds the joint domain a report estimates on: the counts,
+// estimates and truth are held densely.
+const MaxCells = 1 << 22
+
+// Build reads every file and returns the report.
+func Build(o Options) (*Report, error) {
+	if o.Open == nil {
+		o.Open = func(path string) (table.Reader, error) { return table.Open(path, table.ReadOptions{}) }
+	}
+	if o.Level == 0 {
+		o.Level = 0.95
+	}
+	if o.RelError == 0 {
+		o.RelError = 0.2
+	}
+	if o.TE == 0 {
+		o.TE = 0.02
+	}
+	rep := &Report{Title: "pramkit release report", Version: o.Version}
+	for _, f := range o.Files {
+		s, err := o.section(f)
+		if err != nil {
+			return nil, err
+		}
+		rep.Sections = append(rep.Sections, s)
+	}
+	if len(rep.Sections) == 1 {
+		rep.Title = "pramkit report: " + rep.Sections[0].File
+	}
+	return rep, nil
+}
+
+// section reads one file and describes it according to its stage and
+// mechanism.
+func (o *Options) section(path string) (*Section, error) {
+	if table.IsStdio(path) {
+		return nil, fmt.Errorf("report reads files, not standard input: give the file's path")
+	}
+	if key, kind := table.IsKeyMaterial(path); key {
+		return nil, fmt.Errorf("%s is a %s: a report never reads key material; give the release, not its key", path, kind)
+	}
+	in, err := o.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer in.Close()
+	meta := in.Meta()
+	if err := release.CheckContract(meta, in.Name()); err != nil {
+		return nil, err
+	}
+	s := &Section{File: in.Name()}
+	stage, mech := meta[release.KeyStage], meta[release.KeyMechanism]
+	switch {
+	case stage == release.StageKey:
+		return nil, fmt.Errorf("%s is a key file: a report never reads key material; give the release, not its key", in.Name())
+	case stage == release.StageSample:
+		err = o.sample(s, in)
+	case stage == release.StageEncrypt:
+		err = o.encrypted(s, in)
+	case mech == release.MechanismBitflip:
+		err = o.bitflip(s, in)
+	case mech == release.MechanismDDPS:
+		err = o.ddps(s, in)
+	case stage == release.StagePerturb:
+		err = o.perturbed(s, in)
+	case stage == release.StageDecrypt:
+		err = o.decrypted(s, in)
+	case meta[release.KeyTable] == release.TableAnatomyGroups:
+		return nil, fmt.Errorf("%s is the sensitive table of an anatomy release: report on the row table anonymize wrote with it (its -o file); the sensitive table is found next to it", in.Name())
+	case stage == release.StageAnonymize:
+		err = o.anonymized(s, in)
+	case stage == "":
+		return nil, fmt.Errorf("%s has no pramkit metadata: give a file written by a pramkit tool (sample, encrypt, perturb, decrypt, anonymize, estimate --tabulate), with its .meta.json sidecar next to it", in.Name())
+	default:
+		return nil, fmt.Errorf("%s was written by %s (stage %q), which writes no release: give a file written by sample, encrypt, perturb, decrypt, anonymize or estimate --tabulate", in.Name(), stageTool(stage), stage)
+	}
+	if err != nil {
+		return nil, err
+	}
+	s.Facts = append(s.Facts, common(meta)...)
+	return s, nil
+}
+
+func stageTool(stage string) string {
+	if stage == release.StageEstimate {
+		return "estimate"
+	}
+	return "pramkit " + stage
+}
+
+// common are the facts every file carries: who wrote it and how.
+func common(meta table.Meta) []Fact {
+	var f []Fact
+	if v := meta[release.KeyVersion]; v != "" {
+		f = append(f, Fact{"written by pramkit", v})
+	}
+	if v := meta[release.KeyContract]; v != "" {
+		f = append(f, Fact{"release contract version", v})
+	}
+	if v := meta[release.KeyOrder]; v != "" {
+		f = append(f, Fact{"row order", v})
+	}
+	if meta[release.KeyInsecureSeed] == "true" {
+		f = append(f, Fact{"insecure seed", "yes: this file was made with --seed --insecure-seed, so anyone who knows the seed can undo its randomness. For tests only: do not publish it"})
+	}
+	if v := meta[release.KeyFingerprint]; v != "" {
+		f = append(f, Fact{"sample fingerprint", v})
+	}
+	return f
+}
+
+// codebookFacts names each column's codebook hash (SHA-256 of its
+// canonical form, codebook.Codebook.Hash of the column alone) and the
+// whole codebook's.
+func codebookFacts(cb *codebook.Codebook) []Fact {
+	if cb == nil {
+		return nil
+	}
+	f := []Fact{{"codebook hash (SHA-256)", cb.Hash()}}
+	return f
+}
+
+// ledgerBlock lists the ledger's entries for the sample fingerprint fp.
+func (o *Options) ledgerBlock(fp string) (*Block, error) {
+	if o.Ledger == "" || fp == "" {
+		return nil, nil
+	}
+	if _, err := os.Stat(o.Ledger); err != nil {
+		return nil, fmt.Errorf("--ledger %s: %v; give the ledger perturb wrote (perturb --ledger FILE, by default ~/.local/state/pramkit/releases.jsonl)", o.Ledger, errors.Unwrap(err))
+	}
+	l, err := ledger.Open(o.Ledger, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer l.Close()
+	entries, err := l.Lookup(fp)
+	if err != nil {
+		return nil, err
+	}
+	t := &Table{Caption: "Release ledger: releases of this sample", Head: []string{"release", "time", "γ", "ε", "composed ε", "output", "pramkit"},
+		Numeric: []bool{true, false, true, true, true, false, false}}
+	for _, e := range entries {
+		t.Rows = append(t.Rows, []string{strconv.Itoa(e.Releases), e.Time.UTC().Format("2006-01-02 15:04:05Z"), num(e.Gamma), num(e.Epsilon), num(e.EpsilonComposed), e.Output, e.ToolVersion})
+	}
+	if len(entries) == 0 {
+		t.Note = "The ledger " + o.Ledger + " records no release of this sample."
+	}
+	return &Block{Heading: "Release ledger", Table: t}, nil
+}
+
+// num formats a number with 4 significant digits, integers in full.
+func num(v float64) string {
+	switch {
+	case math.IsNaN(v):
+		return "–"
+	case v == math.Trunc(v) && math.Abs(v) < 1e15:
+		return strconv.FormatFloat(v, 'f', -1, 64)
+	case math.Abs(v) >= 1e-3 && math.Abs(v) < 1e6:
+		return strconv.FormatFloat(v, 'f', max(0, 3-int(math.Floor(math.Log10(math.Abs(v))))), 64)
+	default:
+		return strconv.FormatFloat(v, 'g', 4, 64)
+	}
+}
+
+// share formats a probability with 4 decimals.
+func share(v float64) string {
+	if math.IsNaN(v) {
+		return "–"
+	}
+	return strconv.FormatFloat(v, 'f', 4, 64)
+}
+
+func itoa(v int64) string { return strconv.FormatInt(v, 10) }
+
+// columnIndex finds the columns names in schema; missing lists those
+// absent.
+func columnIndex(schema *arrow.Schema, names []string) (idx []int, missing []string) {
+	idx = make([]int, len(names))
+	for j, n := range names {
+		is := schema.FieldIndices(n)
+		if len(is) == 0 {
+			missing = append(missing, n)
+			continue
+		}
+		idx[j] = is[0]
+	}
+	return idx, missing
+}
+
+// scanRows calls fn for every row of in with the values of the named
+// columns and the row's weight: the count column's value in a count table
+// (estimate --tabulate), else 1.
+func scanRows(in table.Reader, names []string, fn func(vals []table.Values, i int, w int64, row int64) error) error {
+	idx, missing := columnIndex(in.Schema(), names)
+	if len(missing) > 0 {
+		return fmt.Errorf("%s: column %q is missing, though the metadata names it; the file was edited: write it again with the tool that made it", in.Name(), missing[0])
+	}
+	count := -1
+	if release.IsCountTable(in.Meta()) {
+		ci, miss := columnIndex(in.Schema(), []string{release.CountColumn})
+		if len(miss) > 0 {
+			return fmt.Errorf("%s: a count table without its %q column; write it again with estimate --tabulate", in.Name(), release.CountColumn)
+		}
+		count = ci[0]
+	}
+	vals := make([]table.Values, len(names))
+	return table.EachBatch(in, func(rec arrow.RecordBatch, first int64) error {
+		for j, c := range idx {
+			vals[j] = table.ValuesOf(rec.Column(c))
+		}
+		var cv table.Values
+		if count >= 0 {
+			cv = table.ValuesOf(rec.Column(count))
+		}
+		for i := range int(rec.NumRows()) {
+			w := int64(1)
+			if count >= 0 {
+				var ok bool
+				if w, ok = cv.Int(i); !ok || w < 0 {
+					return &table.DataError{File: in.Name(), Row: first + int64(i), Column: release.CountColumn, Err: fmt.Errorf("count %s is not a whole number ≥ 0; write the count table again with estimate --tabulate", table.QuoteCell(cv.String(i)))}
+				}
+			}
+			if err := fn(vals, i, w, first+int64(i)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// truthFile opens the first --truth file that has all the columns names;
+// nil when no --truth was given.
+func (o *Options) truthFile(names []string) (table.Reader, error) {
+	if len(o.Truth) == 0 {
+		return nil, nil
+	}
+	for _, p := range o.Truth {
+		in, err := o.Open(p)
+		if err != nil {
+			return nil, err
+		}
+		if mech := in.Meta()[release.KeyMechanism]; mech != "" {
+			in.Close()
+			return nil, fmt.Errorf("--truth %s is a release (mechanism %s), not an original table; give the table the release was made from", in.Name(), mech)
+		}
+		if _, missing := columnIndex(in.Schema(), names); len(missing) == 0 {
+			return in, nil
+		}
+		in.Close()
+	}
+	return nil, fmt.Errorf("--truth: no file among %s has all the columns %s; give the original table (or the curators' tables) with these columns", strings.Join(o.Truth, ", "), strings.Join(names, ","))
+}
+
+// truthCounts counts the joint values of columns names (each encoded with
+// its codebook column) in the truth file: dense counts over the joint
+// domain, first column most significant. nil without --truth.
+func (o *Options) truthCounts(names []string, cols []*codebook.Column) ([]int64, int64, error) {
+	in, err := o.truthFile(names)
+	if in == nil || err != nil {
+		return nil, 0, err
+	}
+	defer in.Close()
+	size := int64(1)
+	encs := make([]*codebook.Encoder, len(cols))
+	for j, c := range cols {
+		size *= int64(c.K())
+		if encs[j], err = c.Encoder(codebook.Policy{}); err != nil {
+			return nil, 0, err
+		}
+	}
+	counts := make([]int64, size)
+	var total int64
+	err = scanRows(in, names, func(vals []table.Values, i int, w int64, row int64) error {
+		g := int64(0)
+		for j, e := range encs {
+			x, err := e.Index(vals[j].String(i))
+			if err != nil {
+				return &table.DataError{File: in.Name(), Row: row, Column: names[j], Err: err}
+			}
+			g = g*int64(cols[j].K()) + int64(x)
+		}
+		counts[g] += w
+		total += w
+		return nil
+	})
+	return counts, total, err
+}
+
+// sortedTop returns the indices of the n largest values (all when n ≥
+// len), largest first; ties by index.
+func sortedTop(v []float64, n int) []int {
+	idx := make([]int, len(v))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortStableFunc(idx, func(a, b int) int {
+		switch {
+		case v[a] > v[b]:
+			return -1
+		case v[a] < v[b]:
+			return 1
+		}
+		return 0
+	})
+	if n < len(idx) {
+		idx = idx[:n]
+	}
+	return idx
+}
