@@ -17,7 +17,7 @@ help:
 	@echo "make man    - man pages into out/man"
 	@echo "make test   - go vet and all tests (unit, statistical, end-to-end, the fuzz seed corpora)"
 	@echo "make fuzz   - a timed run of each fuzz target (FUZZTIME=$(FUZZTIME) each)"
-	@echo "make demo   - fetch UCI Adult and run the toolchain on it"
+	@echo "make demo   - fetch UCI Adult, run the toolchain on it and write out/demo/report.html"
 	@echo "make bench  - rows/s and peak memory per tool on generated 1M- and 10M-row tables, next to DuckDB and Miller"
 	@echo "make figures - recompute the papers' figures on UCI Adult into out/figures (PNG + CSV)"
 

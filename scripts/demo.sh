@@ -173,3 +173,9 @@ paste -d'|' "$D/a.txt" "$D/b.txt" "$D/c.txt" | awk -F'|' '{
     q = $1; sub(/,[^,]*,[^,]*,[^,]*,[^,]*$/, "", q); gsub(/"/, "", q)
     printf "  %-52s %6s %10s %10s %10s\n", q, a[na-1], a[na-3], b[nb-1], c[nc-1]
   }'
+
+echo
+echo "== A report for the committee: one self-contained HTML page about the releases above"
+step "$B/report" --truth "$T" --ledger "$D/releases.jsonl" --queries "$D/queries.csv" --codebook "$CB" \
+  "$D/sanitized.csv" "$D/adult.l5.csv" "$D/adult.bitflip.csv" "$D/occupation.ddps.csv" -o "$D/report.html"
+echo "The report is $D/report.html ($(wc -c < "$D/report.html") bytes): open it in a browser; it loads nothing from the network and prints to PDF."

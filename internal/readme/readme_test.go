@@ -126,7 +126,7 @@ func TestREADMEWalkthrough(t *testing.T) {
 	for _, b := range blocks {
 		all += strings.Join(b.lines, "\n") + "\n"
 	}
-	for _, name := range []string{"sample", "encrypt", "perturb", "decrypt", "estimate", "anonymize"} {
+	for _, name := range []string{"sample", "encrypt", "perturb", "decrypt", "estimate", "anonymize", "report"} {
 		if !regexp.MustCompile(`(?m)(^|[|;&(]|&&)\s*` + name + `\b`).MatchString(all) {
 			t.Errorf("README.md: no runnable (```sh) example calls %s", name)
 		}
@@ -170,7 +170,7 @@ func TestREADMEWalkthrough(t *testing.T) {
 
 	// The --help examples: each "$ " line (and its "\" continuations) is a
 	// command; other lines are comments or printed output.
-	for _, name := range []string{"sample", "encrypt", "perturb", "decrypt", "estimate", "anonymize"} {
+	for _, name := range []string{"sample", "encrypt", "perturb", "decrypt", "estimate", "anonymize", "report"} {
 		t.Run("help-"+name, func(t *testing.T) {
 			folder := filepath.Join(snaps, name)
 			if _, err := os.Stat(folder); err != nil {

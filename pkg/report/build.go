@@ -58,7 +58,7 @@ type Options struct {
 
 // MaxCells bounds the joint domain a report estimates on: the counts,
 // estimates and truth are held densely.
-const MaxCells = 1 << 22
+const MaxCells = 1 << 20
 
 // Build reads every file and returns the report.
 func Build(o Options) (*Report, error) {

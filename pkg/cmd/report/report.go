@@ -74,11 +74,14 @@ estimate on the same file.
 
 The output is written atomically, never over an input, and not to a
 terminal; a key file is refused as input.`,
-		Example: `  # the researcher's decrypted release, with the true table for comparison
-  $ report sanitized.csv --truth testdata/adult/adult.csv -o report.html
+		Example: `  # the researcher's decrypted release, next to the original table, with the
+  # release ledger's entries for its sample
+  $ report sanitized.csv --truth adult.csv --ledger releases.jsonl -o report.html
 
-  # the anonymized publication with count queries, and the local releases
-  $ report adult.l5.csv --queries queries.csv --codebook testdata/adult/codebook.json -o anon.html`,
+  # the anonymized table with count queries and the local releases, one page
+  $ report adult.l5.csv adult.bitflip.csv occupation.ddps.csv --truth adult.csv \
+      --queries queries.csv --codebook codebook.json -o releases.html
+  $ ls -s releases.html`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: cli.RunE(opts, func(c *cobra.Command, args []string) {
 			opts.Files = args
