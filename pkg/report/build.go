@@ -95,7 +95,7 @@ func (o *Options) section(path string) (*Section, error) {
 		return nil, fmt.Errorf("report reads files, not standard input: give the file's path")
 	}
 	if key, kind := table.IsKeyMaterial(path); key {
-		return nil, fmt.Errorf("%s is a %s: a report never reads key material; give the release, not its key", path, kind)
+		return nil, fmt.Errorf("%s: %s; a report never reads key material: give the release, not its key", path, kind)
 	}
 	in, err := o.Open(path)
 	if err != nil {

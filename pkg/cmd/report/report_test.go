@@ -43,6 +43,8 @@ var kinds = []kind{
 	{"diverted", "an.csv", []string{"mechanism A′", "T_f = ", "Definition 5", "Count queries", "relative error"}, 3, true},
 	{"anatomy", "anat.csv", []string{"Anatomy", "groups", "Count queries"}, 2, true},
 	{"global", "glob.csv", []string{"global randomization", "keep probability p", "Count queries"}, 2, true},
+	{"bitflip-counts", "bf.counts.csv", []string{"bitflip, as a count table", "released records</td><td>400"}, 3, true},
+	{"ddps-counts", "dd.counts.csv", []string{"DDPS, as a count table", "people (reports per round)</td><td>400"}, 1, true},
 }
 
 var (
@@ -105,6 +107,8 @@ func makeFixture(dir string) error {
 		{"estimate", "--tabulate", "dec.csv", "-o", "counts.csv"},
 		append([]string{"perturb", "--mechanism", "bitflip", "--lie", "0.2", "--columns", "a,b", "--codebook", "cb.json", "data.csv", "-o", "bf.csv"}, seed...),
 		append([]string{"perturb", "--mechanism", "ddps", "--column", "a", "--pi-s", "0.3", "--codebook", "cb.json", "data.csv", "-o", "dd.csv"}, seed...),
+		{"estimate", "--tabulate", "bf.csv", "-o", "bf.counts.csv"},
+		{"estimate", "--tabulate", "dd.csv", "-o", "dd.counts.csv"},
 		append([]string{"anonymize", "--sensitive", "a", "--l", "2", "--codebook", "cb.json", "data.csv", "-o", "an.csv"}, seed...),
 		append([]string{"anonymize", "--mechanism", "anatomy", "--sensitive", "a", "--l", "2", "--codebook", "cb.json", "data.csv", "-o", "anat.csv", "--groups", "anat.groups.csv"}, seed...),
 		append([]string{"anonymize", "--mechanism", "global", "--sensitive", "a", "--l", "2", "--codebook", "cb.json", "data.csv", "-o", "glob.csv"}, seed...),
@@ -280,6 +284,15 @@ func TestReportRefuses(t *testing.T) {
 	}
 	if _, err := os.Stat(j("dd.csv")); err != nil {
 		t.Fatal(err)
+	}
+	// Never over a key file.
+	before, err := os.ReadFile(j("a.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res = cmdtest.Run(newCmd, nil, j("dd.csv"), "-o", j("a.key"))
+	if after, _ := os.ReadFile(j("a.key")); res.Code == 0 || !bytes.Equal(before, after) {
+		t.Errorf("-o over a key file: exit %d, %q; key changed: %v", res.Code, res.Stderr, !bytes.Equal(before, after))
 	}
 	// Not to a terminal.
 	var o, e bytes.Buffer

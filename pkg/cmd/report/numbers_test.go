@@ -1,0 +1,101 @@
+package report_test
+
+import (
+	"math"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/pramkit/pramkit/internal/cmdtest"
+	"github.com/pramkit/pramkit/pkg/cmd/tools"
+	rep "github.com/pramkit/pramkit/pkg/report"
+)
+
+// table finds the report's table with caption caption.
+func findTable(t *testing.T, r *rep.Report, caption string) *rep.Table {
+	t.Helper()
+	for _, s := range r.Sections {
+		for _, b := range s.Blocks {
+			if b.Table != nil && b.Table.Caption == caption {
+				return b.Table
+			}
+		}
+	}
+	t.Fatalf("no table %q in the report", caption)
+	return nil
+}
+
+func float(t *testing.T, s string) float64 {
+	t.Helper()
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		t.Fatalf("%q is not a number", s)
+	}
+	return v
+}
+
+// TestReportNumbersAreEstimates checks that the report shows estimate's
+// numbers for the same file: the joint distribution of the decrypted
+// release (estimate, interval, observed, truth) and the answers to count
+// queries on the A′ table, to the digits the report prints.
+func TestReportNumbersAreEstimates(t *testing.T) {
+	dir := fixture(t)
+	j := func(n string) string { return filepath.Join(dir, n) }
+	est, _ := tools.Lookup("estimate")
+
+	r, err := rep.Build(rep.Options{Files: []string{j("dec.csv")}, Truth: []string{j("data.csv")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	joint := filepath.Join(t.TempDir(), "joint.csv")
+	if res := cmdtest.Run(est.New, nil, "--truth", j("data.csv"), j("dec.csv"), "-o", joint); res.Code != 0 {
+		t.Fatal(res.Stderr)
+	}
+	head, rows, _ := cmdtest.ReadTable(t, joint)
+	col := map[string]int{}
+	for i, h := range head {
+		col[h] = i
+	}
+	got := findTable(t, r, "Joint distribution of a × b")
+	if len(got.Rows) != len(rows) {
+		t.Fatalf("the report lists %d joint values, estimate %d", len(got.Rows), len(rows))
+	}
+	for i, row := range rows {
+		g := got.Rows[i]
+		if want := row[col["a"]] + ", " + row[col["b"]]; g[0] != want {
+			t.Errorf("row %d: label %q, estimate's %q", i, g[0], want)
+		}
+		for k, name := range []string{"estimate", "ci_low", "ci_high", "observed", "truth"} {
+			if d := math.Abs(float(t, g[k+1]) - float(t, row[col[name]])); d > 0.5e-4+1e-12 {
+				t.Errorf("row %d %s: report %s, estimate %s", i, name, g[k+1], row[col[name]])
+			}
+		}
+	}
+
+	r, err = rep.Build(rep.Options{Files: []string{j("an.csv")}, Truth: []string{j("data.csv")}, Queries: j("queries.csv"), Codebook: j("cb.json")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	answers := filepath.Join(t.TempDir(), "answers.csv")
+	if res := cmdtest.Run(est.New, nil, "--queries", j("queries.csv"), "--codebook", j("cb.json"), "--truth", j("data.csv"), j("an.csv"), "-o", answers); res.Code != 0 {
+		t.Fatal(res.Stderr)
+	}
+	_, rows, _ = cmdtest.ReadTable(t, answers)
+	got = findTable(t, r, "Count queries (--queries queries.csv)")
+	if len(got.Rows) != len(rows) || len(rows) != 3 {
+		t.Fatalf("the report answers %d queries, estimate %d; want 3", len(got.Rows), len(rows))
+	}
+	for i, row := range rows {
+		g := got.Rows[i]
+		if strings.TrimSpace(row[0]) != g[0] {
+			t.Errorf("query %d: %q, estimate's %q", i, g[0], row[0])
+		}
+		if d := math.Abs(float(t, g[1]) - float(t, row[1])); d > 0.005+1e-9 {
+			t.Errorf("query %s: report %s, estimate %s", g[0], g[1], row[1])
+		}
+		if float(t, g[2]) != float(t, row[3]) {
+			t.Errorf("query %s: true count %s, estimate's %s", g[0], g[2], row[3])
+		}
+	}
+}
