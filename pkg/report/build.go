@@ -12,6 +12,7 @@ package report
 import (
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"slices"
@@ -30,8 +31,10 @@ import (
 type Options struct {
 	Files []string
 	// Truth are original tables (--truth): true distributions and counts
-	// are shown next to the estimates. A column is read from the first
-	// file that has all the columns a section needs.
+	// are shown next to the estimates. A γ-diagonal release reads each
+	// column from the first file that has it, joining the files by
+	// position; the other kinds read the first file with all their
+	// columns.
 	Truth []string
 	// Queries is a file of count queries (estimate --queries' format) to
 	// answer on anonymized releases.
@@ -310,38 +313,148 @@ func (o *Options) truthFile(names []string) (table.Reader, error) {
 }
 
 // truthCounts counts the joint values of columns names (each encoded with
-// its codebook column) in the truth file: dense counts over the joint
-// domain, first column most significant. nil without --truth.
+// its codebook column) in the --truth files: dense counts over the joint
+// domain, first column most significant. Each column is read from the
+// first file that has it and the files are joined by position (row i of
+// every file is the same person), as estimate --truth does with the
+// curators' tables. nil without --truth.
 func (o *Options) truthCounts(names []string, cols []*codebook.Column) ([]int64, int64, error) {
-	in, err := o.truthFile(names)
-	if in == nil || err != nil {
-		return nil, 0, err
+	if len(o.Truth) == 0 {
+		return nil, 0, nil
 	}
-	defer in.Close()
+	var its []*rowIter
+	defer func() {
+		for _, it := range its {
+			it.in.Close()
+		}
+	}()
+	// where[j] is the reader and column of name j.
+	type at struct{ it, col int }
+	where := make([]at, len(names))
+	found := 0
+	for _, p := range o.Truth {
+		if found == len(names) {
+			break
+		}
+		in, err := o.Open(p)
+		if err != nil {
+			return nil, 0, err
+		}
+		if mech := in.Meta()[release.KeyMechanism]; mech != "" {
+			in.Close()
+			return nil, 0, fmt.Errorf("--truth %s is a release (mechanism %s), not an original table; give the table the release was made from", in.Name(), mech)
+		}
+		it := &rowIter{in: in}
+		for j, n := range names {
+			if where[j].it > 0 {
+				continue
+			}
+			if is := in.Schema().FieldIndices(n); len(is) > 0 {
+				it.cols = append(it.cols, is[0])
+				where[j] = at{len(its) + 1, len(it.cols) - 1}
+				found++
+			}
+		}
+		if len(it.cols) == 0 {
+			in.Close()
+			continue
+		}
+		its = append(its, it)
+	}
+	if found < len(names) {
+		var missing []string
+		for j, w := range where {
+			if w.it == 0 {
+				missing = append(missing, names[j])
+			}
+		}
+		return nil, 0, fmt.Errorf("--truth: no file among %s has the column %s; give the original table (or each curator's table, joined by position)", strings.Join(o.Truth, ", "), strings.Join(missing, ","))
+	}
 	size := int64(1)
 	encs := make([]*codebook.Encoder, len(cols))
 	for j, c := range cols {
 		size *= int64(c.K())
+		var err error
 		if encs[j], err = c.Encoder(codebook.Policy{}); err != nil {
 			return nil, 0, err
 		}
 	}
 	counts := make([]int64, size)
 	var total int64
-	err = scanRows(in, names, func(vals []table.Values, i int, w int64, row int64) error {
+	for {
+		more := 0
+		for _, it := range its {
+			ok, err := it.next()
+			if err != nil {
+				return nil, 0, err
+			}
+			if ok {
+				more++
+			}
+		}
+		if more == 0 {
+			break
+		}
+		if more < len(its) {
+			var short, long *rowIter
+			for _, it := range its {
+				if it.done && short == nil {
+					short = it
+				} else if !it.done && long == nil {
+					long = it
+				}
+			}
+			return nil, 0, fmt.Errorf("--truth: %s has %d rows but %s has more; the files are joined by position: give the curators' tables for the same people in the same order", short.in.Name(), short.row, long.in.Name())
+		}
 		g := int64(0)
 		for j, e := range encs {
-			x, err := e.Index(vals[j].String(i))
+			w := where[j]
+			it := its[w.it-1]
+			x, err := e.Index(it.vals[w.col].String(it.i))
 			if err != nil {
-				return &table.DataError{File: in.Name(), Row: row, Column: names[j], Err: err}
+				return nil, 0, &table.DataError{File: it.in.Name(), Row: it.row, Column: names[j], Err: err}
 			}
 			g = g*int64(cols[j].K()) + int64(x)
 		}
-		counts[g] += w
-		total += w
-		return nil
-	})
-	return counts, total, err
+		counts[g]++
+		total++
+	}
+	return counts, total, nil
+}
+
+// rowIter reads a table row by row: the values of columns cols of the
+// current row are vals[k].String(i).
+type rowIter struct {
+	in   table.Reader
+	cols []int
+	vals []table.Values
+	i, n int
+	row  int64 // 1-based number of the current row
+	done bool
+}
+
+func (r *rowIter) next() (bool, error) {
+	if r.done {
+		return false, nil
+	}
+	r.i++
+	for r.i >= r.n {
+		rec, err := r.in.Next()
+		if errors.Is(err, io.EOF) {
+			r.done = true
+			return false, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		r.vals = r.vals[:0]
+		for _, c := range r.cols {
+			r.vals = append(r.vals, table.ValuesOf(rec.Column(c)))
+		}
+		r.i, r.n = 0, int(rec.NumRows())
+	}
+	r.row++
+	return true, nil
 }
 
 // sortedTop returns the indices of the n largest values (all when n ≥

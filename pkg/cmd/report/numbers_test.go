@@ -1,6 +1,7 @@
 package report_test
 
 import (
+	"fmt"
 	"math"
 	"path/filepath"
 	"strconv"
@@ -97,5 +98,42 @@ func TestReportNumbersAreEstimates(t *testing.T) {
 		if float(t, g[2]) != float(t, row[3]) {
 			t.Errorf("query %s: true count %s, estimate's %s", g[0], g[2], row[3])
 		}
+	}
+}
+
+// TestReportTruthByPosition checks that --truth takes the curators'
+// tables, one column each, joined by position, with the same truth as the
+// whole table; and refuses files of different lengths.
+func TestReportTruthByPosition(t *testing.T) {
+	dir := fixture(t)
+	j := func(n string) string { return filepath.Join(dir, n) }
+	_, rows, _ := cmdtest.ReadTable(t, j("data.csv"))
+	tmp := t.TempDir()
+	write := func(name string, col, n int) string {
+		var b strings.Builder
+		b.WriteString([]string{"a", "b"}[col] + "\n")
+		for _, r := range rows[:n] {
+			b.WriteString(strconv.Quote(r[col]) + "\n")
+		}
+		return cmdtest.WriteFile(t, tmp, name, b.String())
+	}
+	a, b, short := write("a.csv", 0, len(rows)), write("b.csv", 1, len(rows)), write("short.csv", 1, len(rows)-1)
+	whole, err := rep.Build(rep.Options{Files: []string{j("dec.csv")}, Truth: []string{j("data.csv")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts, err := rep.Build(rep.Options{Files: []string{j("dec.csv")}, Truth: []string{b, a}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, caption := range []string{"Joint distribution of a × b", "Marginal distribution of a", "Marginal distribution of b"} {
+		w, p := findTable(t, whole, caption), findTable(t, parts, caption)
+		if fmt.Sprint(w.Rows) != fmt.Sprint(p.Rows) {
+			t.Errorf("%s: with the curators' tables\n%v\nwith the whole table\n%v", caption, p.Rows, w.Rows)
+		}
+	}
+	_, err = rep.Build(rep.Options{Files: []string{j("dec.csv")}, Truth: []string{a, short}})
+	if err == nil || !strings.Contains(err.Error(), "short.csv has 399 rows but") {
+		t.Errorf("truth files of different lengths: %v", err)
 	}
 }

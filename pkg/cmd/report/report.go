@@ -89,7 +89,7 @@ terminal; a key file is refused as input.`,
 	}
 	f := cmd.Flags()
 	f.StringVarP(&opts.Output, "output", "o", "", "write the HTML page to `FILE` (stdout when absent, unless it is a terminal)")
-	f.StringArrayVar(&opts.Truth, "truth", nil, "original table `FILE` to compare with (repeatable: a section reads the first file holding its columns)")
+	f.StringArrayVar(&opts.Truth, "truth", nil, "original table `FILE` to compare with; repeat it for each curator's table (joined by position, each column from the first file that has it)")
 	f.StringVar(&opts.Queries, "queries", "", "anonymized releases: count queries `FILE` (estimate --queries' format) to answer")
 	f.StringVar(&opts.Codebook, "codebook", "", "--queries: codebook `FILE` of the non-sensitive columns the queries name")
 	f.StringVar(&opts.Ledger, "ledger", "", "release ledger `FILE` (perturb --ledger) whose entries for the sample to list")
