@@ -3,6 +3,10 @@
 // line charts on log axes (errors against m or ε), rendered to SVG for
 // reports (package report) or PNG for figures.
 //
+// scripts/figures' helpers live here too (NewPlot, LogAxis, AddSeries,
+// AddLine, ConstTicks, Encode for PNG and SVG), so the reproduced figures
+// and the reports share one look.
+//
 // The look is shared: the Okabe–Ito palette (distinguishable with
 // colour-blindness), one glyph per series so lines stay apart in grey
 // print, a light grid. SVG text is the plot's own: vgsvg escapes it
@@ -195,4 +199,76 @@ func Inline(svg []byte) []byte {
 	// browser without it draws the labels at the widths they were laid
 	// out for.
 	return bytes.ReplaceAll(out, []byte("font-family:Liberation Sans;"), []byte("font-family:'Liberation Sans',Arial,Helvetica,sans-serif;"))
+}
+
+// errXYs is a series of points with ± error bars.
+type errXYs struct {
+	plotter.XYs
+	plotter.YErrors
+}
+
+// AddSeries draws xys as a line with glyphs in style i (Palette, Glyphs),
+// with ±errs bars when errs is non-nil, dashed when dashed, and names it in
+// the legend when name is not empty: a measured curve of a figure.
+func AddSeries(p *plot.Plot, name string, i int, xys plotter.XYs, errs []float64, dashed bool) error {
+	line, points, err := plotter.NewLinePoints(xys)
+	if err != nil {
+		return fmt.Errorf("chart.AddSeries %s: %w", name, err)
+	}
+	c := Palette[i%len(Palette)]
+	line.Color = c
+	line.Width = vg.Points(1.3)
+	if dashed {
+		line.Dashes = []vg.Length{vg.Points(5), vg.Points(3)}
+		line.Width = vg.Points(1)
+	}
+	points.Color = c
+	points.Shape = Glyphs[i%len(Glyphs)]
+	points.Radius = vg.Points(2.5)
+	p.Add(line, points)
+	if errs != nil {
+		if len(errs) != len(xys) {
+			return fmt.Errorf("chart.AddSeries %s: %d error bars for %d points", name, len(errs), len(xys))
+		}
+		ye := make(plotter.YErrors, len(errs))
+		for k, e := range errs {
+			ye[k].Low, ye[k].High = e, e
+		}
+		bars, err := plotter.NewYErrorBars(errXYs{xys, ye})
+		if err != nil {
+			return fmt.Errorf("chart.AddSeries %s: %w", name, err)
+		}
+		bars.Color = c
+		bars.CapWidth = vg.Points(4)
+		p.Add(bars)
+	}
+	if name != "" {
+		p.Legend.Add(name, line, points)
+	}
+	return nil
+}
+
+// AddLine draws a plain line (a bound or a marker) in colour c.
+func AddLine(p *plot.Plot, name string, xys plotter.XYs, c color.Color, dashes []vg.Length) error {
+	line, err := plotter.NewLine(xys)
+	if err != nil {
+		return fmt.Errorf("chart.AddLine %s: %w", name, err)
+	}
+	line.Color = c
+	line.Width = vg.Points(1.2)
+	line.Dashes = dashes
+	p.Add(line)
+	if name != "" {
+		p.Legend.Add(name, line)
+	}
+	return nil
+}
+
+// ConstTicks labels exactly the values vs.
+func ConstTicks(vs ...float64) plot.ConstantTicks {
+	t := make(plot.ConstantTicks, len(vs))
+	for i, v := range vs {
+		t[i] = plot.Tick{Value: v, Label: strconv.FormatFloat(v, 'g', -1, 64)}
+	}
+	return t
 }

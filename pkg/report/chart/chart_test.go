@@ -3,12 +3,15 @@ package chart
 import (
 	"bytes"
 	"encoding/xml"
+	"fmt"
 	"image/png"
 	"io"
 	"math"
 	"strings"
 	"testing"
 
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 )
 
@@ -98,5 +101,38 @@ func TestLinesAndPNG(t *testing.T) {
 	}
 	if _, err := (Lines{Lines: []Line{{X: []float64{1}, Y: []float64{1}}}}).SVG(); err == nil {
 		t.Error("a one-point line was drawn")
+	}
+}
+
+// TestFigureHelpers draws a figure the way scripts/figures does: two
+// panels of series with error bars and a bound, as PNG and SVG.
+func TestFigureHelpers(t *testing.T) {
+	var plots []*plot.Plot
+	for k := range 2 {
+		p := NewPlot(fmt.Sprintf("panel %d", k), "ε", "error")
+		LogAxis(&p.X)
+		p.Y.Tick.Marker = ConstTicks(0, 0.5, 1)
+		xys := plotter.XYs{{X: 0.1, Y: 0.9}, {X: 1, Y: 0.4}, {X: 10, Y: 0.1}}
+		if err := AddSeries(p, "measured", k, xys, []float64{0.05, 0.05, 0.02}, false); err != nil {
+			t.Fatal(err)
+		}
+		if err := AddLine(p, "bound", plotter.XYs{{X: 0.1, Y: 1}, {X: 10, Y: 0.2}}, Grey, []vg.Length{vg.Points(2)}); err != nil {
+			t.Fatal(err)
+		}
+		if err := AddSeries(p, "bad", k, xys, []float64{1}, false); err == nil {
+			t.Error("AddSeries took 1 error bar for 3 points")
+		}
+		plots = append(plots, p)
+	}
+	for _, f := range []Format{PNG, SVG} {
+		b, err := Encode(f, 7*vg.Inch, 3*vg.Inch, "title", plots...)
+		if err != nil || len(b) < 1000 {
+			t.Fatalf("%s: %d bytes, %v", f, len(b), err)
+		}
+		if f == SVG {
+			if text := wellFormed(t, Inline(b)); !strings.Contains(text, "panel 1") || !strings.Contains(text, "measured") {
+				t.Errorf("the SVG lacks the panels' text: %.200q", text)
+			}
+		}
 	}
 }
