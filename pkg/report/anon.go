@@ -57,11 +57,16 @@ func (o *Options) anonymized(s *Section, in table.Reader) error {
 		}
 		s.Kind = "Anonymized table: global randomization (mechanism A, pramkit anonymize --mechanism global)"
 		s.What = fmt.Sprintf("The whole table with each row's %s kept with probability p = %s and otherwise replaced by a value drawn uniformly from the codebook.", sens, strings.Join(ps, ", "))
-		s.Privacy = fmt.Sprintf("Each published %s is the person's own with probability p + (1 − p)/V (the keep probability plus the chance that the redraw hits it)", sens)
-		if a.L > 0 {
-			s.Privacy += fmt.Sprintf(", set to 1/ℓ′ = %s", num(1/l))
+		own := make([]string, len(g.P))
+		for k, p := range g.P {
+			V := float64(rel.Columns[k].K())
+			own[k] = num(p + (1-p)/V)
 		}
-		s.Privacy += "."
+		s.Privacy = fmt.Sprintf("Each published %s is the person's own with probability %s: the keep probability p plus the chance (1 − p)/V that the uniform redraw hits it", sens, strings.Join(own, ", "))
+		if a.L > 0 {
+			s.Privacy += fmt.Sprintf(" (p chosen so that it is 1/ℓ′ for ℓ′ = %d)", a.L)
+		}
+		s.Privacy += "; the other values are equally likely, so no published value singles out the person's."
 		s.Facts = append(s.Facts, Fact{"mechanism", "global randomization (mechanism A)"}, Fact{"keep probability p", strings.Join(ps, ", ")})
 		if a.L > 0 {
 			s.Facts = append(s.Facts, Fact{"ℓ′", fmt.Sprint(a.L)})

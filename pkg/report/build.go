@@ -209,15 +209,17 @@ func (o *Options) ledgerBlock(fp string) (*Block, error) {
 	return &Block{Heading: "Release ledger", Table: t}, nil
 }
 
-// num formats a number with 4 significant digits, integers in full.
+// num formats a number for reading: integers in full, 4 significant
+// digits otherwise (one decimal from 1000 on, never an exponent there).
 func num(v float64) string {
+	a := math.Abs(v)
 	switch {
 	case math.IsNaN(v):
 		return "–"
-	case v == math.Trunc(v) && math.Abs(v) < 1e15:
+	case v == math.Trunc(v) && a < 1e15:
 		return strconv.FormatFloat(v, 'f', -1, 64)
-	case math.Abs(v) >= 1e-3 && math.Abs(v) < 1e6:
-		return strconv.FormatFloat(v, 'f', max(0, 3-int(math.Floor(math.Log10(math.Abs(v))))), 64)
+	case a >= 1000:
+		return strconv.FormatFloat(v, 'f', 1, 64)
 	default:
 		return strconv.FormatFloat(v, 'g', 4, 64)
 	}

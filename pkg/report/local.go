@@ -234,7 +234,11 @@ func (o *Options) ddps(s *Section, in table.Reader) error {
 	}
 	V := len(d.Values)
 	s.What = fmt.Sprintf("Two reports per person on column %s: round one names no value (%s) with probability π_s = %s and otherwise a noise value; round two names the person's own value with probability π_s, otherwise a noise value. The difference of the rounds estimates how many people hold each of the %d values.", d.Column, d.NoneToken, num(d.PiS), V)
-	s.Privacy = fmt.Sprintf("Each report names the person's true value with probability at most π_s = %s; whatever a person holds, the chance of any pair of reports changes by at most a factor e^ε = %s (ε = %s).", num(d.PiS), num(math.Exp(d.Epsilon)), num(d.Epsilon))
+	own := 0.0 // the largest chance that round two names the person's own value
+	for _, p := range d.PiBottom[1:] {
+		own = max(own, d.PiS+p)
+	}
+	s.Privacy = fmt.Sprintf("Round one does not depend on the person's value, and round two names it with probability at most %s (π_s plus its noise mass); whatever a person holds, the chance of any pair of reports changes by at most a factor e^ε = %s (ε = %s).", num(own), num(math.Exp(d.Epsilon)), num(d.Epsilon))
 	s.Facts = append(s.Facts,
 		Fact{"mechanism", "DDPS (Joy): two rounds of reports with sampling mass π_s and noise masses π_⊥"},
 		Fact{"column", d.Column}, Fact{"π_s", num(d.PiS)}, Fact{"ε", num(d.Epsilon)}, Fact{"values V", fmt.Sprint(V)})
