@@ -104,6 +104,8 @@ figure svg { width: 100%; height: auto; display: block; }
 figcaption { font-size: 0.85rem; color: #444; }
 .note { font-size: 0.8rem; color: #555; }
 footer { margin-top: 2.5rem; font-size: 0.8rem; color: #666; }
+nav ol { padding-left: 1.4rem; font-size: 0.9rem; }
+a { color: #0072b2; }
 @media print {
   body { max-width: none; margin: 0; }
   h2 { break-before: page; }
@@ -115,7 +117,9 @@ footer { margin-top: 2.5rem; font-size: 0.8rem; color: #666; }
 <body>
 <h1>{{.Title}}</h1>
 <p class="kind">Written by pramkit report {{.Version}}; {{len .Sections}} file(s).</p>
-{{range .Sections}}<section>
+{{if gt (len .Sections) 1}}<nav><ol>{{range $i, $s := .Sections}}<li><a href="#file-{{$i}}">{{$s.File}}</a>: {{$s.Kind}}</li>
+{{end}}</ol></nav>
+{{end}}{{range $i, $s := .Sections}}<section id="file-{{$i}}">
 <h2>{{.File}}</h2>
 <p class="kind">{{.Kind}}</p>
 <p>{{.What}}</p>

@@ -205,6 +205,8 @@ func checkHTML(t *testing.T, doc []byte) (charts [][]byte) {
 	var stack []string
 	var svgStart int64
 	figures, tables, th := 0, 0, 0
+	ids := map[string]bool{}
+	var links []string
 	for {
 		off := d.InputOffset()
 		tok, err := d.Token()
@@ -234,7 +236,16 @@ func checkHTML(t *testing.T, doc []byte) (charts [][]byte) {
 			}
 			for _, a := range e.Attr {
 				switch strings.ToLower(a.Name.Local) {
-				case "src", "href", "srcset", "action", "data", "xmlns":
+				case "id":
+					ids[a.Value] = true
+				case "href":
+					// Only links within the page (the contents of a report
+					// of several files).
+					if !strings.HasPrefix(a.Value, "#") || strings.ContainsAny(a.Value, ":/") {
+						t.Errorf("<%s href=%q> in the report", name, a.Value)
+					}
+					links = append(links, a.Value[1:])
+				case "src", "srcset", "action", "data", "xmlns", "formaction", "poster", "background":
 					t.Errorf("<%s %s=%q> in the report", name, a.Name.Local, a.Value)
 				}
 				if strings.HasPrefix(strings.ToLower(a.Name.Local), "on") {
@@ -251,6 +262,11 @@ func checkHTML(t *testing.T, doc []byte) (charts [][]byte) {
 	}
 	if len(stack) != 0 {
 		t.Errorf("unclosed elements %v", stack)
+	}
+	for _, l := range links {
+		if !ids[l] {
+			t.Errorf("a link to #%s, which the page does not have", l)
+		}
 	}
 	if figures != len(charts) {
 		t.Errorf("%d figures but %d charts", figures, len(charts))
@@ -299,5 +315,30 @@ func TestReportRefuses(t *testing.T) {
 	s := &cli.Streams{Out: &o, Err: &e, OutIsTerminal: true}
 	if code := cli.Run(newCmd(s), []string{j("dd.csv")}, s); code != cli.ExitUsage || o.Len() != 0 {
 		t.Errorf("to a terminal: exit %d, %d bytes written", code, o.Len())
+	}
+}
+
+// TestReportOfSeveralFiles writes one page about every kind at once: one
+// section each, with contents linking to them.
+func TestReportOfSeveralFiles(t *testing.T) {
+	dir := fixture(t)
+	args := []string{"--truth", filepath.Join(dir, "data.csv")}
+	for _, k := range kinds {
+		args = append(args, filepath.Join(dir, k.file))
+	}
+	out := filepath.Join(t.TempDir(), "all.html")
+	if res := cmdtest.Run(newCmd, nil, append(args, "-o", out)...); res.Code != 0 {
+		t.Fatal(res.Stderr)
+	}
+	doc, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkHTML(t, doc)
+	if n := bytes.Count(doc, []byte("<section id=")); n != len(kinds) {
+		t.Errorf("%d sections, want %d", n, len(kinds))
+	}
+	if n := bytes.Count(doc, []byte(`<li><a href="#file-`)); n != len(kinds) {
+		t.Errorf("%d entries in the contents, want %d", n, len(kinds))
 	}
 }
