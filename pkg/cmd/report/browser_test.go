@@ -109,6 +109,7 @@ func TestReportInBrowser(t *testing.T) {
 		svg  []byte
 	}
 	var charts []chartOf
+	var pages []string
 	var page strings.Builder
 	page.WriteString(`<!DOCTYPE html><html><head><meta charset="utf-8" /><style>body{margin:0;background:#fff} div,iframe{position:absolute;overflow:hidden;border:0} svg{width:100%;height:100%}</style></head><body>`)
 	frame := func(i int) image.Rectangle {
@@ -122,6 +123,7 @@ func TestReportInBrowser(t *testing.T) {
 	}
 	for i, k := range kinds {
 		path := reportOf(t, dir, k)
+		pages = append(pages, path)
 		doc, err := os.ReadFile(path)
 		if err != nil {
 			t.Fatal(err)
@@ -164,6 +166,9 @@ func TestReportInBrowser(t *testing.T) {
 		}
 		if shots != "" {
 			savePNG(t, filepath.Join(shots, k.name+".png"), sub.SubImage(r))
+			if st, err := os.Stat(pages[i]); err == nil {
+				t.Logf("%s: report %d bytes, screenshot %s", k.name, st.Size(), filepath.Join(shots, k.name+".png"))
+			}
 		}
 	}
 	for i, c := range charts {
