@@ -233,7 +233,7 @@ func (o *Options) ddps(s *Section, in table.Reader) error {
 		s.Kind = "Local release: DDPS, as a count table (estimate --tabulate)"
 	}
 	V := len(d.Values)
-	s.What = fmt.Sprintf("Two reports per person on column %s: round one names no value (%s) with probability π_s = %s and otherwise a noise value; round two names the person's own value with probability π_s, otherwise a noise value. The difference of the rounds estimates how many people hold each of the %d values.", d.Column, d.NoneToken, num(d.PiS), V)
+	s.What = fmt.Sprintf("Two reports per person on column %s: round one reports %q (no value) with probability π_s = %s and otherwise a noise value; round two names the person's own value with probability π_s, otherwise a noise value. The difference of the rounds estimates how many people hold each of the %d values.", d.Column, d.NoneToken, num(d.PiS), V)
 	own := 0.0 // the largest chance that round two names the person's own value
 	for _, p := range d.PiBottom[1:] {
 		own = max(own, d.PiS+p)
