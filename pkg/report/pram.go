@@ -92,9 +92,12 @@ func gammaFacts(s *Section, g *release.GammaDiagonal, d pram.Domain) error {
 // boundBlocks state the Theorem III.4 bound of this release and draw the
 // bound against m for its n, K and ε, with this release's m and the
 // optimum m* of estimate.NewPlan.
-func boundBlocks(g *release.GammaDiagonal) ([]Block, error) {
+//
+// gamma is the γ the estimators undo (estimationGamma): the bound is the
+// combined perturbation's, the curve that of one release at this ε.
+func boundBlocks(g *release.GammaDiagonal, gamma float64) ([]Block, error) {
 	n, m := int(g.N), int(g.M)
-	b, err := estimate.Bound(g.K, g.Gamma, m)
+	b, err := estimate.Bound(g.K, gamma, m)
 	if err != nil {
 		return nil, err
 	}
@@ -160,12 +163,19 @@ func (o *Options) perturbed(s *Section, in table.Reader) error {
 		return err
 	}
 	s.Blocks = append(s.Blocks, columnsBlock(cols))
+	gamma, err := estimationGamma(meta, in.Name(), &g, d.Size())
+	if err != nil {
+		return err
+	}
+	if gamma != g.Gamma {
+		s.Facts = append(s.Facts, Fact{"combined γ of the perturbations", num(gamma)})
+	}
 	if lb, err := o.ledgerBlock(g.Fingerprint); err != nil {
 		return err
 	} else if lb != nil {
 		s.Blocks = append(s.Blocks, *lb)
 	}
-	bb, err := boundBlocks(&g)
+	bb, err := boundBlocks(&g, gamma)
 	if err != nil {
 		return err
 	}
@@ -224,12 +234,19 @@ func (o *Options) decrypted(s *Section, in table.Reader) error {
 	} else if lb != nil {
 		s.Blocks = append(s.Blocks, *lb)
 	}
-	if dom.Size() > MaxCells {
-		s.Blocks = append(s.Blocks, Block{Heading: "Estimated distribution", Text: fmt.Sprintf("The joint domain has K = %d values, more than a report draws (%d); estimate the distribution with estimate --columns or --marginal.", dom.Size(), MaxCells)})
-	} else if err := o.pramEstimates(s, in, g, cb, names, dom); err != nil {
+	gamma, err := estimationGamma(meta, in.Name(), g, dom.Size())
+	if err != nil {
 		return err
 	}
-	bb, err := boundBlocks(g)
+	if gamma != g.Gamma {
+		s.Facts = append(s.Facts, Fact{"combined γ of the perturbations", num(gamma)})
+	}
+	if dom.Size() > MaxCells {
+		s.Blocks = append(s.Blocks, Block{Heading: "Estimated distribution", Text: fmt.Sprintf("The joint domain has K = %d values, more than a report draws (%d); estimate the distribution with estimate --columns or --marginal.", dom.Size(), MaxCells)})
+	} else if err := o.pramEstimates(s, in, g, gamma, cb, names, dom); err != nil {
+		return err
+	}
+	bb, err := boundBlocks(g, gamma)
 	if err != nil {
 		return err
 	}
@@ -250,7 +267,7 @@ type view struct {
 // maximum-likelihood estimate, estimate.MLE) with the Wilson intervals of
 // estimate.InverseInterval, as estimate does, and shows the joint and each
 // column's marginal.
-func (o *Options) pramEstimates(s *Section, in table.Reader, g *release.GammaDiagonal, cb *codebook.Codebook, names []string, dom pram.Domain) error {
+func (o *Options) pramEstimates(s *Section, in table.Reader, g *release.GammaDiagonal, gamma float64, cb *codebook.Codebook, names []string, dom pram.Domain) error {
 	ccols := make([]*codebook.Column, len(names))
 	encs := make([]*codebook.Encoder, len(names))
 	for j, n := range names {
@@ -293,7 +310,7 @@ func (o *Options) pramEstimates(s *Section, in table.Reader, g *release.GammaDia
 	if err != nil {
 		return err
 	}
-	joint, err := o.pramView(dense, g.Gamma, uint64(K), joint(ccols), truthDense, truthN)
+	joint, err := o.pramView(dense, gamma, uint64(K), joint(ccols), truthDense, truthN)
 	if err != nil {
 		return fmt.Errorf("%s: %v", in.Name(), err)
 	}
@@ -308,7 +325,7 @@ func (o *Options) pramEstimates(s *Section, in table.Reader, g *release.GammaDia
 				mt = marginalCounts(truthDense, dom, j)
 			}
 			kp := uint64(ccols[j].K())
-			v, err := o.pramView(md, pram.RestrictGamma(g.Gamma, uint64(K), kp), kp, ccols[j].Labels(), mt, truthN)
+			v, err := o.pramView(md, pram.RestrictGamma(gamma, uint64(K), kp), kp, ccols[j].Labels(), mt, truthN)
 			if err != nil {
 				return fmt.Errorf("%s: column %s: %v", in.Name(), n, err)
 			}
@@ -464,4 +481,33 @@ func (s *Section) addView(title, labelHead string, v *view, level float64, _ boo
 	}
 	s.Blocks = append(s.Blocks, Block{Table: t})
 	return nil
+}
+
+// estimationGamma is the γ the estimators undo: a file perturbed r ≥ 2
+// times (releases = r) went through the product of r γ-diagonal
+// perturbations, itself γ-diagonal with pram.CombineGammas of every γ_i
+// (the "gammas" list, or for r = 2 the product and the last γ), as
+// estimate does.
+func estimationGamma(meta table.Meta, name string, g *release.GammaDiagonal, K uint64) (float64, error) {
+	if g.Releases <= 1 {
+		return g.Gamma, nil
+	}
+	h, err := release.ReadHistory(meta, name)
+	if err != nil {
+		return 0, err
+	}
+	gammas := h.Gammas
+	if len(gammas) != g.Releases {
+		if g.Releases > 2 {
+			return 0, fmt.Errorf("%s was perturbed %d times and its metadata keeps only the product of the γ's, which does not determine the combined perturbation: report on the first or second release", name, g.Releases)
+		}
+		if gammas, err = pram.TwoGammas(g.GammaComposed, g.Gamma); err != nil {
+			return 0, fmt.Errorf("%s: %v; the release was damaged: decrypt it again", name, err)
+		}
+	}
+	gamma, err := pram.CombineGammas(K, gammas)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", name, err)
+	}
+	return gamma, nil
 }

@@ -1,6 +1,7 @@
 package report_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"path/filepath"
@@ -45,13 +46,63 @@ func TestReportNumbersAreEstimates(t *testing.T) {
 	j := func(n string) string { return filepath.Join(dir, n) }
 	est, _ := tools.Lookup("estimate")
 
-	r, err := rep.Build(rep.Options{Files: []string{j("dec.csv")}, Truth: []string{j("data.csv")}})
+	for _, dec := range []string{"dec.csv", "dec2.csv"} {
+		t.Run(dec, func(t *testing.T) { sameJoint(t, j(dec), j("data.csv")) })
+	}
+
+	r, err := rep.Build(rep.Options{Files: []string{j("an.csv")}, Truth: []string{j("data.csv")}, Queries: j("queries.csv"), Codebook: j("cb.json")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	answers := filepath.Join(t.TempDir(), "answers.csv")
+	if res := cmdtest.Run(est.New, nil, "--queries", j("queries.csv"), "--codebook", j("cb.json"), "--truth", j("data.csv"), j("an.csv"), "-o", answers); res.Code != 0 {
+		t.Fatal(res.Stderr)
+	}
+	_, rows, _ := cmdtest.ReadTable(t, answers)
+	got := findTable(t, r, "Count queries (--queries queries.csv)")
+	if len(got.Rows) != len(rows) || len(rows) != 3 {
+		t.Fatalf("the report answers %d queries, estimate %d; want 3", len(got.Rows), len(rows))
+	}
+	for i, row := range rows {
+		g := got.Rows[i]
+		if strings.TrimSpace(row[0]) != g[0] {
+			t.Errorf("query %d: %q, estimate's %q", i, g[0], row[0])
+		}
+		if d := math.Abs(float(t, g[1]) - float(t, row[1])); d > 0.005+1e-9 {
+			t.Errorf("query %s: report %s, estimate %s", g[0], g[1], row[1])
+		}
+		if float(t, g[2]) != float(t, row[3]) {
+			t.Errorf("query %s: true count %s, estimate's %s", g[0], g[2], row[3])
+		}
+	}
+}
+
+// sameJoint checks the report's joint table of the decrypted release dec
+// against estimate's.
+func sameJoint(t *testing.T, dec, truth string) {
+	t.Helper()
+	est, _ := tools.Lookup("estimate")
+	r, err := rep.Build(rep.Options{Files: []string{dec}, Truth: []string{truth}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	joint := filepath.Join(t.TempDir(), "joint.csv")
-	if res := cmdtest.Run(est.New, nil, "--truth", j("data.csv"), j("dec.csv"), "-o", joint); res.Code != 0 {
+	if res := cmdtest.Run(est.New, nil, "--truth", truth, dec, "-o", joint); res.Code != 0 {
 		t.Fatal(res.Stderr)
+	}
+	// The Theorem III.4 bound, as estimate --json gives it.
+	res := cmdtest.Run(est.New, nil, "--json", dec)
+	var sum struct{ Bound float64 }
+	if err := json.Unmarshal([]byte(res.Stdout), &sum); err != nil || sum.Bound <= 0 {
+		t.Fatalf("estimate --json: %v %q", err, res.Stdout)
+	}
+	bound := "here " + strconv.FormatFloat(sum.Bound, 'g', 4, 64) + "."
+	found := false
+	for _, b := range r.Sections[0].Blocks {
+		found = found || strings.Contains(b.Text, bound)
+	}
+	if !found {
+		t.Errorf("the report does not give estimate's bound: no %q", bound)
 	}
 	head, rows, _ := cmdtest.ReadTable(t, joint)
 	col := map[string]int{}
@@ -71,32 +122,6 @@ func TestReportNumbersAreEstimates(t *testing.T) {
 			if d := math.Abs(float(t, g[k+1]) - float(t, row[col[name]])); d > 0.5e-4+1e-12 {
 				t.Errorf("row %d %s: report %s, estimate %s", i, name, g[k+1], row[col[name]])
 			}
-		}
-	}
-
-	r, err = rep.Build(rep.Options{Files: []string{j("an.csv")}, Truth: []string{j("data.csv")}, Queries: j("queries.csv"), Codebook: j("cb.json")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	answers := filepath.Join(t.TempDir(), "answers.csv")
-	if res := cmdtest.Run(est.New, nil, "--queries", j("queries.csv"), "--codebook", j("cb.json"), "--truth", j("data.csv"), j("an.csv"), "-o", answers); res.Code != 0 {
-		t.Fatal(res.Stderr)
-	}
-	_, rows, _ = cmdtest.ReadTable(t, answers)
-	got = findTable(t, r, "Count queries (--queries queries.csv)")
-	if len(got.Rows) != len(rows) || len(rows) != 3 {
-		t.Fatalf("the report answers %d queries, estimate %d; want 3", len(got.Rows), len(rows))
-	}
-	for i, row := range rows {
-		g := got.Rows[i]
-		if strings.TrimSpace(row[0]) != g[0] {
-			t.Errorf("query %d: %q, estimate's %q", i, g[0], row[0])
-		}
-		if d := math.Abs(float(t, g[1]) - float(t, row[1])); d > 0.005+1e-9 {
-			t.Errorf("query %s: report %s, estimate %s", g[0], g[1], row[1])
-		}
-		if float(t, g[2]) != float(t, row[3]) {
-			t.Errorf("query %s: true count %s, estimate's %s", g[0], g[2], row[3])
 		}
 	}
 }

@@ -104,6 +104,9 @@ func makeFixture(dir string) error {
 		append([]string{"encrypt", "--codebook", "cb.json", "--key-out", "b.key", "b.sample.csv", "-o", "b.enc.csv"}, seed...),
 		append([]string{"perturb", "--ledger", "ledger.jsonl", "--epsilon", "1", "a.enc.csv", "b.enc.csv", "-o", "rel.csv"}, seed...),
 		{"decrypt", "--key", "a.key", "--key", "b.key", "rel.csv", "-o", "dec.csv"},
+		// A release perturbed again: estimated with the combined γ.
+		append([]string{"perturb", "--ledger", "ledger.jsonl", "--allow-recompose", "--epsilon", "1", "rel.csv", "-o", "rel2.csv"}, seed...),
+		{"decrypt", "--key", "a.key", "--key", "b.key", "rel2.csv", "-o", "dec2.csv"},
 		{"estimate", "--tabulate", "dec.csv", "-o", "counts.csv"},
 		append([]string{"perturb", "--mechanism", "bitflip", "--lie", "0.2", "--columns", "a,b", "--codebook", "cb.json", "data.csv", "-o", "bf.csv"}, seed...),
 		append([]string{"perturb", "--mechanism", "ddps", "--column", "a", "--pi-s", "0.3", "--codebook", "cb.json", "data.csv", "-o", "dd.csv"}, seed...),
