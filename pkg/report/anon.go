@@ -132,7 +132,7 @@ func (o *Options) anonymized(s *Section, in table.Reader) error {
 	}
 
 	// Per sensitive value: its count, T_f and the Definition 5 guarantee.
-	for k, name := range a.Sensitive {
+	for _, name := range a.Sensitive {
 		var cats []string
 		var est, truth []float64
 		var counts []int64
@@ -149,7 +149,6 @@ func (o *Options) anonymized(s *Section, in table.Reader) error {
 			}
 			counts = append(counts, int64(math.Max(0, math.Round(f))))
 		}
-		_ = k
 		series := []chart.Series{{Name: "published count", Values: est}}
 		if a.Mechanism == release.MechanismGlobal {
 			series[0].Name = "estimated count (mechanism A's estimator)"
@@ -166,7 +165,7 @@ func (o *Options) anonymized(s *Section, in table.Reader) error {
 				return err
 			}
 			refs = []chart.Ref{{Name: fmt.Sprintf("T_f = %s (Lemma 4)", num(g.Tf)), Value: g.Tf}}
-			head = append(head, fmt.Sprintf("P(rel. error ≥ %s) ≤ (Ineq. 3)", num(o.RelError)), fmt.Sprintf("≥ T_f"), fmt.Sprintf("T_P = P(rel. error > %s) (Def. 5)", num(o.RelError)))
+			head = append(head, fmt.Sprintf("P(rel. error ≥ %s) ≤ (Ineq. 3)", num(o.RelError)), "≥ T_f", fmt.Sprintf("T_P = P(rel. error > %s) (Def. 5)", num(o.RelError)))
 		}
 		c := cats
 		if len(c) > maxBars {

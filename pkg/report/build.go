@@ -170,15 +170,14 @@ func common(meta table.Meta) []Fact {
 	return f
 }
 
-// codebookFacts names each column's codebook hash (SHA-256 of its
-// canonical form, codebook.Codebook.Hash of the column alone) and the
-// whole codebook's.
+// codebookFacts names the codebook's hash (codebook.Codebook.Hash: SHA-256
+// of its canonical form), which identifies the labels a release was made
+// with.
 func codebookFacts(cb *codebook.Codebook) []Fact {
 	if cb == nil {
 		return nil
 	}
-	f := []Fact{{"codebook hash (SHA-256)", cb.Hash()}}
-	return f
+	return []Fact{{"codebook hash (SHA-256)", cb.Hash()}}
 }
 
 // ledgerBlock lists the ledger's entries for the sample fingerprint fp.

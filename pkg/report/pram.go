@@ -256,11 +256,10 @@ func (o *Options) decrypted(s *Section, in table.Reader) error {
 
 // view is one distribution shown: the joint or a marginal.
 type view struct {
-	labels       []string
-	est, lo, hi  []float64
-	obs, truth   []float64
-	l2, l2Bound  float64
-	observedRows int64
+	labels      []string
+	est, lo, hi []float64
+	obs, truth  []float64 // truth nil without --truth
+	l2          float64   // ‖est − truth‖₂, NaN without --truth
 }
 
 // pramEstimates counts the release, runs the default estimator (the exact
@@ -315,7 +314,7 @@ func (o *Options) pramEstimates(s *Section, in table.Reader, g *release.GammaDia
 		return fmt.Errorf("%s: %v", in.Name(), err)
 	}
 	title := "Joint distribution of " + strings.Join(names, " × ")
-	if err := s.addView(title, strings.Join(names, ", "), joint, o.Level, len(names) == 1); err != nil {
+	if err := s.addView(title, strings.Join(names, ", "), joint, o.Level); err != nil {
 		return err
 	}
 	if len(names) > 1 {
@@ -329,7 +328,7 @@ func (o *Options) pramEstimates(s *Section, in table.Reader, g *release.GammaDia
 			if err != nil {
 				return fmt.Errorf("%s: column %s: %v", in.Name(), n, err)
 			}
-			if err := s.addView("Marginal distribution of "+n, n, v, o.Level, true); err != nil {
+			if err := s.addView("Marginal distribution of "+n, n, v, o.Level); err != nil {
 				return err
 			}
 		}
@@ -417,9 +416,9 @@ func (o *Options) pramView(dense []int64, gamma float64, K uint64, labels []stri
 	return v, nil
 }
 
-// addView adds a distribution's chart and table. marginal says whether
-// the table has one label column.
-func (s *Section) addView(title, labelHead string, v *view, level float64, _ bool) error {
+// addView adds a distribution's chart (the maxBars largest estimates
+// when there are more) and table (the maxRows largest).
+func (s *Section) addView(title, labelHead string, v *view, level float64) error {
 	K := len(v.est)
 	show := sortedTop(v.est, maxBars)
 	if K <= maxBars {
