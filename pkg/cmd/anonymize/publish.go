@@ -329,6 +329,9 @@ type globalRun struct {
 	r       *rand.Rand
 	missing int64 // rows left out for a missing sensitive value
 
+	// batchDone, when set, is called by pass after each batch's rows.
+	batchDone func(rec arrow.RecordBatch) error
+
 	idx, pub [][]uint32
 	cells    []table.Values
 	sensCols []column

@@ -12,10 +12,12 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/pramkit/pramkit/pkg/anonymize"
 	"github.com/pramkit/pramkit/pkg/cli"
 	"github.com/pramkit/pramkit/pkg/codebook"
+	"github.com/pramkit/pramkit/pkg/progress"
 	"github.com/pramkit/pramkit/pkg/release"
 	"github.com/pramkit/pramkit/pkg/shuffle"
 	"github.com/pramkit/pramkit/pkg/table"
@@ -144,6 +146,11 @@ func (g *globalRun) pass(in table.Reader, row func(rec arrow.RecordBatch, i int,
 				return err
 			}
 		}
+		if g.batchDone != nil {
+			if err := g.batchDone(rec); err != nil {
+				return err
+			}
+		}
 	}
 	if in.RowsRead() == 0 {
 		return fmt.Errorf("%s has no data rows: nothing to anonymize", in.Name())
@@ -228,37 +235,29 @@ func (o *Options) runDiverted(in table.Reader, cb *codebook.Codebook) error {
 		return err
 	}
 	defer sw.Abort()
-	rw := table.NewRowWriter(sw, schema, 0)
-	defer rw.Release()
 	meter := o.Streams.Progress("anonymize: publish")
-	rw.OnBatch = func(rows int) { meter.Add(int64(rows)) }
+	pw := &publisher{g: g, schema: schema, w: sw, meter: meter, labels: make([][]uint32, len(g.sens))}
+	defer pw.release()
 	pub := make([]uint32, len(g.sens))
-	bb := rw.BatchBuilder
+	g.batchDone = pw.flush
 	err = g.pass(in2, func(rec arrow.RecordBatch, i int, vals []uint32) error {
 		ok, err := plan.Divert(vals, pub, r)
 		if err != nil {
 			return fmt.Errorf("%s: %w", in2.Name(), err)
 		}
-		if !ok {
-			return nil
-		}
-		for j, k := range g.which {
-			if k >= 0 {
-				bb.String(j, g.sens[k].col.Label(int(pub[k])))
-			} else {
-				bb.String(j, g.cells[j].String(i))
+		if ok {
+			pw.rows = append(pw.rows, i)
+			for k, y := range pub {
+				pw.labels[k] = append(pw.labels[k], y)
 			}
 		}
-		return rw.EndRow()
+		return nil
 	})
 	if err != nil {
 		return err
 	}
 	if err := plan.Done(); err != nil {
 		return fmt.Errorf("%s: %w", in2.Name(), err)
-	}
-	if err := rw.Flush(); err != nil {
-		return err
 	}
 	meter.Done()
 	if err := sw.Commit(); err != nil {
@@ -268,6 +267,97 @@ func (o *Options) runDiverted(in table.Reader, cb *codebook.Codebook) error {
 		return o.printReport(d, d.counts, "the published rows")
 	}
 	return nil
+}
+
+// publisher writes A′'s published rows one input batch at a time: the
+// non-sensitive columns are the input's own arrays when they are text and
+// no row of the batch is left out (the usual case), else copied row by
+// row; the sensitive columns are built from the codebook's labels.
+type publisher struct {
+	g      *globalRun
+	schema *arrow.Schema
+	w      table.Writer
+	meter  *progress.Meter
+	rows   []int      // the input batch's published rows
+	labels [][]uint32 // per sensitive column, their published values
+	bb     *table.BatchBuilder
+}
+
+// flush writes the published rows of input batch rec (globalRun.batchDone).
+func (p *publisher) flush(rec arrow.RecordBatch) error {
+	if len(p.rows) == 0 {
+		return nil
+	}
+	n := len(p.rows)
+	defer func() {
+		p.rows = p.rows[:0]
+		for k := range p.labels {
+			p.labels[k] = p.labels[k][:0]
+		}
+	}()
+	var out arrow.RecordBatch
+	if n == int(rec.NumRows()) {
+		cols := make([]arrow.Array, len(p.g.which))
+		defer func() {
+			for _, c := range cols {
+				if c != nil {
+					c.Release()
+				}
+			}
+		}()
+		for j, k := range p.g.which {
+			switch a := rec.Column(j).(type) {
+			case *array.String:
+				if k < 0 {
+					a.Retain()
+					cols[j] = a
+					continue
+				}
+			}
+			b := array.NewStringBuilder(memory.DefaultAllocator)
+			b.Reserve(n)
+			if k >= 0 {
+				col := p.g.sens[k].col
+				for _, y := range p.labels[k] {
+					b.Append(col.Label(int(y)))
+				}
+			} else {
+				for _, i := range p.rows {
+					b.Append(p.g.cells[j].String(i))
+				}
+			}
+			cols[j] = b.NewArray()
+			b.Release()
+		}
+		out = array.NewRecordBatch(p.schema, cols, int64(n))
+	} else {
+		if p.bb == nil {
+			p.bb = table.NewBatchBuilder(p.schema)
+		}
+		for r, i := range p.rows {
+			for j, k := range p.g.which {
+				if k >= 0 {
+					p.bb.String(j, p.g.sens[k].col.Label(int(p.labels[k][r])))
+				} else {
+					p.bb.String(j, p.g.cells[j].String(i))
+				}
+			}
+			p.bb.EndRow()
+		}
+		out = p.bb.NewBatch()
+	}
+	defer out.Release()
+	if err := p.w.Write(out); err != nil {
+		return err
+	}
+	p.meter.Add(int64(n))
+	return nil
+}
+
+func (p *publisher) release() {
+	if p.bb != nil {
+		p.bb.Release()
+	}
 }
 
 // runAnatomy publishes the Anatomy baseline: the rows with a group id
