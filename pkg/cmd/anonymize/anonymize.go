@@ -159,17 +159,16 @@ published rows); without -o nothing is published. --check only says
 whether the table is eligible for --l and the largest feasible ℓ′ (exit
 status 1 when not eligible).
 
-Memory does not grow with the rows. diverted reads the table twice (a
-table on standard input is first copied to a private temporary file in
-$TMPDIR, removed at the end): the first pass counts each sensitive value
-and the decoy groups' value sets are computed from the counts alone; the
-second gives each row a random free place among its value's groups and
-publishes it at once. It holds the counts and one entry per distinct value
-set (at most C(V, ℓ′) of them for V values). anatomy holds the table as
-diverted did before: 4 bytes per row for the sensitive column, 1 byte per
-row per other column with at most 256 distinct values (2 bytes up to
-65,536, else 4) plus each distinct value once, and 16 bytes per row while
-publishing. The shuffle holds the published rows (their text plus about 10
+Memory does not grow with the rows. diverted and anatomy read the table
+twice (a table on standard input is first copied to a private temporary
+file in $TMPDIR, removed at the end): the first pass counts each sensitive
+value and the decoy groups' value sets are computed from the counts alone;
+the second gives each row a random free place among its value's groups and
+publishes it at once. They hold the counts and one entry per distinct
+value set (at most C(V, ℓ′) of them for V values). anatomy numbers the
+groups of the rows after a first shuffle and shuffles them again; with
+--keep-order it holds the table instead (about 30 bytes per row) and
+builds Anatomy's groups only. The shuffle holds the published rows (their text plus about 10
 bytes per row) up to 16 MiB, then spills them to private temporary files
 (in $TMPDIR, removed at the end) and holds one of 128 such files at a time.
 --check and a --report without -o read the table once in constant memory.`
