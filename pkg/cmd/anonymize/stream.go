@@ -225,15 +225,21 @@ func (o *Options) runDiverted(in table.Reader, cb *codebook.Codebook) error {
 	}
 	defer in2.Close()
 	schema := table.StringSchema(g.names)
-	w, err := o.Streams.Create(o.Output, schema, meta, in.Format(), o.inputs())
+	fw, err := o.Streams.Create(o.Output, schema, meta, in.Format(), o.inputs())
 	if err != nil {
 		return err
 	}
+	defer fw.Abort()
+	// Three stages run side by side: reading and dealing, the shuffle, and
+	// encoding the output (asyncWriter).
+	w := newAsyncWriter(fw)
 	defer w.Abort()
-	sw, err := o.Order.Writer(w, schema, shuffleRand)
+	ow, err := o.Order.Writer(w, schema, shuffleRand)
 	if err != nil {
 		return err
 	}
+	defer ow.Abort()
+	sw := newAsyncWriter(ow)
 	defer sw.Abort()
 	meter := o.Streams.Progress("anonymize: publish")
 	pw := &publisher{g: g, schema: schema, w: sw, meter: meter, labels: make([][]uint32, len(g.sens))}
