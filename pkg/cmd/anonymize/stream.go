@@ -469,10 +469,12 @@ func (o *Options) runAnatomy(in table.Reader, cb *codebook.Codebook) error {
 	fields = append(fields, arrow.Field{Name: o.GroupCol, Type: arrow.PrimitiveTypes.Int64})
 	schema := arrow.NewSchema(fields, nil)
 	hiddenSchema := arrow.NewSchema(hidden, nil)
-	w, err := o.Streams.Create(o.Output, schema, meta, in.Format(), append(o.inputs(), o.Groups))
+	fw, err := o.Streams.Create(o.Output, schema, meta, in.Format(), append(o.inputs(), o.Groups))
 	if err != nil {
 		return err
 	}
+	defer fw.Abort()
+	w := newAsyncWriter(fw)
 	defer w.Abort()
 	ow, err := o.Order.Writer(w, schema, shuffleRand)
 	if err != nil {
@@ -482,10 +484,12 @@ func (o *Options) runAnatomy(in table.Reader, cb *codebook.Codebook) error {
 	nb := &numberer{w: ow, rw: table.NewRowWriter(ow, schema, 0), sch: sch, base: base, nsa: len(nsa),
 		next: make([]int64, len(sch.Types)*o.L)}
 	defer nb.rw.Release()
-	sw, err := shuffle.NewWriter(nb, hiddenSchema, numberRand, shuffle.Options{})
+	shw, err := shuffle.NewWriter(nb, hiddenSchema, numberRand, shuffle.Options{})
 	if err != nil {
 		return err
 	}
+	defer shw.Abort()
+	sw := newAsyncWriter(shw)
 	defer sw.Abort()
 	in2, err := o.open()
 	if err != nil {
