@@ -1,6 +1,8 @@
 package anonymize
 
 import (
+	"fmt"
+
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/pramkit/pramkit/pkg/table"
@@ -28,13 +30,24 @@ func newAsyncWriter(w table.Writer) *asyncWriter {
 		var err error
 		for rec := range a.ch {
 			if err == nil {
-				err = w.Write(rec)
+				err = a.write(rec)
 			}
 			rec.Release()
 		}
 		a.done <- err
 	}()
 	return a
+}
+
+// write writes one batch, turning a panic (a bug) into an error that
+// Commit returns, as the command's own goroutine would report it.
+func (a *asyncWriter) write(rec arrow.RecordBatch) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("internal error: %v; please report this bug", p)
+		}
+	}()
+	return a.w.Write(rec)
 }
 
 // Write queues rec (retained until written). A write error is returned
