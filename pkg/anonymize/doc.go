@@ -23,6 +23,73 @@
 //     p = q = 1/ℓ′ (Fact 1, Theorem 1); rows are emitted in a fresh random
 //     order and nothing about the groups is released.
 //
+// # Streaming A′ in two passes (Plan)
+//
+// Anonymize holds the whole column; Plan computes the same release law in
+// two passes over the rows with memory independent of N:
+//
+//   - pass 1 counts each sensitive column's values (counts c_v) and keeps a
+//     reservoir of ℓ′ − 1 uniformly random rows (Algorithm R); N mod ℓ′ of
+//     them, chosen uniformly, are dropped and their values uncounted;
+//   - the Schedule of each column — the multiset of its decoy groups' value
+//     sets — is computed from the counts alone (NewSchedule);
+//   - pass 2 gives every kept row of value v one of v's remaining slots,
+//     uniformly, without replacement (Dealer: the slot's set type T is drawn
+//     with probability n_{v,T}/Σ_T′ n_{v,T′}, v's remaining slots in T over
+//     all its remaining slots), and publishes a uniform member of T's set;
+//   - the published rows go through a uniform shuffle (package shuffle), so
+//     the output order does not depend on the input order.
+//
+// Claim: the published table (as a sequence of rows) has the same law as
+// SPEC §4's algorithm, for either grouping. Proof.
+//
+//  1. The drop. In §4 the dropped rows are those with the N mod ℓ′ largest
+//     ids, a uniformly random subset since the ids are a uniform
+//     permutation. The reservoir holds a uniform (ℓ′−1)-subset of the N rows
+//     and Reservoir.Drop takes a uniform subset of it, which is a uniform
+//     (N mod ℓ′)-subset of the N rows. In both, conditionally on the dropped
+//     set D, the kept rows' ids (§4) are a uniform permutation of
+//     0..N″−1, N″ = N − |D|.
+//  2. The sets. Both groupings form the groups' value sets from the kept
+//     counts alone (and, for random, fresh CSPRNG draws): Anatomy's group
+//     creation compares bucket sizes and value indexes, never ids, and
+//     takes the smallest id of a bucket only to choose which row fills the
+//     slot. So the schedule has the same law in both, given D.
+//  3. The rows in the slots. In §4 value v's rows fill v's slots in the
+//     order of their ids. Given D and the schedule, the ids' relative order
+//     within each value's rows is uniform and independent across values (a
+//     uniform permutation restricted to disjoint sets), so each value's
+//     rows go to its slots by a uniformly random bijection, independently
+//     across values. Pass 2 deals v's rows one slot at a time, uniformly
+//     among the remaining ones: that too is a uniform bijection, whatever
+//     the input order, and independent across values. Drawing the type with
+//     probability proportional to v's remaining slots in it is drawing a
+//     uniform remaining slot and keeping only its type, which is all that
+//     step 3 of §4 reads.
+//  4. The published values. In §4 a row publishes the value of a uniformly
+//     random member of its group; a group holds one row of each value of
+//     its set, so that is a uniform member of the set, independently across
+//     rows given the groups — as in pass 2.
+//  5. The order. §4 shuffles the published rows uniformly, and so does the
+//     shuffle of package shuffle; a uniform shuffle of rows with the same
+//     joint law of (non-sensitive values, published values) gives the same
+//     law of the sequence, and neither depends on the input order.
+//
+// Several sensitive columns: each has its own schedule and its own dealing,
+// drawn independently (§7.2's independent ids per column), with one common
+// drop, as in Anonymize. Randomness: pass 1, the schedules and pass 2 draw
+// from one stream in row order, so a seeded run does not depend on how the
+// rows are batched.
+//
+// Memory: the counts (O(V) per column), the reservoir (O(ℓ′)), and per
+// column the schedule and the dealer's remaining slots, O(ℓ′) per distinct
+// value set, at most min(C(V, ℓ′), N/ℓ′) of them (C(15, 5) = 3003 for
+// Adult's occupation at ℓ′ = 5).
+//
+// The in-memory Anonymize, Anatomize and NewPartition stay: the figures
+// (scripts/figures) and countquery's Adult tests use them, and they are the
+// reference the streaming version is tested against (stream_test.go).
+//
 // The guarantees per value (Lemma 4's utility threshold, Definition 5's
 // privacy probability) are in guarantee.go; the count estimators for a
 // published table are in package countquery.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/pramkit/pramkit/pkg/anonymize"
 	"github.com/pramkit/pramkit/pkg/cli"
 	"github.com/pramkit/pramkit/pkg/codebook"
 	"github.com/pramkit/pramkit/pkg/mechanism"
@@ -37,6 +38,7 @@ type Options struct {
 	Sensitive []string // --sensitive
 	L         int      // --l, ℓ′ (ℓ for anatomy)
 	Mechanism string   // --mechanism
+	Grouping  string   // --grouping: how decoy groups' value sets are chosen
 	P         float64  // --p, global: keep probability
 	Groups    string   // --groups FILE, anatomy's sensitive table
 	GroupCol  string   // --group-column, anatomy's group id column
@@ -58,6 +60,12 @@ type Options struct {
 	// insecureIn: the input was made with --insecure-seed; o.meta marks
 	// the publication too.
 	insecureIn bool
+	// spooled is the temporary copy of standard input that a two-pass run
+	// reads twice ("" when the input is a file).
+	spooled string
+	// batchSize is the rows per input batch, 0 for the default (tests vary
+	// it: a seeded run must not depend on it).
+	batchSize int
 }
 
 // anonymizeIntro begins --help's text: then come the mechanisms' sections,
@@ -75,9 +83,13 @@ randomized; every other column is published unchanged, as text.
 const divertedHelp = `--mechanism diverted (the default) is the paper's mechanism A′:
   1. every row gets a random id (from a CSPRNG), independent of its content;
   2. the (id, sensitive value) pairs are split into decoy groups of exactly
-     ℓ′ rows with ℓ′ distinct values, deterministically, by Anatomy's group
-     creation: one bucket of rows per value, then repeatedly one row (the
-     smallest id) from each of the ℓ′ currently largest buckets;
+     ℓ′ rows with ℓ′ distinct values: one bucket of rows per value, then
+     repeatedly one row (the smallest id) from each of ℓ′ buckets, chosen
+     by --grouping: anatomy (the default) takes the ℓ′ currently largest
+     buckets (Anatomy's group creation); random draws them at random in
+     proportion to their remaining sizes, always including a bucket that
+     must be in every remaining group, so that the largest values do not
+     always share groups;
   3. each row publishes a value drawn uniformly from its group's ℓ′ values
      (p = q = 1/ℓ′, the only choice that gives ℓ′-diverted privacy,
      Theorems 1 and 2);
@@ -147,15 +159,19 @@ published rows); without -o nothing is published. --check only says
 whether the table is eligible for --l and the largest feasible ℓ′ (exit
 status 1 when not eligible).
 
-Memory: diverted and anatomy hold the table: 4 bytes per row per sensitive
-column, 1 byte per row per other column with at most 256 distinct values (2
-bytes up to 65,536, else 4) plus each distinct value once, and 16 bytes per
-row while publishing (decoy groups, shuffled order, published values):
-about 40 bytes per row for UCI Adult's 15 columns. global's shuffle holds
-the published rows (their text plus about 10 bytes per row) up to 16 MiB,
-then spills them to private temporary files (in $TMPDIR, removed at the
-end) and holds one of 128 such files at a time. --check and a --report
-without -o read the table once in constant memory.`
+Memory does not grow with the rows. diverted and anatomy read the table
+twice (a table on standard input is first copied to a private temporary
+file in $TMPDIR, removed at the end): the first pass counts each sensitive
+value and the decoy groups' value sets are computed from the counts alone;
+the second gives each row a random free place among its value's groups and
+publishes it at once. They hold the counts and one entry per distinct
+value set (at most C(V, ℓ′) of them for V values). anatomy numbers the
+groups of the rows after a first shuffle and shuffles them again; with
+--keep-order it holds the table instead (about 30 bytes per row) and
+builds Anatomy's groups only. The shuffle holds the published rows (their text plus about 10
+bytes per row) up to 16 MiB, then spills them to private temporary files
+(in $TMPDIR, removed at the end) and holds one of 128 such files at a time.
+--check and a --report without -o read the table once in constant memory.`
 
 const anonymizeExample = `  # is Adult eligible for ℓ′ = 5 with occupation sensitive? (largest feasible: 7)
   $ anonymize --check --sensitive occupation --l 5 --codebook codebook.json adult.csv
@@ -219,6 +235,7 @@ func NewCmd(s *cli.Streams, runF func(*Options) error) *cobra.Command {
 	f.StringSliceVar(&opts.Sensitive, "sensitive", nil, "sensitive `COL`umns to randomize (comma-separated or repeated)")
 	f.IntVar(&opts.L, "l", 0, "ℓ′ `N` ≥ 2: decoy group size, the number of values each row may take (ℓ for anatomy)")
 	f.StringVar(&opts.Mechanism, "mechanism", diverted, "`MECH`anism: diverted (A′), anatomy or global (mechanism A)")
+	f.StringVar(&opts.Grouping, "grouping", string(anonymize.GroupingAnatomy), "diverted, anatomy: how decoy groups' values are chosen, `G` = anatomy (the ℓ′ largest remaining) or random (in proportion to remaining counts)")
 	f.Float64Var(&opts.P, "p", 0, "global: keep each value with probability `P` in [0, 1), else draw it uniformly (default: retention 1/ℓ′)")
 	f.StringVar(&opts.Groups, "groups", "", "anatomy: write the sensitive table (group, value, count) to `FILE`")
 	f.StringVar(&opts.GroupCol, "group-column", "group", "anatomy: `NAME` of the group id column")
@@ -259,6 +276,9 @@ func (o *Options) validate() error {
 	}
 	if msg := mechanism.Refuse(mechanism.Anonymize, o.Mechanism, f); msg != "" {
 		return cli.Usagef("%s", msg)
+	}
+	if !slices.Contains(anonymize.Groupings, anonymize.Grouping(o.Grouping)) {
+		return cli.Usagef("unknown --grouping %q: choose anatomy or random", o.Grouping)
 	}
 	lGiven := f.Changed("l")
 	if lGiven && o.L < 2 {
@@ -329,6 +349,8 @@ func (o *Options) validatePublish(lGiven bool) error {
 			return cli.Usagef("--group-column needs a name")
 		case o.Groups == o.Output.Path:
 			return cli.Usagef("--groups and -o name the same file")
+		case o.Order.Keep && o.Grouping != string(anonymize.GroupingAnatomy):
+			return cli.Usagef("--mechanism anatomy --keep-order holds the table in memory and builds Anatomy's groups only: drop --keep-order or --grouping %s", o.Grouping)
 		}
 	case global:
 		switch {
@@ -352,9 +374,17 @@ func run(o *Options) error {
 	if err := o.validate(); err != nil {
 		return err
 	}
+	if o.twoPass() && table.IsStdio(o.Input) {
+		path, cleanup, err := o.spoolStdin()
+		defer cleanup()
+		if err != nil {
+			return err
+		}
+		o.spooled = path
+	}
 	// The input first: a sensitive column it lacks is the likelier
 	// mistake than one the codebook lacks.
-	in, err := o.Streams.Open(o.Input)
+	in, err := o.open()
 	if err != nil {
 		return err
 	}

@@ -102,62 +102,6 @@ func (d *dataset) libError(err error) error {
 	return err
 }
 
-// runDiverted publishes with mechanism A′ (§4.1, Algorithm 1).
-func (o *Options) runDiverted(in table.Reader, cb *codebook.Codebook) error {
-	d, err := o.readRows(in, cb)
-	if err != nil {
-		return err
-	}
-	cols := make([]anonymize.Column, len(d.sens))
-	for k, sv := range d.sens {
-		cols[k] = anonymize.Column{Values: d.s[k], V: sv.col.K()}
-	}
-	rel, err := anonymize.Anonymize(cols, o.L, o.Seed.Rand(o.cmd))
-	if err != nil {
-		return d.libError(err)
-	}
-	// The true values are not needed any more, except as counts of the
-	// published rows for --report.
-	for _, row := range rel.Dropped {
-		for k := range d.s {
-			d.counts[k][d.s[k][row]]--
-		}
-	}
-	cols, d.s = nil, nil
-	if o.Order.Keep {
-		slices.Sort(rel.Order)
-	}
-	n := int64(len(rel.Order))
-	o.notes(d, len(rel.Dropped), n)
-	meta, err := o.meta(cb, &release.Anonymized{Mechanism: diverted, Rows: n, Dropped: int64(len(rel.Dropped)), MissingDropped: d.missing, L: o.L})
-	if err != nil {
-		return err
-	}
-	labels := make([][]string, len(d.sens))
-	for k, sv := range d.sens {
-		labels[k] = sv.col.Labels()
-	}
-	schema := table.StringSchema(d.names)
-	w, err := o.Streams.Create(o.Output, schema, meta, in.Format(), o.inputs())
-	if err != nil {
-		return err
-	}
-	defer w.Abort()
-	err = d.writeRows(w, schema, rel.Order, o.Streams.Progress("anonymize: write"), func(bb *table.BatchBuilder, j, k int, row uint32) {
-		bb.String(j, labels[k][rel.Published[k][row]])
-	}, nil)
-	if err != nil {
-		return err
-	}
-	if err := w.Commit(); err != nil {
-		return err
-	}
-	if o.Report {
-		return o.printReport(d, d.counts, "the published rows")
-	}
-	return nil
-}
-
 // writeRows writes the held rows in the given order: the non-sensitive
 // columns from their dictionaries, sensitive column k (at output column j)
 // by sens, or not at all when sens is nil; output columns after the input's
@@ -201,13 +145,11 @@ func removeTable(path string) {
 	os.Remove(path + ".meta.json")
 }
 
-// runAnatomy publishes the Anatomy baseline: the rows with a group id
-// instead of the sensitive value, and the sensitive table (group, value,
-// count) to --groups.
-func (o *Options) runAnatomy(in table.Reader, cb *codebook.Codebook) error {
-	if len(in.Schema().FieldIndices(o.GroupCol)) > 0 {
-		return fmt.Errorf("%s already has a column %q: name the group id column otherwise with --group-column NAME", in.Name(), o.GroupCol)
-	}
+// runAnatomyInMemory publishes the Anatomy baseline holding the table
+// (--keep-order; see runAnatomy): the rows with a group id instead of the
+// sensitive value, in the input's order, and the sensitive table (group,
+// value, count) to --groups.
+func (o *Options) runAnatomyInMemory(in table.Reader, cb *codebook.Codebook) error {
 	d, err := o.readRows(in, cb)
 	if err != nil {
 		return err
@@ -226,7 +168,7 @@ func (o *Options) runAnatomy(in table.Reader, cb *codebook.Codebook) error {
 	o.notes(d, len(rel.Dropped), n)
 	// The two tables carry the same random release id, so that estimate
 	// can check that it was given the sensitive table of these rows.
-	a := release.Anonymized{Mechanism: anatomy, Rows: n, Dropped: int64(len(rel.Dropped)), MissingDropped: d.missing, L: o.L,
+	a := release.Anonymized{Mechanism: anatomy, Grouping: release.GroupingAnatomy, Rows: n, Dropped: int64(len(rel.Dropped)), MissingDropped: d.missing, L: o.L,
 		Groups: len(rel.ST) / rel.L, GroupColumn: o.GroupCol, ReleaseID: releaseID(), GroupsTable: table.DisplayName(o.Groups)}
 	meta, err := o.meta(cb, &a)
 	if err != nil {
@@ -386,6 +328,9 @@ type globalRun struct {
 	names   []string
 	r       *rand.Rand
 	missing int64 // rows left out for a missing sensitive value
+
+	// batchDone, when set, is called by pass after each batch's rows.
+	batchDone func(rec arrow.RecordBatch) error
 
 	idx, pub [][]uint32
 	cells    []table.Values

@@ -1,0 +1,349 @@
+package anonymize
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"unsafe"
+)
+
+// Grouping names how the decoy groups' value sets are chosen (A′ step 2).
+type Grouping string
+
+// Groupings.
+const (
+	// GroupingAnatomy is Anatomy's group creation (Xiao and Tao 2006, the
+	// paper's §9): each group takes the ℓ′ currently largest buckets, ties
+	// to the smaller value index.
+	GroupingAnatomy Grouping = "anatomy"
+	// GroupingRandom draws each group's ℓ′ distinct values at random, in
+	// proportion to their remaining counts (issue 12): values that are
+	// always the largest no longer always share a group.
+	GroupingRandom Grouping = "random"
+)
+
+// Groupings lists the groupings, the default first.
+var Groupings = []Grouping{GroupingAnatomy, GroupingRandom}
+
+// SetType is one value set that decoy groups have, and how many have it.
+type SetType struct {
+	// Values are the ℓ′ distinct value indexes of the set, ascending.
+	Values []uint32
+	// Groups is the number of decoy groups with this value set.
+	Groups int64
+}
+
+// Schedule is the multiset of the decoy groups' value sets, computed from
+// the value counts alone (A′ step 2): which values share a group, and how
+// often, but not which rows. Both groupings depend on the counts only —
+// Anatomy's group creation looks at bucket sizes and value indexes, never
+// at the rows' ids — so the groups of the in-memory algorithm are this
+// schedule with each value's rows dealt to that value's slots in id order.
+// With random ids, that dealing is a uniformly random bijection between a
+// value's rows and its slots (see the package doc), which is what lets A′
+// stream: count first, schedule, then give each row a random free slot.
+//
+// Memory: O(V) for the counts plus O(ℓ′) per distinct set, at most
+// min(C(V, ℓ′), groups) of them; nothing per row or per group.
+type Schedule struct {
+	// L is ℓ′.
+	L int
+	// V is the codebook size.
+	V int
+	// Grouping is how the sets were chosen.
+	Grouping Grouping
+	// Types are the distinct value sets, in lexicographic order of Values.
+	Types []SetType
+}
+
+// Groups returns the number of decoy groups, Σ Types[t].Groups.
+func (s *Schedule) Groups() int64 {
+	var n int64
+	for _, t := range s.Types {
+		n += t.Groups
+	}
+	return n
+}
+
+// Slots returns, for every value index v < V, the set types that hold v:
+// slots[v] lists indexes into Types in increasing order; value v has
+// Types[t].Groups slots in type t, Σ_t = counts[v].
+func (s *Schedule) Slots() [][]int {
+	slots := make([][]int, s.V)
+	for t, st := range s.Types {
+		for _, v := range st.Values {
+			slots[v] = append(slots[v], t)
+		}
+	}
+	return slots
+}
+
+// NewSchedule computes the decoy groups' value sets for value counts
+// counts (counts[v] = rows of value index v kept after the drop of N mod ℓ′
+// rows; Σ counts a multiple of l, every count ≤ Σ/l) and grouping g. The
+// random grouping draws from r; anatomy draws nothing (r may be nil).
+func NewSchedule(counts []int64, l int, g Grouping, r *rand.Rand) (*Schedule, error) {
+	if l < 2 {
+		return nil, fmt.Errorf("anonymize.NewSchedule: ℓ′ must be at least 2, got %d", l)
+	}
+	var n int64
+	for v, c := range counts {
+		if c < 0 {
+			return nil, fmt.Errorf("anonymize.NewSchedule: value index %d has a negative count %d", v, c)
+		}
+		n += c
+	}
+	if n%int64(l) != 0 {
+		return nil, fmt.Errorf("anonymize.NewSchedule: %d rows is not a multiple of ℓ′ = %d (drop N mod ℓ′ rows first)", n, l)
+	}
+	if n > 0 {
+		if err := eligible(counts, l); err != nil {
+			return nil, fmt.Errorf("anonymize.NewSchedule: %w", err)
+		}
+	}
+	b := newSetBag(l)
+	var err error
+	switch g {
+	case GroupingAnatomy:
+		err = anatomySets(counts, l, n/int64(l), b)
+	case GroupingRandom:
+		if r == nil {
+			return nil, errors.New("anonymize.NewSchedule: nil random source")
+		}
+		err = randomSets(counts, l, n/int64(l), r, b)
+	default:
+		return nil, fmt.Errorf("anonymize.NewSchedule: unknown grouping %q", g)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("anonymize.NewSchedule: %w", err)
+	}
+	return &Schedule{L: l, V: len(counts), Grouping: g, Types: b.types()}, nil
+}
+
+// setBag counts distinct sorted value sets.
+type setBag struct {
+	l     int
+	index map[string]int
+	sets  []SetType
+	key   []uint32
+}
+
+func newSetBag(l int) *setBag {
+	return &setBag{l: l, index: map[string]int{}, key: make([]uint32, l)}
+}
+
+// add records k groups with the values of set (any order; set is not kept).
+func (b *setBag) add(set []uint32, k int64) {
+	copy(b.key, set)
+	slices.Sort(b.key)
+	// The lookup with a converted []byte does not allocate.
+	raw := unsafe.Slice((*byte)(unsafe.Pointer(&b.key[0])), 4*len(b.key))
+	if t, ok := b.index[string(raw)]; ok {
+		b.sets[t].Groups += k
+		return
+	}
+	b.index[string(raw)] = len(b.sets)
+	b.sets = append(b.sets, SetType{Values: slices.Clone(b.key), Groups: k})
+}
+
+// types returns the sets in lexicographic order.
+func (b *setBag) types() []SetType {
+	slices.SortFunc(b.sets, func(x, y SetType) int { return slices.Compare(x.Values, y.Values) })
+	return b.sets
+}
+
+// anatomySets runs Anatomy's group creation on counts alone, exactly as
+// groupRows does on rows: while groups remain, the ℓ′ largest buckets
+// (ties: smaller value index first) form a group. Consecutive groups with
+// the same set are recorded at once: the top ℓ′ all go down together, so
+// their order among themselves holds, and the set stays on top while its
+// last member a still ranks before the first other bucket b, that is for
+// cnt[a] − cnt[b] steps, one more when a < b wins the tie.
+func anatomySets(counts []int64, l int, groups int64, b *setBag) error {
+	cnt := slices.Clone(counts)
+	less := func(x, y uint32) bool { // bucket x ranks before bucket y
+		return cnt[x] > cnt[y] || (cnt[x] == cnt[y] && x < y)
+	}
+	order := make([]uint32, 0, len(cnt))
+	for v, c := range cnt {
+		if c > 0 {
+			order = append(order, uint32(v))
+		}
+	}
+	cmp := func(x, y uint32) int {
+		switch {
+		case less(x, y):
+			return -1
+		case less(y, x):
+			return 1
+		}
+		return 0
+	}
+	slices.SortFunc(order, cmp)
+	tmp := make([]uint32, len(order))
+	for groups > 0 {
+		if len(order) < l {
+			return errGrouping
+		}
+		k := groups
+		if len(order) > l {
+			a, c := order[l-1], order[l]
+			run := cnt[a] - cnt[c]
+			if a < c {
+				run++
+			}
+			k = min(k, run)
+		}
+		b.add(order[:l], k)
+		for _, v := range order[:l] {
+			cnt[v] -= k
+		}
+		groups -= k
+		// Merge the decremented top run back into the untouched rest.
+		if len(order) > l && less(order[l], order[l-1]) {
+			i, j, m := 0, l, 0
+			for i < l && j < len(order) {
+				if less(order[j], order[i]) {
+					tmp[m] = order[j]
+					j++
+				} else {
+					tmp[m] = order[i]
+					i++
+				}
+				m++
+			}
+			m += copy(tmp[m:], order[i:l])
+			copy(tmp[m:], order[j:])
+			copy(order, tmp[:len(order)])
+		}
+		for len(order) > 0 && cnt[order[len(order)-1]] == 0 {
+			order = order[:len(order)-1]
+		}
+	}
+	return nil
+}
+
+// randomSets draws the groups' sets one group at a time (issue 12): with n
+// groups still to form, every value whose remaining count is n is in the
+// group (it must be in every remaining group), and the other places are
+// filled by successive draws without replacement, each value drawn with
+// probability proportional to its remaining count among the values not yet
+// in the group.
+//
+// Why it never gets stuck: eligibility gives cnt(v) ≤ n for every value at
+// the start (n = N/ℓ′). If that holds before a group, the values at n (at
+// most ℓ′ of them, since Σ cnt = nℓ′) are all in it and go down to n − 1,
+// and every other value was already ≤ n − 1, so it holds again with n − 1
+// groups left. With f values forced, the others share n(ℓ′ − f) rows with
+// at most n − 1 each, so more than ℓ′ − f of them are non-empty and the
+// draws find ℓ′ − f distinct values. A value at n stays at n − 1 after the
+// group, so once forced it is forced in every later group; the forced set
+// only grows. Every count ends at 0.
+//
+// Cost: O(V) setup, then O(ℓ′ log V) per group (a tree over the counts of
+// the values not forced, with sums for the draws and maxima for the values
+// reaching n).
+func randomSets(counts []int64, l int, groups int64, r *rand.Rand, b *setBag) error {
+	cnt := slices.Clone(counts)
+	free := newUrn(cnt)
+	set := make([]uint32, l)
+	f := 0
+	for n := groups; n > 0; n-- {
+		for {
+			v, c := free.largest()
+			if c < n {
+				break
+			}
+			if c > n || f == l {
+				return errGrouping
+			}
+			set[f] = uint32(v)
+			f++
+			free.set(v, 0)
+		}
+		for i := f; i < l; i++ {
+			total := free.total()
+			if total <= 0 {
+				return errGrouping
+			}
+			v := free.find(r.Int64N(total))
+			set[i] = uint32(v)
+			free.set(v, 0) // out of the urn for the rest of this group
+		}
+		b.add(set, 1)
+		for _, v := range set {
+			cnt[v]--
+		}
+		for _, v := range set[f:] {
+			free.set(int(v), cnt[v])
+		}
+	}
+	return nil
+}
+
+// urn is a segment tree over non-negative weights w[0..n−1] keeping sums
+// and maxima: point updates, the total, the largest weight, and the index
+// holding a given rank, each in O(log n).
+type urn struct {
+	size int     // leaves, a power of two ≥ n
+	sum  []int64 // 1-based heap layout, leaves at size..2·size−1
+	top  []int64
+}
+
+func newUrn(w []int64) *urn {
+	size := 1
+	for size < len(w) {
+		size *= 2
+	}
+	u := &urn{size: size, sum: make([]int64, 2*size), top: make([]int64, 2*size)}
+	for i, x := range w {
+		u.sum[size+i], u.top[size+i] = x, x
+	}
+	for i := size - 1; i > 0; i-- {
+		u.sum[i] = u.sum[2*i] + u.sum[2*i+1]
+		u.top[i] = max(u.top[2*i], u.top[2*i+1])
+	}
+	return u
+}
+
+// set makes w[i] = x.
+func (u *urn) set(i int, x int64) {
+	j := u.size + i
+	u.sum[j], u.top[j] = x, x
+	for j /= 2; j > 0; j /= 2 {
+		u.sum[j] = u.sum[2*j] + u.sum[2*j+1]
+		u.top[j] = max(u.top[2*j], u.top[2*j+1])
+	}
+}
+
+func (u *urn) total() int64 { return u.sum[1] }
+
+// largest returns the smallest index holding the largest weight, and that
+// weight.
+func (u *urn) largest() (int, int64) {
+	j := 1
+	for j < u.size {
+		if u.top[2*j] == u.top[j] {
+			j = 2 * j
+		} else {
+			j = 2*j + 1
+		}
+	}
+	return j - u.size, u.top[1]
+}
+
+// find returns the index i with w[0]+…+w[i−1] ≤ x < w[0]+…+w[i], for
+// 0 ≤ x < total: the value drawn when x is uniform on [0, total).
+func (u *urn) find(x int64) int {
+	j := 1
+	for j < u.size {
+		if x < u.sum[2*j] {
+			j = 2 * j
+		} else {
+			x -= u.sum[2*j]
+			j = 2*j + 1
+		}
+	}
+	return j - u.size
+}

@@ -1,0 +1,307 @@
+package anonymize
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+)
+
+// Reservoir keeps a uniformly random subset of the rows offered so far, at
+// most K of them (Algorithm R, Vitter 1985), with their sensitive values.
+// Streaming A′ offers every kept row in pass 1 to a reservoir of K = ℓ′ − 1
+// and then drops a uniformly random N mod ℓ′ of those K: a uniformly random
+// subset of a uniformly random K-subset is a uniformly random subset of the
+// N rows, as the in-memory drop of the largest ids is.
+type Reservoir struct {
+	k, cols int
+	seen    int64
+	rows    []int64
+	vals    []uint32 // cols values per kept row
+}
+
+// NewReservoir keeps up to k rows of cols sensitive values each.
+func NewReservoir(k, cols int) *Reservoir {
+	return &Reservoir{k: k, cols: cols, rows: make([]int64, 0, k), vals: make([]uint32, 0, k*cols)}
+}
+
+// Offer offers the next row (its number and its value in each sensitive
+// column); the i-th row offered (from 0) replaces a random candidate with
+// probability k/(i+1).
+func (r *Reservoir) Offer(row int64, vals []uint32, rnd *rand.Rand) {
+	i := r.seen
+	r.seen++
+	if len(r.rows) < r.k {
+		r.rows = append(r.rows, row)
+		r.vals = append(r.vals, vals...)
+		return
+	}
+	if r.k == 0 {
+		return
+	}
+	if j := rnd.Int64N(i + 1); j < int64(r.k) {
+		r.rows[j] = row
+		copy(r.vals[int(j)*r.cols:], vals)
+	}
+}
+
+// Seen is the number of rows offered.
+func (r *Reservoir) Seen() int64 { return r.seen }
+
+// Drop chooses d of the candidates uniformly at random (d ≤ the number of
+// candidates) and returns their row numbers, ascending, and their values:
+// vals[i] holds the cols values of rows[i].
+func (r *Reservoir) Drop(d int, rnd *rand.Rand) (rows []int64, vals [][]uint32, err error) {
+	if d < 0 || d > len(r.rows) {
+		return nil, nil, fmt.Errorf("anonymize.Reservoir.Drop: %d rows asked of %d candidates", d, len(r.rows))
+	}
+	idx := make([]int, len(r.rows))
+	for i := range idx {
+		idx[i] = i
+	}
+	// Partial Fisher–Yates: idx[:d] is a uniform d-subset.
+	for i := range d {
+		j := i + rnd.IntN(len(idx)-i)
+		idx[i], idx[j] = idx[j], idx[i]
+	}
+	idx = idx[:d]
+	slices.SortFunc(idx, func(a, b int) int { return int(r.rows[a] - r.rows[b]) })
+	for _, i := range idx {
+		rows = append(rows, r.rows[i])
+		vals = append(vals, slices.Clone(r.vals[i*r.cols:(i+1)*r.cols]))
+	}
+	return rows, vals, nil
+}
+
+// Dealer hands out a schedule's slots to the rows of one sensitive column
+// in pass 2 of streaming A′: each row of value v gets one of v's remaining
+// slots uniformly at random, without replacement. Only the slot's set type
+// matters for the published value, so the dealer draws the type, with
+// probability proportional to v's remaining slots in it, and keeps for
+// each value one count per type (a tree when the value has several types).
+// Memory: O(ℓ′) per set type.
+type Dealer struct {
+	s     *Schedule
+	slots [][]int // per value: indexes of the types holding it
+	left  []*urn  // per value: its remaining slots per type
+}
+
+// NewDealer prepares to deal the slots of s.
+func NewDealer(s *Schedule) *Dealer {
+	d := &Dealer{s: s, slots: s.Slots(), left: make([]*urn, s.V)}
+	for v, ts := range d.slots {
+		if len(ts) == 0 {
+			continue
+		}
+		w := make([]int64, len(ts))
+		for i, t := range ts {
+			w[i] = s.Types[t].Groups
+		}
+		d.left[v] = newUrn(w)
+	}
+	return d
+}
+
+// errNoSlot: a row of a value whose slots are all dealt; the counts of
+// pass 2 differ from pass 1's, which a changed input would cause.
+var errNoSlot = errors.New("more rows of this value than in the first pass (did the input change between the passes?)")
+
+// Deal gives a row of value v one of v's remaining slots, drawn uniformly,
+// and returns the slot's set type (an index into the schedule's Types).
+func (d *Dealer) Deal(v uint32, r *rand.Rand) (int, error) {
+	if int(v) >= len(d.left) || d.left[v] == nil || d.left[v].total() == 0 {
+		return 0, fmt.Errorf("value index %d: %w", v, errNoSlot)
+	}
+	u := d.left[v]
+	i := 0
+	if len(d.slots[v]) > 1 {
+		i = u.find(r.Int64N(u.total()))
+	}
+	u.set(i, u.sum[u.size+i]-1)
+	return d.slots[v][i], nil
+}
+
+// Divert deals a slot to a row of value v and returns the value it
+// publishes: a uniformly random member of the slot's set (A′ step 3,
+// p = q = 1/ℓ′).
+func (d *Dealer) Divert(v uint32, r *rand.Rand) (uint32, error) {
+	t, err := d.Deal(v, r)
+	if err != nil {
+		return 0, err
+	}
+	vals := d.s.Types[t].Values
+	return vals[r.IntN(len(vals))], nil
+}
+
+// Done reports whether every slot has been dealt.
+func (d *Dealer) Done() bool {
+	for _, u := range d.left {
+		if u != nil && u.total() != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// Plan is streaming A′ over one table (the two passes of the package doc):
+// Count every kept row in pass 1, Finish, then Divert every kept row again,
+// in the same order, in pass 2. Memory: O(V + distinct sets · ℓ′) per
+// sensitive column and O(ℓ′) for the drop, whatever the number of rows.
+type Plan struct {
+	l        int
+	grouping Grouping
+	counts   [][]int64
+	res      *Reservoir
+	// Dropped lists the kept-row numbers (0-based, in the order counted)
+	// left out so that the rest is a multiple of ℓ′, ascending.
+	Dropped []int64
+	// DroppedVals[i] holds the sensitive values of Dropped[i].
+	DroppedVals [][]uint32
+	// Schedules holds each sensitive column's schedule after Finish.
+	Schedules []*Schedule
+	dealers   []*Dealer
+	next      int   // index into Dropped of the next row to skip
+	row       int64 // rows seen in pass 2
+}
+
+// NewPlan starts streaming A′ at ℓ′ = l for sensitive columns with
+// codebook sizes v.
+func NewPlan(v []int, l int, g Grouping) (*Plan, error) {
+	if l < 2 {
+		return nil, fmt.Errorf("anonymize.NewPlan: ℓ′ must be at least 2, got %d", l)
+	}
+	if len(v) == 0 {
+		return nil, errors.New("anonymize.NewPlan: no sensitive column")
+	}
+	if !slices.Contains(Groupings, g) {
+		return nil, fmt.Errorf("anonymize.NewPlan: unknown grouping %q", g)
+	}
+	p := &Plan{l: l, grouping: g, res: NewReservoir(l-1, len(v))}
+	for _, x := range v {
+		if x < 1 {
+			return nil, fmt.Errorf("anonymize.NewPlan: codebook size V must be at least 1, got %d", x)
+		}
+		p.counts = append(p.counts, make([]int64, x))
+	}
+	return p, nil
+}
+
+// Count adds the next kept row of pass 1, with its value index in every
+// sensitive column.
+func (p *Plan) Count(vals []uint32, r *rand.Rand) error {
+	if p.Schedules != nil {
+		return errors.New("anonymize.Plan.Count: called after Finish")
+	}
+	if p.res.seen >= MaxRows-1 {
+		return fmt.Errorf("anonymize.Plan.Count: more than %d rows", int64(MaxRows-1))
+	}
+	for k, x := range vals {
+		if int(x) >= len(p.counts[k]) {
+			return fmt.Errorf("anonymize.Plan.Count: row %d has value index %d in sensitive column %d, outside the codebook of %d values", p.res.seen, x, k, len(p.counts[k]))
+		}
+		p.counts[k][x]++
+	}
+	p.res.Offer(p.res.seen, vals, r)
+	return nil
+}
+
+// Rows is the number of rows counted.
+func (p *Plan) Rows() int64 { return p.res.seen }
+
+// Counts returns the value counts of sensitive column k: of all counted
+// rows before Finish, of the published rows after.
+func (p *Plan) Counts(k int) []int64 { return p.counts[k] }
+
+// Finish ends pass 1: it checks that every column is eligible (an
+// *IneligibleError names the column), drops N mod ℓ′ uniformly random rows
+// and computes each column's schedule, drawing from r.
+func (p *Plan) Finish(r *rand.Rand) error {
+	for k, c := range p.counts {
+		if err := eligible(c, p.l); err != nil {
+			var ie *IneligibleError
+			if errors.As(err, &ie) {
+				ie.Column = k
+			}
+			return fmt.Errorf("anonymize.Plan.Finish: sensitive column %d: %w", k, err)
+		}
+	}
+	d := DropCount(int(p.res.seen), p.l)
+	var err error
+	if p.Dropped, p.DroppedVals, err = p.res.Drop(d, r); err != nil {
+		return err
+	}
+	for _, vals := range p.DroppedVals {
+		for k, x := range vals {
+			p.counts[k][x]--
+		}
+	}
+	for k, c := range p.counts {
+		s, err := NewSchedule(c, p.l, p.grouping, r)
+		if err != nil {
+			return fmt.Errorf("anonymize.Plan.Finish: sensitive column %d: %w", k, err)
+		}
+		p.Schedules = append(p.Schedules, s)
+		p.dealers = append(p.dealers, NewDealer(s))
+	}
+	return nil
+}
+
+// Divert takes the next kept row of pass 2 (the same rows as pass 1, in
+// the same order). It returns false for a dropped row; else it writes the
+// published value index of every sensitive column to out.
+func (p *Plan) Divert(vals, out []uint32, r *rand.Rand) (bool, error) {
+	if p.dealers == nil {
+		return false, errors.New("anonymize.Plan.Divert: called before Finish")
+	}
+	row := p.row
+	p.row++
+	if p.next < len(p.Dropped) && p.Dropped[p.next] == row {
+		p.next++
+		return false, nil
+	}
+	for k, x := range vals {
+		y, err := p.dealers[k].Divert(x, r)
+		if err != nil {
+			return false, fmt.Errorf("row %d of pass 2, sensitive column %d: %w", row, k, err)
+		}
+		out[k] = y
+	}
+	return true, nil
+}
+
+// Deal is Divert without the publication, for Anatomy: it writes the set
+// type (an index into Schedules[k].Types) of the slot dealt to the row in
+// every sensitive column to types, or returns false for a dropped row.
+func (p *Plan) Deal(vals []uint32, types []int, r *rand.Rand) (bool, error) {
+	if p.dealers == nil {
+		return false, errors.New("anonymize.Plan.Deal: called before Finish")
+	}
+	row := p.row
+	p.row++
+	if p.next < len(p.Dropped) && p.Dropped[p.next] == row {
+		p.next++
+		return false, nil
+	}
+	for k, x := range vals {
+		t, err := p.dealers[k].Deal(x, r)
+		if err != nil {
+			return false, fmt.Errorf("row %d of pass 2, sensitive column %d: %w", row, k, err)
+		}
+		types[k] = t
+	}
+	return true, nil
+}
+
+// Done checks, after pass 2, that it saw the rows of pass 1: every slot
+// was dealt.
+func (p *Plan) Done() error {
+	if p.row != p.res.seen {
+		return fmt.Errorf("the second pass read %d rows, the first %d (did the input change between the passes?)", p.row, p.res.seen)
+	}
+	for _, d := range p.dealers {
+		if !d.Done() {
+			return errors.New("the second pass has fewer rows of some value than the first (did the input change between the passes?)")
+		}
+	}
+	return nil
+}

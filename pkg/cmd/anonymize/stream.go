@@ -1,0 +1,592 @@
+package anonymize
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"slices"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/pramkit/pramkit/pkg/anonymize"
+	"github.com/pramkit/pramkit/pkg/cli"
+	"github.com/pramkit/pramkit/pkg/codebook"
+	"github.com/pramkit/pramkit/pkg/progress"
+	"github.com/pramkit/pramkit/pkg/release"
+	"github.com/pramkit/pramkit/pkg/shuffle"
+	"github.com/pramkit/pramkit/pkg/table"
+)
+
+// twoPass reports whether the run publishes with A′ (or Anatomy), which
+// reads the input twice (package anonymize's Plan).
+func (o *Options) twoPass() bool {
+	if o.Check || (o.Report && table.IsStdio(o.Output.Path)) {
+		return false
+	}
+	return o.Mechanism == diverted || o.Mechanism == anatomy
+}
+
+// spoolStdin copies standard input to a private temporary file, so that
+// the two passes can read it twice; the returned function removes it.
+func (o *Options) spoolStdin() (string, func(), error) {
+	dir, err := os.MkdirTemp("", "pramkit-anonymize-*")
+	if err != nil {
+		return "", func() {}, fmt.Errorf("stdin: cannot make a temporary folder to read it twice: %w", err)
+	}
+	cleanup := func() { os.RemoveAll(dir) }
+	path := filepath.Join(dir, "stdin")
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if err != nil {
+		cleanup()
+		return "", func() {}, fmt.Errorf("stdin: cannot spool it to a temporary file: %w", err)
+	}
+	in := o.Streams.In
+	if in == nil {
+		in = os.Stdin
+	}
+	if _, err := io.Copy(f, in); err != nil {
+		f.Close()
+		cleanup()
+		return "", func() {}, fmt.Errorf("stdin: cannot spool it to a temporary file (in %s; set TMPDIR to a folder with room): %w", os.TempDir(), err)
+	}
+	if err := f.Close(); err != nil {
+		cleanup()
+		return "", func() {}, fmt.Errorf("stdin: cannot spool it to a temporary file: %w", err)
+	}
+	return path, cleanup, nil
+}
+
+// namedReader is a reader of the spooled standard input, named "stdin" in
+// messages.
+type namedReader struct {
+	table.Reader
+	name string
+}
+
+func (r namedReader) Name() string { return r.name }
+
+// open opens the input, or its spooled copy, for one pass.
+func (o *Options) open() (table.Reader, error) {
+	if o.spooled == "" {
+		return table.Open(o.Input, table.ReadOptions{Stdin: o.Streams.In, BatchSize: o.batchSize})
+	}
+	in, err := table.Open(o.spooled, table.ReadOptions{BatchSize: o.batchSize})
+	if err != nil {
+		return nil, err
+	}
+	return namedReader{in, "stdin"}, nil
+}
+
+// splitRand returns a source for the shuffle of the published rows,
+// seeded from r: the rows' randomization draws from r in row order and the
+// shuffle from its own stream, so that a seeded run gives the same output
+// whatever the batch size.
+func splitRand(r *rand.Rand) *rand.Rand {
+	var seed [32]byte
+	for i := 0; i < 32; i += 8 {
+		u := r.Uint64()
+		for j := range 8 {
+			seed[i+j] = byte(u >> (8 * j))
+		}
+	}
+	return rand.New(rand.NewChaCha8(seed))
+}
+
+// memoryLimit is the soft heap limit of a two-pass run. What it holds
+// live is bounded (a few input and output batches, the shuffle's budget:
+// about 35 MiB), but Go lets the heap grow to twice the live size between
+// collections, which put the peak RSS at about 115 MB; with this limit the
+// collector runs earlier near it (85 MB measured on 1M rows, for about 5 %
+// more CPU). GOMEMLIMIT, when set, wins.
+const memoryLimit = 64 << 20
+
+// softMemoryLimit sets memoryLimit unless GOMEMLIMIT is set.
+func softMemoryLimit() {
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(memoryLimit)
+	}
+}
+
+// pass is one pass over the input: per kept row (a row no --missing drop
+// removes), its value index in every sensitive column.
+func (g *globalRun) pass(in table.Reader, row func(rec arrow.RecordBatch, i int, vals []uint32) error) error {
+	g.missing = 0
+	vals := make([]uint32, len(g.sens))
+	for {
+		rec, err := in.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		for j, k := range g.which {
+			if k >= 0 {
+				g.sensCols[k] = g.sens[k].in.column(rec.Column(j))
+			} else {
+				g.cells[j] = table.ValuesOf(rec.Column(j))
+			}
+		}
+		kept, err := g.keptRows(int(rec.NumRows()), in.RowsRead()-rec.NumRows()+1, in.Name())
+		if err != nil {
+			return err
+		}
+		for _, i := range kept {
+			for k, c := range g.sensCols {
+				code, _ := c.code(i)
+				vals[k] = uint32(g.sens[k].index[code])
+			}
+			if err := row(rec, i, vals); err != nil {
+				return err
+			}
+		}
+		if g.batchDone != nil {
+			if err := g.batchDone(rec); err != nil {
+				return err
+			}
+		}
+	}
+	if in.RowsRead() == 0 {
+		return fmt.Errorf("%s has no data rows: nothing to anonymize", in.Name())
+	}
+	if in.RowsRead() == g.missing {
+		return fmt.Errorf("%s: every row has a missing sensitive value and --missing drop removed them all: nothing to anonymize", in.Name())
+	}
+	return nil
+}
+
+// countPass is pass 1 of A′ and Anatomy: it counts the sensitive values
+// and draws the rows to drop (Plan.Count), then checks eligibility and
+// computes the schedules (Plan.Finish). The returned dataset holds what the
+// messages and --report need: the names, the sensitive columns, the
+// counts of the published rows and the rows --missing drop removed.
+func (o *Options) countPass(in table.Reader, cb *codebook.Codebook, r *rand.Rand) (*globalRun, *anonymize.Plan, *dataset, error) {
+	g, err := o.globalColumns(in, cb)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	v := make([]int, len(g.sens))
+	for k, sv := range g.sens {
+		v[k] = sv.col.K()
+	}
+	plan, err := anonymize.NewPlan(v, o.L, anonymize.Grouping(o.Grouping))
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	meter := o.Streams.Progress("anonymize: count")
+	err = g.pass(in, func(rec arrow.RecordBatch, _ int, vals []uint32) error {
+		if plan.Rows() >= anonymize.MaxRows-1 {
+			return fmt.Errorf("%s has more than %d rows, the most anonymize handles; split the table", in.Name(), anonymize.MaxRows-1)
+		}
+		return plan.Count(vals, r)
+	})
+	meter.Add(in.RowsRead())
+	meter.Done()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	d := &dataset{name: in.Name(), names: g.names, sens: g.sens, missing: g.missing, rows: plan.Rows()}
+	for k := range g.sens {
+		d.counts = append(d.counts, plan.Counts(k))
+	}
+	if err := plan.Finish(r); err != nil {
+		return nil, nil, nil, d.libError(err)
+	}
+	return g, plan, d, nil
+}
+
+// runDiverted publishes with mechanism A′ in two passes over the input
+// (package anonymize's Plan; its doc proves the law is SPEC §4's): pass 1
+// counts, pass 2 publishes each row as it comes, through the bounded-memory
+// shuffle unless --keep-order. Memory does not grow with the rows.
+func (o *Options) runDiverted(in table.Reader, cb *codebook.Codebook) error {
+	softMemoryLimit()
+	r := o.Seed.Rand(o.cmd)
+	shuffleRand := splitRand(r)
+	g, plan, d, err := o.countPass(in, cb, r)
+	if err != nil {
+		return err
+	}
+	n := plan.Rows() - int64(len(plan.Dropped))
+	o.notes(d, len(plan.Dropped), n)
+	meta, err := o.meta(cb, &release.Anonymized{Mechanism: diverted, Grouping: o.Grouping, Rows: n, Dropped: int64(len(plan.Dropped)), MissingDropped: d.missing, L: o.L})
+	if err != nil {
+		return err
+	}
+	in2, err := o.open()
+	if err != nil {
+		return err
+	}
+	defer in2.Close()
+	schema := table.StringSchema(g.names)
+	fw, err := o.Streams.Create(o.Output, schema, meta, in.Format(), o.inputs())
+	if err != nil {
+		return err
+	}
+	defer fw.Abort()
+	// Three stages run side by side: reading and dealing, the shuffle, and
+	// encoding the output (asyncWriter).
+	w := newAsyncWriter(fw)
+	defer w.Abort()
+	ow, err := o.Order.Writer(w, schema, shuffleRand)
+	if err != nil {
+		return err
+	}
+	defer ow.Abort()
+	sw := newAsyncWriter(ow)
+	defer sw.Abort()
+	meter := o.Streams.Progress("anonymize: publish")
+	pw := &publisher{g: g, schema: schema, w: sw, meter: meter, labels: make([][]uint32, len(g.sens))}
+	defer pw.release()
+	pub := make([]uint32, len(g.sens))
+	g.batchDone = pw.flush
+	err = g.pass(in2, func(rec arrow.RecordBatch, i int, vals []uint32) error {
+		ok, err := plan.Divert(vals, pub, r)
+		if err != nil {
+			return fmt.Errorf("%s: %w", in2.Name(), err)
+		}
+		if ok {
+			pw.rows = append(pw.rows, i)
+			for k, y := range pub {
+				pw.labels[k] = append(pw.labels[k], y)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if err := plan.Done(); err != nil {
+		return fmt.Errorf("%s: %w", in2.Name(), err)
+	}
+	meter.Done()
+	if err := sw.Commit(); err != nil {
+		return err
+	}
+	if o.Report {
+		return o.printReport(d, d.counts, "the published rows")
+	}
+	return nil
+}
+
+// publisher writes A′'s published rows one input batch at a time: the
+// non-sensitive columns are the input's own arrays when they are text and
+// no row of the batch is left out (the usual case), else copied row by
+// row; the sensitive columns are built from the codebook's labels.
+type publisher struct {
+	g      *globalRun
+	schema *arrow.Schema
+	w      table.Writer
+	meter  *progress.Meter
+	rows   []int      // the input batch's published rows
+	labels [][]uint32 // per sensitive column, their published values
+	bb     *table.BatchBuilder
+}
+
+// flush writes the published rows of input batch rec (globalRun.batchDone).
+func (p *publisher) flush(rec arrow.RecordBatch) error {
+	if len(p.rows) == 0 {
+		return nil
+	}
+	n := len(p.rows)
+	defer func() {
+		p.rows = p.rows[:0]
+		for k := range p.labels {
+			p.labels[k] = p.labels[k][:0]
+		}
+	}()
+	var out arrow.RecordBatch
+	if n == int(rec.NumRows()) {
+		cols := make([]arrow.Array, len(p.g.which))
+		defer func() {
+			for _, c := range cols {
+				if c != nil {
+					c.Release()
+				}
+			}
+		}()
+		for j, k := range p.g.which {
+			switch a := rec.Column(j).(type) {
+			case *array.String:
+				if k < 0 {
+					a.Retain()
+					cols[j] = a
+					continue
+				}
+			}
+			b := array.NewStringBuilder(memory.DefaultAllocator)
+			b.Reserve(n)
+			if k >= 0 {
+				col := p.g.sens[k].col
+				for _, y := range p.labels[k] {
+					b.Append(col.Label(int(y)))
+				}
+			} else {
+				for _, i := range p.rows {
+					b.Append(p.g.cells[j].String(i))
+				}
+			}
+			cols[j] = b.NewArray()
+			b.Release()
+		}
+		out = array.NewRecordBatch(p.schema, cols, int64(n))
+	} else {
+		if p.bb == nil {
+			p.bb = table.NewBatchBuilder(p.schema)
+		}
+		for r, i := range p.rows {
+			for j, k := range p.g.which {
+				if k >= 0 {
+					p.bb.String(j, p.g.sens[k].col.Label(int(p.labels[k][r])))
+				} else {
+					p.bb.String(j, p.g.cells[j].String(i))
+				}
+			}
+			p.bb.EndRow()
+		}
+		out = p.bb.NewBatch()
+	}
+	defer out.Release()
+	if err := p.w.Write(out); err != nil {
+		return err
+	}
+	p.meter.Add(int64(n))
+	return nil
+}
+
+func (p *publisher) release() {
+	if p.bb != nil {
+		p.bb.Release()
+	}
+}
+
+// runAnatomy publishes the Anatomy baseline: the rows with a group id
+// instead of the sensitive value, and the sensitive table (group, value,
+// count) to --groups, with the groups of --grouping.
+//
+// It streams like A′ (runDiverted): pass 1 counts and schedules; the
+// sensitive table is the schedule written out (the groups of set type t
+// are numbered consecutively, each listing its ℓ values with count 1);
+// pass 2 deals each row a set type. The row's group within its type must
+// be a uniformly random one of the type's groups, independently for each
+// value (SPEC §4: a value's rows fill its groups in the order of random
+// ids). So the dealt rows go through a first uniform shuffle and are
+// numbered on the way out: the j-th row of value v and type t to come out
+// goes to the type's j-th group. A uniform shuffle puts each (type,
+// value)'s rows in a uniformly random order, independently of the others,
+// which makes that numbering a uniformly random bijection, as in §4. The
+// numbered rows then go through a second, independent shuffle: coming out
+// in the first shuffle's order, the group ids of each value would be
+// increasing along the output, telling which rows hold different values.
+// Memory: two shuffles' budgets and one counter per (type, value).
+//
+// --keep-order cannot number through a shuffle and keep the input's order
+// in bounded memory: it keeps the in-memory version (runAnatomyInMemory,
+// Anatomy's grouping only).
+func (o *Options) runAnatomy(in table.Reader, cb *codebook.Codebook) error {
+	if len(in.Schema().FieldIndices(o.GroupCol)) > 0 {
+		return fmt.Errorf("%s already has a column %q: name the group id column otherwise with --group-column NAME", in.Name(), o.GroupCol)
+	}
+	if o.Order.Keep {
+		return o.runAnatomyInMemory(in, cb)
+	}
+	softMemoryLimit()
+	r := o.Seed.Rand(o.cmd)
+	numberRand, shuffleRand := splitRand(r), splitRand(r)
+	g, plan, d, err := o.countPass(in, cb, r)
+	if err != nil {
+		return err
+	}
+	sch := plan.Schedules[0]
+	sv := g.sens[0]
+	n := plan.Rows() - int64(len(plan.Dropped))
+	o.notes(d, len(plan.Dropped), n)
+	a := release.Anonymized{Mechanism: anatomy, Grouping: o.Grouping, Rows: n, Dropped: int64(len(plan.Dropped)), MissingDropped: d.missing, L: o.L,
+		Groups: int(sch.Groups()), GroupColumn: o.GroupCol, ReleaseID: releaseID(), GroupsTable: table.DisplayName(o.Groups)}
+	meta, err := o.meta(cb, &a)
+	if err != nil {
+		return err
+	}
+	// The sensitive table first: written in full before the rows.
+	stMeta := table.Meta{}
+	if err := a.GroupsTableMeta(meta[release.KeyInsecureSeed] == "true").Encode(stMeta); err != nil {
+		return err
+	}
+	stSchema := arrow.NewSchema([]arrow.Field{
+		{Name: o.GroupCol, Type: arrow.PrimitiveTypes.Int64},
+		{Name: sv.name, Type: arrow.BinaryTypes.String},
+		{Name: "count", Type: arrow.PrimitiveTypes.Int64},
+	}, nil)
+	gw, err := o.Streams.Create(cli.Output{Path: o.Groups, Format: o.Output.Format, Flag: "--groups"}, stSchema, stMeta, in.Format(), append(o.inputs(), o.Output.Path))
+	if err != nil {
+		return err
+	}
+	defer gw.Abort()
+	base := make([]int64, len(sch.Types)) // first group id of each type
+	var st []anonymize.AnatomyEntry
+	flushST := func() error {
+		err := writeST(gw, stSchema, st, sv.col.Labels())
+		st = st[:0]
+		return err
+	}
+	var next int64
+	for t, ty := range sch.Types {
+		base[t] = next
+		for range ty.Groups {
+			for _, v := range ty.Values {
+				st = append(st, anonymize.AnatomyEntry{Group: uint32(next), Value: v, Count: 1})
+			}
+			next++
+			if len(st) >= table.DefaultBatchSize {
+				if err := flushST(); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	if err := flushST(); err != nil {
+		return err
+	}
+
+	// The rows: pass 2 → shuffle → numbering → shuffle → -o.
+	var nsa []int // input columns published as they are
+	var fields, hidden []arrow.Field
+	for j, k := range g.which {
+		if k < 0 {
+			nsa = append(nsa, j)
+			fields = append(fields, arrow.Field{Name: g.names[j], Type: arrow.BinaryTypes.String})
+		}
+	}
+	hidden = append(append(hidden, fields...),
+		arrow.Field{Name: "type", Type: arrow.PrimitiveTypes.Int64},
+		arrow.Field{Name: "value", Type: arrow.PrimitiveTypes.Int64})
+	fields = append(fields, arrow.Field{Name: o.GroupCol, Type: arrow.PrimitiveTypes.Int64})
+	schema := arrow.NewSchema(fields, nil)
+	hiddenSchema := arrow.NewSchema(hidden, nil)
+	fw, err := o.Streams.Create(o.Output, schema, meta, in.Format(), append(o.inputs(), o.Groups))
+	if err != nil {
+		return err
+	}
+	defer fw.Abort()
+	w := newAsyncWriter(fw)
+	defer w.Abort()
+	ow, err := o.Order.Writer(w, schema, shuffleRand)
+	if err != nil {
+		return err
+	}
+	defer ow.Abort()
+	nb := &numberer{w: ow, rw: table.NewRowWriter(ow, schema, 0), sch: sch, base: base, nsa: len(nsa),
+		next: make([]int64, len(sch.Types)*o.L)}
+	defer nb.rw.Release()
+	shw, err := shuffle.NewWriter(nb, hiddenSchema, numberRand, shuffle.Options{})
+	if err != nil {
+		return err
+	}
+	defer shw.Abort()
+	sw := newAsyncWriter(shw)
+	defer sw.Abort()
+	in2, err := o.open()
+	if err != nil {
+		return err
+	}
+	defer in2.Close()
+	rw := table.NewRowWriter(sw, hiddenSchema, 0)
+	defer rw.Release()
+	meter := o.Streams.Progress("anonymize: publish")
+	rw.OnBatch = func(rows int) { meter.Add(int64(rows)) }
+	bb := rw.BatchBuilder
+	types := make([]int, 1)
+	err = g.pass(in2, func(rec arrow.RecordBatch, i int, vals []uint32) error {
+		ok, err := plan.Deal(vals, types, r)
+		if err != nil {
+			return fmt.Errorf("%s: %w", in2.Name(), err)
+		}
+		if !ok {
+			return nil
+		}
+		for c, j := range nsa {
+			bb.String(c, g.cells[j].String(i))
+		}
+		bb.Int64(len(nsa), int64(types[0]))
+		bb.Int64(len(nsa)+1, int64(vals[0]))
+		return rw.EndRow()
+	})
+	if err != nil {
+		return err
+	}
+	if err := plan.Done(); err != nil {
+		return fmt.Errorf("%s: %w", in2.Name(), err)
+	}
+	if err := rw.Flush(); err != nil {
+		return err
+	}
+	meter.Done()
+	if err := gw.Commit(); err != nil {
+		return err
+	}
+	if err := sw.Commit(); err != nil {
+		removeTable(o.Groups)
+		return err
+	}
+	return nil
+}
+
+// numberer receives the dealt rows of Anatomy in a uniformly random order
+// and gives each its group: the j-th row of value v in set type t to
+// arrive gets the type's j-th group (see runAnatomy), then passes the row
+// on without its type and value.
+type numberer struct {
+	w    table.Writer // the output, behind its own shuffle
+	rw   *table.RowWriter
+	sch  *anonymize.Schedule
+	base []int64
+	next []int64 // per (type, place of the value in the type's set)
+	nsa  int
+}
+
+func (nb *numberer) Write(rec arrow.RecordBatch) error {
+	cells := make([]table.Values, nb.nsa)
+	for c := range cells {
+		cells[c] = table.ValuesOf(rec.Column(c))
+	}
+	types, ok1 := rec.Column(nb.nsa).(*array.Int64)
+	vals, ok2 := rec.Column(nb.nsa + 1).(*array.Int64)
+	if !ok1 || !ok2 {
+		return errors.New("internal error: the shuffle changed the type and value columns' type")
+	}
+	l := nb.sch.L
+	bb := nb.rw.BatchBuilder
+	for i := range int(rec.NumRows()) {
+		t := int(types.Value(i))
+		place, ok := slices.BinarySearch(nb.sch.Types[t].Values, uint32(vals.Value(i)))
+		if !ok || nb.next[t*l+place] >= nb.sch.Types[t].Groups {
+			return errors.New("internal error: a row dealt to a set without its value, or to a full set")
+		}
+		for c, v := range cells {
+			bb.String(c, v.String(i))
+		}
+		bb.Int64(nb.nsa, nb.base[t]+nb.next[t*l+place])
+		nb.next[t*l+place]++
+		if err := nb.rw.EndRow(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (nb *numberer) Commit() error {
+	if err := nb.rw.Flush(); err != nil {
+		return err
+	}
+	return nb.w.Commit()
+}
+
+func (nb *numberer) Abort() { nb.w.Abort() }
+
+func (nb *numberer) Format() table.Format { return nb.w.Format() }
