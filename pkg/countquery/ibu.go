@@ -368,3 +368,12 @@ func prepare(y []float64, w, l int, opt *Options) (fs []float64, n float64, err 
 	copy(fs, opt.Frequencies)
 	return fs, n, nil
 }
+
+// The stopping rule of a converged update (estimate --ibu-stop converged,
+// the default on releases with randomized decoy groups): no state count
+// changes by more than ConvergedTolerance·max(x_i, 1) in one step, or
+// ConvergedMaxIter steps.
+const (
+	ConvergedTolerance = 1e-9
+	ConvergedMaxIter   = 1_000_000
+)
