@@ -1,6 +1,7 @@
 package release
 
 import (
+	"fmt"
 	"math"
 
 	"github.com/pramkit/pramkit/pkg/codebook"
@@ -34,6 +35,17 @@ const (
 	KeyReleaseID      = "release_id"
 	KeyGroupsTable    = "groups_table"
 	KeyTable          = "table"
+	// KeyGrouping says how A′'s (or Anatomy's) groups' value sets were
+	// chosen: GroupingAnatomy or GroupingRandom. Files written before the
+	// item have no other grouping than Anatomy's, which its absence means,
+	// so adding it changed no item's meaning (no contract bump).
+	KeyGrouping = "grouping"
+)
+
+// Groupings of the decoy groups (anonymize --grouping).
+const (
+	GroupingAnatomy = "anatomy" // the ℓ′ largest remaining values
+	GroupingRandom  = "random"  // drawn in proportion to remaining counts
 )
 
 const anonymizeFix = "publish the original table again with anonymize"
@@ -45,6 +57,9 @@ const anonymizeFix = "publish the original table again with anonymize"
 // Anatomy the group column and the id shared with its sensitive table.
 type Anonymized struct {
 	Mechanism string // MechanismDiverted, MechanismAnatomy or MechanismGlobal
+	// Grouping is GroupingAnatomy or GroupingRandom for A′ and Anatomy
+	// ("" is read as GroupingAnatomy), "" for global.
+	Grouping string
 	// Policy is how anonymize encoded the original values, so that
 	// estimate --truth reads the original table the same way.
 	Policy  codebook.Policy
@@ -83,6 +98,13 @@ func (a Anonymized) Encode(meta table.Meta) error {
 	}
 	if err := meta.SetJSON(KeyCodebook, a.Codebook); err != nil {
 		return err
+	}
+	delete(meta, KeyGrouping)
+	if a.Mechanism == MechanismDiverted || a.Mechanism == MechanismAnatomy {
+		meta[KeyGrouping] = GroupingAnatomy
+		if a.Grouping != "" {
+			meta[KeyGrouping] = a.Grouping
+		}
 	}
 	delete(meta, KeyL)
 	if a.L > 0 {
@@ -137,6 +159,15 @@ func (a *Anonymized) Decode(meta table.Meta, file string) error {
 		}
 	}
 	global := a.Mechanism == MechanismGlobal
+	if !global {
+		a.Grouping = GroupingAnatomy
+		if f.has(KeyGrouping) {
+			a.Grouping = f.str(KeyGrouping)
+			if f.err == nil && a.Grouping != GroupingAnatomy && a.Grouping != GroupingRandom {
+				f.outOfRange(KeyGrouping, a.Grouping, fmt.Sprintf("%q or %q", GroupingAnatomy, GroupingRandom))
+			}
+		}
+	}
 	if f.has(KeyL) || !global {
 		l := f.int(KeyL)
 		if f.err == nil && (l < 2 || l > maxInt32) {

@@ -31,7 +31,7 @@ func anatomyHonest(t *testing.T) (Anonymized, table.Meta) {
 	t.Helper()
 	a := Anonymized{Mechanism: MechanismAnatomy, Policy: codebook.Policy{Unknown: codebook.UnknownMissing, Missing: codebook.MissingDrop},
 		Rows: 12, Dropped: 1, MissingDropped: 2, Sensitive: []string{"disease"}, Codebook: anonCodebook(t), L: 3,
-		Groups: 4, GroupColumn: "gid", ReleaseID: "r1", GroupsTable: "g.csv"}
+		Groups: 4, GroupColumn: "gid", ReleaseID: "r1", GroupsTable: "g.csv", Grouping: GroupingAnatomy}
 	meta := table.Meta{}
 	if err := a.Encode(meta); err != nil {
 		t.Fatal(err)
@@ -43,6 +43,7 @@ func TestAnonymizedRoundTrip(t *testing.T) {
 	anat, _ := anatomyHonest(t)
 	div := anat
 	div.Mechanism, div.Groups, div.GroupColumn, div.ReleaseID, div.GroupsTable, div.MissingDropped = MechanismDiverted, 0, "", "", "", 0
+	div.Grouping = GroupingRandom
 	glob := Anonymized{Mechanism: MechanismGlobal, Sensitive: []string{"disease"}, Codebook: anonCodebook(t)}
 	for _, want := range []Anonymized{anat, div, glob} {
 		meta := table.Meta{}
@@ -57,6 +58,7 @@ func TestAnonymizedRoundTrip(t *testing.T) {
 	_, meta := anatomyHonest(t)
 	checkEdits(t, meta, func() decoder { return new(Anonymized) }, []edit{
 		{"mechanism", set("mechanism", "gamma-diagonal"), `metadata "mechanism" = "gamma-diagonal" is not an anonymize mechanism`},
+		{"grouping", set("grouping", "greedy"), `metadata "grouping" = greedy is out of range: "anatomy" or "random"`},
 		{"no sensitive", set("sensitive", "[]"), `names no sensitive column`},
 		{"two sensitive", set("sensitive", `["disease","disease"]`), `an anatomy release has one sensitive column, metadata "sensitive" names 2; the file was edited or damaged — publish the original table again with anonymize$`},
 		{"sensitive not in codebook", set("sensitive", `["age"]`), `the codebook in the metadata has no column "age"`},
@@ -102,4 +104,29 @@ func TestAnatomyGroupsRoundTrip(t *testing.T) {
 		{"no release id", del("release_id"), `no "release_id" in the metadata`},
 		{"sensitive not in codebook", set("sensitive", `["age"]`), `the codebook in the metadata has no column "age"`},
 	})
+}
+
+// TestAnonymizedWithoutGroupingIsAnatomy: a release written before the
+// grouping item reads as Anatomy's grouping, the only one there was; a
+// global release has none.
+func TestAnonymizedWithoutGroupingIsAnatomy(t *testing.T) {
+	_, meta := anatomyHonest(t)
+	meta[KeyMechanism] = MechanismDiverted
+	meta[KeyGrouping] = GroupingRandom
+	var a Anonymized
+	if err := a.Decode(meta, "r.csv"); err != nil || a.Grouping != GroupingRandom {
+		t.Fatalf("grouping %q, %v; want random", a.Grouping, err)
+	}
+	delete(meta, KeyGrouping)
+	if err := a.Decode(meta, "r.csv"); err != nil || a.Grouping != GroupingAnatomy {
+		t.Fatalf("without the item: grouping %q, %v; want anatomy", a.Grouping, err)
+	}
+	glob := Anonymized{Mechanism: MechanismGlobal, Sensitive: []string{"disease"}, Codebook: anonCodebook(t), Grouping: GroupingRandom}
+	m := table.Meta{}
+	if err := glob.Encode(m); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := m[KeyGrouping]; ok {
+		t.Fatalf("a global release records a grouping: %v", m)
+	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/pramkit/pramkit/pkg/anonymize"
 	"github.com/pramkit/pramkit/pkg/cli"
 	"github.com/pramkit/pramkit/pkg/codebook"
 	"github.com/pramkit/pramkit/pkg/mechanism"
@@ -37,6 +38,7 @@ type Options struct {
 	Sensitive []string // --sensitive
 	L         int      // --l, ℓ′ (ℓ for anatomy)
 	Mechanism string   // --mechanism
+	Grouping  string   // --grouping: how decoy groups' value sets are chosen
 	P         float64  // --p, global: keep probability
 	Groups    string   // --groups FILE, anatomy's sensitive table
 	GroupCol  string   // --group-column, anatomy's group id column
@@ -58,6 +60,12 @@ type Options struct {
 	// insecureIn: the input was made with --insecure-seed; o.meta marks
 	// the publication too.
 	insecureIn bool
+	// spooled is the temporary copy of standard input that a two-pass run
+	// reads twice ("" when the input is a file).
+	spooled string
+	// batchSize is the rows per input batch, 0 for the default (tests vary
+	// it: a seeded run must not depend on it).
+	batchSize int
 }
 
 // anonymizeIntro begins --help's text: then come the mechanisms' sections,
@@ -219,6 +227,7 @@ func NewCmd(s *cli.Streams, runF func(*Options) error) *cobra.Command {
 	f.StringSliceVar(&opts.Sensitive, "sensitive", nil, "sensitive `COL`umns to randomize (comma-separated or repeated)")
 	f.IntVar(&opts.L, "l", 0, "ℓ′ `N` ≥ 2: decoy group size, the number of values each row may take (ℓ for anatomy)")
 	f.StringVar(&opts.Mechanism, "mechanism", diverted, "`MECH`anism: diverted (A′), anatomy or global (mechanism A)")
+	f.StringVar(&opts.Grouping, "grouping", string(anonymize.GroupingAnatomy), "diverted, anatomy: how decoy groups' values are chosen, `G` = anatomy (the ℓ′ largest remaining) or random (in proportion to remaining counts)")
 	f.Float64Var(&opts.P, "p", 0, "global: keep each value with probability `P` in [0, 1), else draw it uniformly (default: retention 1/ℓ′)")
 	f.StringVar(&opts.Groups, "groups", "", "anatomy: write the sensitive table (group, value, count) to `FILE`")
 	f.StringVar(&opts.GroupCol, "group-column", "group", "anatomy: `NAME` of the group id column")
@@ -259,6 +268,9 @@ func (o *Options) validate() error {
 	}
 	if msg := mechanism.Refuse(mechanism.Anonymize, o.Mechanism, f); msg != "" {
 		return cli.Usagef("%s", msg)
+	}
+	if !slices.Contains(anonymize.Groupings, anonymize.Grouping(o.Grouping)) {
+		return cli.Usagef("unknown --grouping %q: choose anatomy or random", o.Grouping)
 	}
 	lGiven := f.Changed("l")
 	if lGiven && o.L < 2 {
@@ -352,9 +364,17 @@ func run(o *Options) error {
 	if err := o.validate(); err != nil {
 		return err
 	}
+	if o.twoPass() && table.IsStdio(o.Input) {
+		path, cleanup, err := o.spoolStdin()
+		defer cleanup()
+		if err != nil {
+			return err
+		}
+		o.spooled = path
+	}
 	// The input first: a sensitive column it lacks is the likelier
 	// mistake than one the codebook lacks.
-	in, err := o.Streams.Open(o.Input)
+	in, err := o.open()
 	if err != nil {
 		return err
 	}

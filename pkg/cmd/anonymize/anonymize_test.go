@@ -20,6 +20,7 @@ import (
 	"github.com/pramkit/pramkit/internal/stattest"
 	"github.com/pramkit/pramkit/pkg/cli"
 	"github.com/pramkit/pramkit/pkg/codebook"
+	"github.com/pramkit/pramkit/pkg/release"
 )
 
 // TestFlagsFillOptions checks flag parsing separately from the run, with a
@@ -52,12 +53,13 @@ func TestFlagsFillOptions(t *testing.T) {
 			t.Fatalf("%v: exit %d", tc.args, code)
 		}
 		// Defaults not given in the case.
-		def := Options{Mechanism: diverted, GroupCol: "group", RelError: 0.2, TE: 0.02}
+		def := Options{Mechanism: diverted, Grouping: release.GroupingAnatomy, GroupCol: "group", RelError: 0.2, TE: 0.02}
 		for _, f := range []struct {
 			zero bool
 			set  func()
 		}{
 			{tc.want.Mechanism == "", func() { tc.want.Mechanism = def.Mechanism }},
+			{tc.want.Grouping == "", func() { tc.want.Grouping = def.Grouping }},
 			{tc.want.GroupCol == "", func() { tc.want.GroupCol = def.GroupCol }},
 			{tc.want.RelError == 0, func() { tc.want.RelError = def.RelError }},
 			{tc.want.TE == 0, func() { tc.want.TE = def.TE }},
@@ -211,7 +213,9 @@ func TestDivertedPublishesNoGroupsOrIDs(t *testing.T) {
 		t.Fatalf("%d rows published, want %d", len(rows), len(truth))
 	}
 	meta := readMeta(t, out)
-	allowed := []string{"stage", "mechanism", "unknown", "missing", "N", "dropped", "sensitive", "codebook", "l", "version", "contract", "order", "insecure_seed"}
+	// grouping is the design (anatomy or random), public like ℓ′; it says
+	// nothing about which rows share a group.
+	allowed := []string{"stage", "mechanism", "grouping", "unknown", "missing", "N", "dropped", "sensitive", "codebook", "l", "version", "contract", "order", "insecure_seed"}
 	for k := range meta {
 		if !slices.Contains(allowed, k) {
 			t.Errorf("metadata key %q: the publication says nothing about groups or ids", k)

@@ -102,62 +102,6 @@ func (d *dataset) libError(err error) error {
 	return err
 }
 
-// runDiverted publishes with mechanism A′ (§4.1, Algorithm 1).
-func (o *Options) runDiverted(in table.Reader, cb *codebook.Codebook) error {
-	d, err := o.readRows(in, cb)
-	if err != nil {
-		return err
-	}
-	cols := make([]anonymize.Column, len(d.sens))
-	for k, sv := range d.sens {
-		cols[k] = anonymize.Column{Values: d.s[k], V: sv.col.K()}
-	}
-	rel, err := anonymize.Anonymize(cols, o.L, o.Seed.Rand(o.cmd))
-	if err != nil {
-		return d.libError(err)
-	}
-	// The true values are not needed any more, except as counts of the
-	// published rows for --report.
-	for _, row := range rel.Dropped {
-		for k := range d.s {
-			d.counts[k][d.s[k][row]]--
-		}
-	}
-	cols, d.s = nil, nil
-	if o.Order.Keep {
-		slices.Sort(rel.Order)
-	}
-	n := int64(len(rel.Order))
-	o.notes(d, len(rel.Dropped), n)
-	meta, err := o.meta(cb, &release.Anonymized{Mechanism: diverted, Rows: n, Dropped: int64(len(rel.Dropped)), MissingDropped: d.missing, L: o.L})
-	if err != nil {
-		return err
-	}
-	labels := make([][]string, len(d.sens))
-	for k, sv := range d.sens {
-		labels[k] = sv.col.Labels()
-	}
-	schema := table.StringSchema(d.names)
-	w, err := o.Streams.Create(o.Output, schema, meta, in.Format(), o.inputs())
-	if err != nil {
-		return err
-	}
-	defer w.Abort()
-	err = d.writeRows(w, schema, rel.Order, o.Streams.Progress("anonymize: write"), func(bb *table.BatchBuilder, j, k int, row uint32) {
-		bb.String(j, labels[k][rel.Published[k][row]])
-	}, nil)
-	if err != nil {
-		return err
-	}
-	if err := w.Commit(); err != nil {
-		return err
-	}
-	if o.Report {
-		return o.printReport(d, d.counts, "the published rows")
-	}
-	return nil
-}
-
 // writeRows writes the held rows in the given order: the non-sensitive
 // columns from their dictionaries, sensitive column k (at output column j)
 // by sens, or not at all when sens is nil; output columns after the input's
