@@ -153,6 +153,7 @@ func readCountRelease(in table.Reader, path string) (*countRelease, error) {
 	}
 	rel.Mechanism, rel.Sensitive, rel.Policy = a.Mechanism, a.Sensitive, a.Policy
 	rel.L, rel.Rows = a.L, a.Rows
+	rel.randomGroups = a.Grouping == release.GroupingRandom
 	for _, name := range rel.Sensitive {
 		col, _ := a.Codebook.Column(name) // Decode checked it is there
 		rel.Columns = append(rel.Columns, col)
