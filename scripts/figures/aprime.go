@@ -136,8 +136,8 @@ func countRelease(t *countTable, preds []adultquery.Predicate, l int, seed uint6
 	paper := countquery.Options{ExactDecoy: true}
 	conv := countquery.Options{ExactDecoy: true, Tolerance: countquery.ConvergedTolerance, MaxIter: countquery.ConvergedMaxIter}
 	for _, g := range []struct {
-		grouping          anonymize.Grouping
-		stream            string
+		grouping         anonymize.Grouping
+		stream           string
 		seriesP, seriesC int
 	}{
 		{anonymize.GroupingAnatomy, "/aprime", seriesExact, seriesAnatomyConv},
