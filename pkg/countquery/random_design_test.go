@@ -221,9 +221,9 @@ func TestAdultRandomDesignAccuracy(t *testing.T) {
 // model. With a01 fixed, the P and P̄ halves are two binomials whose
 // success probability θ = a01 + (x3/n_P)(1/ℓ′ − a01) is one-to-one in x3,
 // so the MLE is the inversion (y3 − n_P·a01)/(1/ℓ′ − a01) clipped to
-// [0, n_P]. The converged rule must land on it (within 1e-6 relative) on
-// random y, interior and boundary, for Predicate and for PredicateMulti
-// with w = 1. Deterministic: no false alarms.
+// [0, n_P] (PredicateMLE). The converged rule must land on it (within 1e-6
+// relative) on random y, interior and boundary, for Predicate and for
+// PredicateMulti with w = 1. Deterministic: no false alarms.
 func TestConvergedUpdateIsTheClippedInversion(t *testing.T) {
 	r := rng.NewSeeded(77)
 	tried := 0
@@ -244,6 +244,10 @@ func TestConvergedUpdateIsTheClippedInversion(t *testing.T) {
 			return math.Min(math.Max((yIn-m*a)/(1/float64(l)-a), 0), m)
 		}
 		wantX3, wantX1 := want(y[3], y[2]), want(y[1], y[0])
+		mle, err := PredicateMLE(y, l, true)
+		if err != nil || mle != wantX3 {
+			t.Fatalf("trial %d: PredicateMLE %v (%v), want %v", trial, mle, err, wantX3)
+		}
 		for _, multi := range []bool{false, true} {
 			var e Estimate
 			var err error
