@@ -269,6 +269,29 @@ func (p *Plan) Divert(vals, out []uint32, r *rand.Rand) (bool, error) {
 	return true, nil
 }
 
+// Deal is Divert without the publication, for Anatomy: it writes the set
+// type (an index into Schedules[k].Types) of the slot dealt to the row in
+// every sensitive column to types, or returns false for a dropped row.
+func (p *Plan) Deal(vals []uint32, types []int, r *rand.Rand) (bool, error) {
+	if p.dealers == nil {
+		return false, errors.New("anonymize.Plan.Deal: called before Finish")
+	}
+	row := p.row
+	p.row++
+	if p.next < len(p.Dropped) && p.Dropped[p.next] == row {
+		p.next++
+		return false, nil
+	}
+	for k, x := range vals {
+		t, err := p.dealers[k].Deal(x, r)
+		if err != nil {
+			return false, fmt.Errorf("row %d of pass 2, sensitive column %d: %w", row, k, err)
+		}
+		types[k] = t
+	}
+	return true, nil
+}
+
 // Done checks, after pass 2, that it saw the rows of pass 1: every slot
 // was dealt.
 func (p *Plan) Done() error {

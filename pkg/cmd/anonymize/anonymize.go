@@ -83,9 +83,13 @@ randomized; every other column is published unchanged, as text.
 const divertedHelp = `--mechanism diverted (the default) is the paper's mechanism A′:
   1. every row gets a random id (from a CSPRNG), independent of its content;
   2. the (id, sensitive value) pairs are split into decoy groups of exactly
-     ℓ′ rows with ℓ′ distinct values, deterministically, by Anatomy's group
-     creation: one bucket of rows per value, then repeatedly one row (the
-     smallest id) from each of the ℓ′ currently largest buckets;
+     ℓ′ rows with ℓ′ distinct values: one bucket of rows per value, then
+     repeatedly one row (the smallest id) from each of ℓ′ buckets, chosen
+     by --grouping: anatomy (the default) takes the ℓ′ currently largest
+     buckets (Anatomy's group creation); random draws them at random in
+     proportion to their remaining sizes, always including a bucket that
+     must be in every remaining group, so that the largest values do not
+     always share groups;
   3. each row publishes a value drawn uniformly from its group's ℓ′ values
      (p = q = 1/ℓ′, the only choice that gives ℓ′-diverted privacy,
      Theorems 1 and 2);
@@ -155,15 +159,19 @@ published rows); without -o nothing is published. --check only says
 whether the table is eligible for --l and the largest feasible ℓ′ (exit
 status 1 when not eligible).
 
-Memory: diverted and anatomy hold the table: 4 bytes per row per sensitive
-column, 1 byte per row per other column with at most 256 distinct values (2
-bytes up to 65,536, else 4) plus each distinct value once, and 16 bytes per
-row while publishing (decoy groups, shuffled order, published values):
-about 40 bytes per row for UCI Adult's 15 columns. global's shuffle holds
-the published rows (their text plus about 10 bytes per row) up to 16 MiB,
-then spills them to private temporary files (in $TMPDIR, removed at the
-end) and holds one of 128 such files at a time. --check and a --report
-without -o read the table once in constant memory.`
+Memory does not grow with the rows. diverted and anatomy read the table
+twice (a table on standard input is first copied to a private temporary
+file in $TMPDIR, removed at the end): the first pass counts each sensitive
+value and the decoy groups' value sets are computed from the counts alone;
+the second gives each row a random free place among its value's groups and
+publishes it at once. They hold the counts and one entry per distinct
+value set (at most C(V, ℓ′) of them for V values). anatomy numbers the
+groups of the rows after a first shuffle and shuffles them again; with
+--keep-order it holds the table instead (about 30 bytes per row) and
+builds Anatomy's groups only. The shuffle holds the published rows (their text plus about 10
+bytes per row) up to 16 MiB, then spills them to private temporary files
+(in $TMPDIR, removed at the end) and holds one of 128 such files at a time.
+--check and a --report without -o read the table once in constant memory.`
 
 const anonymizeExample = `  # is Adult eligible for ℓ′ = 5 with occupation sensitive? (largest feasible: 7)
   $ anonymize --check --sensitive occupation --l 5 --codebook codebook.json adult.csv
@@ -341,6 +349,8 @@ func (o *Options) validatePublish(lGiven bool) error {
 			return cli.Usagef("--group-column needs a name")
 		case o.Groups == o.Output.Path:
 			return cli.Usagef("--groups and -o name the same file")
+		case o.Order.Keep && o.Grouping != string(anonymize.GroupingAnatomy):
+			return cli.Usagef("--mechanism anatomy --keep-order holds the table in memory and builds Anatomy's groups only: drop --keep-order or --grouping %s", o.Grouping)
 		}
 	case global:
 		switch {

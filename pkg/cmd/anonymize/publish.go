@@ -145,13 +145,11 @@ func removeTable(path string) {
 	os.Remove(path + ".meta.json")
 }
 
-// runAnatomy publishes the Anatomy baseline: the rows with a group id
-// instead of the sensitive value, and the sensitive table (group, value,
-// count) to --groups.
-func (o *Options) runAnatomy(in table.Reader, cb *codebook.Codebook) error {
-	if len(in.Schema().FieldIndices(o.GroupCol)) > 0 {
-		return fmt.Errorf("%s already has a column %q: name the group id column otherwise with --group-column NAME", in.Name(), o.GroupCol)
-	}
+// runAnatomyInMemory publishes the Anatomy baseline holding the table
+// (--keep-order; see runAnatomy): the rows with a group id instead of the
+// sensitive value, in the input's order, and the sensitive table (group,
+// value, count) to --groups.
+func (o *Options) runAnatomyInMemory(in table.Reader, cb *codebook.Codebook) error {
 	d, err := o.readRows(in, cb)
 	if err != nil {
 		return err
@@ -170,7 +168,7 @@ func (o *Options) runAnatomy(in table.Reader, cb *codebook.Codebook) error {
 	o.notes(d, len(rel.Dropped), n)
 	// The two tables carry the same random release id, so that estimate
 	// can check that it was given the sensitive table of these rows.
-	a := release.Anonymized{Mechanism: anatomy, Rows: n, Dropped: int64(len(rel.Dropped)), MissingDropped: d.missing, L: o.L,
+	a := release.Anonymized{Mechanism: anatomy, Grouping: release.GroupingAnatomy, Rows: n, Dropped: int64(len(rel.Dropped)), MissingDropped: d.missing, L: o.L,
 		Groups: len(rel.ST) / rel.L, GroupColumn: o.GroupCol, ReleaseID: releaseID(), GroupsTable: table.DisplayName(o.Groups)}
 	meta, err := o.meta(cb, &a)
 	if err != nil {
@@ -330,6 +328,9 @@ type globalRun struct {
 	names   []string
 	r       *rand.Rand
 	missing int64 // rows left out for a missing sensitive value
+
+	// batchDone, when set, is called by pass after each batch's rows.
+	batchDone func(rec arrow.RecordBatch) error
 
 	idx, pub [][]uint32
 	cells    []table.Values

@@ -7,12 +7,19 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime/debug"
+	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/pramkit/pramkit/pkg/anonymize"
+	"github.com/pramkit/pramkit/pkg/cli"
 	"github.com/pramkit/pramkit/pkg/codebook"
+	"github.com/pramkit/pramkit/pkg/progress"
 	"github.com/pramkit/pramkit/pkg/release"
+	"github.com/pramkit/pramkit/pkg/shuffle"
 	"github.com/pramkit/pramkit/pkg/table"
 )
 
@@ -91,6 +98,21 @@ func splitRand(r *rand.Rand) *rand.Rand {
 	return rand.New(rand.NewChaCha8(seed))
 }
 
+// memoryLimit is the soft heap limit of a two-pass run. What it holds
+// live is bounded (a few input and output batches, the shuffle's budget:
+// about 35 MiB), but Go lets the heap grow to twice the live size between
+// collections, which put the peak RSS at about 115 MB; with this limit the
+// collector runs earlier near it (85 MB measured on 1M rows, for about 5 %
+// more CPU). GOMEMLIMIT, when set, wins.
+const memoryLimit = 64 << 20
+
+// softMemoryLimit sets memoryLimit unless GOMEMLIMIT is set.
+func softMemoryLimit() {
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(memoryLimit)
+	}
+}
+
 // pass is one pass over the input: per kept row (a row no --missing drop
 // removes), its value index in every sensitive column.
 func (g *globalRun) pass(in table.Reader, row func(rec arrow.RecordBatch, i int, vals []uint32) error) error {
@@ -121,6 +143,11 @@ func (g *globalRun) pass(in table.Reader, row func(rec arrow.RecordBatch, i int,
 				vals[k] = uint32(g.sens[k].index[code])
 			}
 			if err := row(rec, i, vals); err != nil {
+				return err
+			}
+		}
+		if g.batchDone != nil {
+			if err := g.batchDone(rec); err != nil {
 				return err
 			}
 		}
@@ -179,6 +206,7 @@ func (o *Options) countPass(in table.Reader, cb *codebook.Codebook, r *rand.Rand
 // counts, pass 2 publishes each row as it comes, through the bounded-memory
 // shuffle unless --keep-order. Memory does not grow with the rows.
 func (o *Options) runDiverted(in table.Reader, cb *codebook.Codebook) error {
+	softMemoryLimit()
 	r := o.Seed.Rand(o.cmd)
 	shuffleRand := splitRand(r)
 	g, plan, d, err := o.countPass(in, cb, r)
@@ -197,37 +225,292 @@ func (o *Options) runDiverted(in table.Reader, cb *codebook.Codebook) error {
 	}
 	defer in2.Close()
 	schema := table.StringSchema(g.names)
-	w, err := o.Streams.Create(o.Output, schema, meta, in.Format(), o.inputs())
+	fw, err := o.Streams.Create(o.Output, schema, meta, in.Format(), o.inputs())
+	if err != nil {
+		return err
+	}
+	defer fw.Abort()
+	// Three stages run side by side: reading and dealing, the shuffle, and
+	// encoding the output (asyncWriter).
+	w := newAsyncWriter(fw)
+	defer w.Abort()
+	ow, err := o.Order.Writer(w, schema, shuffleRand)
+	if err != nil {
+		return err
+	}
+	defer ow.Abort()
+	sw := newAsyncWriter(ow)
+	defer sw.Abort()
+	meter := o.Streams.Progress("anonymize: publish")
+	pw := &publisher{g: g, schema: schema, w: sw, meter: meter, labels: make([][]uint32, len(g.sens))}
+	defer pw.release()
+	pub := make([]uint32, len(g.sens))
+	g.batchDone = pw.flush
+	err = g.pass(in2, func(rec arrow.RecordBatch, i int, vals []uint32) error {
+		ok, err := plan.Divert(vals, pub, r)
+		if err != nil {
+			return fmt.Errorf("%s: %w", in2.Name(), err)
+		}
+		if ok {
+			pw.rows = append(pw.rows, i)
+			for k, y := range pub {
+				pw.labels[k] = append(pw.labels[k], y)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if err := plan.Done(); err != nil {
+		return fmt.Errorf("%s: %w", in2.Name(), err)
+	}
+	meter.Done()
+	if err := sw.Commit(); err != nil {
+		return err
+	}
+	if o.Report {
+		return o.printReport(d, d.counts, "the published rows")
+	}
+	return nil
+}
+
+// publisher writes A′'s published rows one input batch at a time: the
+// non-sensitive columns are the input's own arrays when they are text and
+// no row of the batch is left out (the usual case), else copied row by
+// row; the sensitive columns are built from the codebook's labels.
+type publisher struct {
+	g      *globalRun
+	schema *arrow.Schema
+	w      table.Writer
+	meter  *progress.Meter
+	rows   []int      // the input batch's published rows
+	labels [][]uint32 // per sensitive column, their published values
+	bb     *table.BatchBuilder
+}
+
+// flush writes the published rows of input batch rec (globalRun.batchDone).
+func (p *publisher) flush(rec arrow.RecordBatch) error {
+	if len(p.rows) == 0 {
+		return nil
+	}
+	n := len(p.rows)
+	defer func() {
+		p.rows = p.rows[:0]
+		for k := range p.labels {
+			p.labels[k] = p.labels[k][:0]
+		}
+	}()
+	var out arrow.RecordBatch
+	if n == int(rec.NumRows()) {
+		cols := make([]arrow.Array, len(p.g.which))
+		defer func() {
+			for _, c := range cols {
+				if c != nil {
+					c.Release()
+				}
+			}
+		}()
+		for j, k := range p.g.which {
+			switch a := rec.Column(j).(type) {
+			case *array.String:
+				if k < 0 {
+					a.Retain()
+					cols[j] = a
+					continue
+				}
+			}
+			b := array.NewStringBuilder(memory.DefaultAllocator)
+			b.Reserve(n)
+			if k >= 0 {
+				col := p.g.sens[k].col
+				for _, y := range p.labels[k] {
+					b.Append(col.Label(int(y)))
+				}
+			} else {
+				for _, i := range p.rows {
+					b.Append(p.g.cells[j].String(i))
+				}
+			}
+			cols[j] = b.NewArray()
+			b.Release()
+		}
+		out = array.NewRecordBatch(p.schema, cols, int64(n))
+	} else {
+		if p.bb == nil {
+			p.bb = table.NewBatchBuilder(p.schema)
+		}
+		for r, i := range p.rows {
+			for j, k := range p.g.which {
+				if k >= 0 {
+					p.bb.String(j, p.g.sens[k].col.Label(int(p.labels[k][r])))
+				} else {
+					p.bb.String(j, p.g.cells[j].String(i))
+				}
+			}
+			p.bb.EndRow()
+		}
+		out = p.bb.NewBatch()
+	}
+	defer out.Release()
+	if err := p.w.Write(out); err != nil {
+		return err
+	}
+	p.meter.Add(int64(n))
+	return nil
+}
+
+func (p *publisher) release() {
+	if p.bb != nil {
+		p.bb.Release()
+	}
+}
+
+// runAnatomy publishes the Anatomy baseline: the rows with a group id
+// instead of the sensitive value, and the sensitive table (group, value,
+// count) to --groups, with the groups of --grouping.
+//
+// It streams like A′ (runDiverted): pass 1 counts and schedules; the
+// sensitive table is the schedule written out (the groups of set type t
+// are numbered consecutively, each listing its ℓ values with count 1);
+// pass 2 deals each row a set type. The row's group within its type must
+// be a uniformly random one of the type's groups, independently for each
+// value (SPEC §4: a value's rows fill its groups in the order of random
+// ids). So the dealt rows go through a first uniform shuffle and are
+// numbered on the way out: the j-th row of value v and type t to come out
+// goes to the type's j-th group. A uniform shuffle puts each (type,
+// value)'s rows in a uniformly random order, independently of the others,
+// which makes that numbering a uniformly random bijection, as in §4. The
+// numbered rows then go through a second, independent shuffle: coming out
+// in the first shuffle's order, the group ids of each value would be
+// increasing along the output, telling which rows hold different values.
+// Memory: two shuffles' budgets and one counter per (type, value).
+//
+// --keep-order cannot number through a shuffle and keep the input's order
+// in bounded memory: it keeps the in-memory version (runAnatomyInMemory,
+// Anatomy's grouping only).
+func (o *Options) runAnatomy(in table.Reader, cb *codebook.Codebook) error {
+	if len(in.Schema().FieldIndices(o.GroupCol)) > 0 {
+		return fmt.Errorf("%s already has a column %q: name the group id column otherwise with --group-column NAME", in.Name(), o.GroupCol)
+	}
+	if o.Order.Keep {
+		return o.runAnatomyInMemory(in, cb)
+	}
+	softMemoryLimit()
+	r := o.Seed.Rand(o.cmd)
+	numberRand, shuffleRand := splitRand(r), splitRand(r)
+	g, plan, d, err := o.countPass(in, cb, r)
+	if err != nil {
+		return err
+	}
+	sch := plan.Schedules[0]
+	sv := g.sens[0]
+	n := plan.Rows() - int64(len(plan.Dropped))
+	o.notes(d, len(plan.Dropped), n)
+	a := release.Anonymized{Mechanism: anatomy, Grouping: o.Grouping, Rows: n, Dropped: int64(len(plan.Dropped)), MissingDropped: d.missing, L: o.L,
+		Groups: int(sch.Groups()), GroupColumn: o.GroupCol, ReleaseID: releaseID(), GroupsTable: table.DisplayName(o.Groups)}
+	meta, err := o.meta(cb, &a)
+	if err != nil {
+		return err
+	}
+	// The sensitive table first: written in full before the rows.
+	stMeta := table.Meta{}
+	if err := a.GroupsTableMeta(meta[release.KeyInsecureSeed] == "true").Encode(stMeta); err != nil {
+		return err
+	}
+	stSchema := arrow.NewSchema([]arrow.Field{
+		{Name: o.GroupCol, Type: arrow.PrimitiveTypes.Int64},
+		{Name: sv.name, Type: arrow.BinaryTypes.String},
+		{Name: "count", Type: arrow.PrimitiveTypes.Int64},
+	}, nil)
+	gw, err := o.Streams.Create(cli.Output{Path: o.Groups, Format: o.Output.Format, Flag: "--groups"}, stSchema, stMeta, in.Format(), append(o.inputs(), o.Output.Path))
+	if err != nil {
+		return err
+	}
+	defer gw.Abort()
+	base := make([]int64, len(sch.Types)) // first group id of each type
+	var st []anonymize.AnatomyEntry
+	flushST := func() error {
+		err := writeST(gw, stSchema, st, sv.col.Labels())
+		st = st[:0]
+		return err
+	}
+	var next int64
+	for t, ty := range sch.Types {
+		base[t] = next
+		for range ty.Groups {
+			for _, v := range ty.Values {
+				st = append(st, anonymize.AnatomyEntry{Group: uint32(next), Value: v, Count: 1})
+			}
+			next++
+			if len(st) >= table.DefaultBatchSize {
+				if err := flushST(); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	if err := flushST(); err != nil {
+		return err
+	}
+
+	// The rows: pass 2 → shuffle → numbering → shuffle → -o.
+	var nsa []int // input columns published as they are
+	var fields, hidden []arrow.Field
+	for j, k := range g.which {
+		if k < 0 {
+			nsa = append(nsa, j)
+			fields = append(fields, arrow.Field{Name: g.names[j], Type: arrow.BinaryTypes.String})
+		}
+	}
+	hidden = append(append(hidden, fields...),
+		arrow.Field{Name: "type", Type: arrow.PrimitiveTypes.Int64},
+		arrow.Field{Name: "value", Type: arrow.PrimitiveTypes.Int64})
+	fields = append(fields, arrow.Field{Name: o.GroupCol, Type: arrow.PrimitiveTypes.Int64})
+	schema := arrow.NewSchema(fields, nil)
+	hiddenSchema := arrow.NewSchema(hidden, nil)
+	w, err := o.Streams.Create(o.Output, schema, meta, in.Format(), append(o.inputs(), o.Groups))
 	if err != nil {
 		return err
 	}
 	defer w.Abort()
-	sw, err := o.Order.Writer(w, schema, shuffleRand)
+	ow, err := o.Order.Writer(w, schema, shuffleRand)
+	if err != nil {
+		return err
+	}
+	defer ow.Abort()
+	nb := &numberer{w: ow, rw: table.NewRowWriter(ow, schema, 0), sch: sch, base: base, nsa: len(nsa),
+		next: make([]int64, len(sch.Types)*o.L)}
+	defer nb.rw.Release()
+	sw, err := shuffle.NewWriter(nb, hiddenSchema, numberRand, shuffle.Options{})
 	if err != nil {
 		return err
 	}
 	defer sw.Abort()
-	rw := table.NewRowWriter(sw, schema, 0)
+	in2, err := o.open()
+	if err != nil {
+		return err
+	}
+	defer in2.Close()
+	rw := table.NewRowWriter(sw, hiddenSchema, 0)
 	defer rw.Release()
 	meter := o.Streams.Progress("anonymize: publish")
 	rw.OnBatch = func(rows int) { meter.Add(int64(rows)) }
-	pub := make([]uint32, len(g.sens))
 	bb := rw.BatchBuilder
+	types := make([]int, 1)
 	err = g.pass(in2, func(rec arrow.RecordBatch, i int, vals []uint32) error {
-		ok, err := plan.Divert(vals, pub, r)
+		ok, err := plan.Deal(vals, types, r)
 		if err != nil {
 			return fmt.Errorf("%s: %w", in2.Name(), err)
 		}
 		if !ok {
 			return nil
 		}
-		for j, k := range g.which {
-			if k >= 0 {
-				bb.String(j, g.sens[k].col.Label(int(pub[k])))
-			} else {
-				bb.String(j, g.cells[j].String(i))
-			}
+		for c, j := range nsa {
+			bb.String(c, g.cells[j].String(i))
 		}
+		bb.Int64(len(nsa), int64(types[0]))
+		bb.Int64(len(nsa)+1, int64(vals[0]))
 		return rw.EndRow()
 	})
 	if err != nil {
@@ -240,11 +523,66 @@ func (o *Options) runDiverted(in table.Reader, cb *codebook.Codebook) error {
 		return err
 	}
 	meter.Done()
-	if err := sw.Commit(); err != nil {
+	if err := gw.Commit(); err != nil {
 		return err
 	}
-	if o.Report {
-		return o.printReport(d, d.counts, "the published rows")
+	if err := sw.Commit(); err != nil {
+		removeTable(o.Groups)
+		return err
 	}
 	return nil
 }
+
+// numberer receives the dealt rows of Anatomy in a uniformly random order
+// and gives each its group: the j-th row of value v in set type t to
+// arrive gets the type's j-th group (see runAnatomy), then passes the row
+// on without its type and value.
+type numberer struct {
+	w    table.Writer // the output, behind its own shuffle
+	rw   *table.RowWriter
+	sch  *anonymize.Schedule
+	base []int64
+	next []int64 // per (type, place of the value in the type's set)
+	nsa  int
+}
+
+func (nb *numberer) Write(rec arrow.RecordBatch) error {
+	cells := make([]table.Values, nb.nsa)
+	for c := range cells {
+		cells[c] = table.ValuesOf(rec.Column(c))
+	}
+	types, ok1 := rec.Column(nb.nsa).(*array.Int64)
+	vals, ok2 := rec.Column(nb.nsa + 1).(*array.Int64)
+	if !ok1 || !ok2 {
+		return errors.New("internal error: the shuffle changed the type and value columns' type")
+	}
+	l := nb.sch.L
+	bb := nb.rw.BatchBuilder
+	for i := range int(rec.NumRows()) {
+		t := int(types.Value(i))
+		place, ok := slices.BinarySearch(nb.sch.Types[t].Values, uint32(vals.Value(i)))
+		if !ok || nb.next[t*l+place] >= nb.sch.Types[t].Groups {
+			return errors.New("internal error: a row dealt to a set without its value, or to a full set")
+		}
+		for c, v := range cells {
+			bb.String(c, v.String(i))
+		}
+		bb.Int64(nb.nsa, nb.base[t]+nb.next[t*l+place])
+		nb.next[t*l+place]++
+		if err := nb.rw.EndRow(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (nb *numberer) Commit() error {
+	if err := nb.rw.Flush(); err != nil {
+		return err
+	}
+	return nb.w.Commit()
+}
+
+func (nb *numberer) Abort() { nb.w.Abort() }
+
+func (nb *numberer) Format() table.Format { return nb.w.Format() }
