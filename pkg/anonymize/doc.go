@@ -93,4 +93,49 @@
 // The guarantees per value (Lemma 4's utility threshold, Definition 5's
 // privacy probability) are in guarantee.go; the count estimators for a
 // published table are in package countquery.
+//
+// # Randomized decoy groups keep A′'s guarantees
+//
+// GroupingRandom (anonymize --grouping random) chooses each group's ℓ′
+// values by draws in proportion to the remaining counts, with the values at
+// the bound forced (randomSets), instead of Anatomy's ℓ′ largest buckets.
+// Claim: every guarantee of SPEC §4 holds unchanged. Proof.
+//
+//  1. Diversity. Every group has ℓ′ rows with ℓ′ distinct values, every kept
+//     row is in exactly one group, and eligibility (f_v ≤ N/ℓ′) is enough
+//     to the last group: randomSets keeps cnt(v) ≤ n with n groups left
+//     (the values at n are forced into the group, at most ℓ′ of them since
+//     Σ cnt = nℓ′), so the draws always find ℓ′ distinct values. The drop of
+//     N mod ℓ′ rows is the same as for Anatomy's grouping.
+//  2. p = q = 1/ℓ′ and Theorem 1. A row publishes a uniform member of its
+//     group's ℓ′ distinct values: its own with probability p = 1/ℓ′, each
+//     of the ℓ′ − 1 others with q = 1/ℓ′ (Fact 1: all members of a group
+//     have the same output law). Theorem 1 (ℓ′-diverted zero-differential
+//     privacy) compares tables that differ by swapping the non-sensitive
+//     values of two members of one group. The grouping is drawn from the
+//     counts and the CSPRNG, and rows are dealt to slots by their values
+//     and the CSPRNG: nothing of it reads the non-sensitive values. So both
+//     tables give the same law of the grouping, and given any grouping
+//     the published values have the same law (each member independently
+//     uniform over the same set); the laws of D′ agree after mixing over
+//     the grouping too. The proof of Theorem 1 never looks at which values
+//     share a group, only at the ℓ′ distinct values of each.
+//  3. Theorem 3, Lemma 4 and Definition 5. Given any grouping, value s is
+//     in exactly f_s groups (one s row each); their ℓ′ f_s rows publish s
+//     independently with probability 1/ℓ′ and no other row can, so
+//     f′_s ~ Binomial(ℓ′ f_s, 1/ℓ′): E f′_s = f_s (Theorem 3), Var f′_s =
+//     f_s(ℓ′ − 1)/ℓ′ (Inequality 3, hence Lemma 4's T_f), and Definition
+//     5's T_P is computed from that law (guarantee.go). The law depends on
+//     f_s and ℓ′ only, not on which values share s's groups, so it holds
+//     for each grouping and for the mixture over random ones. (The joint law
+//     of the f′_s across values does depend on the grouping; no guarantee
+//     uses it.)
+//  4. What changes is the law of (true, published) for a row without s:
+//     a row of value v publishes s with probability a01(v→s) =
+//     E[C_vs]/(ℓ′ f_v), C_vs the groups holding both. Its average over the
+//     rows without s is f_s(ℓ′−1)/(ℓ′(N−f_s)) for every grouping; with
+//     random groups it is close to that average for every v, with Anatomy's
+//     it is not — which is why the count estimator is more accurate on
+//     randomly grouped releases (package countquery, "The decoy probability
+//     a01"). Nothing about the groups is published in either case.
 package anonymize

@@ -368,3 +368,39 @@ func prepare(y []float64, w, l int, opt *Options) (fs []float64, n float64, err 
 	copy(fs, opt.Frequencies)
 	return fs, n, nil
 }
+
+// The stopping rule of a converged update (estimate --ibu-stop converged,
+// the default on releases with randomized decoy groups): no state count
+// changes by more than ConvergedTolerance·max(x_i, 1) in one step, or
+// ConvergedMaxIter steps.
+const (
+	ConvergedTolerance = 1e-9
+	ConvergedMaxIter   = 1_000_000
+)
+
+// PredicateMLE returns the limit of Predicate's update with a01 fixed at
+// DecoyProb(f′_s, N, ℓ′, exact) (Options.UpdateFrequencies false,
+// Frequencies nil), in closed form: the maximum-likelihood estimate of x_3,
+//
+//	x_3 = clip((y3 − n_P·a01)/(1/ℓ′ − a01), 0, n_P),   n_P = y2 + y3.
+//
+// With a01 fixed, the P rows of Figure 3's model publish s independently
+// with probability θ = a01 + (x_3/n_P)(1/ℓ′ − a01), one-to-one in x_3, so
+// the binomial likelihood is maximal at θ = y3/n_P clipped to
+// [a01, 1/ℓ′]. The update (EM) converges there; the closed form skips the
+// iterations, which are many when the maximum is on the boundary. It is
+// what experiments with thousands of queries use (scripts/figures).
+func PredicateMLE(y [4]float64, l int, exact bool) (float64, error) {
+	opt := Options{ExactDecoy: exact}
+	fs, n, err := prepare(y[:], 1, l, &opt)
+	if err != nil {
+		return 0, fmt.Errorf("countquery.PredicateMLE: %w", err)
+	}
+	a01 := DecoyProb(fs[0], n, l, exact)
+	gap := 1/float64(l) - a01
+	nP := y[2] + y[3]
+	if !(gap > 0) { // f′_s at N/ℓ′: every row publishes s with 1/ℓ′
+		return 0, fmt.Errorf("countquery.PredicateMLE: a01 = 1/ℓ′ (f′_s = N/ℓ′): the release says nothing about which rows hold s")
+	}
+	return math.Min(math.Max((y[3]-nP*a01)/gap, 0), nP), nil
+}

@@ -106,7 +106,7 @@ var Table = []Descriptor{
 		[]string{"round-two", "columns", "tabulate"}},
 	{release.MechanismDiverted, Anonymize, KindCounts,
 		[]string{"grouping"},
-		[]string{"query", "queries", "decoy", "ibu-tol", "ibu-max-iter"}},
+		[]string{"query", "queries", "decoy", "ibu-stop", "ibu-tol", "ibu-max-iter"}},
 	{release.MechanismAnatomy, Anonymize, KindCounts,
 		[]string{"groups", "group-column", "grouping"},
 		[]string{"query", "queries", "groups"}},

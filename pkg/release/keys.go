@@ -45,6 +45,10 @@ const (
 	KeyEstimator = "estimator"
 	KeyDecoy     = "decoy"
 	KeyIBUTol    = "ibu_tol"
+	// KeyIBUStop and KeyIBUMaxIter: the Bayesian update's stopping rule
+	// (paper or converged) and its step bound.
+	KeyIBUStop    = "ibu_stop"
+	KeyIBUMaxIter = "ibu_max_iter"
 	// EstimatorCounts is the estimator of anonymize releases' counts.
 	EstimatorCounts = "counts"
 )

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"slices"
 
 	"github.com/pramkit/pramkit/internal/adultquery"
@@ -33,19 +34,67 @@ func newCountTable(a *adult) *countTable {
 	return t
 }
 
-// Series of anonymize_error_vs_l, in legend order.
+// Series of anonymize_error_vs_l, in legend order: A′ with exact a01 for
+// each decoy grouping × stopping rule of the Bayesian update, then the
+// baselines.
 const (
-	seriesExact = iota
-	seriesPaper
+	seriesExact       = iota // Anatomy's grouping, the paper's 1 % rule (anonymize's and estimate's behaviour before issue 12)
+	seriesAnatomyConv        // Anatomy's grouping, converged
+	seriesRandom             // random grouping, 1 % rule
+	seriesRandomConv         // random grouping, converged (estimate's default on such releases)
 	seriesAnatomy
 	seriesGlobal
 	numSeries
 )
 
-var seriesNames = [numSeries]string{"A′ (exact a01)", "A′ (paper-fixed a01)", "Anatomy (ℓ = ℓ′)", "global randomization (retention 1/ℓ′)"}
+var seriesNames = [numSeries]string{
+	"A′, Anatomy's groups, 1 % rule", "A′, Anatomy's groups, converged",
+	"A′, random groups, 1 % rule", "A′, random groups, converged",
+	"Anatomy (ℓ = ℓ′)", "global randomization (retention 1/ℓ′)",
+}
 
 // seriesKeys name the series in the CSV.
-var seriesKeys = [numSeries]string{"aprime_exact", "aprime_paper", "anatomy", "global"}
+var seriesKeys = [numSeries]string{"aprime_exact", "aprime_exact_converged", "aprime_random", "aprime_random_converged", "anatomy", "global"}
+
+// seriesStyle is each series' colour and glyph (a grouping's two rules
+// share one, the converged one dashed).
+var seriesStyle = [numSeries]int{0, 0, 2, 2, 1, 3}
+
+func seriesDashed(sr int) bool { return sr == seriesAnatomyConv || sr == seriesRandomConv }
+
+// publishStream publishes column s (values < v) at ℓ′ = l with grouping g
+// through anonymize's two-pass Plan, as anonymize does: the published value
+// index of every row, anonymize.NotPublished for the N mod ℓ′ dropped.
+func publishStream(s []uint32, v, l int, g anonymize.Grouping, r *rand.Rand) ([]uint32, error) {
+	p, err := anonymize.NewPlan([]int{v}, l, g)
+	if err != nil {
+		return nil, err
+	}
+	val := make([]uint32, 1)
+	for _, x := range s {
+		val[0] = x
+		if err := p.Count(val, r); err != nil {
+			return nil, err
+		}
+	}
+	if err := p.Finish(r); err != nil {
+		return nil, err
+	}
+	pub := make([]uint32, len(s))
+	out := make([]uint32, 1)
+	for row, x := range s {
+		val[0] = x
+		ok, err := p.Divert(val, out, r)
+		if err != nil {
+			return nil, err
+		}
+		pub[row] = anonymize.NotPublished
+		if ok {
+			pub[row] = out[0]
+		}
+	}
+	return pub, p.Done()
+}
 
 // relErr accumulates |est − truth|/truth over queries.
 type relErr struct {
@@ -76,28 +125,44 @@ func bounds(r int, n float64) (lo, hi float64) {
 
 // countRelease publishes the sensitive column once per mechanism at ℓ′ = l
 // and answers every query of both ranges: the error sums [range][series].
-// A′ is estimated with the paper's iterative Bayesian update at its 1 %
-// stopping rule (countquery.Options{}), with a01 = f′_s/N fixed (estimate
-// --decoy paper-fixed; the paper re-evaluates it each step) and the
-// exact average; Anatomy with Xiao and Tao's estimator; global
-// randomization, with keep = (V/ℓ′ − 1)/(V − 1) so that a row retains its
-// value with probability 1/ℓ′ as in §9.4, with the unbiased inverse.
+// A′ is published with each decoy grouping (anonymize --grouping) and
+// estimated with the exact a01 by the iterative Bayesian update stopped by
+// the paper's 1 % rule (countquery.DefaultTolerance) and run to convergence
+// (countquery.PredicateMLE, the converged update's limit), as estimate
+// --ibu-stop paper|converged;
+// Anatomy with Xiao and Tao's estimator; global randomization, with
+// keep = (V/ℓ′ − 1)/(V − 1) so that a row retains its value with
+// probability 1/ℓ′ as in §9.4, with the unbiased inverse.
 func countRelease(t *countTable, preds []adultquery.Predicate, l int, seed uint64, name string) (res [numRanges][numSeries]relErr, err error) {
-	// A′.
-	rel, err := anonymize.Anonymize([]anonymize.Column{{Values: t.S, V: t.V}}, l, stream(seed, name+"/aprime"))
-	if err != nil {
-		return res, fmt.Errorf("countRelease: %w", err)
-	}
-	n := float64(len(rel.Order))
-	for rg := range numRanges {
-		lo, hi := bounds(rg, n)
-		for _, q := range adultquery.Observe(t, preds, rel.Published[0], lo, hi) {
-			for _, sr := range []int{seriesExact, seriesPaper} {
-				e, err := countquery.Predicate(q.Y, l, countquery.Options{ExactDecoy: sr == seriesExact})
+	paper := countquery.Options{ExactDecoy: true}
+	for _, g := range []struct {
+		grouping         anonymize.Grouping
+		stream           string
+		seriesP, seriesC int
+	}{
+		{anonymize.GroupingAnatomy, "/aprime", seriesExact, seriesAnatomyConv},
+		{anonymize.GroupingRandom, "/aprime-random", seriesRandom, seriesRandomConv},
+	} {
+		pub, err := publishStream(t.S, t.V, l, g.grouping, stream(seed, name+g.stream))
+		if err != nil {
+			return res, fmt.Errorf("countRelease: %w", err)
+		}
+		n := float64(len(pub) - anonymize.DropCount(len(pub), l))
+		for rg := range numRanges {
+			lo, hi := bounds(rg, n)
+			for _, q := range adultquery.Observe(t, preds, pub, lo, hi) {
+				e, err := countquery.Predicate(q.Y, l, paper)
 				if err != nil {
 					return res, fmt.Errorf("countRelease: %w", err)
 				}
-				res[rg][sr].add(e.Count, q.Truth)
+				res[rg][g.seriesP].add(e.Count, q.Truth)
+				// The converged update's limit, in closed form (as fast
+				// for thousands of queries; countquery tests they agree).
+				mle, err := countquery.PredicateMLE(q.Y, l, true)
+				if err != nil {
+					return res, fmt.Errorf("countRelease: %w", err)
+				}
+				res[rg][g.seriesC].add(mle, q.Truth)
 			}
 		}
 	}
@@ -121,7 +186,7 @@ func countRelease(t *countTable, preds []adultquery.Predicate, l int, seed uint6
 	for _, row := range an.Dropped {
 		kept[row] = anonymize.NotPublished
 	}
-	n = float64(len(an.Order))
+	n := float64(len(an.Order))
 	matches := make([]int64, groups)
 	for rg := range numRanges {
 		lo, hi := bounds(rg, n)

@@ -300,7 +300,7 @@ func anonymizeErrorVsL(a *adult, o options, sum io.Writer) (string, error) {
 			if rg == rangeSmall {
 				name = "" // one legend, in the left panel
 			}
-			if err := addSeries(p, name, sr, xys, nil, false); err != nil {
+			if err := addSeries(p, name, seriesStyle[sr], xys, nil, seriesDashed(sr)); err != nil {
 				return "", err
 			}
 		}

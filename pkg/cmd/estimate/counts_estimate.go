@@ -80,6 +80,7 @@ type countJSONOut struct {
 	N                 int64             `json:"N"`
 	Decoy             string            `json:"decoy,omitempty"`
 	Queries           []countJSONAnswer `json:"queries"`
+	IBUStop           string            `json:"ibu_stop,omitempty"`
 	MeanRelativeError *float64          `json:"mean_relative_error,omitempty"`
 }
 
@@ -93,11 +94,11 @@ type countJSONAnswer struct {
 
 // writeCountAnswers writes the answers: JSON with --json, a CSV on stdout,
 // or a table to -o.
-func (o *Options) writeCountAnswers(rel *countRelease, queries []countquery.Query, rows int64, answers []countquery.Answer, hasTruth bool) error {
+func (o *Options) writeCountAnswers(rel *countRelease, queries []countquery.Query, rows int64, answers []countquery.Answer, hasTruth bool, stop ibuStop) error {
 	if o.JSON {
 		out := countJSONOut{Mechanism: rel.Mechanism, L: rel.L, N: rows}
 		if rel.Mechanism == release.MechanismDiverted {
-			out.Decoy = o.countOpts().Decoy
+			out.Decoy, out.IBUStop = o.countOpts().Decoy, stop.rule
 		}
 		var sum float64
 		var n int
@@ -159,7 +160,9 @@ func (o *Options) writeCountAnswers(rel *countRelease, queries []countquery.Quer
 	}
 	if rel.Mechanism == release.MechanismDiverted {
 		meta[release.KeyDecoy] = o.countOpts().Decoy
-		meta.SetFloat(release.KeyIBUTol, o.countOpts().Tol)
+		meta[release.KeyIBUStop] = stop.rule
+		meta.SetFloat(release.KeyIBUTol, stop.tol)
+		meta.SetInt(release.KeyIBUMaxIter, int64(stop.maxIter))
 	}
 	o.markInsecureSeed(meta)
 	inputs := append([]string{o.Input, o.countOpts().Queries, o.countOpts().Groups}, o.Truth...)
