@@ -47,6 +47,15 @@ type ReadOptions struct {
 	// arriving on a pipe needs (they are read from the end); "" means the
 	// system default.
 	TempDir string
+	// DictColumns names columns to read as Arrow dictionary arrays
+	// (dictionary<int32, utf8>) when the file stores them dictionary-encoded
+	// — Parquet string columns, whose dictionary pages are then never
+	// expanded into one string per row. Coder maps such a column to codes
+	// with one lookup per dictionary entry. Names the table lacks, and
+	// columns that are not strings, are ignored; CSV always reads strings.
+	// Arrow IPC columns come as they were written (dictionaries included)
+	// whatever this says.
+	DictColumns []string
 }
 
 // IsStdio reports whether path names standard input or output.

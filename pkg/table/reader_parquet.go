@@ -48,7 +48,13 @@ func openParquet(name string, f *os.File, br *bufio.Reader, opt ReadOptions) (rd
 	if err := checkStoredArrowSchema(pf); err != nil {
 		return nil, errorf(name, "cannot read the Parquet schema (%v)", err)
 	}
-	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: int64(opt.BatchSize)}, decodeAllocator)
+	props := pqarrow.ArrowReadProperties{BatchSize: int64(opt.BatchSize)}
+	for _, c := range opt.DictColumns {
+		if i := pf.MetaData().Schema.ColumnIndexByName(c); i >= 0 {
+			props.SetReadDict(i, true)
+		}
+	}
+	fr, err := pqarrow.NewFileReader(pf, props, decodeAllocator)
 	if err != nil {
 		return nil, errorf(name, "cannot read the Parquet schema (%v)", err)
 	}
