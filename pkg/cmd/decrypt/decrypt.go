@@ -1,16 +1,20 @@
 package decrypt
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/spf13/cobra"
 
 	"github.com/pramkit/pramkit/pkg/cli"
 	"github.com/pramkit/pramkit/pkg/codebook"
 	"github.com/pramkit/pramkit/pkg/pad"
+	"github.com/pramkit/pramkit/pkg/pipeline"
 	"github.com/pramkit/pramkit/pkg/release"
 	"github.com/pramkit/pramkit/pkg/table"
 )
@@ -83,7 +87,6 @@ type key struct {
 	// deriver computes PRF pads; nil for one-time pads stored in the file.
 	deriver *pad.Deriver
 	cur     *table.Cursor
-	block   [][]uint32 // pads of the current block, one slice per key column
 }
 
 // slot says where release column j finds its pads.
@@ -316,61 +319,120 @@ func openKey(o *Options, path string, smp release.Sample, relCols []release.Colu
 	default:
 		return fail(fmt.Errorf("%s mixes pad kinds: %s", path, notKey))
 	}
-	k.block = table.Block(len(k.cols), table.DefaultBatchSize)
 	return k, nil
 }
 
+// decChunk is one chunk of rows, rows row0… of the release: its
+// ciphertexts and, per key, its pads (read from one-time-pad key files in
+// the producer, computed by the PRF in the worker).
+type decChunk struct {
+	ct   [][]uint32   // one column per release column
+	pads [][][]uint32 // pads[key][column of the key]
+	n    int
+	row0 int64
+	rec  arrow.RecordBatch // the labels, built by the worker
+}
+
 // decryptRows reads the release and the one-time-pad keys in lockstep, one
-// block of rows at a time, removes the pads and writes labels. Memory: one
-// batch per file plus blocks of 4 bytes per cell, whatever m is.
+// chunk of rows at a time, removes the pads and turns codes into labels on
+// all cores (pipeline.Run), and writes the chunks in input order. Memory: a
+// fixed number of chunks in flight plus one batch per file, whatever m is.
 func decryptRows(o *Options, rel table.Reader, cols []release.Column, keys []*key, slots []slot, labels [][]string, schema *arrow.Schema, w table.Writer, m int64) error {
 	cur, err := table.NewCursor(rel, release.Names(cols), release.Alphabets(cols), false)
 	if err != nil {
 		return err
 	}
-	block := table.Block(len(cols), table.DefaultBatchSize)
-	bb := table.NewBatchBuilder(schema)
-	defer bb.Release()
+	keyIdx := make(map[*key]int, len(keys))
+	for i, k := range keys {
+		keyIdx[k] = i
+	}
+	opts := pipeline.Options{}.Resolve()
+	free := make(chan *decChunk, opts.InFlight)
+	for range opts.InFlight {
+		c := &decChunk{ct: table.Block(len(cols), pipeline.ChunkRows), pads: make([][][]uint32, len(keys))}
+		for i, k := range keys {
+			c.pads[i] = table.Block(len(k.cols), pipeline.ChunkRows)
+		}
+		free <- c
+	}
+	lab := newLabeler(labels)
 	meter := o.Streams.Progress("decrypt: rows")
 	defer meter.Done()
-	for {
-		n, err := cur.Read(block)
+	next := func() (*decChunk, bool, error) {
+		c := <-free // never blocks: at most InFlight chunks are out
+		n, err := cur.Read(c.ct)
+		if err == nil && cur.Rows() > m {
+			err = fmt.Errorf("%s has more rows than its metadata's m = %d: the release was edited; get it again from the server", rel.Name(), m)
+		}
+		if err == nil && n == 0 {
+			err = endOfRelease(rel, keys, cur, m)
+			if err == nil {
+				free <- c
+				return nil, false, nil
+			}
+		}
 		if err != nil {
-			return err
+			free <- c
+			return nil, false, err
 		}
-		if n == 0 {
-			break
-		}
-		if cur.Rows() > m {
-			return fmt.Errorf("%s has more rows than its metadata's m = %d: the release was edited; get it again from the server", rel.Name(), m)
-		}
-		row0 := cur.Rows() - int64(n)
-		for _, k := range keys {
-			if err := k.pads(row0, n, m); err != nil {
-				return err
+		c.n, c.row0 = n, cur.Rows()-int64(n)
+		for i, k := range keys {
+			if k.cur == nil {
+				continue // PRF pads: computed by the worker
+			}
+			if err := k.readPads(c.pads[i], n, m); err != nil {
+				free <- c
+				return nil, false, err
 			}
 		}
-		for j, s := range slots {
-			x, v, kj := block[j][:n], s.key.block[s.col][:n], cols[j].K
-			if err := pad.DecryptColumn(x, x, v, kj); err != nil {
-				return err
-			}
-			lab := labels[j]
-			for _, xi := range x {
-				bb.String(j, lab[xi])
-			}
-		}
-		for range n {
-			bb.EndRow()
-		}
-		rec := bb.NewBatch()
-		err = w.Write(rec)
-		rec.Release()
-		if err != nil {
-			return err
-		}
-		meter.Add(int64(n))
+		return c, true, nil
 	}
+	work := func(c *decChunk) (*decChunk, error) {
+		for i, k := range keys {
+			if k.cur != nil {
+				continue
+			}
+			for j, kc := range k.cols {
+				if err := k.deriver.Pads(c.pads[i][j][:c.n], uint64(c.row0), uint32(j), kc.K); err != nil {
+					return nil, err
+				}
+			}
+		}
+		arrs := make([]arrow.Array, len(cols))
+		for j, s := range slots {
+			x, v := c.ct[j][:c.n], c.pads[keyIdx[s.key]][s.col][:c.n]
+			if err := pad.DecryptColumn(x, x, v, cols[j].K); err != nil {
+				return nil, err
+			}
+			arrs[j] = lab.array(j, x)
+		}
+		c.rec = array.NewRecordBatch(schema, arrs, int64(c.n))
+		for _, a := range arrs {
+			a.Release()
+		}
+		return c, nil
+	}
+	// Output batches of a fixed size, so the file's bytes do not depend
+	// on the chunk size.
+	wb := pipeline.NewRebatcher(w, table.DefaultBatchSize)
+	defer wb.Release()
+	emit := func(c *decChunk) error {
+		err := wb.Write(c.rec)
+		c.rec.Release()
+		c.rec = nil
+		free <- c
+		meter.Add(int64(c.n))
+		return err
+	}
+	if err := pipeline.Run(context.Background(), opts, next, work, emit); err != nil {
+		return err
+	}
+	return wb.Flush()
+}
+
+// endOfRelease checks, when the release has ended, that it had m rows and
+// that no one-time-pad key goes on.
+func endOfRelease(rel table.Reader, keys []*key, cur *table.Cursor, m int64) error {
 	if cur.Rows() != m {
 		return fmt.Errorf("%s ended after %d rows but its metadata says m = %d: the release is truncated; get it again from the server", rel.Name(), cur.Rows(), m)
 	}
@@ -387,20 +449,12 @@ func decryptRows(o *Options, rel table.Reader, cols []release.Column, keys []*ke
 	return nil
 }
 
-// pads fills k.block[·][:n] with the pads of rows row0 … row0+n−1: read
-// from the key file in lockstep with the release, or computed by the PRF.
-func (k *key) pads(row0 int64, n int, m int64) error {
-	views := make([][]uint32, len(k.block))
+// readPads fills dst[·][:n] with the next n rows of pads of a one-time-pad
+// key file, read in lockstep with the release.
+func (k *key) readPads(dst [][]uint32, n int, m int64) error {
+	views := make([][]uint32, len(dst))
 	for i := range views {
-		views[i] = k.block[i][:n]
-	}
-	if k.cur == nil {
-		for i, c := range k.cols {
-			if err := k.deriver.Pads(views[i], uint64(row0), uint32(i), c.K); err != nil {
-				return err
-			}
-		}
-		return nil
+		views[i] = dst[i][:n]
 	}
 	got, err := k.cur.Read(views)
 	if err != nil {
@@ -410,4 +464,48 @@ func (k *key) pads(row0 int64, n int, m int64) error {
 		return fmt.Errorf("%s ended after %d rows of pads but the release has m = %d rows: the key file is truncated or belongs to another release; use the key file encrypt wrote", k.r.Name(), k.cur.Rows(), m)
 	}
 	return nil
+}
+
+// labeler builds string columns from codes: each column's labels are laid
+// out once, so a cell costs one copy of its label's bytes, with no string
+// header per row. It is read-only and safe for concurrent use.
+type labeler struct {
+	data [][]byte  // column j's labels, concatenated
+	offs [][]int32 // label x of column j is data[j][offs[j][x]:offs[j][x+1]]
+}
+
+func newLabeler(labels [][]string) *labeler {
+	l := &labeler{data: make([][]byte, len(labels)), offs: make([][]int32, len(labels))}
+	for j, ls := range labels {
+		offs := make([]int32, 1, len(ls)+1)
+		var data []byte
+		for _, s := range ls {
+			data = append(data, s...)
+			offs = append(offs, int32(len(data)))
+		}
+		l.data[j], l.offs[j] = data, offs
+	}
+	return l
+}
+
+// array returns column j's labels of codes as a utf8 array (codes must lie
+// in the column's alphabet, as DecryptColumn guarantees).
+func (l *labeler) array(j int, codes []uint32) arrow.Array {
+	data, offs := l.data[j], l.offs[j]
+	size := 0
+	for _, x := range codes {
+		size += int(offs[x+1] - offs[x])
+	}
+	valueOffs := make([]int32, len(codes)+1)
+	values := make([]byte, size)
+	pos := int32(0)
+	for i, x := range codes {
+		pos += int32(copy(values[pos:], data[offs[x]:offs[x+1]]))
+		valueOffs[i+1] = pos
+	}
+	d := array.NewData(arrow.BinaryTypes.String, len(codes), []*memory.Buffer{nil,
+		memory.NewBufferBytes(arrow.Int32Traits.CastToBytes(valueOffs)),
+		memory.NewBufferBytes(values)}, nil, 0, 0)
+	defer d.Release()
+	return array.NewStringData(d)
 }
