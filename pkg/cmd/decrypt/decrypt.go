@@ -7,8 +7,6 @@ import (
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/spf13/cobra"
 
 	"github.com/pramkit/pramkit/pkg/cli"
@@ -169,7 +167,14 @@ func run(o *Options) error {
 	if err := (release.Decrypted{Sample: smp, Release: perturbed, Codebook: cb}).Encode(outMeta); err != nil {
 		return err
 	}
-	schema := table.StringSchema(release.Names(cols))
+	// Label columns are dictionaries over the codebook's labels, built
+	// from codes: CSV gets labels, Parquet string columns (dictionary
+	// pages), Arrow dictionary columns.
+	fields := make([]arrow.Field, len(cols))
+	for j, c := range cols {
+		fields[j] = table.DictField(c.Name)
+	}
+	schema := arrow.NewSchema(fields, nil)
 	w, err := o.Streams.Create(o.Output, schema, outMeta, rel.Format(), append([]string{o.Input}, o.Keys...))
 	if err != nil {
 		return err
@@ -330,7 +335,7 @@ type decChunk struct {
 	pads [][][]uint32 // pads[key][column of the key]
 	n    int
 	row0 int64
-	rec  arrow.RecordBatch // the labels, built by the worker
+	rec  arrow.RecordBatch // the labels as dictionary columns over ct
 }
 
 // decryptRows reads the release and the one-time-pad keys in lockstep, one
@@ -355,7 +360,10 @@ func decryptRows(o *Options, rel table.Reader, cols []release.Column, keys []*ke
 		}
 		free <- c
 	}
-	lab := newLabeler(labels)
+	labs := make([]*table.Labels, len(labels))
+	for j, l := range labels {
+		labs[j] = table.NewLabels(l)
+	}
 	meter := o.Streams.Progress("decrypt: rows")
 	defer meter.Done()
 	next := func() (*decChunk, bool, error) {
@@ -398,18 +406,15 @@ func decryptRows(o *Options, rel table.Reader, cols []release.Column, keys []*ke
 				}
 			}
 		}
-		arrs := make([]arrow.Array, len(cols))
 		for j, s := range slots {
 			x, v := c.ct[j][:c.n], c.pads[keyIdx[s.key]][s.col][:c.n]
 			if err := pad.DecryptColumn(x, x, v, cols[j].K); err != nil {
 				return nil, err
 			}
-			arrs[j] = lab.array(j, x)
 		}
-		c.rec = array.NewRecordBatch(schema, arrs, int64(c.n))
-		for _, a := range arrs {
-			a.Release()
-		}
+		// The codes are the dictionary indices of the labels: no string
+		// is built per row (table.Labels).
+		c.rec = table.CodesBatch(schema, c.ct, labs, c.n)
 		return c, nil
 	}
 	// Output batches of a fixed size, so the file's bytes do not depend
@@ -464,48 +469,4 @@ func (k *key) readPads(dst [][]uint32, n int, m int64) error {
 		return fmt.Errorf("%s ended after %d rows of pads but the release has m = %d rows: the key file is truncated or belongs to another release; use the key file encrypt wrote", k.r.Name(), k.cur.Rows(), m)
 	}
 	return nil
-}
-
-// labeler builds string columns from codes: each column's labels are laid
-// out once, so a cell costs one copy of its label's bytes, with no string
-// header per row. It is read-only and safe for concurrent use.
-type labeler struct {
-	data [][]byte  // column j's labels, concatenated
-	offs [][]int32 // label x of column j is data[j][offs[j][x]:offs[j][x+1]]
-}
-
-func newLabeler(labels [][]string) *labeler {
-	l := &labeler{data: make([][]byte, len(labels)), offs: make([][]int32, len(labels))}
-	for j, ls := range labels {
-		offs := make([]int32, 1, len(ls)+1)
-		var data []byte
-		for _, s := range ls {
-			data = append(data, s...)
-			offs = append(offs, int32(len(data)))
-		}
-		l.data[j], l.offs[j] = data, offs
-	}
-	return l
-}
-
-// array returns column j's labels of codes as a utf8 array (codes must lie
-// in the column's alphabet, as DecryptColumn guarantees).
-func (l *labeler) array(j int, codes []uint32) arrow.Array {
-	data, offs := l.data[j], l.offs[j]
-	size := 0
-	for _, x := range codes {
-		size += int(offs[x+1] - offs[x])
-	}
-	valueOffs := make([]int32, len(codes)+1)
-	values := make([]byte, size)
-	pos := int32(0)
-	for i, x := range codes {
-		pos += int32(copy(values[pos:], data[offs[x]:offs[x+1]]))
-		valueOffs[i+1] = pos
-	}
-	d := array.NewData(arrow.BinaryTypes.String, len(codes), []*memory.Buffer{nil,
-		memory.NewBufferBytes(arrow.Int32Traits.CastToBytes(valueOffs)),
-		memory.NewBufferBytes(values)}, nil, 0, 0)
-	defer d.Release()
-	return array.NewStringData(d)
 }
