@@ -55,7 +55,11 @@ Every cell becomes its value index in the codebook plus a random pad,
   c = (x + v) mod k,   v uniform on 0..k−1, drawn afresh for every cell,
 where k is the number of categories of the column. Whatever x is, c is then
 uniform on 0..k−1: the encrypted table says nothing about the data
-(information-theoretic secrecy). The output has one integer column per
+(information-theoretic secrecy, for pads drawn uniformly). The pads come
+from AES-256 in counter mode under a fresh key from crypto/rand that is
+used once and discarded, the pad of row i and column j being a function of
+(i, j) alone, so that chunks are encrypted on all cores and the output does
+not depend on their number. The output has one integer column per
 encrypted column, named like it, and metadata that a server needs and
 nothing that depends on the values: column names, k, codebook hash, and the
 sample's n, m and fingerprint. Columns not encrypted are left out: the
@@ -73,7 +77,10 @@ one 32-byte key per run instead of m pads per column. This is COMPUTATIONAL
 secrecy only (it rests on AES being a pseudo-random permutation), and the
 metadata says pad=prf. FILE holds 32 bytes or 64 hex digits; create it with
   head -c 32 /dev/urandom > alice.prf && chmod 600 alice.prf
-Each run derives its own pad key from FILE, so runs never share pads.
+Each run derives its own pad key from FILE, so runs never share pads. The
+pads are the same function of (row, column) as one-time pads, under that
+key instead of a discarded one: a retried part of a sample gets its pads
+again from the key file.
 
 Values outside the codebook stop the run with the file, row, column and
 value, unless --unknown missing maps them to the missing category. Missing

@@ -79,7 +79,10 @@ holds FILE can remove the offsets: keep it on the server), and the output
 metadata says noise=prf. FILE holds 32 bytes or 64 hex digits (like
 encrypt --prf-key); create it once with
   head -c 32 /dev/urandom > server.noise && chmod 600 server.noise
---noise-key refuses --allow-recompose: a second release of the sample would
+Without --noise-key the offsets are the same function of the row under
+a fresh key from crypto/rand that is never stored (from --seed only with
+--insecure-seed), so the output does not depend on the number of cores,
+but a rerun draws new offsets. --noise-key refuses --allow-recompose: a second release of the sample would
 reuse the same offsets. The ledger records the release's public noise_id,
 so a retry (same key, sample and γ: the same rows) is not counted again.`
 
