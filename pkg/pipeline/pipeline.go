@@ -25,11 +25,13 @@ import (
 )
 
 // ChunkRows is the most rows of one chunk in the commands that cut tables
-// into chunks for Run (encrypt, perturb, decrypt): 16 Ki rows keep a
-// chunk's per-chunk costs (a goroutine hand-off, ~1 µs) negligible and its
-// blocks in cache-friendly sizes. It is a variable so that tests can show
-// that a command's output does not depend on it.
-var ChunkRows = 16 * 1024
+// into chunks for Run (encrypt, perturb, decrypt). It equals
+// table.DefaultBatchSize, the size of their output batches, so that a
+// Rebatcher passes chunks through without copying; a chunk's hand-off
+// (~1 µs) is then negligible, and the chunks in flight hold a few MB. It
+// is a variable so that tests can show that a command's output does not
+// depend on it.
+var ChunkRows = 64 * 1024
 
 // Options size a run. Zero values choose defaults.
 type Options struct {
@@ -38,8 +40,7 @@ type Options struct {
 	Workers int
 	// InFlight bounds the chunks alive at once (read, queued, being
 	// worked on, or waiting for their turn to be emitted); 0 means
-	// 2·Workers + 2, enough to keep every worker busy while the producer
-	// reads ahead and the consumer writes one.
+	// Workers + 2: one per worker, one being read and one being written.
 	InFlight int
 }
 
@@ -49,7 +50,7 @@ func (o Options) Resolve() Options {
 		o.Workers = runtime.GOMAXPROCS(0)
 	}
 	if o.InFlight <= 0 {
-		o.InFlight = 2*o.Workers + 2
+		o.InFlight = o.Workers + 2
 	}
 	return o
 }
