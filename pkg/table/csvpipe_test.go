@@ -241,3 +241,67 @@ func TestCSVReaderClosedEarlyStopsItsGoroutines(t *testing.T) {
 		t.Errorf("%d goroutines after closing, %d before", n, before)
 	}
 }
+
+// TestBatchRowsEnvSetsTheDefaultBatchSize: $PRAMKIT_BATCH_ROWS sizes the
+// batches of every format when ReadOptions leave it open; an explicit
+// BatchSize wins; a bad value is refused naming the variable.
+func TestBatchRowsEnvSetsTheDefaultBatchSize(t *testing.T) {
+	header, rows, _ := pipeRows(100)
+	dir := t.TempDir()
+	for _, ext := range []string{"csv", "parquet", "arrow"} {
+		p := filepath.Join(dir, "t."+ext)
+		writeRows(t, p, header, rows, nil, WriteOptions{})
+		for _, c := range []struct {
+			env   string
+			batch int
+			want  int64
+		}{{"", 0, 100}, {"7", 0, 7}, {"7", 30, 30}} {
+			t.Setenv(BatchRowsEnv, c.env)
+			r, err := Open(p, ReadOptions{BatchSize: c.batch})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rec, err := r.Next()
+			if err != nil || rec.NumRows() != c.want {
+				t.Errorf("%s, %s=%q, BatchSize %d: first batch of %v rows (%v), want %d", ext, BatchRowsEnv, c.env, c.batch, rec.NumRows(), err, c.want)
+			}
+			r.Close()
+		}
+	}
+	t.Setenv(BatchRowsEnv, "lots")
+	if _, err := Open(filepath.Join(dir, "t.csv"), ReadOptions{}); err == nil || !strings.Contains(err.Error(), BatchRowsEnv) {
+		t.Errorf("bad value: err = %v", err)
+	}
+	if _, err := BatchRows(); err == nil {
+		t.Error("BatchRows accepts lots")
+	}
+}
+
+// TestParquetReaderClosedEarlyStopsDecoding closes Parquet readers after
+// one batch, and after none: the decoding goroutine ends, and a second
+// Close is harmless.
+func TestParquetReaderClosedEarlyStopsDecoding(t *testing.T) {
+	cols, rows := dictRows(20_000)
+	p := writeParquetRows(t, cols, rows, 4000)
+	before := runtime.NumGoroutine()
+	for i := range 6 {
+		r, err := Open(p, ReadOptions{BatchSize: 100, DictColumns: cols[:i%2]})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i >= 2 {
+			if _, err := r.Next(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		r.Close()
+		r.Close()
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := runtime.NumGoroutine(); n > before {
+		t.Errorf("%d goroutines after closing, %d before", n, before)
+	}
+}
