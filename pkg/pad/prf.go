@@ -1,38 +1,26 @@
 package pad
 
 import (
-	"crypto/aes"
-	"crypto/cipher"
-	crand "crypto/rand"
-	"encoding/binary"
 	"fmt"
-	"math"
-	"math/bits"
+
+	"github.com/pramkit/pramkit/pkg/rng"
 )
 
 // KeySize is the length in bytes of a PRF pad key: 256 bits, an AES-256 key.
-const KeySize = 32
+const KeySize = rng.KeySize
 
 // Key is the secret from which a Deriver computes pads.
-type Key [KeySize]byte
+type Key = rng.Key
 
 // NewKey returns a key of 32 bytes from crypto/rand.
-func NewKey() Key {
-	var k Key
-	if _, err := crand.Read(k[:]); err != nil {
-		// crypto/rand.Read never returns an error on supported platforms
-		// (Go ≥ 1.24 crashes the program instead), so this is unreachable.
-		panic("pad.NewKey: crypto/rand failed: " + err.Error())
-	}
-	return k
-}
+func NewKey() Key { return rng.NewKey() }
 
 // Deriver computes pads as a pseudorandom function of (key, row, column).
 // Secrecy is computational (AES-256 as a PRF), not information-theoretic:
-// see the package documentation. A Deriver is safe for concurrent use: it
-// holds only the expanded AES key, which enciphering only reads.
+// see the package documentation. A Deriver is safe for concurrent use.
 //
-// Construction. For row i, column j and counter t, the 16-byte block
+// Construction. Pads are the row-keyed streams of rng.Keyed with the
+// column as tag: for row i, column j and counter t, the 16-byte block
 //
 //	B(j, t, i) = j (4 bytes) ‖ t (4 bytes) ‖ i (8 bytes), big-endian
 //
@@ -50,32 +38,31 @@ func NewKey() Key {
 // counter values, which is how Pads computes a batch (~7 ns per cell
 // measured, against ~28 ns for one block at a time and ~1.2 µs for
 // HMAC-SHA-256 → ChaCha8 per cell).
+//
+// The same construction serves one-time pads: encrypt draws a fresh run key
+// from crypto/rand (or from --seed under --insecure-seed) and stores the
+// pads it computes, so each row's pad depends on its index only and a run
+// is the same at any core count and chunk size.
 type Deriver struct {
-	block cipher.Block
+	k *rng.Keyed
 }
 
 // NewDeriver returns a Deriver for key.
 func NewDeriver(key Key) (*Deriver, error) {
-	b, err := aes.NewCipher(key[:])
-	if err != nil {
-		return nil, fmt.Errorf("pad.NewDeriver: %w", err)
-	}
-	return &Deriver{block: b}, nil
+	return &Deriver{k: rng.NewKeyed(key)}, nil
 }
 
 // Pad returns the pad of (row, column) on Z_k. It requires k ≥ 1.
 func (d *Deriver) Pad(row uint64, column uint32, k uint32) uint32 {
-	var in [16]byte
-	putBlock(&in, column, 0, row)
-	d.block.Encrypt(in[:], in[:]) // in place: one buffer escapes, not two
-	if v, ok := fromBlock(in[:], k); ok {
+	var b [16]byte
+	d.k.Block(&b, column, 0, row)
+	if v, ok := fromBlock(b[:], k); ok {
 		return v
 	}
 	return d.retry(row, column, k)
 }
 
-// padChunk is the number of rows Pads enciphers per keystream call; its
-// buffer (16 bytes per row) is reused across chunks.
+// padChunk is the number of rows Pads enciphers per keystream call.
 const padChunk = 256
 
 // Pads sets dst[i] to the pad of (row0 + i, column) on Z_k, the same values
@@ -84,23 +71,13 @@ func (d *Deriver) Pads(dst []uint32, row0 uint64, column uint32, k uint32) error
 	if k < 1 {
 		return fmt.Errorf("pad.Deriver.Pads: alphabet size k must be ≥ 1, got %d", k)
 	}
-	if len(dst) == 0 {
-		return nil
-	}
-	if row0 > math.MaxUint64-uint64(len(dst)-1) {
-		return fmt.Errorf("pad.Deriver.Pads: rows %d + %d overflow 64 bits", row0, len(dst))
-	}
-	var iv [16]byte
-	putBlock(&iv, column, 0, row0)
-	// CTR increments the 128-bit big-endian counter; the row is its low 64
-	// bits and cannot wrap (checked above), so block i is B(column, 0, row0+i).
-	stream := cipher.NewCTR(d.block, iv[:])
-	buf := make([]byte, 16*padChunk)
+	var buf [16 * padChunk]byte // on the stack: no allocation per call
 	for start := 0; start < len(dst); start += padChunk {
 		n := min(padChunk, len(dst)-start)
 		ks := buf[:16*n]
-		clear(ks)
-		stream.XORKeyStream(ks, ks)
+		if err := d.k.Blocks(ks, column, row0+uint64(start)); err != nil {
+			return fmt.Errorf("pad.Deriver.Pads: %w", err)
+		}
 		for i := range n {
 			v, ok := fromBlock(ks[16*i:16*i+16], k)
 			if !ok {
@@ -117,38 +94,24 @@ func (d *Deriver) Pads(dst []uint32, row0 uint64, column uint32, k uint32) error
 func (d *Deriver) retry(row uint64, column uint32, k uint32) uint32 {
 	var b [16]byte
 	for t := uint32(1); ; t++ {
-		putBlock(&b, column, t, row)
-		d.block.Encrypt(b[:], b[:])
+		d.k.Block(&b, column, t, row)
 		if v, ok := fromBlock(b[:], k); ok {
 			return v
 		}
 	}
 }
 
-// putBlock writes B(column, counter, row) into b.
-func putBlock(b *[16]byte, column, counter uint32, row uint64) {
-	binary.BigEndian.PutUint32(b[0:4], column)
-	binary.BigEndian.PutUint32(b[4:8], counter)
-	binary.BigEndian.PutUint64(b[8:16], row)
-}
-
 // fromBlock maps the first acceptable of the block's two words to Z_k.
 func fromBlock(b []byte, k uint32) (uint32, bool) {
-	if v, ok := uniformFromWord(binary.BigEndian.Uint64(b[0:8]), k); ok {
-		return v, true
+	if v, ok := rng.Lemire(beUint64(b[0:8]), uint64(k)); ok {
+		return uint32(v), true
 	}
-	return uniformFromWord(binary.BigEndian.Uint64(b[8:16]), k)
+	v, ok := rng.Lemire(beUint64(b[8:16]), uint64(k))
+	return uint32(v), ok
 }
 
-// uniformFromWord is one step of Lemire's method: it maps a uniform 64-bit
-// word to Z_k, or reports a rejection.
-func uniformFromWord(w uint64, k uint32) (uint32, bool) {
-	hi, lo := bits.Mul64(w, uint64(k))
-	if lo < uint64(k) {
-		thresh := -uint64(k) % uint64(k) // 2^64 mod k
-		if lo < thresh {
-			return 0, false
-		}
-	}
-	return uint32(hi), true
+func beUint64(b []byte) uint64 {
+	_ = b[7]
+	return uint64(b[7]) | uint64(b[6])<<8 | uint64(b[5])<<16 | uint64(b[4])<<24 |
+		uint64(b[3])<<32 | uint64(b[2])<<40 | uint64(b[1])<<48 | uint64(b[0])<<56
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/pramkit/pramkit/internal/stattest"
+	"github.com/pramkit/pramkit/pkg/rng"
 )
 
 // testKey returns a fixed key whose bytes are seed, seed+1, … (tests only).
@@ -100,7 +101,7 @@ func TestDeriverDiffersAcrossKeysRowsAndColumns(t *testing.T) {
 	}
 }
 
-func TestUniformFromWordRejectsTheBiasedZone(t *testing.T) {
+func TestLemireRejectsTheBiasedZone(t *testing.T) {
 	// 2^64 mod k is 0 for k = 2 (nothing rejected), 1 for k = 3 and
 	// k = 2^32 − 1 (2^64 = (2^32 − 1)(2^32 + 1) + 1), and 6 for k = 10; a
 	// word is rejected when the low half of w·k is below that.
@@ -119,9 +120,10 @@ func TestUniformFromWordRejectsTheBiasedZone(t *testing.T) {
 		{1<<63 | 1<<32, 10, 5, true}, // lo = 10·2^32 ≥ 6
 	}
 	for _, tt := range tests {
-		v, ok := uniformFromWord(tt.w, tt.k)
+		v64, ok := rng.Lemire(tt.w, uint64(tt.k))
+		v := uint32(v64)
 		if ok != tt.accept || (ok && v != tt.want) {
-			t.Errorf("uniformFromWord(%d, %d) = %d, %v; want %d, %v", tt.w, tt.k, v, ok, tt.want, tt.accept)
+			t.Errorf("rng.Lemire(%d, %d) = %d, %v; want %d, %v", tt.w, tt.k, v, ok, tt.want, tt.accept)
 		}
 	}
 }

@@ -1,26 +1,35 @@
 package pram
 
 import (
-	"crypto/aes"
-	"crypto/cipher"
 	"encoding/binary"
 	"fmt"
 	"math"
-	"math/bits"
+
+	"github.com/pramkit/pramkit/pkg/rng"
 )
 
 // NoiseKeySize is the length in bytes of a keyed-offset key: an AES-256 key.
-const NoiseKeySize = 32
+const NoiseKeySize = rng.KeySize
+
+// offsetTag is the stream tag of PRAM offsets ("PRAM"): it keeps these
+// blocks apart from pad blocks (tags = column numbers) should the same key
+// ever be given to both (it never should).
+var offsetTag = rng.Tag("PRAM")
 
 // KeyedOffsets draws PRAM offsets as a pseudorandom function of (key, row):
 // the offset of row i depends only on the key and i, never on which rows
-// were perturbed before it or in which bundle. A part of a sample perturbed
-// on its own (a Beam or Spark worker's bundle, or a retried part) therefore
-// gets exactly the offsets the whole sample would have given its rows.
-// Secrecy of the noise is computational (AES-256 as a PRF), as for PRF pads
-// (pkg/pad): a server that knew the key could subtract the offsets.
+// were perturbed before it, in which bundle or chunk, or on how many
+// cores. A part of a sample perturbed on its own (a Beam or Spark worker's
+// bundle, or a retried part) therefore gets exactly the offsets the whole
+// sample would have given its rows, and a seeded run is byte-identical at
+// any GOMAXPROCS. Secrecy of the noise is computational (AES-256 as a
+// PRF), as for PRF pads (pkg/pad): a server that knew the key could
+// subtract the offsets. perturb keys it with a key derived from
+// --noise-key, or else with a fresh key from crypto/rand that it never
+// stores (from --seed only under --insecure-seed).
 //
-// Row i's stream is the AES-256 encipherment of the blocks
+// Row i's stream is rng.Keyed's stream of row i under the tag "PRAM": the
+// AES-256 encipherment of the blocks
 //
 //	"PRAM" (4 bytes) ‖ t (4 bytes) ‖ i (8 bytes), big-endian, t = 0, 1, …
 //
@@ -28,12 +37,10 @@ const NoiseKeySize = 32
 // the same exact 128-bit threshold as Mechanism.PerturbColumns; a moved row
 // takes g uniform in [1, K) by Lemire's rejection method (no modulo bias),
 // so P(o = 0) = γ/q up to 2^−128 and P(o = g) = 1/q for each g ≠ 0
-// (Lin–Wang–Rane Lemma III.1). The domain tag keeps these blocks apart from
-// pad blocks should the same key ever be given to both (it never should).
-// A KeyedOffsets is safe for concurrent use.
+// (Lin–Wang–Rane Lemma III.1). A KeyedOffsets is safe for concurrent use.
 type KeyedOffsets struct {
-	m     *Mechanism
-	block cipher.Block
+	m *Mechanism
+	k *rng.Keyed
 }
 
 // NewKeyedOffsets returns keyed offsets of m under a 32-byte key.
@@ -41,45 +48,11 @@ func NewKeyedOffsets(m *Mechanism, key []byte) (*KeyedOffsets, error) {
 	if len(key) != NoiseKeySize {
 		return nil, fmt.Errorf("pram.NewKeyedOffsets: key has %d bytes, want %d", len(key), NoiseKeySize)
 	}
-	b, err := aes.NewCipher(key)
-	if err != nil {
-		return nil, fmt.Errorf("pram.NewKeyedOffsets: %w", err)
-	}
-	return &KeyedOffsets{m: m, block: b}, nil
+	return &KeyedOffsets{m: m, k: rng.NewKeyed(rng.Key(key))}, nil
 }
 
-// rowStream is the word stream of one row.
-type rowStream struct {
-	block cipher.Block
-	row   uint64
-	t     uint32
-	buf   [16]byte
-	pos   int // words of buf used: 0, 1 or 2
-}
-
-func (s *rowStream) next() uint64 {
-	if s.pos == 0 || s.pos == 2 {
-		copy(s.buf[0:4], "PRAM")
-		binary.BigEndian.PutUint32(s.buf[4:8], s.t)
-		binary.BigEndian.PutUint64(s.buf[8:16], s.row)
-		s.block.Encrypt(s.buf[:], s.buf[:])
-		s.t++
-		s.pos = 0
-	}
-	w := binary.BigEndian.Uint64(s.buf[8*s.pos:])
-	s.pos++
-	return w
-}
-
-// uniform returns a value uniform on [0, n) for n ≥ 1 (Lemire 2019).
-func (s *rowStream) uniform(n uint64) uint64 {
-	for {
-		hi, lo := bits.Mul64(s.next(), n)
-		if lo >= n || lo >= -n%n {
-			return hi
-		}
-	}
-}
+// Mechanism returns the mechanism whose offsets k draws.
+func (k *KeyedOffsets) Mechanism() *Mechanism { return k.m }
 
 // Offset writes the offset of row into dst (len d): all zeros with
 // probability γ/q, otherwise the components of a joint index uniform on
@@ -93,23 +66,34 @@ func (k *KeyedOffsets) Offset(row uint64, dst []uint32) error {
 	if m.keepAll {
 		return nil
 	}
-	s := rowStream{block: k.block, row: row}
-	hi := s.next()
+	s := k.k.Stream(offsetTag, row)
+	hi := s.Uint64()
 	keep := hi < m.keepHi
 	if hi == m.keepHi {
-		keep = s.next() < m.keepLo
+		keep = s.Uint64() < m.keepLo
 	}
 	if keep {
 		return nil
 	}
-	m.domain.decode(1+s.uniform(m.domain.size-1), dst)
+	m.domain.decode(1+s.Uint64N(m.domain.size-1), dst)
 	return nil
 }
+
+// offsetChunk is the number of rows whose counter-0 blocks PerturbColumns
+// computes per AES-CTR call (4 KiB on the stack).
+const offsetChunk = 256
 
 // PerturbColumns perturbs a bundle of joint rows in place, as
 // Mechanism.PerturbColumns does, but row i of the bundle is row row0 + i of
 // the sample and gets that row's keyed offset. All values are checked
 // first, so a bad bundle is left untouched.
+//
+// The counter-0 blocks of consecutive rows are one AES-CTR keystream
+// (rng.Keyed.Blocks); their two words decide almost every row — keep
+// (word 0 below the threshold's high word), or move by 1 + Lemire(word 1)
+// — and the rare rows that need more words (a tie on the high word,
+// probability 2^−64, or a Lemire rejection, < 2^−2 and usually ~2^−40)
+// fall back to Offset, so the result is exactly Offset's, row by row.
 func (k *KeyedOffsets) PerturbColumns(row0 uint64, cols [][]uint32) error {
 	ks := k.m.domain.ks
 	if err := checkColumns(ks, cols); err != nil {
@@ -119,14 +103,39 @@ func (k *KeyedOffsets) PerturbColumns(row0 uint64, cols [][]uint32) error {
 	if rows > 0 && row0 > math.MaxUint64-uint64(rows-1) {
 		return fmt.Errorf("pram.KeyedOffsets.PerturbColumns: rows %d + %d overflow 64 bits", row0, rows)
 	}
+	m := k.m
+	if m.keepAll {
+		return nil
+	}
 	offset := make([]uint32, len(ks))
-	for i := range rows {
-		if err := k.Offset(row0+uint64(i), offset); err != nil {
-			return err
+	var buf [16 * offsetChunk]byte
+	n1 := m.domain.size - 1
+	for start := 0; start < rows; start += offsetChunk {
+		n := min(offsetChunk, rows-start)
+		blocks := buf[:16*n]
+		if err := k.k.Blocks(blocks, offsetTag, row0+uint64(start)); err != nil {
+			return fmt.Errorf("pram.KeyedOffsets.PerturbColumns: %w", err)
 		}
-		for j, kj := range ks {
-			if offset[j] != 0 {
-				cols[j][i] = addMod(cols[j][i], offset[j], kj)
+		for i := range n {
+			b := blocks[16*i : 16*i+16]
+			w0 := binary.BigEndian.Uint64(b[0:8])
+			if w0 < m.keepHi {
+				continue // kept
+			}
+			row := start + i
+			g, ok := uint64(0), false
+			if w0 != m.keepHi {
+				g, ok = rng.Lemire(binary.BigEndian.Uint64(b[8:16]), n1)
+			}
+			if ok {
+				m.domain.decode(1+g, offset)
+			} else if err := k.Offset(row0+uint64(row), offset); err != nil {
+				return err
+			}
+			for j, kj := range ks {
+				if offset[j] != 0 {
+					cols[j][row] = addMod(cols[j][row], offset[j], kj)
+				}
 			}
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -25,6 +26,10 @@ type Cursor struct {
 	secret bool
 	rec    arrow.RecordBatch
 	off    int
+	// coders read columns that are not plain int32: text (CSV) and
+	// dictionaries (Parquet read with DictColumns), whose entries are parsed
+	// once per batch rather than once per row.
+	coders []*Coder
 	rows   int64
 	eof    bool
 }
@@ -49,7 +54,17 @@ func NewCursor(r Reader, names []string, ks []uint32, secret bool) (*Cursor, err
 		}
 		idx[j] = ix[0]
 	}
-	return &Cursor{r: r, idx: idx, ks: ks, names: names, secret: secret}, nil
+	coders := make([]*Coder, len(ks))
+	for j, k := range ks {
+		coders[j] = NewCoder(func(s string) (uint32, error) {
+			v, err := strconv.ParseInt(s, 10, 64)
+			if err != nil || v < 0 || v >= int64(k) {
+				return 0, errNotInAlphabet
+			}
+			return uint32(v), nil
+		})
+	}
+	return &Cursor{r: r, idx: idx, ks: ks, names: names, secret: secret, coders: coders}, nil
 }
 
 // Rows is the number of rows delivered so far.
@@ -105,16 +120,15 @@ func (c *Cursor) copyColumn(dst []uint32, a arrow.Array, j int) error {
 		}
 		return nil
 	}
-	vs := ValuesOf(a)
-	for i := range dst {
-		v, ok := vs.Int(c.off + i)
-		if !ok || v < 0 || v >= int64(k) {
-			return c.valueError(j, i, v, ok)
-		}
-		dst[i] = uint32(v)
+	if bad, _ := c.coders[j].Codes(dst, a, c.off); bad >= 0 {
+		v, ok := ValuesOf(a).Int(c.off + bad)
+		return c.valueError(j, bad, v, ok)
 	}
 	return nil
 }
+
+// errNotInAlphabet is the Cursor coders' error; valueError words it.
+var errNotInAlphabet = errors.New("not an integer in the alphabet")
 
 // valueError reports cell i of the current block in column j: value v, or
 // isInt false when the cell is empty or not an integer.

@@ -9,25 +9,54 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 )
 
 // parquetReader streams a Parquet file row group by row group through
-// pqarrow, so memory is bounded by a row group, not by the file.
+// pqarrow, so memory is bounded by a row group, not by the file. Every
+// column is decoded by a goroutine of its own, ahead of the caller (at
+// most parquetAhead batches of each column wait), and one more goroutine
+// puts the columns' batches together and checks them: decoding runs on all
+// cores and beside the caller's work. (pqarrow's own Parallel option would
+// decode on goroutines where a panic on a corrupt file escapes recovered
+// and kills the process.)
 type parquetReader struct {
 	name   string
 	f      *os.File
 	pf     *file.Reader
-	rr     pqarrow.RecordReader
+	cols   []*pqarrow.ColumnReader
+	batch  int64
+	colSch *arrow.Schema // the columns' schema as pqarrow reads it
 	schema *arrow.Schema
 	meta   Meta
 	total  int64
 	rows   int64
 	cur    arrow.RecordBatch
+	err    error // the error Next returned, returned again
+
+	ahead   chan parquetResult // nil until the first Next
+	quit    chan struct{}
+	stopped sync.WaitGroup // the decoding goroutines
+}
+
+// parquetAhead is the number of decoded batches that may wait for Next.
+const parquetAhead = 2
+
+type parquetResult struct {
+	rec arrow.RecordBatch
+	err error // io.EOF at the end
+}
+
+// parquetColumn is one column's next batch.
+type parquetColumn struct {
+	arr arrow.Array
+	err error // io.EOF at the end
 }
 
 func openParquet(name string, f *os.File, br *bufio.Reader, opt ReadOptions) (rd Reader, err error) {
@@ -48,7 +77,13 @@ func openParquet(name string, f *os.File, br *bufio.Reader, opt ReadOptions) (rd
 	if err := checkStoredArrowSchema(pf); err != nil {
 		return nil, errorf(name, "cannot read the Parquet schema (%v)", err)
 	}
-	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: int64(opt.BatchSize)}, decodeAllocator)
+	props := pqarrow.ArrowReadProperties{BatchSize: int64(opt.BatchSize)}
+	for _, c := range opt.DictColumns {
+		if i := pf.MetaData().Schema.ColumnIndexByName(c); i >= 0 {
+			props.SetReadDict(i, true)
+		}
+	}
+	fr, err := pqarrow.NewFileReader(pf, props, decodeAllocator)
 	if err != nil {
 		return nil, errorf(name, "cannot read the Parquet schema (%v)", err)
 	}
@@ -56,7 +91,18 @@ func openParquet(name string, f *os.File, br *bufio.Reader, opt ReadOptions) (rd
 	if err != nil {
 		return nil, errorf(name, "cannot read the Parquet schema (%v)", err)
 	}
-	rr, err := fr.GetRecordReader(context.Background(), nil, nil)
+	leaves := make([]int, pf.MetaData().Schema.NumColumns())
+	for i := range leaves {
+		leaves[i] = i
+	}
+	groups := make([]int, pf.NumRowGroups())
+	for i := range groups {
+		groups[i] = i
+	}
+	cols, colSch, err := fr.GetFieldReaders(context.Background(), leaves, groups)
+	if err == nil && len(cols) == 0 {
+		err = errors.New("no columns")
+	}
 	if err != nil {
 		return nil, errorf(name, "cannot read the Parquet data (%v)", err)
 	}
@@ -64,7 +110,9 @@ func openParquet(name string, f *os.File, br *bufio.Reader, opt ReadOptions) (rd
 		name:   name,
 		f:      sf,
 		pf:     pf,
-		rr:     rr,
+		cols:   cols,
+		batch:  int64(opt.BatchSize),
+		colSch: colSch,
 		schema: withMeta(schema, nil),
 		meta:   metaFromSchema(schema),
 		total:  pf.NumRows(),
@@ -78,36 +126,182 @@ func (p *parquetReader) Meta() Meta            { return p.meta }
 func (p *parquetReader) RowsRead() int64       { return p.rows }
 func (p *parquetReader) NumRows() int64        { return p.total }
 
-func (p *parquetReader) Next() (rec arrow.RecordBatch, err error) {
-	defer recovered(p.name, &err)
+func (p *parquetReader) Next() (arrow.RecordBatch, error) {
 	if p.cur != nil {
 		p.cur.Release()
 		p.cur = nil
 	}
-	rec, err = p.rr.Read()
-	if err == io.EOF || (err == nil && rec == nil) {
-		if p.rows != p.total {
-			return nil, errorf(p.name, "the file ended after %d of its %d rows; it is truncated", p.rows, p.total)
+	if p.err != nil {
+		return nil, p.err
+	}
+	if p.ahead == nil {
+		p.start()
+	}
+	r, ok := <-p.ahead
+	if !ok {
+		r.err = io.EOF
+	}
+	if r.err != nil {
+		p.err = r.err
+		return nil, r.err
+	}
+	p.rows += r.rec.NumRows()
+	p.cur = r.rec
+	return p.cur, nil
+}
+
+// start starts a decoding goroutine per column and the one that puts
+// their batches together.
+func (p *parquetReader) start() {
+	p.ahead = make(chan parquetResult, parquetAhead)
+	p.quit = make(chan struct{})
+	in := make([]chan parquetColumn, len(p.cols))
+	for j, cr := range p.cols {
+		in[j] = make(chan parquetColumn, parquetAhead)
+		p.stopped.Add(1)
+		go p.decodeColumn(cr, in[j])
+	}
+	p.stopped.Add(1)
+	go p.assemble(in)
+}
+
+// decodeColumn reads one column's batches until its end, an error or
+// Close.
+func (p *parquetReader) decodeColumn(cr *pqarrow.ColumnReader, out chan<- parquetColumn) {
+	defer p.stopped.Done()
+	defer close(out)
+	for {
+		arr, err := p.nextColumnBatch(cr)
+		select {
+		case out <- parquetColumn{arr, err}:
+		case <-p.quit:
+			if arr != nil {
+				arr.Release()
+			}
+			return
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// nextColumnBatch is the column's next batch as one array (pqarrow hands
+// out a chunk per row group a batch touches).
+func (p *parquetReader) nextColumnBatch(cr *pqarrow.ColumnReader) (arr arrow.Array, err error) {
+	defer recovered(p.name, &err)
+	data, err := cr.NextBatch(p.batch)
+	if err != nil {
+		return nil, err
+	}
+	defer data.Release()
+	switch chunks := data.Chunks(); {
+	case data.Len() == 0:
+		return nil, io.EOF
+	case len(chunks) == 1:
+		chunks[0].Retain()
+		return chunks[0], nil
+	default:
+		return array.Concatenate(chunks, decodeAllocator)
+	}
+}
+
+// assemble puts the columns' batches together into checked record
+// batches, in order, until the end, an error or Close.
+func (p *parquetReader) assemble(in []chan parquetColumn) {
+	defer p.stopped.Done()
+	defer close(p.ahead)
+	var rows int64
+	for {
+		rec, err := p.gather(in, rows)
+		if rec != nil {
+			rows += rec.NumRows()
+		}
+		select {
+		case p.ahead <- parquetResult{rec, err}:
+		case <-p.quit:
+			if rec != nil {
+				rec.Release()
+			}
+			return
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// gather takes the next batch of every column, after row rows, and checks
+// the batch; it is the caller's to release.
+func (p *parquetReader) gather(in []chan parquetColumn, rows int64) (out arrow.RecordBatch, err error) {
+	defer recovered(p.name, &err)
+	arrs := make([]arrow.Array, len(in))
+	defer func() {
+		for _, a := range arrs {
+			if a != nil {
+				a.Release()
+			}
+		}
+	}()
+	var colErr error
+	ended := 0
+	for j, ch := range in {
+		c, ok := <-ch
+		switch {
+		case !ok || errors.Is(c.err, io.EOF):
+			ended++
+		case c.err != nil:
+			if colErr == nil {
+				colErr = c.err
+			}
+		default:
+			arrs[j] = c.arr
+		}
+	}
+	if colErr != nil {
+		var de *DataError
+		if errors.As(colErr, &de) {
+			return nil, colErr // recovered's message
+		}
+		return nil, errorf(p.name, "reading row %d: %v; the file is corrupt or truncated", rows+1, colErr)
+	}
+	if ended == len(in) {
+		if rows != p.total {
+			return nil, errorf(p.name, "the file ended after %d of its %d rows; it is truncated", rows, p.total)
 		}
 		return nil, io.EOF
 	}
-	if err != nil {
-		return nil, errorf(p.name, "reading row %d: %v; the file is corrupt or truncated", p.rows+1, err)
+	if ended > 0 {
+		return nil, errorf(p.name, "reading row %d: some columns end there and others do not; the file is corrupt or truncated", rows+1)
 	}
+	rec := array.NewRecordBatch(p.colSch, arrs, -1)
+	defer rec.Release()
 	if err := validateBatch(rec); err != nil {
-		return nil, corruptBatch(p.name, p.rows, err)
+		return nil, corruptBatch(p.name, rows, err)
 	}
-	p.rows += rec.NumRows()
 	// Drop the schema metadata so callers see the same schema as Schema().
-	p.cur = rebatch(p.schema, rec)
-	return p.cur, nil
+	return rebatch(p.schema, rec), nil
 }
 
 func (p *parquetReader) Close() error {
 	if p.cur != nil {
 		p.cur.Release()
+		p.cur = nil
 	}
-	p.rr.Release()
+	if p.ahead != nil {
+		close(p.quit)
+		p.stopped.Wait()
+		for r := range p.ahead {
+			if r.rec != nil {
+				r.rec.Release()
+			}
+		}
+		p.ahead = nil
+	}
+	for _, c := range p.cols {
+		c.Release()
+	}
+	p.cols = nil
 	return p.f.Close()
 }
 

@@ -58,6 +58,15 @@ func validateArray(a arrow.Array) error {
 	case *array.Dictionary:
 		dict := c.Dictionary()
 		n := dict.Len()
+		if idx, ok := c.Indices().(*array.Int32); ok && c.NullN() == 0 {
+			// What pqarrow returns: one compare per row.
+			for i, k := range idx.Int32Values() {
+				if uint32(k) >= uint32(n) {
+					return fmt.Errorf("value %d points to dictionary entry %d of %d", i+1, k, n)
+				}
+			}
+			return validateArray(dict)
+		}
 		for i := range c.Len() {
 			if c.IsNull(i) {
 				continue

@@ -18,6 +18,9 @@ type Values struct {
 	i64 *array.Int64
 	i32 *array.Int32
 	u32 *array.Uint32
+	// dict is a dictionary column, dictStr its dictionary when utf8.
+	dict    *array.Dictionary
+	dictStr *array.String
 }
 
 // ValuesOf wraps a column.
@@ -32,6 +35,9 @@ func ValuesOf(a arrow.Array) Values {
 		v.i32 = c
 	case *array.Uint32:
 		v.u32 = c
+	case *array.Dictionary:
+		v.dict = c
+		v.dictStr, _ = c.Dictionary().(*array.String)
 	}
 	return v
 }
@@ -55,8 +61,12 @@ func (v Values) String(i int) string {
 	case v.u32 != nil:
 		return strconv.FormatUint(uint64(v.u32.Value(i)), 10)
 	}
-	if d, ok := v.arr.(*array.Dictionary); ok {
-		return ValuesOf(d.Dictionary()).String(d.GetValueIndex(i))
+	if d := v.dict; d != nil {
+		k := d.GetValueIndex(i)
+		if v.dictStr != nil && v.dictStr.IsValid(k) {
+			return v.dictStr.Value(k)
+		}
+		return ValuesOf(d.Dictionary()).String(k)
 	}
 	return v.arr.ValueStr(i)
 }

@@ -1,0 +1,214 @@
+package table
+
+import (
+	"bytes"
+	"slices"
+	"strconv"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+)
+
+// Coder turns the cells of a column into codebook codes, whatever the
+// column's Arrow type: utf8 (CSV), a dictionary (Parquet read with
+// ReadOptions.DictColumns, Arrow IPC written from codes), or integers. The
+// point is the dictionary case: a dictionary's labels are looked up once per
+// batch — and not at all when the batch carries the same dictionary as the
+// previous one, as every batch of a Parquet row group does — after which a
+// cell costs one array index, with no string ever materialised per row.
+//
+// A Coder is not safe for concurrent use; give each goroutine its own.
+type Coder struct {
+	lookup func(label string) (uint32, error)
+
+	// The dictionary mapped last: a copy of its labels' bytes and offsets,
+	// to recognise it in the next batch, and the code (or error) of each
+	// entry.
+	dictData  []byte
+	dictOffs  []int32
+	dictValid bool
+	dictCodes []uint32
+	dictErrs  []error
+
+	// Codes of integer cells seen so far (capped, for columns of a few
+	// distinct numbers such as a Parquet int32 "age").
+	ints map[int64]uint32
+}
+
+// maxIntCache bounds Coder's cache of integer cells.
+const maxIntCache = 1 << 12
+
+// NewCoder returns a Coder that codes a label with lookup, which must be a
+// pure function (it is called once per dictionary entry, entries no row
+// refers to included, and its errors are kept and reported only for cells
+// that use the entry). A null cell is the label "", as Values reads it.
+func NewCoder(lookup func(label string) (code uint32, err error)) *Coder {
+	return &Coder{lookup: lookup}
+}
+
+// MapCoder returns a Coder over a label → code map; a label outside it is
+// an error naming the label.
+func MapCoder(codes map[string]uint32) *Coder {
+	return NewCoder(func(s string) (uint32, error) {
+		if c, ok := codes[s]; ok {
+			return c, nil
+		}
+		return 0, &UnknownLabelError{Label: s}
+	})
+}
+
+// UnknownLabelError is MapCoder's error for a label outside its map.
+type UnknownLabelError struct{ Label string }
+
+func (e *UnknownLabelError) Error() string {
+	return "value " + QuoteCell(e.Label) + " is not in the codebook"
+}
+
+// Codes sets dst[i] to the code of cell off+i of a, for i < len(dst). On
+// failure it returns the index i of the first cell that has no code and
+// lookup's error for it (cells before i are coded); else -1 and nil.
+func (c *Coder) Codes(dst []uint32, a arrow.Array, off int) (int, error) {
+	switch col := a.(type) {
+	case *array.Dictionary:
+		return c.dictionary(dst, col, off)
+	case *array.String:
+		for i := range dst {
+			if col.IsNull(off + i) {
+				code, err := c.lookup("")
+				if err != nil {
+					return i, err
+				}
+				dst[i] = code
+				continue
+			}
+			code, err := c.lookup(col.Value(off + i))
+			if err != nil {
+				return i, err
+			}
+			dst[i] = code
+		}
+		return -1, nil
+	case *array.Int32, *array.Int64, *array.Uint32:
+		vs := ValuesOf(a)
+		for i := range dst {
+			v, ok := vs.Int(off + i)
+			if !ok { // null
+				code, err := c.lookup("")
+				if err != nil {
+					return i, err
+				}
+				dst[i] = code
+				continue
+			}
+			code, err := c.intCode(v)
+			if err != nil {
+				return i, err
+			}
+			dst[i] = code
+		}
+		return -1, nil
+	}
+	vs := ValuesOf(a)
+	for i := range dst {
+		code, err := c.lookup(vs.String(off + i))
+		if err != nil {
+			return i, err
+		}
+		dst[i] = code
+	}
+	return -1, nil
+}
+
+func (c *Coder) intCode(v int64) (uint32, error) {
+	if code, ok := c.ints[v]; ok {
+		return code, nil
+	}
+	code, err := c.lookup(strconv.FormatInt(v, 10))
+	if err != nil {
+		return 0, err
+	}
+	if c.ints == nil {
+		c.ints = make(map[int64]uint32)
+	}
+	if len(c.ints) < maxIntCache {
+		c.ints[v] = code
+	}
+	return code, nil
+}
+
+// dictionary codes a dictionary column: the dictionary once, then indices.
+func (c *Coder) dictionary(dst []uint32, d *array.Dictionary, off int) (int, error) {
+	c.mapDictionary(d.Dictionary())
+	var nullCode uint32
+	var nullErr error
+	if d.NullN() > 0 {
+		nullCode, nullErr = c.lookup("")
+	}
+	if idx, ok := d.Indices().(*array.Int32); ok && d.NullN() == 0 {
+		vals := idx.Int32Values()[off : off+len(dst)]
+		for i, k := range vals {
+			// validateBatch checked 0 ≤ k < len(dictionary).
+			if err := c.dictErrs[k]; err != nil {
+				return i, err
+			}
+			dst[i] = c.dictCodes[k]
+		}
+		return -1, nil
+	}
+	for i := range dst {
+		if d.IsNull(off + i) {
+			if nullErr != nil {
+				return i, nullErr
+			}
+			dst[i] = nullCode
+			continue
+		}
+		k := d.GetValueIndex(off + i)
+		if err := c.dictErrs[k]; err != nil {
+			return i, err
+		}
+		dst[i] = c.dictCodes[k]
+	}
+	return -1, nil
+}
+
+// mapDictionary looks up every entry of dict, unless dict holds the same
+// labels as the dictionary mapped last.
+func (c *Coder) mapDictionary(dict arrow.Array) {
+	str, isStr := dict.(*array.String)
+	if isStr && str.NullN() == 0 {
+		offs := str.ValueOffsets()
+		data := str.ValueBytes()[offs[0]:offs[len(offs)-1]]
+		if c.dictValid && bytes.Equal(data, c.dictData) && sameOffsets(offs, c.dictOffs) {
+			return
+		}
+		c.dictData = append(c.dictData[:0], data...)
+		c.dictOffs = c.dictOffs[:0]
+		for _, o := range offs {
+			c.dictOffs = append(c.dictOffs, o-offs[0])
+		}
+		c.dictValid = true
+	} else {
+		c.dictValid = false
+	}
+	n := dict.Len()
+	c.dictCodes = slices.Grow(c.dictCodes[:0], n)[:n]
+	c.dictErrs = slices.Grow(c.dictErrs[:0], n)[:n]
+	vs := ValuesOf(dict)
+	for k := range n {
+		c.dictCodes[k], c.dictErrs[k] = c.lookup(vs.String(k))
+	}
+}
+
+// sameOffsets reports whether offs, rebased to start at 0, equal base.
+func sameOffsets(offs, base []int32) bool {
+	if len(offs) != len(base) {
+		return false
+	}
+	for i, o := range offs {
+		if o-offs[0] != base[i] {
+			return false
+		}
+	}
+	return true
+}

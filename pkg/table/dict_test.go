@@ -1,0 +1,297 @@
+package table
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	xreader "github.com/xitongsys/parquet-go/reader"
+)
+
+// dictRows is n rows of a categorical column, a column of small integers
+// written as text, and a near-unique column.
+func dictRows(n int) (cols []string, rows [][]string) {
+	cols = []string{"occupation", "ct", "id"}
+	occ := []string{"Prof-specialty", "Craft-repair", "", "ünï", "a,b"}
+	rows = make([][]string, n)
+	for i := range rows {
+		rows[i] = []string{occ[(i/3)%len(occ)], strconv.Itoa(i % 7), "id" + strconv.Itoa(i)}
+	}
+	return cols, rows
+}
+
+func writeParquetRows(t testing.TB, cols []string, rows [][]string, batch int) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "d.parquet")
+	schema := StringSchema(cols)
+	w, err := Create(p, schema, Meta{"n": strconv.Itoa(len(rows))}, WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Abort()
+	bb := NewBatchBuilder(schema)
+	defer bb.Release()
+	for i, r := range rows {
+		bb.AppendStrings(r)
+		if bb.Rows() == batch || i == len(rows)-1 {
+			rec := bb.NewBatch()
+			if err := w.Write(rec); err != nil {
+				t.Fatal(err)
+			}
+			rec.Release()
+		}
+	}
+	if err := w.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestParquetDictColumnsReadAsDictionaries checks ReadOptions.DictColumns:
+// the named string columns come as dictionary arrays (schema and batches),
+// the others as strings, values unchanged, over several row groups and
+// batches that do not line up with them; and without the option nothing
+// changes.
+func TestParquetDictColumnsReadAsDictionaries(t *testing.T) {
+	cols, rows := dictRows(10_000)
+	p := writeParquetRows(t, cols, rows, 3000) // row groups of 3000
+	for _, opt := range []ReadOptions{{BatchSize: 1024}, {BatchSize: 1024, DictColumns: []string{"occupation", "ct", "nosuch"}}} {
+		r, err := Open(p, opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dict := map[string]bool{}
+		for _, c := range opt.DictColumns {
+			dict[c] = true
+		}
+		for j, f := range r.Schema().Fields() {
+			if got := f.Type.ID() == arrow.DICTIONARY; got != dict[f.Name] {
+				t.Errorf("DictColumns %v: column %s has type %s", opt.DictColumns, f.Name, f.Type)
+			}
+			_ = j
+		}
+		row := 0
+		err = EachBatch(r, func(rec arrow.RecordBatch, first int64) error {
+			for j := range cols {
+				a := rec.Column(j)
+				if _, isDict := a.(*array.Dictionary); isDict != dict[cols[j]] {
+					return fmt.Errorf("column %s is %T", cols[j], a)
+				}
+				vs := ValuesOf(a)
+				for i := range a.Len() {
+					if got, want := vs.String(i), rows[row+i][j]; got != want {
+						return fmt.Errorf("row %d column %s: %q, want %q", row+i+1, cols[j], got, want)
+					}
+				}
+			}
+			row += int(rec.NumRows())
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if row != len(rows) {
+			t.Fatalf("read %d rows, want %d", row, len(rows))
+		}
+		if m := r.Meta(); m["n"] != "10000" {
+			t.Errorf("metadata %v", m)
+		}
+		r.Close()
+	}
+}
+
+// TestCoderCodesEveryColumnKind codes the same values held as a utf8
+// column, as dictionary columns read from Parquet (the dictionary mapped
+// once per batch, and remapped when the dictionary changes between row
+// groups), and as int columns; an unknown label is reported at its cell.
+func TestCoderCodesEveryColumnKind(t *testing.T) {
+	cols, rows := dictRows(7000)
+	labels := map[string]uint32{}
+	for _, r := range rows {
+		if _, ok := labels[r[0]]; !ok {
+			labels[r[0]] = uint32(len(labels))
+		}
+	}
+	for i := range 7 {
+		labels[strconv.Itoa(i)] = uint32(100 + i)
+	}
+	// Row groups of 1000 rows each see the occupations in another order,
+	// so their dictionaries differ.
+	p := writeParquetRows(t, cols, rows, 1000)
+	for _, dictCols := range [][]string{nil, {"occupation", "ct"}} {
+		r, err := Open(p, ReadOptions{BatchSize: 300, DictColumns: dictCols})
+		if err != nil {
+			t.Fatal(err)
+		}
+		coders := []*Coder{MapCoder(labels), MapCoder(labels)}
+		row := 0
+		err = EachBatch(r, func(rec arrow.RecordBatch, first int64) error {
+			n := int(rec.NumRows())
+			for j := range 2 {
+				// Two calls per batch, at an offset, as Cursor makes them.
+				dst := make([]uint32, n)
+				half := n / 2
+				if bad, err := coders[j].Codes(dst[:half], rec.Column(j), 0); bad >= 0 {
+					return err
+				}
+				if bad, err := coders[j].Codes(dst[half:], rec.Column(j), half); bad >= 0 {
+					return err
+				}
+				for i, c := range dst {
+					if want := labels[rows[row+i][j]]; c != want {
+						return fmt.Errorf("DictColumns %v: row %d column %s: code %d, want %d", dictCols, row+i+1, cols[j], c, want)
+					}
+				}
+			}
+			row += n
+			return nil
+		})
+		r.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// An int32 column and an int64 column code through the labels' text.
+	for _, a := range []arrow.Array{int32Array(3, 0, 6), int64Array(3, 0, 6)} {
+		dst := make([]uint32, 3)
+		if bad, err := MapCoder(labels).Codes(dst, a, 0); bad >= 0 || dst[0] != 103 || dst[1] != 100 || dst[2] != 106 {
+			t.Errorf("%s: codes %v, bad %d %v", a.DataType(), dst, bad, err)
+		}
+		a.Release()
+	}
+
+	// Unknown labels: the first bad cell, relative to the offset.
+	delete(labels, "ünï")
+	r, err := Open(p, ReadOptions{BatchSize: 300, DictColumns: []string{"occupation"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	rec, _ := r.Next()
+	dst := make([]uint32, 100)
+	bad, err := MapCoder(labels).Codes(dst, rec.Column(0), 5)
+	// Rows 10..12 (0-based 9..11) hold "ünï": cell 4 after offset 5.
+	var ue *UnknownLabelError
+	if bad != 4 || !errors.As(err, &ue) || ue.Label != "ünï" {
+		t.Fatalf("bad %d, err %v; want 4 and an UnknownLabelError for ünï", bad, err)
+	}
+	if !strings.Contains(err.Error(), `"ünï"`) && !strings.Contains(err.Error(), "ünï") {
+		t.Errorf("error %q does not name the label", err)
+	}
+}
+
+func int32Array(v ...int32) arrow.Array {
+	b := array.NewInt32Builder(memory.DefaultAllocator)
+	defer b.Release()
+	b.AppendValues(v, nil)
+	return b.NewArray()
+}
+
+func int64Array(v ...int64) arrow.Array {
+	b := array.NewInt64Builder(memory.DefaultAllocator)
+	defer b.Release()
+	b.AppendValues(v, nil)
+	return b.NewArray()
+}
+
+// TestCursorReadsDictionaryColumns reads text integer columns that Parquet
+// hands over as dictionaries through a Cursor, and reports a value outside
+// the alphabet at its row, in a later batch.
+func TestCursorReadsDictionaryColumns(t *testing.T) {
+	cols, rows := dictRows(5000)
+	rows[4321][1] = "9" // outside Z_7
+	p := writeParquetRows(t, cols, rows, 2000)
+	r, err := Open(p, ReadOptions{BatchSize: 700, DictColumns: []string{"ct"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	c, err := NewCursor(r, []string{"ct"}, []uint32{7}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	blk := Block(1, 1000)
+	row := 0
+	for {
+		n, err := c.Read(blk)
+		if err != nil {
+			var de *DataError
+			if !errors.As(err, &de) || de.Row != 4322 || de.Column != "ct" || !strings.Contains(err.Error(), "value 9 is outside 0..6") {
+				t.Fatalf("error %v; want row 4322, column ct, value 9", err)
+			}
+			if row > 4321 {
+				t.Fatalf("rows up to %d read before the bad row 4322", row)
+			}
+			return
+		}
+		if n == 0 {
+			t.Fatal("no error for the value outside the alphabet")
+		}
+		for i := range n {
+			if want := uint32(i+row) % 7; blk[0][i] != want {
+				t.Fatalf("row %d: %d, want %d", row+i+1, blk[0][i], want)
+			}
+		}
+		row += n
+	}
+}
+
+// TestParquetDictionaryReadMatchesIndependentReader reads one file with
+// dictionary columns through pqarrow and through xitongsys/parquet-go
+// (which shares no code with Arrow): same values in every row.
+func TestParquetDictionaryReadMatchesIndependentReader(t *testing.T) {
+	cols, rows := dictRows(150_000)
+	p := writeParquetRows(t, cols, rows, DefaultBatchSize)
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr, err := xreader.NewParquetColumnReader(memFile{bytes.NewReader(b)}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pr.ReadStop()
+	indep := make([][]any, len(cols))
+	for j := range cols {
+		if indep[j], _, _, err = pr.ReadColumnByIndex(int64(j), int64(len(rows))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r, err := Open(p, ReadOptions{BatchSize: 5000, DictColumns: cols})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	row := 0
+	for {
+		rec, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		for j := range cols {
+			vs := ValuesOf(rec.Column(j))
+			for i := range int(rec.NumRows()) {
+				if s, _ := indep[j][row+i].(string); vs.String(i) != s {
+					t.Fatalf("row %d column %s: pqarrow dictionary %q, independent reader %q", row+i+1, cols[j], vs.String(i), s)
+				}
+			}
+		}
+		row += int(rec.NumRows())
+	}
+	if row != len(rows) {
+		t.Fatalf("%d rows, want %d", row, len(rows))
+	}
+}
