@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -48,6 +49,12 @@ type pramCounted struct {
 // countRows counts the rows of a release row file (not a count table) into
 // t, in parallel; index[j] maps column j's labels to their codes.
 func (rel *pramRelease) countRows(o *Options, in table.Reader, t *pramTally, index []map[string]uint32, stride []uint64) (int64, error) {
+	if d, err := rel.reopenWithDictionaries(o, in); err != nil {
+		return 0, err
+	} else if d != nil {
+		defer d.Close()
+		in = d
+	}
 	meter := o.Streams.Progress("estimate: read")
 	defer meter.Done()
 	var lines int64
@@ -149,4 +156,25 @@ func (rel *pramRelease) jointValues(c pramChunk, coders []*table.Coder, stride [
 			Err: fmt.Errorf("value %s is not one of the column's %d codebook labels: the file is not decrypt's output for this codebook; decrypt the release again, or pass the --codebook it was made with", table.QuoteCell(s), len(rel.labels[badCol]))}
 	}
 	return gs, nil
+}
+
+// reopenWithDictionaries opens a Parquet release file again with its
+// release columns read as dictionaries (table.ReadOptions.DictColumns):
+// Parquet stores categorical columns dictionary-encoded, and reading them
+// so costs one label lookup per dictionary page instead of one string per
+// cell. It returns nil (keep in) for other formats and standard input,
+// which cannot be read twice, and for a reader that has been read.
+func (rel *pramRelease) reopenWithDictionaries(o *Options, in table.Reader) (table.Reader, error) {
+	if in.Format() != table.Parquet || table.IsStdio(in.Name()) || in.Name() == "stdin" || in.RowsRead() > 0 {
+		return nil, nil
+	}
+	d, err := table.Open(in.Name(), table.ReadOptions{Stdin: o.Streams.In, DictColumns: rel.names})
+	if err != nil {
+		return nil, err
+	}
+	if !maps.Equal(d.Meta(), in.Meta()) || d.NumRows() != in.NumRows() {
+		d.Close()
+		return nil, fmt.Errorf("%s changed while estimate was reading it; run estimate again once it is complete", in.Name())
+	}
+	return d, nil
 }

@@ -1,6 +1,7 @@
 package estimate
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -8,8 +9,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/apache/arrow-go/v18/arrow"
+
 	"github.com/pramkit/pramkit/internal/cmdtest"
+	"github.com/pramkit/pramkit/pkg/cli"
 	"github.com/pramkit/pramkit/pkg/cmd/decrypt"
+	"github.com/pramkit/pramkit/pkg/table"
 )
 
 // pramCountModes runs f under every way of counting that must agree: the
@@ -111,4 +116,47 @@ func TestPRAMParallelCountReportsTheFirstBadCell(t *testing.T) {
 		}
 		return stderr
 	})
+}
+
+// A Parquet release is read with its release columns as dictionaries (no
+// string per cell); a release on standard input is read as it comes.
+func TestPRAMParquetReleaseIsReadAsDictionaries(t *testing.T) {
+	p := newPRAMAdultPipeline(t)
+	rel, err := p.release(9, 1000, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := filepath.Dir(rel)
+	pq := filepath.Join(run, "decrypted.parquet")
+	pramMustRun(t, pramTool(decrypt.NewCmd), "--key", filepath.Join(run, "education.key.arrow"), "--key", filepath.Join(run, "income.key.arrow"),
+		filepath.Join(run, "release.arrow"), "-o", pq)
+	o := &Options{Streams: &cli.Streams{In: strings.NewReader("")}}
+	r := &pramRelease{names: []string{"education", "income"}}
+	in, err := table.Open(pq, table.ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	d, err := r.reopenWithDictionaries(o, in)
+	if err != nil || d == nil {
+		t.Fatalf("reopen: %v, %v", d, err)
+	}
+	defer d.Close()
+	for _, f := range d.Schema().Fields() {
+		if f.Type.ID() != arrow.DICTIONARY {
+			t.Errorf("column %s reads as %s, want a dictionary", f.Name, f.Type)
+		}
+	}
+	b, err := os.ReadFile(pq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdin, err := table.Open("-", table.ReadOptions{Stdin: bytes.NewReader(b)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stdin.Close()
+	if d, err := r.reopenWithDictionaries(o, stdin); d != nil || err != nil {
+		t.Errorf("standard input reopened: %v, %v", d, err)
+	}
 }
