@@ -144,6 +144,13 @@ func (z *Randomizer) Randomize(row []uint64) error {
 	return nil
 }
 
+// Reset drops the flips drawn but not used yet, so that the next row's
+// flips come from the source's next words only. With a source that is
+// reset to a row's own stream (pkg/rng.Keyed) before each row, a row's
+// flips are then a function of the row alone, whatever rows came before:
+// what makes parallel runs reproducible.
+func (z *Randomizer) Reset() { z.pool, z.avail = 0, 0 }
+
 // RandomizeBools is Randomize for a row held as L booleans.
 func (z *Randomizer) RandomizeBools(row []bool) error {
 	if len(row) != z.m.bits {

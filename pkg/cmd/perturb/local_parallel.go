@@ -1,0 +1,202 @@
+package perturb
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/pramkit/pramkit/pkg/pipeline"
+	"github.com/pramkit/pramkit/pkg/rng"
+	"github.com/pramkit/pramkit/pkg/table"
+)
+
+// The local mechanisms (bitflip, ddps) randomize each row on its own, so
+// they run in parallel, one chunk of rows per worker (pkg/pipeline), and
+// write the chunks' reports in input order. A row's randomness is its own
+// stream of the run's row-keyed generator (pkg/rng.Keyed: AES-256 of the
+// run key, a tag and the row's position), never a generator shared by the
+// rows: a seeded run gives the same reports at any GOMAXPROCS and chunk
+// size. The run key is drawn from the run's source (--seed, else
+// crypto/rand), which then shuffles the reports as before.
+
+// localChunkRows, when positive, replaces the chunk size: tests check that
+// the reports do not depend on it.
+var localChunkRows = 0
+
+// localChunk is a chunk of input rows and, once worked, its reports.
+type localChunk struct {
+	rec   arrow.RecordBatch // retained by next, released by emit
+	first int64             // 1-based row number of its first row
+	out   arrow.RecordBatch // the reports, set by work
+}
+
+// localKey draws the run's row-keyed generator from its source r.
+func localKey(r *rand.Rand) *rng.Keyed {
+	var k rng.Key
+	for i := 0; i < len(k); i += 8 {
+		w := r.Uint64()
+		for b := range 8 {
+			k[i+b] = byte(w >> (8 * b))
+		}
+	}
+	return rng.NewKeyed(k)
+}
+
+// runLocal cuts in into chunks of at most chunkRows rows, calls work on
+// each (concurrently: work must keep its state per call or per worker)
+// and writes the chunks' reports to w in input order, in batches of
+// chunkRows rows whatever the chunks (a Parquet file's layout follows the
+// batches written). It refuses an input
+// without data rows, as eachBatch does.
+func runLocal(o *Options, in table.Reader, chunkRows int, w table.Writer, work func(c *localChunk) error) error {
+	full := chunkRows
+	if localChunkRows > 0 {
+		chunkRows = localChunkRows
+	}
+	meter := o.Streams.Progress("perturb: rows")
+	defer meter.Done()
+	var cur arrow.RecordBatch // the reader's batch being cut
+	var off, rows int64
+	next := func() (*localChunk, bool, error) {
+		for cur == nil || off == cur.NumRows() {
+			rec, err := in.Next()
+			if errors.Is(err, io.EOF) {
+				return nil, false, nil
+			}
+			if err != nil {
+				return nil, false, err
+			}
+			cur, off = rec, 0
+		}
+		end := min(off+int64(chunkRows), cur.NumRows())
+		c := &localChunk{rec: cur.NewSlice(off, end), first: rows + 1}
+		rows += end - off
+		off = end
+		return c, true, nil
+	}
+	do := func(c *localChunk) (*localChunk, error) {
+		if err := work(c); err != nil {
+			c.rec.Release()
+			return nil, err
+		}
+		return c, nil
+	}
+	out := &rebatcher{w: w, full: int64(full)}
+	defer out.release()
+	emit := func(c *localChunk) error {
+		defer c.rec.Release()
+		defer c.out.Release()
+		if err := out.write(c.out); err != nil {
+			return err
+		}
+		meter.Add(c.out.NumRows())
+		return nil
+	}
+	if err := pipeline.Run(context.Background(), pipeline.Options{}, next, do, emit); err != nil {
+		return err
+	}
+	if err := out.flush(out.rows); err != nil {
+		return err
+	}
+	if in.RowsRead() == 0 {
+		return fmt.Errorf("%s has no data rows: nothing to randomize", in.Name())
+	}
+	return nil
+}
+
+// firstBad keeps the first bad cell of a chunk in the order a row-by-row
+// loop meets them: by row, then by column.
+type firstBad struct {
+	row, col int
+	err      error
+}
+
+func (b *firstBad) add(row, col int, err error) {
+	if b.err == nil || row < b.row || (row == b.row && col < b.col) {
+		*b = firstBad{row, col, err}
+	}
+}
+
+// rebatcher writes batches of exactly full rows (the last one excepted)
+// whatever the sizes of the batches given to it.
+type rebatcher struct {
+	w    table.Writer
+	full int64
+	pend []arrow.RecordBatch // retained, rows in order
+	rows int64               // rows in pend
+}
+
+func (b *rebatcher) write(rec arrow.RecordBatch) error {
+	rec.Retain()
+	b.pend = append(b.pend, rec)
+	b.rows += rec.NumRows()
+	for b.rows >= b.full {
+		if err := b.flush(b.full); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// flush writes the first n rows pending as one batch.
+func (b *rebatcher) flush(n int64) error {
+	if n == 0 {
+		return nil
+	}
+	if first := b.pend[0]; first.NumRows() == n {
+		// The common case: chunks of the batch size.
+		b.pend, b.rows = b.pend[1:], b.rows-n
+		defer first.Release()
+		return b.w.Write(first)
+	}
+	var parts []arrow.RecordBatch
+	for left := n; left > 0; {
+		rec := b.pend[0]
+		if rec.NumRows() <= left {
+			parts = append(parts, rec)
+			b.pend = b.pend[1:]
+			left -= rec.NumRows()
+			continue
+		}
+		parts = append(parts, rec.NewSlice(0, left))
+		b.pend[0] = rec.NewSlice(left, rec.NumRows())
+		rec.Release()
+		left = 0
+	}
+	b.rows -= n
+	defer func() {
+		for _, p := range parts {
+			p.Release()
+		}
+	}()
+	schema := parts[0].Schema()
+	cols := make([]arrow.Array, schema.NumFields())
+	for j := range cols {
+		arrs := make([]arrow.Array, len(parts))
+		for k, p := range parts {
+			arrs[k] = p.Column(j)
+		}
+		c, err := array.Concatenate(arrs, memory.DefaultAllocator)
+		if err != nil {
+			return err
+		}
+		defer c.Release()
+		cols[j] = c
+	}
+	rec := array.NewRecordBatch(schema, cols, n)
+	defer rec.Release()
+	return b.w.Write(rec)
+}
+
+func (b *rebatcher) release() {
+	for _, r := range b.pend {
+		r.Release()
+	}
+	b.pend = nil
+}
