@@ -309,6 +309,9 @@ func (w *writer) Write(rec arrow.RecordBatch) error {
 	if !rec.Schema().Equal(w.schema) {
 		return fmt.Errorf("%s: internal error: batch schema %v does not match the output schema %v", w.name, rec.Schema(), w.schema)
 	}
+	if err := checkDictionaries(rec); err != nil {
+		return fmt.Errorf("%s: %w", w.name, err)
+	}
 	if err := w.fw.write(rec); err != nil {
 		return fmt.Errorf("%s: %w", w.name, err)
 	}

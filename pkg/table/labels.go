@@ -1,0 +1,107 @@
+package table
+
+import (
+	"fmt"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+)
+
+// DictType is the type of categorical columns built from codes:
+// dictionary<int32, utf8>, the type pqarrow reads dictionary pages as.
+var DictType = &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int32, ValueType: arrow.BinaryTypes.String}
+
+// DictField is a field of DictType.
+func DictField(name string) arrow.Field { return arrow.Field{Name: name, Type: DictType} }
+
+// Labels is a codebook column's labels as an Arrow dictionary, built once
+// and shared by every batch, so that a stage holding codes writes labels
+// without building a string per row: a column is the codes themselves as
+// dictionary indices. Writers turn it into labels in CSV, a dictionary page
+// per row group in Parquet (the labels hashed once per row group, the codes
+// written as they are) and a dictionary in Arrow IPC. Such a Parquet file
+// still reads as plain string columns, for pramkit and other tools alike.
+type Labels struct {
+	dict *array.String
+}
+
+// NewLabels builds the dictionary of labels; code i stands for labels[i].
+func NewLabels(labels []string) *Labels {
+	b := array.NewStringBuilder(memory.DefaultAllocator)
+	defer b.Release()
+	b.AppendValues(labels, nil)
+	return &Labels{dict: b.NewStringArray()}
+}
+
+// Len is the number of labels.
+func (l *Labels) Len() int { return l.dict.Len() }
+
+// Column returns codes as a DictType column over l, sharing codes' memory
+// (codes must not change until the batch is written and released). Every
+// code must be below l.Len(); writers check it.
+func (l *Labels) Column(codes []uint32) arrow.Array {
+	buf := memory.NewBufferBytes(arrow.Uint32Traits.CastToBytes(codes))
+	data := array.NewData(DictType, len(codes), []*memory.Buffer{nil, buf}, nil, 0, 0)
+	data.SetDictionary(l.dict.Data())
+	a := array.NewDictionaryData(data)
+	data.Release()
+	return a
+}
+
+// CodesBatch returns the first n rows of cols as a batch of schema: column j
+// is a DictType column over labels[j], or, where labels[j] is nil, an int32
+// column of the codes (as Int32Batch). It shares cols' memory.
+func CodesBatch(schema *arrow.Schema, cols [][]uint32, labels []*Labels, n int) arrow.RecordBatch {
+	arrs := make([]arrow.Array, len(cols))
+	for j, col := range cols {
+		if labels[j] != nil {
+			arrs[j] = labels[j].Column(col[:n])
+			continue
+		}
+		buf := memory.NewBufferBytes(arrow.Uint32Traits.CastToBytes(col[:n]))
+		data := array.NewData(arrow.PrimitiveTypes.Int32, n, []*memory.Buffer{nil, buf}, nil, 0, 0)
+		arrs[j] = array.NewInt32Data(data)
+		data.Release()
+	}
+	rec := array.NewRecordBatch(schema, arrs, int64(n))
+	for _, a := range arrs {
+		a.Release()
+	}
+	return rec
+}
+
+// plainSchema is s with dictionary columns declared as their value type:
+// what a Parquet file of s stores in its ARROW:schema, so readers see
+// string columns (the pages are dictionary-encoded all the same).
+func plainSchema(s *arrow.Schema) *arrow.Schema {
+	var fields []arrow.Field
+	for i, f := range s.Fields() {
+		if d, ok := f.Type.(*arrow.DictionaryType); ok {
+			if fields == nil {
+				fields = append([]arrow.Field(nil), s.Fields()...)
+			}
+			fields[i].Type = d.ValueType
+		}
+	}
+	if fields == nil {
+		return s
+	}
+	md := s.Metadata()
+	return arrow.NewSchema(fields, &md)
+}
+
+// checkDictionaries checks the dictionary columns of a batch handed to a
+// writer: an index past its dictionary is a bug in the stage, reported
+// rather than written (or read out of bounds).
+func checkDictionaries(rec arrow.RecordBatch) error {
+	for j, col := range rec.Columns() {
+		if col.DataType().ID() != arrow.DICTIONARY {
+			continue
+		}
+		if err := validateArray(col); err != nil {
+			return fmt.Errorf("internal error: column %s: %v", QuoteCell(rec.Schema().Field(j).Name), err)
+		}
+	}
+	return nil
+}

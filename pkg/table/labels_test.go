@@ -1,0 +1,187 @@
+package table
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	xreader "github.com/xitongsys/parquet-go/reader"
+)
+
+// codesTable is n rows of two categorical columns held as codes (with
+// labels that need CSV quoting) and an int32 column.
+func codesTable(n int) (schema *arrow.Schema, labels []*Labels, names [][]string, cols [][]uint32) {
+	names = [][]string{{"Male", "Female"}, {"a,b", `say "hi"`, "line\nbreak", "", "ünï"}, nil}
+	labels = []*Labels{NewLabels(names[0]), NewLabels(names[1]), nil}
+	schema = arrow.NewSchema([]arrow.Field{DictField("sex"), DictField("text"), {Name: "ct", Type: arrow.PrimitiveTypes.Int32}}, nil)
+	cols = Block(3, n)
+	for i := range n {
+		cols[0][i] = uint32(i % 2)
+		cols[1][i] = uint32((i / 3) % 5)
+		cols[2][i] = uint32(i % 11)
+	}
+	return
+}
+
+// writeCodes writes the table in batches of batch rows.
+func writeCodes(t *testing.T, path string, batch int) {
+	t.Helper()
+	schema, labels, _, cols := codesTable(3000)
+	w, err := Create(path, schema, Meta{"n": "3000"}, WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Abort()
+	for off := 0; off < 3000; off += batch {
+		n := min(batch, 3000-off)
+		part := [][]uint32{cols[0][off:], cols[1][off:], cols[2][off:]}
+		rec := CodesBatch(schema, part, labels, n)
+		if err := w.Write(rec); err != nil {
+			t.Fatal(err)
+		}
+		rec.Release()
+	}
+	if err := w.Commit(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestCodesWriteAsLabelsInEveryFormat writes a table built from codes and
+// Labels to CSV, Parquet and Arrow and reads it back: the labels in every
+// cell; CSV and Parquet read back as plain string columns (Parquet as
+// dictionaries only when asked), Arrow keeps its dictionaries.
+func TestCodesWriteAsLabelsInEveryFormat(t *testing.T) {
+	_, _, names, cols := codesTable(3000)
+	dir := t.TempDir()
+	for _, ext := range []string{"csv", "parquet", "arrow"} {
+		p := filepath.Join(dir, "t."+ext)
+		writeCodes(t, p, 700)
+		for _, dictCols := range [][]string{nil, {"sex", "text"}} {
+			r, err := Open(p, ReadOptions{BatchSize: 256, DictColumns: dictCols})
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantDict := ext == "arrow" || (ext == "parquet" && dictCols != nil)
+			for j := range 2 {
+				if got := r.Schema().Field(j).Type.ID() == arrow.DICTIONARY; got != wantDict {
+					t.Errorf("%s, DictColumns %v: column %d has type %s", ext, dictCols, j, r.Schema().Field(j).Type)
+				}
+			}
+			if r.Meta()["n"] != "3000" {
+				t.Errorf("%s: metadata %v", ext, r.Meta())
+			}
+			row := 0
+			err = EachBatch(r, func(rec arrow.RecordBatch, first int64) error {
+				for i := range int(rec.NumRows()) {
+					for j := range 3 {
+						want := ""
+						if j < 2 {
+							want = names[j][cols[j][row+i]]
+						} else {
+							want = strconv.Itoa(int(cols[2][row+i]))
+						}
+						if got := ValuesOf(rec.Column(j)).String(i); got != want {
+							t.Fatalf("%s row %d column %d: %q, want %q", ext, row+i+1, j, got, want)
+						}
+					}
+				}
+				row += int(rec.NumRows())
+				return nil
+			})
+			r.Close()
+			if err != nil || row != 3000 {
+				t.Fatalf("%s: %d rows, %v", ext, row, err)
+			}
+		}
+	}
+}
+
+// TestParquetFromCodesIsDictionaryEncodedAndReadByIndependentReader checks
+// that the categorical columns are stored dictionary-encoded (a dictionary
+// page per column chunk, the labels as its values) and that
+// xitongsys/parquet-go reads the labels as plain strings.
+func TestParquetFromCodesIsDictionaryEncodedAndReadByIndependentReader(t *testing.T) {
+	_, _, names, cols := codesTable(3000)
+	p := filepath.Join(t.TempDir(), "t.parquet")
+	writeCodes(t, p, 1000)
+	pf, err := file.OpenParquetFile(p, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pf.NumRowGroups() != 3 {
+		t.Errorf("%d row groups, want 3", pf.NumRowGroups())
+	}
+	for g := range pf.NumRowGroups() {
+		for j := range 2 {
+			cc, err := pf.MetaData().RowGroup(g).ColumnChunk(j)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !cc.HasDictionaryPage() {
+				t.Errorf("row group %d column %d has no dictionary page", g, j)
+			}
+		}
+	}
+	pf.Close()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr, err := xreader.NewParquetColumnReader(memFile{bytes.NewReader(b)}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pr.ReadStop()
+	for j := range 2 {
+		vals, _, _, err := pr.ReadColumnByIndex(int64(j), 3000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, v := range vals {
+			if s, ok := v.(string); !ok || s != names[j][cols[j][i]] {
+				t.Fatalf("column %d row %d: independent reader has %v, want %q", j, i+1, v, names[j][cols[j][i]])
+			}
+		}
+	}
+}
+
+// TestCodePastLabelsIsRefused: a code outside the labels is a stage's bug;
+// the writer reports it instead of writing (or reading out of bounds).
+func TestCodePastLabelsIsRefused(t *testing.T) {
+	for _, ext := range []string{"csv", "parquet", "arrow"} {
+		p := filepath.Join(t.TempDir(), "t."+ext)
+		schema := arrow.NewSchema([]arrow.Field{DictField("sex")}, nil)
+		w, err := Create(p, schema, nil, WriteOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec := CodesBatch(schema, [][]uint32{{0, 1, 2}}, []*Labels{NewLabels([]string{"Male", "Female"})}, 3)
+		err = w.Write(rec)
+		rec.Release()
+		w.Abort()
+		if err == nil || !strings.Contains(err.Error(), "dictionary entry 2 of 2") {
+			t.Errorf("%s: error %v, want one about dictionary entry 2 of 2", ext, err)
+		}
+		if _, err := os.Stat(p); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s: output left behind", ext)
+		}
+	}
+}
+
+// TestLabelsColumnSharesCodes: the column is the codes, not a copy.
+func TestLabelsColumnSharesCodes(t *testing.T) {
+	codes := []uint32{1, 0, 1}
+	a := NewLabels([]string{"x", "y"}).Column(codes).(*array.Dictionary)
+	defer a.Release()
+	codes[1] = 1
+	if got := ValuesOf(a).String(1); got != "y" {
+		t.Errorf("cell 1 is %q after the code changed to 1, want y", got)
+	}
+}
