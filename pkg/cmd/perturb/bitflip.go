@@ -237,8 +237,8 @@ func bitflipMeta(layout *bitflip.Layout, mech *bitflip.Mechanism, cb *codebook.C
 // bitflipRows encodes, randomizes and writes every row, in parallel chunks
 // (runLocal): row i's flips come from its own stream of the run's
 // row-keyed generator, drawn from r. Memory: the chunks in flight, each at
-// most about 4 MiB of output bits, whatever the row count (plus the
-// shuffle's bounded buffer behind w).
+// most about 1 MiB of output bits, and one output batch of at most 4 MiB,
+// whatever the row count (plus the shuffle's bounded buffer behind w).
 func bitflipRows(o *Options, in table.Reader, cols []bitflipColumn, haveCodebook bool, cbPath string,
 	layout *bitflip.Layout, mech *bitflip.Mechanism, schema *arrow.Schema, w table.Writer, r *rand.Rand) error {
 	L := layout.Width()
@@ -316,7 +316,9 @@ func bitflipRows(o *Options, in table.Reader, cols []bitflipColumn, haveCodebook
 		c.out = table.Int32Batch(schema, block, n)
 		return nil
 	}
-	return runLocal(o, in, max(64, min(table.DefaultBatchSize, (1<<20)/L)), w, work)
+	// Chunks of at most 1 MiB of bits (a chunk in flight pins its input
+	// batch too), written in batches of at most 4 MiB.
+	return runLocal(o, in, max(64, min(table.DefaultBatchSize, (1<<18)/L)), max(64, min(table.DefaultBatchSize, (1<<20)/L)), w, work)
 }
 
 // bitValue is the value index of row i of column c: the codebook index, or

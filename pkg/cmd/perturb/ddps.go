@@ -282,5 +282,5 @@ func ddpsRows(o *Options, in table.Reader, idx int, enc *codebook.Encoder, plan 
 		c.out = bb.NewBatch()
 		return nil
 	}
-	return runLocal(o, in, table.DefaultBatchSize, w, work)
+	return runLocal(o, in, table.DefaultBatchSize/4, table.DefaultBatchSize, w, work)
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"runtime"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -51,11 +52,11 @@ func localKey(r *rand.Rand) *rng.Keyed {
 // runLocal cuts in into chunks of at most chunkRows rows, calls work on
 // each (concurrently: work must keep its state per call or per worker)
 // and writes the chunks' reports to w in input order, in batches of
-// chunkRows rows whatever the chunks (a Parquet file's layout follows the
+// batchRows rows whatever the chunks (a Parquet file's layout follows the
 // batches written). It refuses an input
 // without data rows, as eachBatch does.
-func runLocal(o *Options, in table.Reader, chunkRows int, w table.Writer, work func(c *localChunk) error) error {
-	full := chunkRows
+func runLocal(o *Options, in table.Reader, chunkRows, batchRows int, w table.Writer, work func(c *localChunk) error) error {
+	full := batchRows
 	if localChunkRows > 0 {
 		chunkRows = localChunkRows
 	}
@@ -98,7 +99,11 @@ func runLocal(o *Options, in table.Reader, chunkRows int, w table.Writer, work f
 		meter.Add(c.out.NumRows())
 		return nil
 	}
-	if err := pipeline.Run(context.Background(), pipeline.Options{}, next, do, emit); err != nil {
+	// One chunk per worker and one being written: more would hold more
+	// memory (each chunk pins its input batch) for no more speed.
+	opts := pipeline.Options{Workers: runtime.GOMAXPROCS(0)}
+	opts.InFlight = opts.Workers + 1
+	if err := pipeline.Run(context.Background(), opts, next, do, emit); err != nil {
 		return err
 	}
 	if err := out.flush(out.rows); err != nil {
