@@ -1,10 +1,10 @@
 package table
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/csv"
 	"errors"
+	"fmt"
 	"io"
 	"math"
 
@@ -21,51 +21,70 @@ import (
 // Arrow's per-value builder calls, which together cost ~2/3 of the time of
 // reading a categorical CSV.
 type csvScanner struct {
-	br      *bufio.Reader
-	raw     []byte // a line longer than br's buffer
-	numLine int    // lines consumed so far
+	buf     []byte // the chunk being scanned: whole records, see csvSplitter
+	pos     int
+	last    bool // buf ends where the input ends (else at a record boundary)
+	numLine int  // lines consumed so far
 	ncols   int
 	data    [][]byte  // per column: the batch's value bytes
 	offs    [][]int32 // per column: the batch's value offsets
 }
 
-func newCSVScanner(br *bufio.Reader, ncols, firstLine int) *csvScanner {
-	s := &csvScanner{br: br, ncols: ncols, numLine: firstLine,
-		data: make([][]byte, ncols), offs: make([][]int32, ncols)}
+func newCSVScanner(ncols int) *csvScanner {
+	s := &csvScanner{ncols: ncols, data: make([][]byte, ncols), offs: make([][]int32, ncols)}
 	for j := range s.offs {
 		s.offs[j] = []int32{0}
 	}
 	return s
 }
 
-// readLine is encoding/csv's readLine: one line with its newline (\r\n
-// normalised to \n), or what is left before EOF.
+// setInput starts scanning chunk buf; line numbers restart at 1.
+func (s *csvScanner) setInput(buf []byte, last bool) {
+	s.buf, s.pos, s.last, s.numLine = buf, 0, last, 0
+}
+
+// errChunkCut is readLine's error at the end of a chunk that is not the
+// input's end, in the middle of a record; csvSplitter cuts chunks at record
+// boundaries, so only a record longer than maxCSVRecord gets here.
+var errChunkCut = fmt.Errorf("the record runs on for more than %d MiB: a quote is missing or misplaced (RFC 4180 wants a field that contains quotes wrapped in quotes, with inner quotes doubled), or this is not a table of categories", maxCSVRecord>>20)
+
+// readLine is encoding/csv's readLine over the chunk: one line with its
+// newline ("\r\n" is left as it is: lengthNL counts it as the newline, and
+// values inside quotes get "\n" instead), or what is left before the end of
+// the input, without a final "\r". It never writes to the chunk, which the
+// sidecar check may be hashing at the same time.
 func (s *csvScanner) readLine() ([]byte, error) {
-	line, err := s.br.ReadSlice('\n')
-	if err == bufio.ErrBufferFull {
-		s.raw = append(s.raw[:0], line...)
-		for err == bufio.ErrBufferFull {
-			line, err = s.br.ReadSlice('\n')
-			s.raw = append(s.raw, line...)
+	rest := s.buf[s.pos:]
+	if len(rest) == 0 {
+		if s.last {
+			return nil, io.EOF
 		}
-		line = s.raw
+		return nil, errChunkCut
 	}
-	if n := len(line); n > 0 && err == io.EOF {
-		err = nil
-		if line[n-1] == '\r' {
+	line := rest
+	if i := bytes.IndexByte(rest, '\n'); i >= 0 {
+		line = rest[:i+1]
+		s.pos += i + 1
+	} else {
+		if !s.last {
+			return nil, errChunkCut // a line cut by a forced chunk end
+		}
+		s.pos = len(s.buf)
+		if n := len(line); line[n-1] == '\r' {
 			line = line[:n-1]
 		}
 	}
 	s.numLine++
-	if n := len(line); n >= 2 && line[n-2] == '\r' && line[n-1] == '\n' {
-		line[n-2] = '\n'
-		line = line[:n-1]
-	}
-	return line, err
+	return line, nil
 }
 
+// lengthNL is the length of b's newline: 2 for "\r\n", 1 for "\n", else 0.
 func lengthNL(b []byte) int {
-	if len(b) > 0 && b[len(b)-1] == '\n' {
+	n := len(b)
+	switch {
+	case n >= 2 && b[n-2] == '\r' && b[n-1] == '\n':
+		return 2
+	case n > 0 && b[n-1] == '\n':
 		return 1
 	}
 	return 0
@@ -101,8 +120,8 @@ func (s *csvScanner) readRecord() error {
 		}
 		break
 	}
-	if errRead == io.EOF {
-		return io.EOF
+	if errRead == io.EOF || errRead == errChunkCut {
+		return io.EOF // the end of the input, or of the chunk
 	}
 	recLine := s.numLine
 	col := 1 // position for error messages, as encoding/csv counts it
@@ -163,7 +182,13 @@ parseField:
 					break parseField
 				}
 			case len(line) > 0:
-				s.field(nf, line)
+				if lengthNL(line) == 2 {
+					s.field(nf, line[:len(line)-2])
+					s.field(nf, line[len(line)-1:])
+					col--
+				} else {
+					s.field(nf, line)
+				}
 				if errRead != nil {
 					break parseField
 				}
@@ -189,6 +214,9 @@ parseField:
 	}
 	if err == nil {
 		err = errRead
+	}
+	if err == errChunkCut {
+		err = &csv.ParseError{StartLine: recLine, Line: s.numLine, Column: 1, Err: errChunkCut}
 	}
 	if err == nil && nf != s.ncols {
 		err = &csv.ParseError{StartLine: recLine, Line: recLine, Column: 1, Err: csv.ErrFieldCount}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 
 	"github.com/apache/arrow-go/v18/arrow"
 )
@@ -15,6 +16,31 @@ import (
 // amortise per-batch costs, small enough that a batch of a few string
 // columns stays within a few MB.
 const DefaultBatchSize = 64 * 1024
+
+// BatchRowsEnv names the environment variable that, when set to a positive
+// integer, replaces DefaultBatchSize wherever the batch size is not given:
+// in Open (ReadOptions.BatchSize 0), and in stages that size their blocks
+// with BatchRows. It also sets the size of the chunks a CSV input is cut
+// into for parallel parsing (64 bytes a row). It exists for tests: output
+// must be the same byte for byte at any batch size and GOMAXPROCS, so
+// tests run a stage at two batch sizes (e.g. PRAMKIT_BATCH_ROWS=3 and
+// unset) and compare.
+const BatchRowsEnv = "PRAMKIT_BATCH_ROWS"
+
+// BatchRows is the batch size to use when none is given: $PRAMKIT_BATCH_ROWS
+// if set, else DefaultBatchSize. A value that is not a positive integer is
+// an error.
+func BatchRows() (int, error) {
+	v := os.Getenv(BatchRowsEnv)
+	if v == "" {
+		return DefaultBatchSize, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= 0 || n > 1<<24 {
+		return 0, fmt.Errorf("%s=%q is not a number of rows between 1 and %d; unset it (it is meant for tests)", BatchRowsEnv, v, 1<<24)
+	}
+	return n, nil
+}
 
 // Reader streams the record batches of one table.
 type Reader interface {
@@ -39,7 +65,8 @@ type Reader interface {
 
 // ReadOptions tunes Open.
 type ReadOptions struct {
-	// BatchSize is the rows per batch; 0 means DefaultBatchSize.
+	// BatchSize is the rows per batch; 0 means BatchRows() (DefaultBatchSize
+	// unless $PRAMKIT_BATCH_ROWS says otherwise).
 	BatchSize int
 	// Stdin is read for "-" or ""; nil means os.Stdin.
 	Stdin io.Reader
@@ -72,7 +99,11 @@ func DisplayName(path string) string {
 // Open opens a table, detecting its format from the first bytes.
 func Open(path string, opt ReadOptions) (Reader, error) {
 	if opt.BatchSize <= 0 {
-		opt.BatchSize = DefaultBatchSize
+		n, err := BatchRows()
+		if err != nil {
+			return nil, err
+		}
+		opt.BatchSize = n
 	}
 	name := DisplayName(path)
 	var (
@@ -146,10 +177,15 @@ func Open(path string, opt ReadOptions) (Reader, error) {
 	case Parquet:
 		return openParquet(name, file, br, opt)
 	case Arrow:
+		open := openArrowStream
 		if string(head[:min(len(head), 6)]) == string(arrowFileMagic) {
-			return openArrowFile(name, file, br, opt)
+			open = openArrowFile
 		}
-		return openArrowStream(name, file, br, opt)
+		r, err := open(name, file, br, opt)
+		if err != nil {
+			return nil, err
+		}
+		return &slicingReader{Reader: r, max: int64(opt.BatchSize)}, nil
 	}
 	return openCSV(name, file, br, opt, side)
 }
@@ -246,4 +282,51 @@ func EachBatch(r Reader, fn func(rec arrow.RecordBatch, first int64) error) erro
 			return err
 		}
 	}
+}
+
+// slicingReader hands out an Arrow file's batches (whose sizes the writer
+// chose) in slices of at most max rows, without copying, so that every
+// format honours the batch size.
+type slicingReader struct {
+	Reader
+	max  int64
+	rec  arrow.RecordBatch // the inner reader's batch (it owns it)
+	off  int64             // rows of rec handed out
+	cur  arrow.RecordBatch
+	rows int64
+}
+
+func (s *slicingReader) Next() (arrow.RecordBatch, error) {
+	if s.cur != nil {
+		s.cur.Release()
+		s.cur = nil
+	}
+	if s.rec == nil || s.off == s.rec.NumRows() {
+		rec, err := s.Reader.Next()
+		if err != nil {
+			s.rec = nil
+			return nil, err
+		}
+		if rec.NumRows() <= s.max {
+			s.rec, s.off = nil, 0
+			s.rows += rec.NumRows()
+			return rec, nil
+		}
+		s.rec, s.off = rec, 0
+	}
+	n := min(s.max, s.rec.NumRows()-s.off)
+	s.cur = s.rec.NewSlice(s.off, s.off+n)
+	s.off += n
+	s.rows += n
+	return s.cur, nil
+}
+
+func (s *slicingReader) RowsRead() int64 { return s.rows }
+
+func (s *slicingReader) Close() error {
+	if s.cur != nil {
+		s.cur.Release()
+		s.cur = nil
+	}
+	return s.Reader.Close()
 }

@@ -11,7 +11,6 @@ import (
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
 )
 
 // metaLinePrefix starts the optional first line of a CSV stream that carries
@@ -25,15 +24,18 @@ const metaLinePrefix = "#pramkit "
 type csvReader struct {
 	name   string
 	file   *os.File
-	s      *csvScanner
 	schema *arrow.Schema
 	meta   Meta
 	batch  int
 	cur    arrow.RecordBatch
 	rows   int64
 	done   bool
+	err    error // the error Next returned, returned again
 	br     *bufio.Reader
-	bind   *binding // the sidecar's digest, checked at the end of the data
+	bind   *binding     // the sidecar's digest, checked at the end of the data
+	hr     *hashReader  // the file's hashing reader, when there is a sidecar
+	first  int          // lines before the first record (metadata line, header)
+	pipe   *csvPipeline // started by the first Next
 }
 
 // binding is what a sidecar says of its data file, and where the data's
@@ -109,12 +111,15 @@ func openCSV(name string, file *os.File, br *bufio.Reader, opt ReadOptions, side
 	c := &csvReader{
 		name:   name,
 		file:   file,
-		s:      newCSVScanner(br, len(header), skipped+line),
 		schema: arrow.NewSchema(fields, nil),
 		meta:   meta,
 		batch:  opt.BatchSize,
 		br:     br,
 		bind:   bind,
+		first:  skipped + line,
+	}
+	if bind != nil {
+		c.hr = side.hr
 	}
 	return c, nil
 }
@@ -158,17 +163,15 @@ func mismatch(name, sidecar, why string, short bool) error {
 	return fmt.Errorf("%s does not match its metadata sidecar %s (%s): %s; run the stage that wrote %s again, or copy both files again", name, sidecar, why, cause, name)
 }
 
-// verify checks, once the scanner has reached the end of the data, that
-// the bytes read are those the sidecar describes.
+// verify checks, once the whole input has been read, that the bytes read
+// are those the sidecar describes.
 func (c *csvReader) verify() error {
 	if c.bind == nil {
 		return nil
 	}
 	b := c.bind
 	c.bind = nil
-	if _, err := io.Copy(io.Discard, c.br); err != nil {
-		return fmt.Errorf("%s: %w", c.name, err)
-	}
+	c.pipe.waitHashed()
 	got := b.got.digest()
 	switch {
 	case got.Bytes != b.want.Bytes:
@@ -209,44 +212,40 @@ func (c *csvReader) Next() (arrow.RecordBatch, error) {
 		c.cur.Release()
 		c.cur = nil
 	}
+	if c.err != nil {
+		return nil, c.err
+	}
 	if c.done {
 		return nil, io.EOF
 	}
-	n := 0
-	for n < c.batch {
-		err := c.s.readRecord()
-		if errors.Is(err, io.EOF) {
-			c.done = true
-			if err := c.verify(); err != nil {
-				return nil, err
-			}
-			break
-		}
-		if err != nil {
-			c.s.reset()
-			return nil, csvError(c.name, err, c.rows+int64(n)+1, 0)
-		}
-		n++
+	if c.pipe == nil {
+		c.pipe = c.startPipeline()
 	}
-	if n == 0 {
+	rec, err := c.pipe.next(c)
+	if errors.Is(err, io.EOF) {
+		c.done = true
+		if err := c.verify(); err != nil {
+			c.err = err
+			return nil, err
+		}
 		return nil, io.EOF
 	}
-	cols, err := c.s.batch(n)
 	if err != nil {
-		return nil, &DataError{File: c.name, Row: c.rows + 1, Err: err}
+		c.err = err
+		return nil, err
 	}
-	c.cur = array.NewRecordBatch(c.schema, cols, int64(n))
-	for _, a := range cols {
-		a.Release()
-	}
-	c.rows += int64(n)
-	return c.cur, nil
+	c.rows += rec.NumRows()
+	c.cur = rec
+	return rec, nil
 }
 
 func (c *csvReader) Close() error {
 	if c.cur != nil {
 		c.cur.Release()
 		c.cur = nil
+	}
+	if c.pipe != nil {
+		c.pipe.stop()
 	}
 	if c.file != nil {
 		return c.file.Close()

@@ -1,0 +1,309 @@
+package table
+
+import (
+	"bytes"
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"runtime"
+	"sync"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+)
+
+// maxCSVRecord bounds one CSV record: a chunk that has grown this long
+// without a record boundary is parsed as it is, which reports the record's
+// error (a stray quote makes the rest of a file look like one quoted value).
+var maxCSVRecord = 64 << 20
+
+// maxCSVChunk is the size of the chunks a CSV input is cut into, at the
+// default batch size: a batch's worth of typical rows, large enough to
+// amortise the hand-offs between goroutines.
+const maxCSVChunk = 4 << 20
+
+// csvChunkBytes, when positive, replaces the chunk size (tests).
+var csvChunkBytes int
+
+// csvChunkTarget is the chunk size for batches of batch rows: 64 bytes a
+// row, at most maxCSVChunk, so that small batch sizes (ReadOptions,
+// PRAMKIT_BATCH_ROWS) also make chunk boundaries fall between few rows.
+func csvChunkTarget(batch int) int {
+	if csvChunkBytes > 0 {
+		return csvChunkBytes
+	}
+	return min(max(batch*64, 1), maxCSVChunk)
+}
+
+// csvPipeline reads a CSV input on all cores, in bounded memory, and hands
+// out its batches in input order. One goroutine (split) reads the bytes
+// and cuts them into chunks of whole records — quote-aware, see recordEnd
+// — workers parse chunks into batches in parallel, and Next takes the
+// chunks in order; at most inFlight chunks exist at once. When a sidecar
+// binds the data, one more goroutine hashes the bytes in order (SHA-256
+// runs beside the parsing, not before it).
+//
+// Errors name the file, row and line exactly as a sequential reading does:
+// a worker reports a record's error relative to its chunk, and Next, which
+// knows the rows and lines of the chunks before, makes them absolute.
+// A chunk always starts at a record boundary, so a record fails in a chunk
+// exactly as it fails in the whole input.
+type csvPipeline struct {
+	order  chan *csvChunk // chunks in input order
+	work   chan *csvChunk
+	quit   chan struct{}
+	once   sync.Once
+	hash   chan []byte   // bytes to hash, in order; nil without a sidecar
+	hashed chan struct{} // closed when every byte is hashed
+
+	// Next's state.
+	cur      *csvChunk
+	pending  []arrow.RecordBatch
+	chunkRow int64 // rows before cur
+	line     int   // lines before cur
+}
+
+// csvChunk is whole records of the input, and what a worker made of them.
+type csvChunk struct {
+	data    []byte
+	last    bool  // data ends where the input ends
+	probe   bool  // data ends without a record boundary (maxCSVRecord)
+	readErr error // reading the input failed after data
+	done    chan struct{}
+
+	batches []arrow.RecordBatch
+	lines   int   // newlines in data
+	perr    error // the first record that failed
+	errRow  int64 // rows of the chunk before it
+}
+
+func (c *csvReader) startPipeline() *csvPipeline {
+	workers := runtime.GOMAXPROCS(0)
+	inFlight := workers + 2
+	p := &csvPipeline{
+		order: make(chan *csvChunk, inFlight),
+		work:  make(chan *csvChunk, inFlight),
+		quit:  make(chan struct{}),
+		line:  c.first,
+	}
+	// What br holds was hashed as it was read; the rest is hashed by the
+	// hasher, from the chunks.
+	pre := make([]byte, c.br.Buffered())
+	io.ReadFull(c.br, pre)
+	if c.bind != nil {
+		c.hr.d = nil
+		p.hash = make(chan []byte, inFlight)
+		p.hashed = make(chan struct{})
+		go func(d *digester) {
+			for b := range p.hash {
+				d.Write(b)
+			}
+			close(p.hashed)
+		}(c.bind.got)
+	}
+	go p.split(c.br, pre, csvChunkTarget(c.batch))
+	for range workers {
+		go p.worker(len(c.schema.Fields()), c.batch, c.schema)
+	}
+	return p
+}
+
+// split reads src (after the bytes pre) and sends chunks of whole records
+// to the workers and to Next, in order.
+func (p *csvPipeline) split(src io.Reader, pre []byte, target int) {
+	defer close(p.work)
+	defer close(p.order)
+	if p.hash != nil {
+		defer close(p.hash)
+	}
+	avail := pre // read, not yet sent; starts at a record boundary
+	want := target
+	var err error // of the last read; io.EOF at the end
+	for {
+		if len(avail) < want && err == nil {
+			buf := make([]byte, len(avail), len(avail)+want)
+			copy(buf, avail)
+			fresh := len(buf) // avail was hashed with the read that brought it
+			for len(buf) < cap(buf) && err == nil {
+				var n int
+				n, err = src.Read(buf[len(buf):cap(buf)])
+				buf = buf[:len(buf)+n]
+			}
+			if p.hash != nil && len(buf) > fresh {
+				select {
+				case p.hash <- buf[fresh:]:
+				case <-p.quit:
+					return
+				}
+			}
+			avail = buf
+		}
+		if err != nil && len(avail) <= want {
+			ch := &csvChunk{data: avail, last: true}
+			if !errors.Is(err, io.EOF) {
+				ch.readErr = err
+			}
+			p.dispatch(ch)
+			return
+		}
+		window := avail[:min(want, len(avail))]
+		cut := recordEnd(window)
+		if cut < 0 {
+			if len(window) >= maxCSVRecord {
+				// No record ends within maxCSVRecord bytes: the first
+				// record is broken or huge; its worker says which.
+				p.dispatch(&csvChunk{data: window, probe: true})
+				return
+			}
+			want = min(2*want, maxCSVRecord)
+			continue
+		}
+		if !p.dispatch(&csvChunk{data: avail[:cut]}) {
+			return
+		}
+		avail, want = avail[cut:], target
+	}
+}
+
+func (p *csvPipeline) dispatch(ch *csvChunk) bool {
+	ch.done = make(chan struct{})
+	select {
+	case p.order <- ch:
+	case <-p.quit:
+		return false
+	}
+	select {
+	case p.work <- ch:
+		return true
+	case <-p.quit:
+		return false
+	}
+}
+
+// recordEnd returns the end of the last whole record in buf: just past
+// the last newline outside quotes, or -1. buf starts at a record boundary,
+// so a newline is outside quotes when an even number of quotes precede it
+// (RFC 4180: a quoted field's inner quotes are doubled). Where the input
+// breaks that rule, the worker reports the broken record before reaching
+// a wrong boundary, since chunks are cut only after records that parse.
+func recordEnd(buf []byte) int {
+	odd := bytes.Count(buf, []byte{'"'})&1 == 1
+	end := len(buf)
+	for {
+		i := bytes.LastIndexByte(buf[:end], '\n')
+		if i < 0 {
+			return -1
+		}
+		if bytes.Count(buf[i+1:end], []byte{'"'})&1 == 1 {
+			odd = !odd
+		}
+		if !odd {
+			return i + 1
+		}
+		end = i
+	}
+}
+
+func (p *csvPipeline) worker(ncols, batch int, schema *arrow.Schema) {
+	s := newCSVScanner(ncols)
+	for ch := range p.work {
+		select {
+		case <-p.quit:
+		default:
+			p.parse(s, ch, batch, schema)
+		}
+		close(ch.done)
+	}
+}
+
+// parse turns a chunk into batches of at most batch rows.
+func (p *csvPipeline) parse(s *csvScanner, ch *csvChunk, batch int, schema *arrow.Schema) {
+	ch.lines = bytes.Count(ch.data, []byte{'\n'})
+	s.setInput(ch.data, ch.last)
+	var rows int64
+	n := 0
+	fail := func(err error, row int64) {
+		s.reset()
+		ch.perr, ch.errRow = err, row
+	}
+	flush := func() bool {
+		cols, err := s.batch(n)
+		if err != nil {
+			fail(err, rows)
+			return false
+		}
+		ch.batches = append(ch.batches, array.NewRecordBatch(schema, cols, int64(n)))
+		for _, a := range cols {
+			a.Release()
+		}
+		rows += int64(n)
+		n = 0
+		return true
+	}
+	for {
+		err := s.readRecord()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			fail(err, rows+int64(n))
+			return
+		}
+		n++
+		if n == batch && !flush() {
+			return
+		}
+	}
+	if ch.probe {
+		fail(&csv.ParseError{StartLine: s.numLine + 1, Line: s.numLine + 1, Column: 1, Err: errChunkCut}, rows+int64(n))
+		return
+	}
+	if n > 0 {
+		flush()
+	}
+}
+
+// next returns the next batch in input order, or the error of the first
+// record that failed, or io.EOF.
+func (p *csvPipeline) next(c *csvReader) (arrow.RecordBatch, error) {
+	for len(p.pending) == 0 {
+		if ch := p.cur; ch != nil {
+			p.cur = nil
+			if ch.perr != nil {
+				var pe *csv.ParseError
+				if errors.As(ch.perr, &pe) {
+					return nil, csvError(c.name, ch.perr, p.chunkRow+ch.errRow+1, p.line)
+				}
+				return nil, &DataError{File: c.name, Row: p.chunkRow + ch.errRow + 1, Err: ch.perr}
+			}
+			if ch.readErr != nil {
+				return nil, fmt.Errorf("%s: %w", c.name, ch.readErr)
+			}
+			p.line += ch.lines
+		}
+		ch, ok := <-p.order
+		if !ok {
+			return nil, io.EOF
+		}
+		<-ch.done
+		p.cur, p.pending, ch.batches = ch, ch.batches, nil
+		p.chunkRow = c.rows
+	}
+	rec := p.pending[0]
+	p.pending[0] = nil
+	p.pending = p.pending[1:]
+	return rec, nil
+}
+
+// waitHashed waits until the hasher has seen every byte.
+func (p *csvPipeline) waitHashed() {
+	if p.hashed != nil {
+		<-p.hashed
+	}
+}
+
+// stop ends the goroutines (a reader closed before the end).
+func (p *csvPipeline) stop() {
+	p.once.Do(func() { close(p.quit) })
+}

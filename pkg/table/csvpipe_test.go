@@ -1,0 +1,307 @@
+package table
+
+import (
+	"bytes"
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"reflect"
+	"runtime"
+	"strings"
+	"testing"
+	"testing/iotest"
+	"time"
+)
+
+// withChunkBytes runs fn with CSV chunks of n bytes (0: the default).
+func withChunkBytes(t *testing.T, n int, fn func()) {
+	t.Helper()
+	old := csvChunkBytes
+	csvChunkBytes = n
+	defer func() { csvChunkBytes = old }()
+	fn()
+}
+
+// chunkSizes cuts inputs everywhere: chunks of one byte end after every
+// record, others at arbitrary record boundaries.
+var chunkSizes = []int{1, 2, 5, 13, 64, 0}
+
+// TestCSVScannerMatchesEncodingCSVAtEveryChunkSize is the oracle test with
+// the input cut into chunks of several sizes, so that records, quoted
+// fields with embedded newlines, CRLF and errors fall in later chunks.
+func TestCSVScannerMatchesEncodingCSVAtEveryChunkSize(t *testing.T) {
+	for _, n := range chunkSizes {
+		withChunkBytes(t, n, func() {
+			for _, s := range csvSeeds {
+				checkAgainstOracle(t, []byte(s))
+			}
+		})
+	}
+}
+
+// pipeRows is a table whose quoted values hold commas, quotes, LF and CRLF,
+// so that any chunk size cuts somewhere near them; CRLF line ends too.
+func pipeRows(n int) (header []string, rows [][]string, data []byte) {
+	header = []string{"id", "text", "sex"}
+	texts := []string{"plain", "a,b", `say "hi"`, "line\nbreak", "two\n\nblank lines", "crlf\r\ninside", "", "\"\n\""}
+	var b bytes.Buffer
+	w := csv.NewWriter(&b)
+	w.UseCRLF = true
+	w.Write(header)
+	for i := range n {
+		r := []string{fmt.Sprint(i), texts[i%len(texts)], []string{"Female", "Male"}[i%2]}
+		w.Write(r)
+		// encoding/csv reads "\r\n" inside quotes as "\n".
+		r[1] = strings.ReplaceAll(r[1], "\r\n", "\n")
+		rows = append(rows, r)
+	}
+	w.Flush()
+	return header, rows, b.Bytes()
+}
+
+// TestParallelCSVReaderRoundTrips reads one CSV at several chunk sizes,
+// batch sizes and GOMAXPROCS: the same rows in the same order, batches of
+// at most BatchSize rows, from a file with a bound sidecar (the SHA-256
+// check runs on the chunks) and from a stream.
+func TestParallelCSVReaderRoundTrips(t *testing.T) {
+	header, want, data := pipeRows(2000)
+	dir := t.TempDir()
+	p := filepath.Join(dir, "t.csv")
+	writeRows(t, p, header, want, Meta{"n": "2000"}, WriteOptions{})
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	for _, procs := range []int{1, 2, 4} {
+		runtime.GOMAXPROCS(procs)
+		for _, n := range chunkSizes {
+			for _, batch := range []int{1, 7, 1000} {
+				withChunkBytes(t, n, func() {
+					for _, src := range []string{p, "-"} {
+						opt := ReadOptions{BatchSize: batch, Stdin: bytes.NewReader(data)}
+						_, got, _, _ := readAllMax(t, src, opt)
+						if !reflect.DeepEqual(got, want) {
+							t.Fatalf("GOMAXPROCS %d, chunks of %d bytes, batches of %d, %s: rows differ", procs, n, batch, src)
+						}
+					}
+				})
+			}
+		}
+	}
+}
+
+// readAllMax reads a table and checks that no batch exceeds BatchSize.
+func readAllMax(t *testing.T, path string, opt ReadOptions) ([]string, [][]string, Meta, error) {
+	t.Helper()
+	r, err := Open(path, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var cols []string
+	for _, f := range r.Schema().Fields() {
+		cols = append(cols, f.Name)
+	}
+	var rows [][]string
+	for {
+		rec, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		if rec.NumRows() > int64(opt.BatchSize) {
+			t.Fatalf("a batch of %d rows, BatchSize %d", rec.NumRows(), opt.BatchSize)
+		}
+		for i := range int(rec.NumRows()) {
+			row := make([]string, rec.NumCols())
+			for j := range row {
+				row[j] = strings.Clone(ValuesOf(rec.Column(j)).String(i))
+			}
+			rows = append(rows, row)
+		}
+		if r.RowsRead() != int64(len(rows)) {
+			t.Fatalf("RowsRead %d after %d rows", r.RowsRead(), len(rows))
+		}
+	}
+	return cols, rows, r.Meta(), nil
+}
+
+// TestParallelCSVErrorsNameTheRowInLaterChunks puts a bad record deep in a
+// file (after multi-line quoted values, so rows and lines differ) and
+// checks that the error names the same row and line at every chunk size.
+func TestParallelCSVErrorsNameTheRowInLaterChunks(t *testing.T) {
+	_, _, data := pipeRows(500)
+	lines := bytes.Count(data, []byte{'\n'})
+	cases := []struct{ name, tail, want string }{
+		{"ragged", "1,2\r\n", fmt.Sprintf("line %d (row 501)", lines+1)},
+		{"bare quote", "1,x\"y,z\r\n", fmt.Sprintf("line %d (row 501)", lines+1)},
+		{"unterminated", "1,\"x,z\r\n2,y,z\r\n", fmt.Sprintf("line %d (row 501)", lines+1)},
+	}
+	for _, c := range cases {
+		input := append(bytes.Clone(data), c.tail...)
+		input = append(input, "7,after,Male\r\n"...)
+		for _, n := range chunkSizes {
+			withChunkBytes(t, n, func() {
+				r, err := Open("-", ReadOptions{Stdin: bytes.NewReader(input), BatchSize: 64})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer r.Close()
+				for err == nil {
+					_, err = r.Next()
+				}
+				if errors.Is(err, io.EOF) || !strings.Contains(err.Error(), c.want) {
+					t.Errorf("%s, chunks of %d bytes: error %v, want %q", c.name, n, err, c.want)
+				}
+				if r.RowsRead() > 500 {
+					t.Errorf("%s: %d rows read past the bad row 501", c.name, r.RowsRead())
+				}
+				// The error sticks.
+				if _, again := r.Next(); again == nil || again.Error() != err.Error() {
+					t.Errorf("%s: Next after the error returns %v", c.name, again)
+				}
+			})
+		}
+	}
+}
+
+// TestParallelCSVSidecarCheckSeesEveryChunk changes one byte near the end
+// of a bound file: refused at every chunk size, as before.
+func TestParallelCSVSidecarCheckSeesEveryChunk(t *testing.T) {
+	header, rows, _ := pipeRows(3000)
+	p := filepath.Join(t.TempDir(), "t.csv")
+	writeRows(t, p, header, rows, Meta{"n": "3000"}, WriteOptions{})
+	b, _ := os.ReadFile(p)
+	i := bytes.LastIndex(b, []byte("Male"))
+	copy(b[i:], "Mole")
+	os.WriteFile(p, b, 0o644)
+	for _, n := range []int{1, 100, 0} {
+		withChunkBytes(t, n, func() {
+			_, _, err := readErr(p)
+			if err == nil || !strings.Contains(err.Error(), "SHA-256") {
+				t.Errorf("chunks of %d bytes: err = %v", n, err)
+			}
+		})
+	}
+}
+
+// TestCSVRecordWithoutEndIsReportedNotBuffered: a stray quote makes the
+// rest of a file one unterminated quoted value; the reader reports the
+// record once maxCSVRecord bytes pass without a record boundary, instead
+// of holding the whole file.
+func TestCSVRecordWithoutEndIsReportedNotBuffered(t *testing.T) {
+	old := maxCSVRecord
+	maxCSVRecord = 1000
+	defer func() { maxCSVRecord = old }()
+	var b bytes.Buffer
+	b.WriteString("a,b\n1,2\n\"3,4\n")
+	for range 500 {
+		b.WriteString("5,6\n")
+	}
+	withChunkBytes(t, 64, func() {
+		// One byte a read, so that the input arrives in many reads.
+		r, err := Open("-", ReadOptions{Stdin: iotest.OneByteReader(&b), BatchSize: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		for err == nil {
+			_, err = r.Next()
+		}
+		if errors.Is(err, io.EOF) || !strings.Contains(err.Error(), "line 3 (row 2)") || !strings.Contains(err.Error(), "quote is missing") {
+			t.Errorf("error %v", err)
+		}
+	})
+}
+
+// TestCSVReaderClosedEarlyStopsItsGoroutines closes a reader after one
+// batch of a large input: no goroutine stays behind.
+func TestCSVReaderClosedEarlyStopsItsGoroutines(t *testing.T) {
+	_, _, data := pipeRows(20_000)
+	before := runtime.NumGoroutine()
+	for range 5 {
+		withChunkBytes(t, 512, func() {
+			r, err := Open("-", ReadOptions{Stdin: bytes.NewReader(data), BatchSize: 16})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := r.Next(); err != nil {
+				t.Fatal(err)
+			}
+			r.Close()
+		})
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := runtime.NumGoroutine(); n > before {
+		t.Errorf("%d goroutines after closing, %d before", n, before)
+	}
+}
+
+// TestBatchRowsEnvSetsTheDefaultBatchSize: $PRAMKIT_BATCH_ROWS sizes the
+// batches of every format when ReadOptions leave it open; an explicit
+// BatchSize wins; a bad value is refused naming the variable.
+func TestBatchRowsEnvSetsTheDefaultBatchSize(t *testing.T) {
+	header, rows, _ := pipeRows(100)
+	dir := t.TempDir()
+	for _, ext := range []string{"csv", "parquet", "arrow"} {
+		p := filepath.Join(dir, "t."+ext)
+		writeRows(t, p, header, rows, nil, WriteOptions{})
+		for _, c := range []struct {
+			env   string
+			batch int
+			want  int64
+		}{{"", 0, 100}, {"7", 0, 7}, {"7", 30, 30}} {
+			t.Setenv(BatchRowsEnv, c.env)
+			r, err := Open(p, ReadOptions{BatchSize: c.batch})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rec, err := r.Next()
+			if err != nil || rec.NumRows() != c.want {
+				t.Errorf("%s, %s=%q, BatchSize %d: first batch of %v rows (%v), want %d", ext, BatchRowsEnv, c.env, c.batch, rec.NumRows(), err, c.want)
+			}
+			r.Close()
+		}
+	}
+	t.Setenv(BatchRowsEnv, "lots")
+	if _, err := Open(filepath.Join(dir, "t.csv"), ReadOptions{}); err == nil || !strings.Contains(err.Error(), BatchRowsEnv) {
+		t.Errorf("bad value: err = %v", err)
+	}
+	if _, err := BatchRows(); err == nil {
+		t.Error("BatchRows accepts lots")
+	}
+}
+
+// TestParquetReaderClosedEarlyStopsDecoding closes Parquet readers after
+// one batch, and after none: the decoding goroutine ends, and a second
+// Close is harmless.
+func TestParquetReaderClosedEarlyStopsDecoding(t *testing.T) {
+	cols, rows := dictRows(20_000)
+	p := writeParquetRows(t, cols, rows, 4000)
+	before := runtime.NumGoroutine()
+	for i := range 6 {
+		r, err := Open(p, ReadOptions{BatchSize: 100, DictColumns: cols[:i%2]})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i >= 2 {
+			if _, err := r.Next(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		r.Close()
+		r.Close()
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := runtime.NumGoroutine(); n > before {
+		t.Errorf("%d goroutines after closing, %d before", n, before)
+	}
+}
