@@ -8,8 +8,8 @@
 // Memory is bounded: at most Options.InFlight chunks exist at once, from
 // the call to next that makes one to the return of emit that consumes it,
 // so a caller may keep exactly InFlight reusable buffers in a free list and
-// never allocate per chunk. The first error (of next, work or emit) stops
-// the run and is returned; Run returns only after every goroutine it
+// never allocate per chunk. The first error in input order (of next, work
+// or emit) stops the run and is returned; Run returns only after every goroutine it
 // started has exited.
 //
 // Work must not depend on which worker runs it or when: randomness is drawn
@@ -24,6 +24,15 @@ import (
 	"sync"
 )
 
+// ChunkRows is the most rows of one chunk in the commands that cut tables
+// into chunks for Run (encrypt, perturb, decrypt). It equals
+// table.DefaultBatchSize, the size of their output batches, so that a
+// Rebatcher passes chunks through without copying; a chunk's hand-off
+// (~1 µs) is then negligible, and the chunks in flight hold a few MB. It
+// is a variable so that tests can show that a command's output does not
+// depend on it.
+var ChunkRows = 64 * 1024
+
 // Options size a run. Zero values choose defaults.
 type Options struct {
 	// Workers is the number of goroutines running work; 0 means
@@ -31,8 +40,7 @@ type Options struct {
 	Workers int
 	// InFlight bounds the chunks alive at once (read, queued, being
 	// worked on, or waiting for their turn to be emitted); 0 means
-	// 2·Workers + 2, enough to keep every worker busy while the producer
-	// reads ahead and the consumer writes one.
+	// Workers + 2: one per worker, one being read and one being written.
 	InFlight int
 }
 
@@ -42,7 +50,7 @@ func (o Options) Resolve() Options {
 		o.Workers = runtime.GOMAXPROCS(0)
 	}
 	if o.InFlight <= 0 {
-		o.InFlight = 2*o.Workers + 2
+		o.InFlight = o.Workers + 2
 	}
 	return o
 }
@@ -62,9 +70,11 @@ type job[In, Out any] struct {
 // caller's), so they may use a reader and a writer without locks. work is
 // called concurrently and must not share mutable state between chunks.
 //
-// The first error returned by next, work or emit, or ctx's error, ends the
-// run: no further chunk is read, pending chunks are dropped unemitted, and
-// Run returns that error after all its goroutines have exited.
+// Errors are taken in input order: the error returned is that of the
+// earliest chunk whose next, work or emit failed (or ctx's error), so a run
+// over bad data reports the same error at any GOMAXPROCS. It ends the run:
+// no further chunk is read, pending chunks are dropped unemitted, and Run
+// returns after all its goroutines have exited.
 func Run[In, Out any](ctx context.Context, opts Options, next func() (In, bool, error), work func(In) (Out, error), emit func(Out) error) error {
 	opts = opts.Resolve()
 	parent := ctx
@@ -101,7 +111,11 @@ func Run[In, Out any](ctx context.Context, opts Options, next func() (In, bool, 
 			}
 			in, ok, err := next()
 			if err != nil {
-				fail(err)
+				// In line with the chunks before it, so that errors are
+				// reported in input order whatever the timing.
+				j := &job[In, Out]{err: err, done: make(chan struct{})}
+				close(j.done)
+				order <- j
 				return
 			}
 			if !ok {

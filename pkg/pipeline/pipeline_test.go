@@ -181,3 +181,40 @@ func BenchmarkRunOverhead(b *testing.B) {
 		b.Fatal(err)
 	}
 }
+
+func TestRunReportsTheEarliestErrorInInputOrder(t *testing.T) {
+	// Chunk 3's work is slow and fails; chunk 8's fails at once. The error
+	// must be chunk 3's, every time.
+	for range 20 {
+		c := &counter{n: 100, failAt: -1}
+		err := Run(context.Background(), Options{Workers: 4, InFlight: 10}, c.next,
+			func(i int) (int, error) {
+				switch i {
+				case 3:
+					time.Sleep(2 * time.Millisecond)
+					return 0, fmt.Errorf("chunk 3")
+				case 8:
+					return 0, fmt.Errorf("chunk 8")
+				}
+				return i, nil
+			},
+			func(int) error { return nil })
+		if err == nil || err.Error() != "chunk 3" {
+			t.Fatalf("err = %v, want chunk 3's", err)
+		}
+	}
+	// A read error after a chunk whose work fails: the chunk's error.
+	c := &counter{n: 100, failAt: 5, nextErrs: errors.New("read")}
+	err := Run(context.Background(), Options{Workers: 2}, c.next,
+		func(i int) (int, error) {
+			if i == 2 {
+				time.Sleep(2 * time.Millisecond)
+				return 0, fmt.Errorf("chunk 2")
+			}
+			return i, nil
+		},
+		func(int) error { return nil })
+	if err == nil || err.Error() != "chunk 2" {
+		t.Fatalf("err = %v, want chunk 2's", err)
+	}
+}

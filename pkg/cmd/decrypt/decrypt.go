@@ -1,6 +1,7 @@
 package decrypt
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"github.com/pramkit/pramkit/pkg/cli"
 	"github.com/pramkit/pramkit/pkg/codebook"
 	"github.com/pramkit/pramkit/pkg/pad"
+	"github.com/pramkit/pramkit/pkg/pipeline"
 	"github.com/pramkit/pramkit/pkg/release"
 	"github.com/pramkit/pramkit/pkg/table"
 )
@@ -83,7 +85,6 @@ type key struct {
 	// deriver computes PRF pads; nil for one-time pads stored in the file.
 	deriver *pad.Deriver
 	cur     *table.Cursor
-	block   [][]uint32 // pads of the current block, one slice per key column
 }
 
 // slot says where release column j finds its pads.
@@ -166,7 +167,14 @@ func run(o *Options) error {
 	if err := (release.Decrypted{Sample: smp, Release: perturbed, Codebook: cb}).Encode(outMeta); err != nil {
 		return err
 	}
-	schema := table.StringSchema(release.Names(cols))
+	// Label columns are dictionaries over the codebook's labels, built
+	// from codes: CSV gets labels, Parquet string columns (dictionary
+	// pages), Arrow dictionary columns.
+	fields := make([]arrow.Field, len(cols))
+	for j, c := range cols {
+		fields[j] = table.DictField(c.Name)
+	}
+	schema := arrow.NewSchema(fields, nil)
 	w, err := o.Streams.Create(o.Output, schema, outMeta, rel.Format(), append([]string{o.Input}, o.Keys...))
 	if err != nil {
 		return err
@@ -316,61 +324,120 @@ func openKey(o *Options, path string, smp release.Sample, relCols []release.Colu
 	default:
 		return fail(fmt.Errorf("%s mixes pad kinds: %s", path, notKey))
 	}
-	k.block = table.Block(len(k.cols), table.DefaultBatchSize)
 	return k, nil
 }
 
+// decChunk is one chunk of rows, rows row0… of the release: its
+// ciphertexts and, per key, its pads (read from one-time-pad key files in
+// the producer, computed by the PRF in the worker).
+type decChunk struct {
+	ct   [][]uint32   // one column per release column
+	pads [][][]uint32 // pads[key][column of the key]
+	n    int
+	row0 int64
+	rec  arrow.RecordBatch // the labels as dictionary columns over ct
+}
+
 // decryptRows reads the release and the one-time-pad keys in lockstep, one
-// block of rows at a time, removes the pads and writes labels. Memory: one
-// batch per file plus blocks of 4 bytes per cell, whatever m is.
+// chunk of rows at a time, removes the pads and turns codes into labels on
+// all cores (pipeline.Run), and writes the chunks in input order. Memory: a
+// fixed number of chunks in flight plus one batch per file, whatever m is.
 func decryptRows(o *Options, rel table.Reader, cols []release.Column, keys []*key, slots []slot, labels [][]string, schema *arrow.Schema, w table.Writer, m int64) error {
 	cur, err := table.NewCursor(rel, release.Names(cols), release.Alphabets(cols), false)
 	if err != nil {
 		return err
 	}
-	block := table.Block(len(cols), table.DefaultBatchSize)
-	bb := table.NewBatchBuilder(schema)
-	defer bb.Release()
+	keyIdx := make(map[*key]int, len(keys))
+	for i, k := range keys {
+		keyIdx[k] = i
+	}
+	opts := pipeline.Options{}.Resolve()
+	free := make(chan *decChunk, opts.InFlight)
+	for range opts.InFlight {
+		c := &decChunk{ct: table.Block(len(cols), pipeline.ChunkRows), pads: make([][][]uint32, len(keys))}
+		for i, k := range keys {
+			c.pads[i] = table.Block(len(k.cols), pipeline.ChunkRows)
+		}
+		free <- c
+	}
+	labs := make([]*table.Labels, len(labels))
+	for j, l := range labels {
+		labs[j] = table.NewLabels(l)
+	}
 	meter := o.Streams.Progress("decrypt: rows")
 	defer meter.Done()
-	for {
-		n, err := cur.Read(block)
+	next := func() (*decChunk, bool, error) {
+		c := <-free // never blocks: at most InFlight chunks are out
+		n, err := cur.Read(c.ct)
+		if err == nil && cur.Rows() > m {
+			err = fmt.Errorf("%s has more rows than its metadata's m = %d: the release was edited; get it again from the server", rel.Name(), m)
+		}
+		if err == nil && n == 0 {
+			err = endOfRelease(rel, keys, cur, m)
+			if err == nil {
+				free <- c
+				return nil, false, nil
+			}
+		}
 		if err != nil {
-			return err
+			free <- c
+			return nil, false, err
 		}
-		if n == 0 {
-			break
+		c.n, c.row0 = n, cur.Rows()-int64(n)
+		for i, k := range keys {
+			if k.cur == nil {
+				continue // PRF pads: computed by the worker
+			}
+			if err := k.readPads(c.pads[i], n, m); err != nil {
+				free <- c
+				return nil, false, err
+			}
 		}
-		if cur.Rows() > m {
-			return fmt.Errorf("%s has more rows than its metadata's m = %d: the release was edited; get it again from the server", rel.Name(), m)
-		}
-		row0 := cur.Rows() - int64(n)
-		for _, k := range keys {
-			if err := k.pads(row0, n, m); err != nil {
-				return err
+		return c, true, nil
+	}
+	work := func(c *decChunk) (*decChunk, error) {
+		for i, k := range keys {
+			if k.cur != nil {
+				continue
+			}
+			for j, kc := range k.cols {
+				if err := k.deriver.Pads(c.pads[i][j][:c.n], uint64(c.row0), uint32(j), kc.K); err != nil {
+					return nil, err
+				}
 			}
 		}
 		for j, s := range slots {
-			x, v, kj := block[j][:n], s.key.block[s.col][:n], cols[j].K
-			if err := pad.DecryptColumn(x, x, v, kj); err != nil {
-				return err
-			}
-			lab := labels[j]
-			for _, xi := range x {
-				bb.String(j, lab[xi])
+			x, v := c.ct[j][:c.n], c.pads[keyIdx[s.key]][s.col][:c.n]
+			if err := pad.DecryptColumn(x, x, v, cols[j].K); err != nil {
+				return nil, err
 			}
 		}
-		for range n {
-			bb.EndRow()
-		}
-		rec := bb.NewBatch()
-		err = w.Write(rec)
-		rec.Release()
-		if err != nil {
-			return err
-		}
-		meter.Add(int64(n))
+		// The codes are the dictionary indices of the labels: no string
+		// is built per row (table.Labels).
+		c.rec = table.CodesBatch(schema, c.ct, labs, c.n)
+		return c, nil
 	}
+	// Output batches of a fixed size, so the file's bytes do not depend
+	// on the chunk size.
+	wb := pipeline.NewRebatcher(w, table.DefaultBatchSize)
+	defer wb.Release()
+	emit := func(c *decChunk) error {
+		err := wb.Write(c.rec)
+		c.rec.Release()
+		c.rec = nil
+		free <- c
+		meter.Add(int64(c.n))
+		return err
+	}
+	if err := pipeline.Run(context.Background(), opts, next, work, emit); err != nil {
+		return err
+	}
+	return wb.Flush()
+}
+
+// endOfRelease checks, when the release has ended, that it had m rows and
+// that no one-time-pad key goes on.
+func endOfRelease(rel table.Reader, keys []*key, cur *table.Cursor, m int64) error {
 	if cur.Rows() != m {
 		return fmt.Errorf("%s ended after %d rows but its metadata says m = %d: the release is truncated; get it again from the server", rel.Name(), cur.Rows(), m)
 	}
@@ -387,20 +454,12 @@ func decryptRows(o *Options, rel table.Reader, cols []release.Column, keys []*ke
 	return nil
 }
 
-// pads fills k.block[·][:n] with the pads of rows row0 … row0+n−1: read
-// from the key file in lockstep with the release, or computed by the PRF.
-func (k *key) pads(row0 int64, n int, m int64) error {
-	views := make([][]uint32, len(k.block))
+// readPads fills dst[·][:n] with the next n rows of pads of a one-time-pad
+// key file, read in lockstep with the release.
+func (k *key) readPads(dst [][]uint32, n int, m int64) error {
+	views := make([][]uint32, len(dst))
 	for i := range views {
-		views[i] = k.block[i][:n]
-	}
-	if k.cur == nil {
-		for i, c := range k.cols {
-			if err := k.deriver.Pads(views[i], uint64(row0), uint32(i), c.K); err != nil {
-				return err
-			}
-		}
-		return nil
+		views[i] = dst[i][:n]
 	}
 	got, err := k.cur.Read(views)
 	if err != nil {

@@ -1,16 +1,17 @@
 package encrypt
 
 import (
+	"context"
 	crand "crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/spf13/cobra"
@@ -18,6 +19,7 @@ import (
 	"github.com/pramkit/pramkit/pkg/cli"
 	"github.com/pramkit/pramkit/pkg/codebook"
 	"github.com/pramkit/pramkit/pkg/pad"
+	"github.com/pramkit/pramkit/pkg/pipeline"
 	"github.com/pramkit/pramkit/pkg/release"
 	"github.com/pramkit/pramkit/pkg/table"
 )
@@ -53,7 +55,11 @@ Every cell becomes its value index in the codebook plus a random pad,
   c = (x + v) mod k,   v uniform on 0..k−1, drawn afresh for every cell,
 where k is the number of categories of the column. Whatever x is, c is then
 uniform on 0..k−1: the encrypted table says nothing about the data
-(information-theoretic secrecy). The output has one integer column per
+(information-theoretic secrecy, for pads drawn uniformly). The pads come
+from AES-256 in counter mode under a fresh key from crypto/rand that is
+used once and discarded, the pad of row i and column j being a function of
+(i, j) alone, so that chunks are encrypted on all cores and the output does
+not depend on their number. The output has one integer column per
 encrypted column, named like it, and metadata that a server needs and
 nothing that depends on the values: column names, k, codebook hash, and the
 sample's n, m and fingerprint. Columns not encrypted are left out: the
@@ -71,7 +77,10 @@ one 32-byte key per run instead of m pads per column. This is COMPUTATIONAL
 secrecy only (it rests on AES being a pseudo-random permutation), and the
 metadata says pad=prf. FILE holds 32 bytes or 64 hex digits; create it with
   head -c 32 /dev/urandom > alice.prf && chmod 600 alice.prf
-Each run derives its own pad key from FILE, so runs never share pads.
+Each run derives its own pad key from FILE, so runs never share pads. The
+pads are the same function of (row, column) as one-time pads, under that
+key instead of a discarded one: a retried part of a sample gets its pads
+again from the key file.
 
 Values outside the codebook stop the run with the file, row, column and
 value, unless --unknown missing maps them to the missing category. Missing
@@ -113,19 +122,15 @@ with the other curators'.`,
 // Main runs the command on the process's arguments and returns the exit code.
 func Main() int { return cli.Run(NewCmd(cli.StdStreams(), nil), os.Args[1:], cli.StdStreams()) }
 
-// padSource produces the pads of one block of rows.
+// padSource produces the pads of one block of rows as a function of the
+// rows' indices, so that chunks can be padded in any order on any core.
 type padSource interface {
 	pads(dst []uint32, row0 uint64, column uint32, k uint32) error
 }
 
-// otpPads draws independent uniform pads (the one-time pad).
-type otpPads struct{ r *rand.Rand }
-
-func (p otpPads) pads(dst []uint32, _ uint64, _ uint32, k uint32) error {
-	return pad.DrawPads(p.r, k, dst)
-}
-
-// prfPads computes pads as AES-256 of (row, column) under the run's key.
+// prfPads computes pads as AES-256 of (row, column) under a key: the run's
+// PRF key (--prf-key, stored in the key file), or for one-time pads a fresh
+// key never stored, whose pads are (stored in the key file instead).
 type prfPads struct{ d *pad.Deriver }
 
 func (p prfPads) pads(dst []uint32, row0 uint64, column uint32, k uint32) error {
@@ -144,7 +149,15 @@ func run(o *Options) error {
 		}
 	}
 
-	in, err := o.Streams.Open(o.Input)
+	// Categorical columns stored as Parquet dictionaries are read as
+	// dictionaries, coded once per batch (table.Coder).
+	dict := o.Columns
+	if len(dict) == 0 && o.Codebook != "" {
+		if cb, err := codebook.Load(o.Codebook); err == nil {
+			dict = cb.Names()
+		}
+	}
+	in, err := o.Streams.OpenWith(o.Input, table.ReadOptions{BatchSize: pipeline.ChunkRows, DictColumns: dict})
 	if err != nil {
 		return err
 	}
@@ -286,55 +299,119 @@ func encryptedColumns(sel *codebook.Codebook, keyID string, kind string) ([]rele
 	return cols, ks
 }
 
-// encryptRows streams the input batch by batch: encode, pad, write the
-// ciphertext block and (for one-time pads) the pad block. Memory is one
-// input batch plus two blocks of 4 bytes per cell.
+// encChunk is one chunk of rows on its way through the pipeline: rows
+// [off, off+n) of a retained input batch, which are rows row0… of the
+// sample, and the ciphertext and pad blocks they fill.
+type encChunk struct {
+	rec      arrow.RecordBatch
+	off, n   int
+	row0     int64
+	ct, pads [][]uint32
+}
+
+// encryptRows reads the input batch by batch, cuts the batches into chunks,
+// encodes and pads the chunks on all cores (pipeline.Run) and writes the
+// ciphertext blocks and (for one-time pads) the pad blocks in input order.
+// Memory is a fixed number of chunks in flight, each holding a reference
+// to its input batch and two blocks of 4 bytes per cell.
 func encryptRows(o *Options, in table.Reader, srcIdx []int, encs []*codebook.Encoder, ks []uint32, src padSource, schema *arrow.Schema, w, kw table.Writer, storePads bool) error {
 	d := len(encs)
-	ct := table.Block(d, table.DefaultBatchSize)
-	pads := table.Block(d, table.DefaultBatchSize)
+	opts := pipeline.Options{}.Resolve()
+	free := make(chan *encChunk, opts.InFlight)
+	for range opts.InFlight {
+		free <- &encChunk{ct: table.Block(d, pipeline.ChunkRows), pads: table.Block(d, pipeline.ChunkRows)}
+	}
+	// Coders are not safe for concurrent use: one set per worker at a time.
+	coders := sync.Pool{New: func() any {
+		cs := make([]*table.Coder, d)
+		for j, enc := range encs {
+			cs[j] = table.NewCoder(enc.Index)
+		}
+		return cs
+	}}
 	meter := o.Streams.Progress("encrypt: rows")
 	defer meter.Done()
-	var row0 int64
-	for {
-		rec, err := in.Next()
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		total := int(rec.NumRows())
-		for start := 0; start < total; start += table.DefaultBatchSize {
-			n := min(table.DefaultBatchSize, total-start)
-			for j, enc := range encs {
-				vals := table.ValuesOf(rec.Column(srcIdx[j]))
-				x := ct[j][:n]
-				for i := range x {
-					idx, err := enc.Index(vals.String(start + i))
-					if err != nil {
-						return &table.DataError{File: in.Name(), Row: row0 + int64(start+i) + 1, Column: enc.Column().Name(), Err: err}
-					}
-					x[i] = idx
-				}
-				if err := src.pads(pads[j][:n], uint64(row0)+uint64(start), uint32(j), ks[j]); err != nil {
-					return err
-				}
-				if err := pad.EncryptColumn(x, x, pads[j][:n], ks[j]); err != nil {
-					return err
-				}
-			}
-			if err := writeBlock(schema, w, kw, ct, pads, n, storePads); err != nil {
-				return err
+
+	var (
+		rec      arrow.RecordBatch // the batch being cut into chunks
+		off      int
+		next0    int64 // the sample index of the next chunk's first row
+		readDone bool
+	)
+	defer func() {
+		for range len(free) {
+			if c := <-free; c.rec != nil {
+				c.rec.Release()
 			}
 		}
-		row0 += int64(total)
-		meter.Add(int64(total))
+	}()
+	next := func() (*encChunk, bool, error) {
+		for rec == nil || off == int(rec.NumRows()) {
+			if readDone {
+				return nil, false, nil
+			}
+			r, err := in.Next()
+			if errors.Is(err, io.EOF) {
+				readDone = true
+				return nil, false, nil
+			}
+			if err != nil {
+				return nil, false, err
+			}
+			rec, off = r, 0
+		}
+		c := <-free // never blocks: at most InFlight chunks are out
+		c.n = min(pipeline.ChunkRows, int(rec.NumRows())-off)
+		c.off, c.row0 = off, next0
+		rec.Retain()
+		c.rec = rec
+		off += c.n
+		next0 += int64(c.n)
+		return c, true, nil
 	}
+	work := func(c *encChunk) (*encChunk, error) {
+		cs := coders.Get().([]*table.Coder)
+		defer coders.Put(cs)
+		for j, enc := range encs {
+			x := c.ct[j][:c.n]
+			if bad, err := cs[j].Codes(x, c.rec.Column(srcIdx[j]), c.off); bad >= 0 {
+				return nil, &table.DataError{File: in.Name(), Row: c.row0 + int64(bad) + 1, Column: enc.Column().Name(), Err: err}
+			}
+			v := c.pads[j][:c.n]
+			if err := src.pads(v, uint64(c.row0), uint32(j), ks[j]); err != nil {
+				return nil, err
+			}
+			if err := pad.EncryptColumn(x, x, v, ks[j]); err != nil {
+				return nil, err
+			}
+		}
+		return c, nil
+	}
+	// Output batches of a fixed size, so the files' bytes do not depend
+	// on the chunk size.
+	wb := pipeline.NewRebatcher(w, table.DefaultBatchSize)
+	defer wb.Release()
+	kb := pipeline.NewRebatcher(kw, table.DefaultBatchSize)
+	defer kb.Release()
+	emit := func(c *encChunk) error {
+		err := writeBlock(schema, wb, kb, c.ct, c.pads, c.n, storePads)
+		c.rec.Release()
+		c.rec = nil
+		free <- c
+		meter.Add(int64(c.n))
+		return err
+	}
+	if err := pipeline.Run(context.Background(), opts, next, work, emit); err != nil {
+		return err
+	}
+	if err := wb.Flush(); err != nil {
+		return err
+	}
+	return kb.Flush()
 }
 
 // writeBlock writes n rows of ciphertexts, and of pads when they are stored.
-func writeBlock(schema *arrow.Schema, w, kw table.Writer, ct, pads [][]uint32, n int, storePads bool) error {
+func writeBlock(schema *arrow.Schema, w, kw pipeline.BatchWriter, ct, pads [][]uint32, n int, storePads bool) error {
 	rec := table.Int32Batch(schema, ct, n)
 	err := w.Write(rec)
 	rec.Release()
@@ -407,17 +484,24 @@ func (o *Options) layout(in table.Reader, cb *codebook.Codebook) ([]string, []in
 // pads returns the run's key id, its pad source and, for PRF pads, the
 // run's pad key. The key id is public, so it always comes from crypto/rand,
 // even with --insecure-seed: derived from the seed it would let anyone
-// confirm a guess of the seed, and with it the pads. The pads and the
-// PRF run key's nonce come from the run's generator, crypto-seeded unless
-// --seed and --insecure-seed are both given.
+// confirm a guess of the seed, and with it the pads.
+//
+// Both kinds of pads are the row-keyed streams of pad.Deriver (row i,
+// column j → AES-256 block (j, 0, i)), so a row's pad does not depend on
+// the chunk it is encrypted in nor on the number of cores. One-time pads
+// use a fresh key that is never stored (crypto/rand; SeededKey of --seed
+// only under --insecure-seed), and the pads themselves go to the key file;
+// PRF pads use the run key derived from --prf-key and a nonce from the
+// run's generator, and only that key is stored.
 func (o *Options) pads(master []byte) (keyID string, src padSource, runKey *pad.Key) {
 	var id [8]byte
 	crand.Read(id[:])
 	keyID = hex.EncodeToString(id[:])
-	r := o.Seed.Rand(o.cmd)
 	if master == nil {
-		return keyID, otpPads{r}, nil
+		d, _ := pad.NewDeriver(o.Seed.Key(o.cmd, "encrypt/one-time-pads"))
+		return keyID, prfPads{d}, nil
 	}
+	r := o.Seed.Rand(o.cmd)
 	var nonce [16]byte
 	for i := range nonce {
 		nonce[i] = byte(r.Uint32())

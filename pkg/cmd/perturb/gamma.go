@@ -1,6 +1,7 @@
 package perturb
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/pramkit/pramkit/pkg/cli"
 	"github.com/pramkit/pramkit/pkg/mechanism"
+	"github.com/pramkit/pramkit/pkg/pipeline"
 	"github.com/pramkit/pramkit/pkg/pram"
 	"github.com/pramkit/pramkit/pkg/release"
 	"github.com/pramkit/pramkit/pkg/table"
@@ -77,7 +79,10 @@ holds FILE can remove the offsets: keep it on the server), and the output
 metadata says noise=prf. FILE holds 32 bytes or 64 hex digits (like
 encrypt --prf-key); create it once with
   head -c 32 /dev/urandom > server.noise && chmod 600 server.noise
---noise-key refuses --allow-recompose: a second release of the sample would
+Without --noise-key the offsets are the same function of the row under
+a fresh key from crypto/rand that is never stored (from --seed only with
+--insecure-seed), so the output does not depend on the number of cores,
+but a rerun draws new offsets. --noise-key refuses --allow-recompose: a second release of the sample would
 reuse the same offsets. The ledger records the release's public noise_id,
 so a retry (same key, sample and γ: the same rows) is not counted again.`
 
@@ -412,71 +417,100 @@ func (o *Options) gammaPlan(ins []*gammaInput) (gammaPlan, error) {
 	return p, nil
 }
 
-// perturbRows reads the inputs in lockstep, one block of rows at a time,
-// perturbs each joint row and writes it. Memory: one batch per input plus
-// one block of 4 bytes per cell, whatever m is.
+// gammaChunk is one chunk of joint rows, rows row0… of the sample.
+type gammaChunk struct {
+	block [][]uint32 // one column per joint component, pipeline.ChunkRows long
+	n     int
+	row0  int64
+}
+
+// perturbRows reads the inputs in lockstep, one chunk of rows at a time,
+// perturbs the chunks on all cores (pipeline.Run) with offsets keyed by
+// the row's index in the sample, and writes them in input order. Memory: a
+// fixed number of chunks in flight plus one batch per input, whatever m is.
+//
+// The offsets are pram.KeyedOffsets under the --noise-key release key, or
+// else under a run key from crypto/rand (from --seed only under
+// --insecure-seed) that is never stored: either way row i's offset is a
+// function of the key and i alone, with the exact γ-diagonal law, so the
+// output does not depend on the chunking or the number of cores.
 func perturbRows(o *Options, ins []*gammaInput, mech *pram.Mechanism, keyed *pram.KeyedOffsets, schema *arrow.Schema, w table.Writer) error {
 	d := schema.NumFields()
-	block := table.Block(d, table.DefaultBatchSize)
-	views := make([][]uint32, d)
+	if keyed == nil {
+		key := o.Seed.Key(o.cmd, "perturb/gamma-diagonal/offsets")
+		var err error
+		if keyed, err = pram.NewKeyedOffsets(mech, key[:]); err != nil {
+			return err
+		}
+	}
 	curs := make([]*table.Cursor, len(ins))
-	parts := make([][][]uint32, len(ins)) // each input's columns of block
-	off := 0
 	for i, in := range ins {
 		c, err := table.NewCursor(in.r, release.Names(in.cols), release.Alphabets(in.cols), false)
 		if err != nil {
 			return err
 		}
 		curs[i] = c
-		parts[i] = block[off : off+len(in.cols)]
-		off += len(in.cols)
 	}
-	r := o.Seed.Rand(o.cmd)
+	opts := pipeline.Options{}.Resolve()
+	free := make(chan *gammaChunk, opts.InFlight)
+	for range opts.InFlight {
+		free <- &gammaChunk{block: table.Block(d, pipeline.ChunkRows)}
+	}
 	m := ins[0].smp.M
 	meter := o.Streams.Progress("perturb: rows")
 	defer meter.Done()
-	for {
-		n := -1
-		for i, c := range curs {
-			got, err := c.Read(parts[i])
+	parts := make([][][]uint32, len(ins))
+	next := func() (*gammaChunk, bool, error) {
+		c := <-free // never blocks: at most InFlight chunks are out
+		off, n := 0, -1
+		for i, cur := range curs {
+			parts[i] = c.block[off : off+len(ins[i].cols)]
+			off += len(ins[i].cols)
+			got, err := cur.Read(parts[i])
 			if err != nil {
-				return err
+				free <- c
+				return nil, false, err
 			}
 			if n >= 0 && got != n {
-				return rowCountError(ins, curs, m)
+				free <- c
+				return nil, false, rowCountError(ins, curs, m)
 			}
 			n = got
 		}
-		if n == 0 {
-			break
-		}
-		if curs[0].Rows() > m {
-			return rowCountError(ins, curs, m)
-		}
-		for j := range views {
-			views[j] = block[j][:n]
-		}
-		if keyed != nil {
-			// row identity: the row's index in the sample
-			err := keyed.PerturbColumns(uint64(curs[0].Rows()-int64(n)), views)
-			if err != nil {
-				return err
+		if n == 0 || curs[0].Rows() > m {
+			free <- c
+			if curs[0].Rows() != m {
+				return nil, false, rowCountError(ins, curs, m)
 			}
-		} else if err := mech.PerturbColumns(r, views); err != nil {
-			return err
+			return nil, false, nil
 		}
-		rec := table.Int32Batch(schema, block, n)
-		err := w.Write(rec)
+		c.n, c.row0 = n, curs[0].Rows()-int64(n)
+		return c, true, nil
+	}
+	work := func(c *gammaChunk) (*gammaChunk, error) {
+		views := make([][]uint32, d)
+		for j := range views {
+			views[j] = c.block[j][:c.n]
+		}
+		// row identity: the row's index in the sample
+		return c, keyed.PerturbColumns(uint64(c.row0), views)
+	}
+	// Output batches of a fixed size, so the file's bytes do not depend
+	// on the chunk size.
+	wb := pipeline.NewRebatcher(w, table.DefaultBatchSize)
+	defer wb.Release()
+	emit := func(c *gammaChunk) error {
+		rec := table.Int32Batch(schema, c.block, c.n)
+		err := wb.Write(rec)
 		rec.Release()
-		if err != nil {
-			return err
-		}
-		meter.Add(int64(n))
+		free <- c
+		meter.Add(int64(c.n))
+		return err
 	}
-	if curs[0].Rows() != m {
-		return rowCountError(ins, curs, m)
+	if err := pipeline.Run(context.Background(), opts, next, work, emit); err != nil {
+		return err
 	}
-	return nil
+	return wb.Flush()
 }
 
 // rowCountError names the input whose row count disagrees with m or with
