@@ -25,11 +25,6 @@ import (
 // path before the parallel one): tests compare the two.
 var pramCountSerial = false
 
-// pramChunkRows, when positive, cuts the reader's batches into chunks of
-// at most this many rows: tests check that the counts do not depend on
-// the chunk size.
-var pramChunkRows = 0
-
 // pramChunk is one batch of released rows on its way through the pipeline.
 type pramChunk struct {
 	rec   arrow.RecordBatch // retained by next, released by emit
@@ -58,28 +53,15 @@ func (rel *pramRelease) countRows(o *Options, in table.Reader, t *pramTally, ind
 	meter := o.Streams.Progress("estimate: read")
 	defer meter.Done()
 	var lines int64
-	var cur arrow.RecordBatch // the reader's batch being cut (pramChunkRows)
-	var off int64
 	next := func() (pramChunk, bool, error) {
-		if cur == nil || off == cur.NumRows() {
-			rec, err := in.Next()
-			if errors.Is(err, io.EOF) {
-				return pramChunk{}, false, nil
-			}
-			if err != nil {
-				return pramChunk{}, false, err
-			}
-			cur, off = rec, 0
+		rec, err := in.Next()
+		if errors.Is(err, io.EOF) {
+			return pramChunk{}, false, nil
 		}
-		var rec arrow.RecordBatch
-		if pramChunkRows > 0 {
-			end := min(off+int64(pramChunkRows), cur.NumRows())
-			rec = cur.NewSlice(off, end)
-			off = end
-		} else {
-			rec, off = cur, cur.NumRows()
-			rec.Retain()
+		if err != nil {
+			return pramChunk{}, false, err
 		}
+		rec.Retain()
 		c := pramChunk{rec, lines}
 		lines += rec.NumRows()
 		return c, true, nil

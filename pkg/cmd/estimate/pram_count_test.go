@@ -19,20 +19,20 @@ import (
 
 // pramCountModes runs f under every way of counting that must agree: the
 // sequential path, and the parallel one on 1 and 2 cores with the reader's
-// batches and with chunks of 1000 and 4093 rows.
+// batches and with batches of 1000 and 4093 rows ($PRAMKIT_BATCH_ROWS).
 func pramCountModes(t *testing.T, f func(mode string) string) {
 	t.Helper()
-	defer func(p int, s bool, c int) {
+	defer func(p int, s bool) {
 		runtime.GOMAXPROCS(p)
-		pramCountSerial, pramChunkRows = s, c
-	}(runtime.GOMAXPROCS(0), pramCountSerial, pramChunkRows)
+		pramCountSerial = s
+	}(runtime.GOMAXPROCS(0), pramCountSerial)
 	pramCountSerial = true
 	want := f("serial")
 	pramCountSerial = false
 	for _, procs := range []int{1, 2} {
 		for _, chunk := range []int{0, 1000, 4093} {
 			runtime.GOMAXPROCS(procs)
-			pramChunkRows = chunk
+			setBatchRows(t, chunk)
 			mode := fmt.Sprintf("GOMAXPROCS=%d chunk=%d", procs, chunk)
 			if got := f(mode); got != want {
 				t.Errorf("%s: output differs from the sequential count's:\n%s\nwant\n%s", mode, got, want)
@@ -159,4 +159,15 @@ func TestPRAMParquetReleaseIsReadAsDictionaries(t *testing.T) {
 	if d, err := r.reopenWithDictionaries(o, stdin); d != nil || err != nil {
 		t.Errorf("standard input reopened: %v, %v", d, err)
 	}
+}
+
+// setBatchRows makes the readers of the runs that follow cut batches (and
+// CSV chunks) of rows rows; 0 restores the default.
+func setBatchRows(t *testing.T, rows int) {
+	if rows == 0 {
+		t.Setenv(table.BatchRowsEnv, "")
+		os.Unsetenv(table.BatchRowsEnv)
+		return
+	}
+	t.Setenv(table.BatchRowsEnv, fmt.Sprint(rows))
 }

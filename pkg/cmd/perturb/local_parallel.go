@@ -9,8 +9,6 @@ import (
 	"runtime"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/pramkit/pramkit/pkg/pipeline"
 	"github.com/pramkit/pramkit/pkg/rng"
@@ -25,10 +23,6 @@ import (
 // rows: a seeded run gives the same reports at any GOMAXPROCS and chunk
 // size. The run key is drawn from the run's source (--seed, else
 // crypto/rand), which then shuffles the reports as before.
-
-// localChunkRows, when positive, replaces the chunk size: tests check that
-// the reports do not depend on it.
-var localChunkRows = 0
 
 // localChunk is a chunk of input rows and, once worked, its reports.
 type localChunk struct {
@@ -57,9 +51,6 @@ func localKey(r *rand.Rand) *rng.Keyed {
 // without data rows, as eachBatch does.
 func runLocal(o *Options, in table.Reader, chunkRows, batchRows int, w table.Writer, work func(c *localChunk) error) error {
 	full := batchRows
-	if localChunkRows > 0 {
-		chunkRows = localChunkRows
-	}
 	meter := o.Streams.Progress("perturb: rows")
 	defer meter.Done()
 	var cur arrow.RecordBatch // the reader's batch being cut
@@ -88,12 +79,12 @@ func runLocal(o *Options, in table.Reader, chunkRows, batchRows int, w table.Wri
 		}
 		return c, nil
 	}
-	out := &rebatcher{w: w, full: int64(full)}
-	defer out.release()
+	out := pipeline.NewRebatcher(w, full)
+	defer out.Release()
 	emit := func(c *localChunk) error {
 		defer c.rec.Release()
 		defer c.out.Release()
-		if err := out.write(c.out); err != nil {
+		if err := out.Write(c.out); err != nil {
 			return err
 		}
 		meter.Add(c.out.NumRows())
@@ -106,7 +97,7 @@ func runLocal(o *Options, in table.Reader, chunkRows, batchRows int, w table.Wri
 	if err := pipeline.Run(context.Background(), opts, next, do, emit); err != nil {
 		return err
 	}
-	if err := out.flush(out.rows); err != nil {
+	if err := out.Flush(); err != nil {
 		return err
 	}
 	if in.RowsRead() == 0 {
@@ -126,82 +117,4 @@ func (b *firstBad) add(row, col int, err error) {
 	if b.err == nil || row < b.row || (row == b.row && col < b.col) {
 		*b = firstBad{row, col, err}
 	}
-}
-
-// rebatcher writes batches of exactly full rows (the last one excepted)
-// whatever the sizes of the batches given to it.
-type rebatcher struct {
-	w    table.Writer
-	full int64
-	pend []arrow.RecordBatch // retained, rows in order
-	rows int64               // rows in pend
-}
-
-func (b *rebatcher) write(rec arrow.RecordBatch) error {
-	rec.Retain()
-	b.pend = append(b.pend, rec)
-	b.rows += rec.NumRows()
-	for b.rows >= b.full {
-		if err := b.flush(b.full); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// flush writes the first n rows pending as one batch.
-func (b *rebatcher) flush(n int64) error {
-	if n == 0 {
-		return nil
-	}
-	if first := b.pend[0]; first.NumRows() == n {
-		// The common case: chunks of the batch size.
-		b.pend, b.rows = b.pend[1:], b.rows-n
-		defer first.Release()
-		return b.w.Write(first)
-	}
-	var parts []arrow.RecordBatch
-	for left := n; left > 0; {
-		rec := b.pend[0]
-		if rec.NumRows() <= left {
-			parts = append(parts, rec)
-			b.pend = b.pend[1:]
-			left -= rec.NumRows()
-			continue
-		}
-		parts = append(parts, rec.NewSlice(0, left))
-		b.pend[0] = rec.NewSlice(left, rec.NumRows())
-		rec.Release()
-		left = 0
-	}
-	b.rows -= n
-	defer func() {
-		for _, p := range parts {
-			p.Release()
-		}
-	}()
-	schema := parts[0].Schema()
-	cols := make([]arrow.Array, schema.NumFields())
-	for j := range cols {
-		arrs := make([]arrow.Array, len(parts))
-		for k, p := range parts {
-			arrs[k] = p.Column(j)
-		}
-		c, err := array.Concatenate(arrs, memory.DefaultAllocator)
-		if err != nil {
-			return err
-		}
-		defer c.Release()
-		cols[j] = c
-	}
-	rec := array.NewRecordBatch(schema, cols, n)
-	defer rec.Release()
-	return b.w.Write(rec)
-}
-
-func (b *rebatcher) release() {
-	for _, r := range b.pend {
-		r.Release()
-	}
-	b.pend = nil
 }

@@ -9,15 +9,16 @@ import (
 	"testing"
 
 	"github.com/pramkit/pramkit/internal/cmdtest"
+	"github.com/pramkit/pramkit/pkg/table"
 )
 
 // A seeded bitflip or ddps run writes the same bytes on 1 and 2 cores and
-// with chunks of 1000 rows, 777 rows and the default: every row draws from
+// with batches ($PRAMKIT_BATCH_ROWS) of 1000 rows, 777 rows and the default: every row draws from
 // its own row-keyed stream, and the chunks are written in input order —
 // with the shuffle and under --keep-order, to CSV and Parquet.
 func TestLocalMechanismsAreReproducibleAtAnyCoreCountAndChunkSize(t *testing.T) {
 	dir, cb, in := testInputs(t, "people.csv", peopleCSV(5000))
-	defer func(p, c int) { runtime.GOMAXPROCS(p); localChunkRows = c }(runtime.GOMAXPROCS(0), localChunkRows)
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
 	runs := 0
 	for _, mech := range [][]string{
 		{"--mechanism", "bitflip", "--lie", "0.2", "--columns", "sex,color,flag,job"},
@@ -29,7 +30,7 @@ func TestLocalMechanismsAreReproducibleAtAnyCoreCountAndChunkSize(t *testing.T) 
 				for _, procs := range []int{1, 2} {
 					for _, chunk := range []int{0, 1000, 777} {
 						runtime.GOMAXPROCS(procs)
-						localChunkRows = chunk
+						setBatchRows(t, chunk)
 						runs++
 						out := filepath.Join(dir, fmt.Sprintf("out%d.%s", runs, ext))
 						args := append(append([]string{"--codebook", cb, "--seed", "3", "--insecure-seed", in, "-o", out}, mech...), extra...)
@@ -64,7 +65,7 @@ func TestLocalMechanismsReportTheFirstBadCell(t *testing.T) {
 	set(2001, 1, "x")     // a later row
 	set(2900, 3, "7")     // a later chunk
 	dir, cb, in := testInputs(t, "bad.csv", strings.Join(rows, "\n")+"\n")
-	defer func(p, c int) { runtime.GOMAXPROCS(p); localChunkRows = c }(runtime.GOMAXPROCS(0), localChunkRows)
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
 	for _, tc := range []struct {
 		mech []string
 		want string
@@ -75,7 +76,7 @@ func TestLocalMechanismsReportTheFirstBadCell(t *testing.T) {
 		for _, procs := range []int{1, 2} {
 			for _, chunk := range []int{0, 1000, 777} {
 				runtime.GOMAXPROCS(procs)
-				localChunkRows = chunk
+				setBatchRows(t, chunk)
 				res := cmdtest.Run(newPerturb, nil, append([]string{"--codebook", cb, "--seed", "3", "--insecure-seed", in, "-o", filepath.Join(dir, "out.csv")}, tc.mech...)...)
 				if res.Code != 1 || !strings.Contains(res.Stderr, tc.want) {
 					t.Errorf("%v GOMAXPROCS=%d chunk=%d: exit %d, %q; want exit 1 naming %s", tc.mech, procs, chunk, res.Code, res.Stderr, tc.want)
@@ -86,4 +87,15 @@ func TestLocalMechanismsReportTheFirstBadCell(t *testing.T) {
 			}
 		}
 	}
+}
+
+// setBatchRows makes the readers of the runs that follow cut batches (and
+// CSV chunks) of rows rows; 0 restores the default.
+func setBatchRows(t *testing.T, rows int) {
+	if rows == 0 {
+		t.Setenv(table.BatchRowsEnv, "")
+		os.Unsetenv(table.BatchRowsEnv)
+		return
+	}
+	t.Setenv(table.BatchRowsEnv, fmt.Sprint(rows))
 }

@@ -29,11 +29,6 @@ import (
 // path before the parallel one): tests compare the two.
 var offerSerial = false
 
-// offerChunkRows, when positive, cuts the reader's batches into chunks of
-// at most this many rows: tests check that the sample does not depend on
-// the chunk size.
-var offerChunkRows = 0
-
 // errEmptyID is the error for a row without an id.
 var errEmptyID = errors.New("the row id is empty; every row needs an id, or omit --id to sample by position")
 
@@ -51,28 +46,15 @@ func (o *Options) offerRowsParallel(in table.Reader, secret []byte, idCol int, k
 	meter := o.Streams.Progress("sample: read")
 	defer meter.Done()
 	var pos uint64
-	var cur arrow.RecordBatch // the reader's batch being cut (offerChunkRows)
-	var off int64
 	next := func() (*offerChunk, bool, error) {
-		if cur == nil || off == cur.NumRows() {
-			rec, err := in.Next()
-			if errors.Is(err, io.EOF) {
-				return nil, false, nil
-			}
-			if err != nil {
-				return nil, false, err
-			}
-			cur, off = rec, 0
+		rec, err := in.Next()
+		if errors.Is(err, io.EOF) {
+			return nil, false, nil
 		}
-		var rec arrow.RecordBatch
-		if offerChunkRows > 0 {
-			end := min(off+int64(offerChunkRows), cur.NumRows())
-			rec = cur.NewSlice(off, end)
-			off = end
-		} else {
-			rec, off = cur, cur.NumRows()
-			rec.Retain()
+		if err != nil {
+			return nil, false, err
 		}
+		rec.Retain()
 		// The reader may move on to the next file before the chunk is
 		// emitted: name the chunk's file and rows now.
 		c := &offerChunk{rec: rec, pos: pos, file: in.Name(), row: rowOf(in, int64(pos))}

@@ -9,25 +9,31 @@ import (
 	"testing"
 
 	"github.com/pramkit/pramkit/internal/cmdtest"
+	"github.com/pramkit/pramkit/pkg/table"
 )
 
 // offerModes runs f under every way of offering rows that must agree: the
 // sequential loop, and the parallel one on 1 and 2 cores with the reader's
-// batches and with chunks of 100 and 997 rows; f returns the run's output
+// batches and with batches of 100 and 997 rows ($PRAMKIT_BATCH_ROWS); f returns the run's output
 // (files and messages).
 func offerModes(t *testing.T, f func(mode string) string) {
 	t.Helper()
-	defer func(p int, s bool, c int) {
+	defer func(p int, s bool) {
 		runtime.GOMAXPROCS(p)
-		offerSerial, offerChunkRows = s, c
-	}(runtime.GOMAXPROCS(0), offerSerial, offerChunkRows)
+		offerSerial = s
+	}(runtime.GOMAXPROCS(0), offerSerial)
 	offerSerial = true
 	want := f("serial")
 	offerSerial = false
 	for _, procs := range []int{1, 2} {
 		for _, chunk := range []int{0, 100, 997} {
 			runtime.GOMAXPROCS(procs)
-			offerChunkRows = chunk
+			if chunk == 0 {
+				t.Setenv(table.BatchRowsEnv, "")
+				os.Unsetenv(table.BatchRowsEnv)
+			} else {
+				t.Setenv(table.BatchRowsEnv, fmt.Sprint(chunk))
+			}
 			mode := fmt.Sprintf("GOMAXPROCS=%d chunk=%d", procs, chunk)
 			if got := f(mode); got != want {
 				t.Errorf("%s: output differs from the sequential loop's:\n%.2000s\nwant\n%.2000s", mode, got, want)
