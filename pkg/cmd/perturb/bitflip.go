@@ -305,8 +305,7 @@ func bitflipRows(o *Options, in table.Reader, cols []bitflipColumn, haveCodebook
 				return err
 			}
 			keyed.Reset(&s.st, tag, row0+uint64(i))
-			s.z.Reset()
-			if err := s.z.Randomize(s.word); err != nil {
+			if err := s.z.RandomizeRow(s.word); err != nil {
 				return err
 			}
 			for b := range L {
