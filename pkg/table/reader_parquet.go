@@ -9,22 +9,30 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 )
 
 // parquetReader streams a Parquet file row group by row group through
-// pqarrow, so memory is bounded by a row group, not by the file. A
-// goroutine decodes (and validates) the next batches while the caller
-// works on the current one: at most parquetAhead batches wait.
+// pqarrow, so memory is bounded by a row group, not by the file. Every
+// column is decoded by a goroutine of its own, ahead of the caller (at
+// most parquetAhead batches of each column wait), and one more goroutine
+// puts the columns' batches together and checks them: decoding runs on all
+// cores and beside the caller's work. (pqarrow's own Parallel option would
+// decode on goroutines where a panic on a corrupt file escapes recovered
+// and kills the process.)
 type parquetReader struct {
 	name   string
 	f      *os.File
 	pf     *file.Reader
-	rr     pqarrow.RecordReader
+	cols   []*pqarrow.ColumnReader
+	batch  int64
+	colSch *arrow.Schema // the columns' schema as pqarrow reads it
 	schema *arrow.Schema
 	meta   Meta
 	total  int64
@@ -34,7 +42,7 @@ type parquetReader struct {
 
 	ahead   chan parquetResult // nil until the first Next
 	quit    chan struct{}
-	stopped chan struct{} // closed when the decoding goroutine has returned
+	stopped sync.WaitGroup // the decoding goroutines
 }
 
 // parquetAhead is the number of decoded batches that may wait for Next.
@@ -42,6 +50,12 @@ const parquetAhead = 2
 
 type parquetResult struct {
 	rec arrow.RecordBatch
+	err error // io.EOF at the end
+}
+
+// parquetColumn is one column's next batch.
+type parquetColumn struct {
+	arr arrow.Array
 	err error // io.EOF at the end
 }
 
@@ -63,9 +77,6 @@ func openParquet(name string, f *os.File, br *bufio.Reader, opt ReadOptions) (rd
 	if err := checkStoredArrowSchema(pf); err != nil {
 		return nil, errorf(name, "cannot read the Parquet schema (%v)", err)
 	}
-	// Not Parallel: pqarrow would decode columns on goroutines of its own,
-	// where a panic on a corrupt file escapes recovered and kills the
-	// process (the corrupt-file tests do exactly that).
 	props := pqarrow.ArrowReadProperties{BatchSize: int64(opt.BatchSize)}
 	for _, c := range opt.DictColumns {
 		if i := pf.MetaData().Schema.ColumnIndexByName(c); i >= 0 {
@@ -80,7 +91,18 @@ func openParquet(name string, f *os.File, br *bufio.Reader, opt ReadOptions) (rd
 	if err != nil {
 		return nil, errorf(name, "cannot read the Parquet schema (%v)", err)
 	}
-	rr, err := fr.GetRecordReader(context.Background(), nil, nil)
+	leaves := make([]int, pf.MetaData().Schema.NumColumns())
+	for i := range leaves {
+		leaves[i] = i
+	}
+	groups := make([]int, pf.NumRowGroups())
+	for i := range groups {
+		groups[i] = i
+	}
+	cols, colSch, err := fr.GetFieldReaders(context.Background(), leaves, groups)
+	if err == nil && len(cols) == 0 {
+		err = errors.New("no columns")
+	}
 	if err != nil {
 		return nil, errorf(name, "cannot read the Parquet data (%v)", err)
 	}
@@ -88,7 +110,9 @@ func openParquet(name string, f *os.File, br *bufio.Reader, opt ReadOptions) (rd
 		name:   name,
 		f:      sf,
 		pf:     pf,
-		rr:     rr,
+		cols:   cols,
+		batch:  int64(opt.BatchSize),
+		colSch: colSch,
 		schema: withMeta(schema, nil),
 		meta:   metaFromSchema(schema),
 		total:  pf.NumRows(),
@@ -111,10 +135,7 @@ func (p *parquetReader) Next() (arrow.RecordBatch, error) {
 		return nil, p.err
 	}
 	if p.ahead == nil {
-		p.ahead = make(chan parquetResult, parquetAhead)
-		p.quit = make(chan struct{})
-		p.stopped = make(chan struct{})
-		go p.decode()
+		p.start()
 	}
 	r, ok := <-p.ahead
 	if !ok {
@@ -129,13 +150,70 @@ func (p *parquetReader) Next() (arrow.RecordBatch, error) {
 	return p.cur, nil
 }
 
-// decode reads batches ahead of Next, until the end, an error or Close.
-func (p *parquetReader) decode() {
-	defer close(p.stopped)
+// start starts a decoding goroutine per column and the one that puts
+// their batches together.
+func (p *parquetReader) start() {
+	p.ahead = make(chan parquetResult, parquetAhead)
+	p.quit = make(chan struct{})
+	in := make([]chan parquetColumn, len(p.cols))
+	for j, cr := range p.cols {
+		in[j] = make(chan parquetColumn, parquetAhead)
+		p.stopped.Add(1)
+		go p.decodeColumn(cr, in[j])
+	}
+	p.stopped.Add(1)
+	go p.assemble(in)
+}
+
+// decodeColumn reads one column's batches until its end, an error or
+// Close.
+func (p *parquetReader) decodeColumn(cr *pqarrow.ColumnReader, out chan<- parquetColumn) {
+	defer p.stopped.Done()
+	defer close(out)
+	for {
+		arr, err := p.nextColumnBatch(cr)
+		select {
+		case out <- parquetColumn{arr, err}:
+		case <-p.quit:
+			if arr != nil {
+				arr.Release()
+			}
+			return
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// nextColumnBatch is the column's next batch as one array (pqarrow hands
+// out a chunk per row group a batch touches).
+func (p *parquetReader) nextColumnBatch(cr *pqarrow.ColumnReader) (arr arrow.Array, err error) {
+	defer recovered(p.name, &err)
+	data, err := cr.NextBatch(p.batch)
+	if err != nil {
+		return nil, err
+	}
+	defer data.Release()
+	switch chunks := data.Chunks(); {
+	case data.Len() == 0:
+		return nil, io.EOF
+	case len(chunks) == 1:
+		chunks[0].Retain()
+		return chunks[0], nil
+	default:
+		return array.Concatenate(chunks, decodeAllocator)
+	}
+}
+
+// assemble puts the columns' batches together into checked record
+// batches, in order, until the end, an error or Close.
+func (p *parquetReader) assemble(in []chan parquetColumn) {
+	defer p.stopped.Done()
 	defer close(p.ahead)
 	var rows int64
 	for {
-		rec, err := p.read(rows)
+		rec, err := p.gather(in, rows)
 		if rec != nil {
 			rows += rec.NumRows()
 		}
@@ -153,20 +231,51 @@ func (p *parquetReader) decode() {
 	}
 }
 
-// read decodes and checks the batch after row rows; the batch is the
-// caller's to release.
-func (p *parquetReader) read(rows int64) (out arrow.RecordBatch, err error) {
+// gather takes the next batch of every column, after row rows, and checks
+// the batch; it is the caller's to release.
+func (p *parquetReader) gather(in []chan parquetColumn, rows int64) (out arrow.RecordBatch, err error) {
 	defer recovered(p.name, &err)
-	rec, err := p.rr.Read()
-	if err == io.EOF || (err == nil && rec == nil) {
+	arrs := make([]arrow.Array, len(in))
+	defer func() {
+		for _, a := range arrs {
+			if a != nil {
+				a.Release()
+			}
+		}
+	}()
+	var colErr error
+	ended := 0
+	for j, ch := range in {
+		c, ok := <-ch
+		switch {
+		case !ok || errors.Is(c.err, io.EOF):
+			ended++
+		case c.err != nil:
+			if colErr == nil {
+				colErr = c.err
+			}
+		default:
+			arrs[j] = c.arr
+		}
+	}
+	if colErr != nil {
+		var de *DataError
+		if errors.As(colErr, &de) {
+			return nil, colErr // recovered's message
+		}
+		return nil, errorf(p.name, "reading row %d: %v; the file is corrupt or truncated", rows+1, colErr)
+	}
+	if ended == len(in) {
 		if rows != p.total {
 			return nil, errorf(p.name, "the file ended after %d of its %d rows; it is truncated", rows, p.total)
 		}
 		return nil, io.EOF
 	}
-	if err != nil {
-		return nil, errorf(p.name, "reading row %d: %v; the file is corrupt or truncated", rows+1, err)
+	if ended > 0 {
+		return nil, errorf(p.name, "reading row %d: some columns end there and others do not; the file is corrupt or truncated", rows+1)
 	}
+	rec := array.NewRecordBatch(p.colSch, arrs, -1)
+	defer rec.Release()
 	if err := validateBatch(rec); err != nil {
 		return nil, corruptBatch(p.name, rows, err)
 	}
@@ -181,7 +290,7 @@ func (p *parquetReader) Close() error {
 	}
 	if p.ahead != nil {
 		close(p.quit)
-		<-p.stopped
+		p.stopped.Wait()
 		for r := range p.ahead {
 			if r.rec != nil {
 				r.rec.Release()
@@ -189,7 +298,10 @@ func (p *parquetReader) Close() error {
 		}
 		p.ahead = nil
 	}
-	p.rr.Release()
+	for _, c := range p.cols {
+		c.Release()
+	}
+	p.cols = nil
 	return p.f.Close()
 }
 

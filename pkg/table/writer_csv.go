@@ -3,16 +3,21 @@ package table
 import (
 	"bufio"
 	"encoding/csv"
-	"fmt"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 )
 
 type csvWriter struct {
-	w      *csv.Writer
-	buf    *bufio.Writer
-	row    []string
-	values []Values
+	buf   *bufio.Writer
+	ncols int
+	parts [][]byte // per worker: the formatted rows of its share of a batch
 }
 
 // newCSVWriter writes the header row, preceded by a "#pramkit" metadata line
@@ -36,36 +41,176 @@ func newCSVWriter(s sink, schema *arrow.Schema, meta Meta, metaLine bool) (*csvW
 	if err := w.Write(header); err != nil {
 		return nil, err
 	}
-	return &csvWriter{w: w, buf: buf, row: make([]string, len(header)), values: make([]Values, len(header))}, nil
+	w.Flush()
+	return &csvWriter{buf: buf, ncols: len(header)}, w.Error()
 }
 
+// minParallelRows is the batch size from which formatting is shared
+// between goroutines.
+const minParallelRows = 4096
+
+// write formats the batch's rows exactly as encoding/csv.Writer would
+// (appendCSVField), on up to GOMAXPROCS goroutines, each a contiguous
+// share of the rows, and writes the shares in order. It returns when the
+// batch is written: callers may reuse the batch's memory (Int32Batch,
+// CodesBatch) as soon as Write returns.
 func (c *csvWriter) write(rec arrow.RecordBatch) error {
-	for j := range c.values {
-		c.values[j] = ValuesOf(rec.Column(j))
-	}
 	n := int(rec.NumRows())
-	for i := 0; i < n; i++ {
-		for j := range c.row {
-			c.row[j] = c.values[j].String(i)
+	if n == 0 {
+		return nil
+	}
+	cols := make([]csvColumn, c.ncols)
+	for j := range cols {
+		cols[j] = newCSVColumn(rec.Column(j))
+	}
+	workers := min(runtime.GOMAXPROCS(0), max(1, n/minParallelRows))
+	if len(c.parts) < workers {
+		c.parts = append(c.parts, make([][]byte, workers-len(c.parts))...)
+	}
+	if workers == 1 {
+		c.parts[0] = formatCSVRows(c.parts[0][:0], cols, 0, n)
+	} else {
+		var wg sync.WaitGroup
+		for k := range workers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				c.parts[k] = formatCSVRows(c.parts[k][:0], cols, n*k/workers, n*(k+1)/workers)
+			}()
 		}
-		if len(c.row) == 1 && c.row[0] == "" {
-			// encoding/csv writes a lone empty field as a blank line, which
-			// readers skip: quote it so the row survives.
-			c.w.Flush()
-			c.buf.WriteString("\"\"\n")
-			continue
-		}
-		if err := c.w.Write(c.row); err != nil {
-			return fmt.Errorf("writing CSV: %w", err)
+		wg.Wait()
+	}
+	for _, p := range c.parts[:workers] {
+		if _, err := c.buf.Write(p); err != nil {
+			return err
 		}
 	}
-	return c.w.Error()
+	return nil
 }
 
-func (c *csvWriter) close() error {
-	c.w.Flush()
-	if err := c.w.Error(); err != nil {
-		return err
+// formatCSVRows appends rows [from, to) to dst.
+func formatCSVRows(dst []byte, cols []csvColumn, from, to int) []byte {
+	for i := from; i < to; i++ {
+		for j := range cols {
+			if j > 0 {
+				dst = append(dst, ',')
+			}
+			dst = cols[j].append(dst, i)
+		}
+		if len(cols) == 1 && cols[0].empty(i) {
+			// encoding/csv writes a lone empty field as a blank line,
+			// which readers skip: quote it so the row survives.
+			dst = append(dst, '"', '"')
+		}
+		dst = append(dst, '\n')
 	}
-	return c.buf.Flush()
+	return dst
 }
+
+// csvColumn formats the cells of one column. A dictionary column's entries
+// are formatted once per batch: a row costs one copy of a few bytes.
+type csvColumn struct {
+	dict  *array.Dictionary
+	enc   [][]byte // dictionary entries, formatted
+	str   *array.String
+	i32   *array.Int32
+	i64   *array.Int64
+	other Values
+}
+
+func newCSVColumn(a arrow.Array) csvColumn {
+	switch c := a.(type) {
+	case *array.Dictionary:
+		vs := ValuesOf(c.Dictionary())
+		enc := make([][]byte, c.Dictionary().Len())
+		for k := range enc {
+			enc[k] = appendCSVField(nil, vs.String(k))
+		}
+		return csvColumn{dict: c, enc: enc}
+	case *array.String:
+		return csvColumn{str: c}
+	case *array.Int32:
+		if c.NullN() == 0 {
+			return csvColumn{i32: c}
+		}
+	case *array.Int64:
+		if c.NullN() == 0 {
+			return csvColumn{i64: c}
+		}
+	}
+	return csvColumn{other: ValuesOf(a)}
+}
+
+func (c *csvColumn) append(dst []byte, i int) []byte {
+	switch {
+	case c.dict != nil:
+		if c.dict.IsNull(i) {
+			return dst
+		}
+		return append(dst, c.enc[c.dict.GetValueIndex(i)]...)
+	case c.str != nil:
+		if c.str.IsNull(i) {
+			return dst
+		}
+		return appendCSVField(dst, c.str.Value(i))
+	case c.i32 != nil:
+		return strconv.AppendInt(dst, int64(c.i32.Value(i)), 10)
+	case c.i64 != nil:
+		return strconv.AppendInt(dst, c.i64.Value(i), 10)
+	}
+	return appendCSVField(dst, c.other.String(i))
+}
+
+// empty reports whether cell i formats as nothing.
+func (c *csvColumn) empty(i int) bool {
+	switch {
+	case c.dict != nil:
+		return c.dict.IsNull(i) || len(c.enc[c.dict.GetValueIndex(i)]) == 0
+	case c.str != nil:
+		return c.str.IsNull(i) || c.str.Value(i) == ""
+	case c.i32 != nil, c.i64 != nil:
+		return false
+	}
+	return c.other.String(i) == ""
+}
+
+// appendCSVField appends field as encoding/csv.Writer (comma separator,
+// UseCRLF false) writes it: quoted when it holds a comma, quote, CR or LF,
+// starts with a space, or is `\.`; inner quotes doubled.
+func appendCSVField(dst []byte, field string) []byte {
+	if !csvNeedsQuotes(field) {
+		return append(dst, field...)
+	}
+	dst = append(dst, '"')
+	for {
+		i := strings.IndexByte(field, '"')
+		if i < 0 {
+			break
+		}
+		dst = append(dst, field[:i+1]...)
+		dst = append(dst, '"')
+		field = field[i+1:]
+	}
+	dst = append(dst, field...)
+	return append(dst, '"')
+}
+
+// csvNeedsQuotes is encoding/csv's fieldNeedsQuotes for a comma.
+func csvNeedsQuotes(field string) bool {
+	if field == "" {
+		return false
+	}
+	if field == `\.` {
+		return true
+	}
+	for i := 0; i < len(field); i++ {
+		switch field[i] {
+		case '\n', '\r', '"', ',':
+			return true
+		}
+	}
+	r1, _ := utf8.DecodeRuneInString(field)
+	return unicode.IsSpace(r1)
+}
+
+func (c *csvWriter) close() error { return c.buf.Flush() }
