@@ -394,7 +394,22 @@ func encryptRows(o *Options, in table.Reader, srcIdx []int, encs []*codebook.Enc
 	kb := pipeline.NewRebatcher(kw, table.DefaultBatchSize)
 	defer kb.Release()
 	emit := func(c *encChunk) error {
-		err := writeBlock(schema, wb, kb, c.ct, c.pads, c.n, storePads)
+		// The ciphertext and the key are separate files: their writers
+		// encode in parallel (together half of encrypt's work).
+		var keyErr error
+		var wg sync.WaitGroup
+		if storePads {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				keyErr = writeBatch(schema, kb, c.pads, c.n)
+			}()
+		}
+		err := writeBatch(schema, wb, c.ct, c.n)
+		wg.Wait()
+		if err == nil {
+			err = keyErr
+		}
 		c.rec.Release()
 		c.rec = nil
 		free <- c
@@ -410,16 +425,10 @@ func encryptRows(o *Options, in table.Reader, srcIdx []int, encs []*codebook.Enc
 	return kb.Flush()
 }
 
-// writeBlock writes n rows of ciphertexts, and of pads when they are stored.
-func writeBlock(schema *arrow.Schema, w, kw pipeline.BatchWriter, ct, pads [][]uint32, n int, storePads bool) error {
-	rec := table.Int32Batch(schema, ct, n)
+// writeBatch writes the first n rows of cols as int32 columns.
+func writeBatch(schema *arrow.Schema, w pipeline.BatchWriter, cols [][]uint32, n int) error {
+	rec := table.Int32Batch(schema, cols, n)
 	err := w.Write(rec)
-	rec.Release()
-	if err != nil || !storePads {
-		return err
-	}
-	rec = table.Int32Batch(schema, pads, n)
-	err = kw.Write(rec)
 	rec.Release()
 	return err
 }

@@ -147,10 +147,3 @@ func maskedTable(t *testing.T, path string) string {
 	}
 	return fmt.Sprint(names, rows, masked)
 }
-
-func TestChunkRowsIsTheOutputBatchSize(t *testing.T) {
-	// Chunks of exactly one output batch pass the Rebatcher uncopied.
-	if ppl.ChunkRows != table.DefaultBatchSize {
-		t.Fatalf("pipeline.ChunkRows = %d, table.DefaultBatchSize = %d", ppl.ChunkRows, table.DefaultBatchSize)
-	}
-}
