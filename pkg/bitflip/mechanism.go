@@ -144,6 +144,32 @@ func (z *Randomizer) Randomize(row []uint64) error {
 	return nil
 }
 
+// RandomizeRow is Reset then Randomize, drawing only the row's L flips:
+// the last word's lanes past L are never decided, which saves source words
+// when every row restarts its source (a row-keyed stream per row). The
+// flips of a row have the law Randomize gives them.
+func (z *Randomizer) RandomizeRow(row []uint64) error {
+	if len(row) != z.m.words {
+		return fmt.Errorf("bitflip.Randomizer.RandomizeRow: row has %d words, want %d for L = %d", len(row), z.m.words, z.m.bits)
+	}
+	z.Reset()
+	full := z.m.bits / 64
+	for i := 0; i < full; i++ {
+		row[i] ^= z.flipsIn(^uint64(0))
+	}
+	if rest := uint(z.m.bits % 64); rest != 0 {
+		row[full] ^= z.flipsIn(uint64(1)<<rest - 1)
+	}
+	return nil
+}
+
+// Reset drops the flips drawn but not used yet, so that the next row's
+// flips come from the source's next words only. With a source that is
+// reset to a row's own stream (pkg/rng.Keyed) before each row, a row's
+// flips are then a function of the row alone, whatever rows came before:
+// what makes parallel runs reproducible.
+func (z *Randomizer) Reset() { z.pool, z.avail = 0, 0 }
+
 // RandomizeBools is Randomize for a row held as L booleans.
 func (z *Randomizer) RandomizeBools(row []bool) error {
 	if len(row) != z.m.bits {
@@ -179,9 +205,15 @@ func (z *Randomizer) take(n uint) uint64 {
 // flips returns 64 independent Ber(t/2^64) bits: lane i is 1 iff U_i < t,
 // where bit k of U_i is bit i of the k-th word drawn (most significant
 // first). Lanes still undecided after t's lowest set bit have U_i ≥ t.
-func (z *Randomizer) flips() uint64 {
+func (z *Randomizer) flips() uint64 { return z.flipsIn(^uint64(0)) }
+
+// flipsIn is flips for the lanes of mask only (the others read 0): lanes
+// are decided independently, so leaving some out changes nothing for the
+// rest, and the loop ends as soon as the lanes wanted are decided — for a
+// row of L < 64 bits, about log2(L) + 2 words instead of log2(64) + 2.
+func (z *Randomizer) flipsIn(mask uint64) uint64 {
 	t := z.m.thresh
-	undecided := ^uint64(0)
+	undecided := mask
 	var less uint64
 	for k := 63; k >= z.m.low; k-- {
 		u := z.r.Uint64()

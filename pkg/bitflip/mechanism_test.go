@@ -113,37 +113,45 @@ func flipP(m *Mechanism) float64 { return math.Ldexp(float64(m.thresh), -64) }
 
 func TestFlipsHappenWithProbabilityQPerBit(t *testing.T) {
 	const rows = 20000
-	for _, q := range []float64{1e-3, 0.1, 0.25, 1.0 / 3, 0.4999} {
-		for _, L := range []int{8, 64, 100} {
-			t.Run(fmt.Sprintf("q%.4g_L%d", q, L), func(t *testing.T) {
-				m, _ := New(Options{LieProbability: q, Bits: L})
-				z := m.NewRandomizer(rng.NewSeeded(uint64(L) + uint64(q*1e6)))
-				flips := make([]int64, L)
-				row := make([]uint64, m.Words())
-				var total int64
-				for range rows {
-					clear(row)
-					if err := z.Randomize(row); err != nil {
-						t.Fatal(err)
-					}
-					for i := range L {
-						if Bit(row, i) {
-							flips[i]++
-							total++
+	// perRow: RandomizeRow, each row's flips drawn on their own (as perturb
+	// does with a row-keyed stream per row).
+	for _, perRow := range []bool{false, true} {
+		for _, q := range []float64{1e-3, 0.1, 0.25, 1.0 / 3, 0.4999} {
+			for _, L := range []int{8, 64, 100} {
+				t.Run(fmt.Sprintf("q%.4g_L%d_perRow%v", q, L, perRow), func(t *testing.T) {
+					m, _ := New(Options{LieProbability: q, Bits: L})
+					z := m.NewRandomizer(rng.NewSeeded(uint64(L) + uint64(q*1e6)))
+					flips := make([]int64, L)
+					row := make([]uint64, m.Words())
+					var total int64
+					for range rows {
+						clear(row)
+						randomize := z.Randomize
+						if perRow {
+							randomize = z.RandomizeRow
+						}
+						if err := randomize(row); err != nil {
+							t.Fatal(err)
+						}
+						for i := range L {
+							if Bit(row, i) {
+								flips[i]++
+								total++
+							}
+						}
+						if L%64 != 0 && row[len(row)-1]>>(L%64) != 0 {
+							t.Fatal("a bit at position ≥ L was flipped")
 						}
 					}
-					if L%64 != 0 && row[len(row)-1]>>(L%64) != 0 {
-						t.Fatal("a bit at position ≥ L was flipped")
+					p := flipP(m)
+					// False-alarm probability 1e-7 per bit (≤ 2.6e-4 over all 1720 bits).
+					for i, f := range flips {
+						stattest.AssertBinomial(t, fmt.Sprintf("bit %d", i), f, rows, p, 1e-7)
 					}
-				}
-				p := flipP(m)
-				// False-alarm probability 1e-7 per bit (≤ 1.3e-4 over all 860 bits).
-				for i, f := range flips {
-					stattest.AssertBinomial(t, fmt.Sprintf("bit %d", i), f, rows, p, 1e-7)
-				}
-				// All bits together, false-alarm probability 1e-6.
-				stattest.AssertBinomial(t, "all bits", total, rows*int64(L), p, 1e-6)
-			})
+					// All bits together, false-alarm probability 1e-6.
+					stattest.AssertBinomial(t, "all bits", total, rows*int64(L), p, 1e-6)
+				})
+			}
 		}
 	}
 }
@@ -155,41 +163,47 @@ func TestFlipsAreIndependentAcrossBitsAndRows(t *testing.T) {
 	// rows share pooled flips, the last bit of a row with the first of the
 	// next and bit 0 of consecutive rows.
 	const rows = 40000
-	for _, q := range []float64{0.05, 0.25, 0.4} {
-		for _, L := range []int{8, 70} {
-			m, _ := New(Options{LieProbability: q, Bits: L})
-			z := m.NewRandomizer(rng.NewSeeded(uint64(L*1000) + uint64(q*100)))
-			pairs := [][2]int{{0, 1}, {0, L - 1}, {3, 5}}
-			if L > 64 {
-				pairs = append(pairs, [2]int{63, 64})
-			}
-			cells := make([][4]int64, len(pairs)+2)
-			prev := make([]uint64, m.Words())
-			row := make([]uint64, m.Words())
-			for k := range rows {
-				clear(row)
-				_ = z.Randomize(row)
-				for j, p := range pairs {
-					cells[j][b2i(Bit(row, p[0]))*2+b2i(Bit(row, p[1]))]++
+	for _, perRow := range []bool{false, true} { // RandomizeRow's flips too
+		for _, q := range []float64{0.05, 0.25, 0.4} {
+			for _, L := range []int{8, 70} {
+				m, _ := New(Options{LieProbability: q, Bits: L})
+				z := m.NewRandomizer(rng.NewSeeded(uint64(L*1000) + uint64(q*100)))
+				pairs := [][2]int{{0, 1}, {0, L - 1}, {3, 5}}
+				if L > 64 {
+					pairs = append(pairs, [2]int{63, 64})
 				}
-				if k > 0 {
-					cells[len(pairs)][b2i(Bit(prev, L-1))*2+b2i(Bit(row, 0))]++
-					cells[len(pairs)+1][b2i(Bit(prev, 0))*2+b2i(Bit(row, 0))]++
+				cells := make([][4]int64, len(pairs)+2)
+				prev := make([]uint64, m.Words())
+				row := make([]uint64, m.Words())
+				for k := range rows {
+					clear(row)
+					if perRow {
+						_ = z.RandomizeRow(row)
+					} else {
+						_ = z.Randomize(row)
+					}
+					for j, p := range pairs {
+						cells[j][b2i(Bit(row, p[0]))*2+b2i(Bit(row, p[1]))]++
+					}
+					if k > 0 {
+						cells[len(pairs)][b2i(Bit(prev, L-1))*2+b2i(Bit(row, 0))]++
+						cells[len(pairs)+1][b2i(Bit(prev, 0))*2+b2i(Bit(row, 0))]++
+					}
+					copy(prev, row)
 				}
-				copy(prev, row)
-			}
-			p := flipP(m)
-			probs := []float64{(1 - p) * (1 - p), (1 - p) * p, p * (1 - p), p * p}
-			for j := range cells {
-				name := fmt.Sprintf("q %g L %d: next row's bit 0 after bit L−1", q, L)
-				if j == len(pairs)+1 {
-					name = fmt.Sprintf("q %g L %d: bit 0 of consecutive rows", q, L)
+				p := flipP(m)
+				probs := []float64{(1 - p) * (1 - p), (1 - p) * p, p * (1 - p), p * p}
+				for j := range cells {
+					name := fmt.Sprintf("perRow %v q %g L %d: next row's bit 0 after bit L−1", perRow, q, L)
+					if j == len(pairs)+1 {
+						name = fmt.Sprintf("q %g L %d: bit 0 of consecutive rows", q, L)
+					}
+					if j < len(pairs) {
+						name = fmt.Sprintf("q %g L %d: bits %v", q, L, pairs[j])
+					}
+					// False-alarm probability 1e-6 per pair.
+					stattest.AssertChiSquare(t, name, cells[j][:], probs, 1e-6)
 				}
-				if j < len(pairs) {
-					name = fmt.Sprintf("q %g L %d: bits %v", q, L, pairs[j])
-				}
-				// False-alarm probability 1e-6 per pair.
-				stattest.AssertChiSquare(t, name, cells[j][:], probs, 1e-6)
 			}
 		}
 	}

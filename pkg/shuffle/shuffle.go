@@ -348,8 +348,50 @@ func (s *Shuffler) Emit(fn func(arrow.RecordBatch) error) error {
 		return errors.New("shuffle: Emit called twice")
 	}
 	s.emitted = true
-	out := &emitter{s: s, fn: fn, b: array.NewRecordBuilder(memory.DefaultAllocator, s.schema)}
+	// Decoding the rows and writing them (fn, a Parquet encoder say) are
+	// the two costs of Emit: fn runs on its own goroutine, a batch behind,
+	// so that they overlap on two cores. The batches reach fn in order.
+	batches := make(chan arrow.RecordBatch) // one being decoded, one written
+	failed := make(chan struct{})           // closed once fn has failed, with werr set
+	done := make(chan struct{})
+	var werr error
+	go func() {
+		defer close(done)
+		for rec := range batches {
+			if werr == nil {
+				if werr = fn(rec); werr != nil {
+					close(failed)
+				}
+			}
+			rec.Release()
+		}
+	}()
+	out := &emitter{s: s, fn: func(rec arrow.RecordBatch) error {
+		select {
+		case <-failed: // stop decoding
+			return werr
+		default:
+		}
+		rec.Retain()
+		batches <- rec
+		return nil
+	}, b: array.NewRecordBuilder(memory.DefaultAllocator, s.schema)}
 	defer out.b.Release()
+	err := out.emit()
+	close(batches)
+	<-done
+	if err == nil {
+		err = werr
+	}
+	if err != nil {
+		return err
+	}
+	return s.Close()
+}
+
+// emit decodes every row, shuffled, into batches for e.fn.
+func (out *emitter) emit() error {
+	s := out.s
 	if s.dir == "" {
 		if err := out.shuffled(s.chunks, s.refs); err != nil {
 			return err
@@ -365,10 +407,7 @@ func (s *Shuffler) Emit(fn func(arrow.RecordBatch) error) error {
 			}
 		}
 	}
-	if err := out.flush(); err != nil {
-		return err
-	}
-	return s.Close()
+	return out.flush()
 }
 
 // Close removes the spill directory, if any. It is safe to call more than

@@ -263,6 +263,9 @@ func TestCloseRemovesFilesAfterFailure(t *testing.T) {
 			if err == nil || err.Error() != "disk full" {
 				t.Fatalf("Emit returned %v, want fn's error", err)
 			}
+			if calls != 3 {
+				t.Errorf("fn was called %d times, want 3: nothing after its error", calls)
+			}
 		}
 		if err := s.Close(); err != nil {
 			t.Fatal(err)

@@ -219,6 +219,9 @@ func (rel *pramRelease) count(o *Options, in table.Reader, t *pramTally) (int64,
 		}
 		countCol = idx[0]
 	}
+	if countCol < 0 && !pramCountSerial {
+		return rel.countRows(o, in, t, index, stride)
+	}
 	vals := make([]table.Values, d)
 	meter := o.Streams.Progress("estimate: read")
 	defer meter.Done()

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
+	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/spf13/cobra"
@@ -13,6 +15,7 @@ import (
 	"github.com/pramkit/pramkit/pkg/codebook"
 	"github.com/pramkit/pramkit/pkg/mechanism"
 	"github.com/pramkit/pramkit/pkg/release"
+	"github.com/pramkit/pramkit/pkg/rng"
 	"github.com/pramkit/pramkit/pkg/table"
 )
 
@@ -231,49 +234,90 @@ func bitflipMeta(layout *bitflip.Layout, mech *bitflip.Mechanism, cb *codebook.C
 	return meta, names, nil
 }
 
-// bitflipRows encodes, randomizes and writes every row. Memory: one input
-// batch plus one output block of at most 4 MiB, whatever the row count
-// (plus the shuffle's bounded buffer behind w).
+// bitflipRows encodes, randomizes and writes every row, in parallel chunks
+// (runLocal): row i's flips come from its own stream of the run's
+// row-keyed generator, drawn from r. Memory: the chunks in flight, each at
+// most about 1 MiB of output bits, and one output batch of at most 4 MiB,
+// whatever the row count (plus the shuffle's bounded buffer behind w).
 func bitflipRows(o *Options, in table.Reader, cols []bitflipColumn, haveCodebook bool, cbPath string,
 	layout *bitflip.Layout, mech *bitflip.Mechanism, schema *arrow.Schema, w table.Writer, r *rand.Rand) error {
 	L := layout.Width()
-	rows := max(64, min(table.DefaultBatchSize, (1<<20)/L))
-	block := table.Block(L, rows)
-	z := mech.NewRandomizer(r)
-	word := make([]uint64, layout.Words())
-	values := make([]int, len(cols))
-	vals := make([]table.Values, len(cols))
-	meter := o.Streams.Progress("perturb: rows")
-	defer meter.Done()
-	out := &reportWriter{w: w, meter: meter, full: rows,
-		batch: func(n int) arrow.RecordBatch { return table.Int32Batch(schema, block, n) }}
-	return out.fill(in, func(rec arrow.RecordBatch, first int64) error {
+	keyed := localKey(r)
+	tag := rng.Tag("BFLP")
+	// A worker's state: coders keep a batch's dictionary mapped.
+	type state struct {
+		coders []*table.Coder
+		codes  [][]uint32
+		word   []uint64
+		values []int
+		st     rng.Stream
+		z      *bitflip.Randomizer
+	}
+	states := sync.Pool{New: func() any {
+		s := &state{coders: make([]*table.Coder, len(cols)), codes: make([][]uint32, len(cols)),
+			word: make([]uint64, layout.Words()), values: make([]int, len(cols))}
 		for j, c := range cols {
-			vals[j] = table.ValuesOf(rec.Column(c.index))
-		}
-		for i := range int(rec.NumRows()) {
-			for j, c := range cols {
-				v, err := bitValue(c, vals[j], i, haveCodebook, cbPath)
-				if err != nil {
-					return &table.DataError{File: in.Name(), Row: first + int64(i), Column: c.name, Err: err}
-				}
-				values[j] = v
+			if c.enc != nil {
+				enc := c.enc
+				s.coders[j] = table.NewCoder(func(label string) (uint32, error) {
+					x, err := enc.Index(label)
+					return uint32(x), err
+				})
 			}
-			if err := layout.Encode(values, word); err != nil {
+		}
+		s.z = mech.NewRandomizer(rand.New(&s.st))
+		return s
+	}}
+	work := func(c *localChunk) error {
+		s := states.Get().(*state)
+		defer states.Put(s)
+		n := int(c.rec.NumRows())
+		var bad firstBad
+		for j, col := range cols {
+			s.codes[j] = slices.Grow(s.codes[j][:0], n)[:n]
+			a := c.rec.Column(col.index)
+			if s.coders[j] != nil {
+				if i, err := s.coders[j].Codes(s.codes[j], a, 0); i >= 0 {
+					bad.add(i, j, err)
+				}
+				continue
+			}
+			v := table.ValuesOf(a)
+			for i := range n {
+				x, err := bitValue(col, v, i, haveCodebook, cbPath)
+				if err != nil {
+					bad.add(i, j, err)
+					break
+				}
+				s.codes[j][i] = uint32(x)
+			}
+		}
+		if bad.err != nil {
+			return &table.DataError{File: in.Name(), Row: c.first + int64(bad.row), Column: cols[bad.col].name, Err: bad.err}
+		}
+		block := table.Block(L, n)
+		row0 := uint64(c.first - 1)
+		for i := range n {
+			for j := range cols {
+				s.values[j] = int(s.codes[j][i])
+			}
+			if err := layout.Encode(s.values, s.word); err != nil {
 				return err
 			}
-			if err := z.Randomize(word); err != nil {
+			keyed.Reset(&s.st, tag, row0+uint64(i))
+			if err := s.z.RandomizeRow(s.word); err != nil {
 				return err
 			}
 			for b := range L {
-				block[b][out.rows] = uint32(word[b>>6] >> (b & 63) & 1)
-			}
-			if err := out.endRow(); err != nil {
-				return err
+				block[b][i] = uint32(s.word[b>>6] >> (b & 63) & 1)
 			}
 		}
+		c.out = table.Int32Batch(schema, block, n)
 		return nil
-	})
+	}
+	// Chunks of at most 1 MiB of bits (a chunk in flight pins its input
+	// batch too), written in batches of at most 4 MiB.
+	return runLocal(o, in, max(64, min(table.DefaultBatchSize, (1<<18)/L)), max(64, min(table.DefaultBatchSize, (1<<20)/L)), w, work)
 }
 
 // bitValue is the value index of row i of column c: the codebook index, or

@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
+	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/spf13/cobra"
@@ -14,6 +16,7 @@ import (
 	"github.com/pramkit/pramkit/pkg/ddps"
 	"github.com/pramkit/pramkit/pkg/mechanism"
 	"github.com/pramkit/pramkit/pkg/release"
+	"github.com/pramkit/pramkit/pkg/rng"
 	"github.com/pramkit/pramkit/pkg/table"
 )
 
@@ -233,34 +236,51 @@ func (o *Options) ddpsPlan(col *codebook.Column) (ddpsPlan, error) {
 	return p, nil
 }
 
-// ddpsRows draws and writes the two reports of every row. Memory: one input
-// batch and one output batch, whatever the row count (plus the shuffle's
-// bounded buffer behind w).
+// ddpsRows draws and writes the two reports of every row, in parallel
+// chunks (runLocal): row i's reports come from its own stream of the run's
+// row-keyed generator, drawn from r. Memory: the chunks in flight, whatever
+// the row count (plus the shuffle's bounded buffer behind w).
 func ddpsRows(o *Options, in table.Reader, idx int, enc *codebook.Encoder, plan ddpsPlan, mech *ddps.Mechanism, schema *arrow.Schema, w table.Writer, r *rand.Rand) error {
-	bb := table.NewBatchBuilder(schema)
-	defer bb.Release()
-	meter := o.Streams.Progress("perturb: rows")
-	defer meter.Done()
-	out := &reportWriter{w: w, meter: meter, full: table.DefaultBatchSize,
-		batch: func(int) arrow.RecordBatch { return bb.NewBatch() }}
-	return out.fill(in, func(rec arrow.RecordBatch, first int64) error {
-		vals := table.ValuesOf(rec.Column(idx))
-		for i := range int(rec.NumRows()) {
-			x, err := enc.Index(vals.String(i))
-			if err != nil {
-				return &table.DataError{File: in.Name(), Row: first + int64(i), Column: enc.Column().Name(), Err: err}
-			}
-			one, two, err := mech.Report(r, plan.value[x])
+	keyed := localKey(r)
+	tag := rng.Tag("DDPS")
+	// A worker's state: the coder keeps a batch's dictionary mapped.
+	type state struct {
+		coder *table.Coder
+		codes []uint32
+		st    rng.Stream
+		r     *rand.Rand
+	}
+	states := sync.Pool{New: func() any {
+		s := &state{coder: table.NewCoder(func(label string) (uint32, error) {
+			x, err := enc.Index(label)
+			return uint32(x), err
+		})}
+		s.r = rand.New(&s.st)
+		return s
+	}}
+	work := func(c *localChunk) error {
+		s := states.Get().(*state)
+		defer states.Put(s)
+		n := int(c.rec.NumRows())
+		s.codes = slices.Grow(s.codes[:0], n)[:n]
+		if i, err := s.coder.Codes(s.codes, c.rec.Column(idx), 0); i >= 0 {
+			return &table.DataError{File: in.Name(), Row: c.first + int64(i), Column: enc.Column().Name(), Err: err}
+		}
+		bb := table.NewBatchBuilder(schema)
+		defer bb.Release()
+		row0 := uint64(c.first - 1)
+		for i, x := range s.codes {
+			keyed.Reset(&s.st, tag, row0+uint64(i))
+			one, two, err := mech.Report(s.r, plan.value[x])
 			if err != nil {
 				return err
 			}
 			bb.String(0, plan.labels[one])
 			bb.String(1, plan.labels[two])
 			bb.EndRow()
-			if err := out.endRow(); err != nil {
-				return err
-			}
 		}
+		c.out = bb.NewBatch()
 		return nil
-	})
+	}
+	return runLocal(o, in, table.DefaultBatchSize/4, table.DefaultBatchSize, w, work)
 }

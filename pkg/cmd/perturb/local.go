@@ -4,10 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/apache/arrow-go/v18/arrow"
-
 	"github.com/pramkit/pramkit/pkg/cli"
-	"github.com/pramkit/pramkit/pkg/progress"
 	"github.com/pramkit/pramkit/pkg/release"
 	"github.com/pramkit/pramkit/pkg/table"
 )
@@ -49,60 +46,4 @@ func columnIndex(in table.Reader, name string) (int, error) {
 		return 0, fmt.Errorf("%s has no column %q (columns: %s)", in.Name(), name, strings.Join(names, ", "))
 	}
 	return idx[0], nil
-}
-
-// eachBatch calls fn with every batch of in and the row number of its
-// first row (1-based), then refuses an input without data rows. Memory:
-// one batch.
-func eachBatch(in table.Reader, fn func(rec arrow.RecordBatch, first int64) error) error {
-	if err := table.EachBatch(in, fn); err != nil {
-		return err
-	}
-	if in.RowsRead() == 0 {
-		return fmt.Errorf("%s has no data rows: nothing to randomize", in.Name())
-	}
-	return nil
-}
-
-// reportWriter writes a local mechanism's reports in batches of up to full
-// rows and counts them on the progress meter. The caller fills row rows of
-// the batch being built, then calls endRow.
-type reportWriter struct {
-	w     table.Writer
-	meter *progress.Meter
-	full  int
-	batch func(rows int) arrow.RecordBatch // the batch of the first rows filled
-	rows  int                              // rows filled and not written yet
-}
-
-// endRow counts a filled row and writes the batch once it is full.
-func (rw *reportWriter) endRow() error {
-	if rw.rows++; rw.rows == rw.full {
-		return rw.flush()
-	}
-	return nil
-}
-
-// fill calls fn, which fills the reports, with every batch of in (see
-// eachBatch), then writes the reports left.
-func (rw *reportWriter) fill(in table.Reader, fn func(rec arrow.RecordBatch, first int64) error) error {
-	if err := eachBatch(in, fn); err != nil {
-		return err
-	}
-	return rw.flush()
-}
-
-// flush writes the rows filled since the last batch, if any.
-func (rw *reportWriter) flush() error {
-	if rw.rows == 0 {
-		return nil
-	}
-	rec := rw.batch(rw.rows)
-	defer rec.Release()
-	if err := rw.w.Write(rec); err != nil {
-		return err
-	}
-	rw.meter.Add(int64(rw.rows))
-	rw.rows = 0
-	return nil
 }

@@ -416,7 +416,7 @@ func runSample(o *Options, secret []byte) error {
 	if err != nil {
 		return err
 	}
-	n, err := o.offerRows(in, prf, idCol, keep, sm.k)
+	n, err := o.offerRows(in, secret, prf, idCol, keep, sm.k)
 	if err != nil {
 		return err
 	}
@@ -452,7 +452,10 @@ func newSampler(sz *sizer) (*sampler, error) {
 // offerRows reads in and offers every row to k with its priority (by id
 // with --id, else by position), keeping only the columns keep; it returns
 // the number of rows n.
-func (o *Options) offerRows(in table.Reader, prf *sample.PRF, idCol int, keep []int, k keeper) (int64, error) {
+func (o *Options) offerRows(in table.Reader, secret []byte, prf *sample.PRF, idCol int, keep []int, k keeper) (int64, error) {
+	if !offerSerial {
+		return o.offerRowsParallel(in, secret, idCol, keep, k)
+	}
 	meter := o.Streams.Progress("sample: read")
 	var pos uint64
 	err := table.EachBatch(in, func(rec arrow.RecordBatch, _ int64) error {

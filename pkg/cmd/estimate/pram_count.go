@@ -1,0 +1,162 @@
+package estimate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"sync"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/pramkit/pramkit/pkg/pipeline"
+	"github.com/pramkit/pramkit/pkg/table"
+)
+
+// Counting a release's rows is per-row work: the joint value g(x) of a row
+// depends on that row alone, and counts add up in any order. So the rows
+// are counted in parallel, one batch per worker (pkg/pipeline), and the
+// batches' joint values are added to the tally in input order: the counts
+// are exactly those of one sequential pass, and the first bad cell reported
+// is the first in the file, whatever GOMAXPROCS and the batch size.
+
+// pramCountSerial makes count read rows on one goroutine, cell by cell (the
+// path before the parallel one): tests compare the two.
+var pramCountSerial = false
+
+// pramChunk is one batch of released rows on its way through the pipeline.
+type pramChunk struct {
+	rec   arrow.RecordBatch // retained by next, released by emit
+	lines int64             // rows before the batch
+}
+
+// pramCounted is a counted batch: the joint value of each row (a dense
+// tally, K ≤ pramDenseCounts) or the batch's counts by joint value (a
+// sparse one), or the first bad cell's error.
+type pramCounted struct {
+	rec    arrow.RecordBatch
+	gs     []uint64
+	sparse map[uint64]int64
+	err    error
+}
+
+// countRows counts the rows of a release row file (not a count table) into
+// t, in parallel; index[j] maps column j's labels to their codes.
+func (rel *pramRelease) countRows(o *Options, in table.Reader, t *pramTally, index []map[string]uint32, stride []uint64) (int64, error) {
+	if d, err := rel.reopenWithDictionaries(o, in); err != nil {
+		return 0, err
+	} else if d != nil {
+		defer d.Close()
+		in = d
+	}
+	meter := o.Streams.Progress("estimate: read")
+	defer meter.Done()
+	var lines int64
+	next := func() (pramChunk, bool, error) {
+		rec, err := in.Next()
+		if errors.Is(err, io.EOF) {
+			return pramChunk{}, false, nil
+		}
+		if err != nil {
+			return pramChunk{}, false, err
+		}
+		rec.Retain()
+		c := pramChunk{rec, lines}
+		lines += rec.NumRows()
+		return c, true, nil
+	}
+	// Coders keep a batch's dictionary mapped: one set per worker.
+	coders := sync.Pool{New: func() any {
+		cs := make([]*table.Coder, len(index))
+		for j := range cs {
+			cs[j] = table.MapCoder(index[j])
+		}
+		return cs
+	}}
+	work := func(c pramChunk) (pramCounted, error) {
+		out := pramCounted{rec: c.rec}
+		cs := coders.Get().([]*table.Coder)
+		out.gs, out.err = rel.jointValues(c, cs, stride)
+		coders.Put(cs)
+		if out.err == nil && t.dense == nil {
+			out.sparse = make(map[uint64]int64)
+			for _, g := range out.gs {
+				out.sparse[g]++
+			}
+		}
+		return out, nil
+	}
+	var rows int64
+	emit := func(c pramCounted) error {
+		defer c.rec.Release()
+		if c.err != nil {
+			return c.err
+		}
+		n := c.rec.NumRows()
+		if t.dense != nil {
+			for _, g := range c.gs {
+				t.dense[g]++
+			}
+		} else {
+			for g, k := range c.sparse {
+				t.sparse[g] += k
+			}
+		}
+		t.total += n
+		rows += n
+		meter.Add(n)
+		return nil
+	}
+	err := pipeline.Run(context.Background(), pipeline.Options{}, next, work, emit)
+	return rows, err
+}
+
+// jointValues returns the joint value g = Σ_j x_j·w_j of every row of the
+// chunk, or the error for its first cell (in row order, then column order,
+// as the sequential path finds it) that is not a label of its column.
+func (rel *pramRelease) jointValues(c pramChunk, coders []*table.Coder, stride []uint64) ([]uint64, error) {
+	n := int(c.rec.NumRows())
+	gs := make([]uint64, n)
+	codes := make([]uint32, n)
+	bad, badCol := n, -1
+	for j, cd := range coders {
+		if i, _ := cd.Codes(codes, c.rec.Column(rel.fileCol[j]), 0); i >= 0 {
+			if i < bad { // (an equal row in a later column comes after)
+				bad, badCol = i, j
+			}
+			continue
+		}
+		w := stride[j]
+		for i, x := range codes {
+			gs[i] += uint64(x) * w
+		}
+	}
+	if badCol >= 0 {
+		s := table.ValuesOf(c.rec.Column(rel.fileCol[badCol])).String(bad)
+		return nil, &table.DataError{File: rel.name, Row: c.lines + int64(bad) + 1, Column: rel.names[badCol],
+			Err: fmt.Errorf("value %s is not one of the column's %d codebook labels: the file is not decrypt's output for this codebook; decrypt the release again, or pass the --codebook it was made with", table.QuoteCell(s), len(rel.labels[badCol]))}
+	}
+	return gs, nil
+}
+
+// reopenWithDictionaries opens a Parquet release file again with its
+// release columns read as dictionaries (table.ReadOptions.DictColumns):
+// Parquet stores categorical columns dictionary-encoded, and reading them
+// so costs one label lookup per dictionary page instead of one string per
+// cell. It returns nil (keep in) for other formats and standard input,
+// which cannot be read twice, and for a reader that has been read.
+func (rel *pramRelease) reopenWithDictionaries(o *Options, in table.Reader) (table.Reader, error) {
+	if in.Format() != table.Parquet || table.IsStdio(in.Name()) || in.Name() == "stdin" || in.RowsRead() > 0 {
+		return nil, nil
+	}
+	d, err := table.Open(in.Name(), table.ReadOptions{Stdin: o.Streams.In, DictColumns: rel.names})
+	if err != nil {
+		return nil, err
+	}
+	if !maps.Equal(d.Meta(), in.Meta()) || d.NumRows() != in.NumRows() {
+		d.Close()
+		return nil, fmt.Errorf("%s changed while estimate was reading it; run estimate again once it is complete", in.Name())
+	}
+	return d, nil
+}

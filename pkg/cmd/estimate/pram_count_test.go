@@ -1,0 +1,173 @@
+package estimate
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/pramkit/pramkit/internal/cmdtest"
+	"github.com/pramkit/pramkit/pkg/cli"
+	"github.com/pramkit/pramkit/pkg/cmd/decrypt"
+	"github.com/pramkit/pramkit/pkg/table"
+)
+
+// pramCountModes runs f under every way of counting that must agree: the
+// sequential path, and the parallel one on 1 and 2 cores with the reader's
+// batches and with batches of 1000 and 4093 rows ($PRAMKIT_BATCH_ROWS).
+func pramCountModes(t *testing.T, f func(mode string) string) {
+	t.Helper()
+	defer func(p int, s bool) {
+		runtime.GOMAXPROCS(p)
+		pramCountSerial = s
+	}(runtime.GOMAXPROCS(0), pramCountSerial)
+	pramCountSerial = true
+	want := f("serial")
+	pramCountSerial = false
+	for _, procs := range []int{1, 2} {
+		for _, chunk := range []int{0, 1000, 4093} {
+			runtime.GOMAXPROCS(procs)
+			setBatchRows(t, chunk)
+			mode := fmt.Sprintf("GOMAXPROCS=%d chunk=%d", procs, chunk)
+			if got := f(mode); got != want {
+				t.Errorf("%s: output differs from the sequential count's:\n%s\nwant\n%s", mode, got, want)
+			}
+		}
+	}
+}
+
+// The parallel count gives the sequential one's output byte for byte on a
+// real release of Adult (education × income, m = 20,000), in every format
+// the reader takes, whatever the core count and the chunk size.
+func TestPRAMParallelCountIsTheSequentialOnAdult(t *testing.T) {
+	p := newPRAMAdultPipeline(t)
+	rel, err := p.release(7, 20000, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := filepath.Dir(rel)
+	files := []string{rel}
+	for _, ext := range []string{"csv", "parquet"} {
+		out := filepath.Join(run, "decrypted."+ext)
+		pramMustRun(t, pramTool(decrypt.NewCmd), "--key", filepath.Join(run, "education.key.arrow"), "--key", filepath.Join(run, "income.key.arrow"),
+			filepath.Join(run, "release.arrow"), "-o", out)
+		files = append(files, out)
+	}
+	for _, file := range files {
+		for _, args := range [][]string{
+			{"--method", "mle", "--truth", p.table},
+			{"--method", "inverse", "--json"},
+			{"--tabulate"},
+		} {
+			pramCountModes(t, func(mode string) string {
+				out, err := pramTryRun(NewCmd, append(args, file)...)
+				if err != nil {
+					t.Fatalf("%s %v: %v", mode, args, err)
+				}
+				return out
+			})
+		}
+	}
+}
+
+// A bad label is reported at the same row and column as the sequential
+// path reports it: the first bad cell in row order, and within the row the
+// first column, even when later chunks (or a later column of the chunk)
+// hold bad cells too.
+func TestPRAMParallelCountReportsTheFirstBadCell(t *testing.T) {
+	p := newPRAMAdultPipeline(t)
+	rel, err := p.release(8, 20000, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := filepath.Dir(rel)
+	csv := filepath.Join(run, "decrypted.csv")
+	pramMustRun(t, pramTool(decrypt.NewCmd), "--key", filepath.Join(run, "education.key.arrow"), "--key", filepath.Join(run, "income.key.arrow"),
+		filepath.Join(run, "release.arrow"), "-o", csv)
+	b, err := os.ReadFile(csv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(string(b), "\n")
+	// Line 0 is the header: line i is row i. Row 15000 has a bad income
+	// (second column) and row 15000 a bad education too; rows 15001 and
+	// 19000 (later chunks) have bad cells as well.
+	for _, e := range []struct {
+		row, col int
+		v        string
+	}{{15000, 1, "Bogus-income"}, {15000, 0, "Bogus-education"}, {15001, 0, "Later"}, {19000, 1, "Later"}} {
+		f := strings.Split(lines[e.row], ",")
+		f[e.col] = e.v
+		lines[e.row] = strings.Join(f, ",")
+	}
+	if err := os.WriteFile(csv, []byte(strings.Join(lines, "\n")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmdtest.BindSidecar(t, csv)
+	pramCountModes(t, func(mode string) string {
+		code, _, stderr := pramRunTool(NewCmd, csv)
+		if code != 1 || !strings.Contains(stderr, "row 15000") || !strings.Contains(stderr, "Bogus-education") {
+			t.Errorf("%s: exit %d, %s; want exit 1 naming row 15000's education", mode, code, stderr)
+		}
+		return stderr
+	})
+}
+
+// A Parquet release is read with its release columns as dictionaries (no
+// string per cell); a release on standard input is read as it comes.
+func TestPRAMParquetReleaseIsReadAsDictionaries(t *testing.T) {
+	p := newPRAMAdultPipeline(t)
+	rel, err := p.release(9, 1000, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := filepath.Dir(rel)
+	pq := filepath.Join(run, "decrypted.parquet")
+	pramMustRun(t, pramTool(decrypt.NewCmd), "--key", filepath.Join(run, "education.key.arrow"), "--key", filepath.Join(run, "income.key.arrow"),
+		filepath.Join(run, "release.arrow"), "-o", pq)
+	o := &Options{Streams: &cli.Streams{In: strings.NewReader("")}}
+	r := &pramRelease{names: []string{"education", "income"}}
+	in, err := table.Open(pq, table.ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	d, err := r.reopenWithDictionaries(o, in)
+	if err != nil || d == nil {
+		t.Fatalf("reopen: %v, %v", d, err)
+	}
+	defer d.Close()
+	for _, f := range d.Schema().Fields() {
+		if f.Type.ID() != arrow.DICTIONARY {
+			t.Errorf("column %s reads as %s, want a dictionary", f.Name, f.Type)
+		}
+	}
+	b, err := os.ReadFile(pq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdin, err := table.Open("-", table.ReadOptions{Stdin: bytes.NewReader(b)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stdin.Close()
+	if d, err := r.reopenWithDictionaries(o, stdin); d != nil || err != nil {
+		t.Errorf("standard input reopened: %v, %v", d, err)
+	}
+}
+
+// setBatchRows makes the readers of the runs that follow cut batches (and
+// CSV chunks) of rows rows; 0 restores the default.
+func setBatchRows(t *testing.T, rows int) {
+	if rows == 0 {
+		t.Setenv(table.BatchRowsEnv, "")
+		os.Unsetenv(table.BatchRowsEnv)
+		return
+	}
+	t.Setenv(table.BatchRowsEnv, fmt.Sprint(rows))
+}

@@ -1,0 +1,128 @@
+package sample
+
+import (
+	"context"
+	"errors"
+	"io"
+	"strings"
+	"sync"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/pramkit/pramkit/pkg/pipeline"
+	"github.com/pramkit/pramkit/pkg/sample"
+	"github.com/pramkit/pramkit/pkg/table"
+)
+
+// A row's priority is a PRF of the secret and the row's id or position
+// (pkg/sample): it depends on that row alone, so the priorities — an AES
+// block per row by position, a CBC-MAC per row by id, the costly part of
+// sampling after parsing — are computed in parallel, one batch per worker
+// (pkg/pipeline). The sampler then takes the batches' rows in input order,
+// as the sequential loop did: most rows cost it one comparison with the
+// m-th best priority (Wants), and since it sees the same rows with the same
+// priorities in the same order, the sample, the rows noticed as repeated
+// ids and every message are those of the sequential loop, whatever
+// GOMAXPROCS and the chunk size.
+
+// offerSerial makes offerRows compute priorities on one goroutine (the
+// path before the parallel one): tests compare the two.
+var offerSerial = false
+
+// errEmptyID is the error for a row without an id.
+var errEmptyID = errors.New("the row id is empty; every row needs an id, or omit --id to sample by position")
+
+// offerChunk is one batch of input rows on its way through the pipeline.
+type offerChunk struct {
+	rec  arrow.RecordBatch // retained by next, released by emit
+	pos  uint64            // 0-based position of its first row over all inputs
+	file string            // the file it comes from, and
+	row  int64             // the 1-based row of its first row there
+	pri  []sample.Priority // set by work
+}
+
+// offerRowsParallel is offerRows with the priorities computed in parallel.
+func (o *Options) offerRowsParallel(in table.Reader, secret []byte, idCol int, keep []int, k keeper) (int64, error) {
+	meter := o.Streams.Progress("sample: read")
+	defer meter.Done()
+	var pos uint64
+	next := func() (*offerChunk, bool, error) {
+		rec, err := in.Next()
+		if errors.Is(err, io.EOF) {
+			return nil, false, nil
+		}
+		if err != nil {
+			return nil, false, err
+		}
+		rec.Retain()
+		// The reader may move on to the next file before the chunk is
+		// emitted: name the chunk's file and rows now.
+		c := &offerChunk{rec: rec, pos: pos, file: in.Name(), row: rowOf(in, int64(pos))}
+		pos += uint64(rec.NumRows())
+		return c, true, nil
+	}
+	prfs := sync.Pool{New: func() any {
+		p, err := sample.NewPRF(secret)
+		if err != nil {
+			panic(err) // runSample made one from this secret already
+		}
+		return p
+	}}
+	work := func(c *offerChunk) (*offerChunk, error) {
+		prf := prfs.Get().(*sample.PRF)
+		defer prfs.Put(prf)
+		n := int(c.rec.NumRows())
+		c.pri = make([]sample.Priority, n)
+		if idCol < 0 {
+			for i := range c.pri {
+				c.pri[i] = prf.Position(c.pos + uint64(i))
+			}
+			return c, nil
+		}
+		ids := table.ValuesOf(c.rec.Column(idCol))
+		for i := range c.pri {
+			id := ids.String(i)
+			if id == "" {
+				c.rec.Release()
+				return nil, &table.DataError{File: c.file, Row: c.row + int64(i), Column: o.ID, Err: errEmptyID}
+			}
+			c.pri[i] = prf.ID(id)
+		}
+		return c, nil
+	}
+	emit := func(c *offerChunk) error {
+		defer c.rec.Release()
+		cols := make([]table.Values, len(keep))
+		for j, col := range keep {
+			cols[j] = table.ValuesOf(c.rec.Column(col))
+		}
+		var ids table.Values
+		if idCol >= 0 {
+			ids = table.ValuesOf(c.rec.Column(idCol))
+		}
+		var row int
+		// One closure per chunk: Offer calls it only for a kept row.
+		copyRow := func() []string {
+			// With --id the id rides along after the kept columns, to
+			// name it if it turns out to be repeated.
+			out := make([]string, len(cols), len(cols)+1)
+			for j := range cols {
+				out[j] = strings.Clone(cols[j].String(row))
+			}
+			if idCol >= 0 {
+				out = append(out, strings.Clone(ids.String(row)))
+			}
+			return out
+		}
+		for i, p := range c.pri {
+			row = i
+			k.Offer(p, copyRow)
+		}
+		meter.Add(int64(len(c.pri)))
+		return nil
+	}
+	if err := pipeline.Run(context.Background(), pipeline.Options{}, next, work, emit); err != nil {
+		return 0, err
+	}
+	return int64(pos), nil
+}
