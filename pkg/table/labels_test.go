@@ -185,3 +185,49 @@ func TestLabelsColumnSharesCodes(t *testing.T) {
 		t.Errorf("cell 1 is %q after the code changed to 1, want y", got)
 	}
 }
+
+// TestWritersLetCallersReuseBatchMemory writes batches built over one
+// reused block of codes (as stages do with Int32Batch and CodesBatch),
+// overwriting the block right after each Write: every format must have
+// what the block held at the time of the Write, though Parquet encodes on
+// another goroutine.
+func TestWritersLetCallersReuseBatchMemory(t *testing.T) {
+	labels := NewLabels([]string{"a", "b", "c", "d", "e", "f", "g"})
+	schema := arrow.NewSchema([]arrow.Field{DictField("d"), {Name: "i", Type: arrow.PrimitiveTypes.Int32}}, nil)
+	const batches, rows = 40, 500
+	block := Block(2, rows)
+	for _, ext := range []string{"csv", "parquet", "arrow"} {
+		p := filepath.Join(t.TempDir(), "t."+ext)
+		w, err := Create(p, schema, nil, WriteOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for b := range batches {
+			for i := range rows {
+				block[0][i] = uint32((b + i) % 7)
+				block[1][i] = uint32(b*rows + i)
+			}
+			rec := CodesBatch(schema, block, []*Labels{labels, nil}, rows)
+			if err := w.Write(rec); err != nil {
+				t.Fatal(err)
+			}
+			rec.Release()
+			for i := range rows { // the next batch's values, or garbage
+				block[0][i], block[1][i] = 6, 0
+			}
+		}
+		if err := w.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		_, got, _, _ := readAllMax(t, p, ReadOptions{BatchSize: 333})
+		if len(got) != batches*rows {
+			t.Fatalf("%s: %d rows", ext, len(got))
+		}
+		for r, row := range got {
+			b, i := r/rows, r%rows
+			if want := []string{string(rune('a' + (b+i)%7)), strconv.Itoa(r)}; row[0] != want[0] || row[1] != want[1] {
+				t.Fatalf("%s row %d: %q, want %q", ext, r+1, row, want)
+			}
+		}
+	}
+}

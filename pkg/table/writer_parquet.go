@@ -1,7 +1,12 @@
 package table
 
 import (
+	"bytes"
+	"sync/atomic"
+
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
@@ -12,7 +17,15 @@ const maxRowGroup = 1 << 20
 
 type parquetWriter struct {
 	fw *pqarrow.FileWriter
+	// Batches are encoded on a goroutine of their own (encode), beside the
+	// stage that makes them: write hands over a copy and returns.
+	queue  chan arrow.RecordBatch
+	done   chan error // encode's first error (or nil), once queue is closed
+	failed atomic.Pointer[error]
 }
+
+// parquetQueue is the number of batches that may wait to be encoded.
+const parquetQueue = 2
 
 // newParquetWriter writes one row group per batch, which keeps memory at
 // one batch; Snappy, dictionary encoding on (categorical strings shrink to
@@ -43,7 +56,38 @@ func newParquetWriter(s sink, schema *arrow.Schema, meta Meta) (*parquetWriter, 
 	if err != nil {
 		return nil, err
 	}
-	return &parquetWriter{fw: fw}, nil
+	p := &parquetWriter{fw: fw, queue: make(chan arrow.RecordBatch, parquetQueue), done: make(chan error, 1)}
+	go p.encode(p.queue)
+	return p, nil
+}
+
+// encode writes the queued batches; after a failure it drops the rest.
+func (p *parquetWriter) encode(queue <-chan arrow.RecordBatch) {
+	var err error
+	for rec := range queue {
+		if err == nil {
+			if err = p.writeNow(rec); err != nil {
+				p.failed.Store(&err)
+			}
+		}
+		rec.Release()
+	}
+	p.done <- err
+}
+
+// write queues a copy of the batch (the caller may reuse the batch's
+// memory once write returns, see Int32Batch); an encoding error shows in a
+// later write or in close. Copying is a small price next to encoding:
+// codes and dictionary indices are 4 bytes a cell.
+func (p *parquetWriter) write(rec arrow.RecordBatch) error {
+	if err := p.failed.Load(); err != nil {
+		return *err
+	}
+	if rec.NumRows() == 0 {
+		return nil
+	}
+	p.queue <- copyBatch(rec)
+	return nil
 }
 
 // write writes the batch column by column (pqarrow's Write would insist on
@@ -51,7 +95,7 @@ func newParquetWriter(s sink, schema *arrow.Schema, meta Meta) (*parquetWriter, 
 // strings). A dictionary column goes to pqarrow's direct dictionary path:
 // its dictionary becomes the row group's dictionary page and its indices
 // the data pages, with no string hashed per row.
-func (p *parquetWriter) write(rec arrow.RecordBatch) error {
+func (p *parquetWriter) writeNow(rec arrow.RecordBatch) error {
 	n := rec.NumRows()
 	for off := int64(0); off < n; off += maxRowGroup {
 		size := min(maxRowGroup, n-off)
@@ -70,4 +114,53 @@ func (p *parquetWriter) write(rec arrow.RecordBatch) error {
 	return nil
 }
 
-func (p *parquetWriter) close() error { return p.fw.Close() }
+func (p *parquetWriter) close() error {
+	if p.queue != nil {
+		close(p.queue)
+		p.queue = nil
+		if err := <-p.done; err != nil {
+			p.fw.Close()
+			return err
+		}
+	}
+	return p.fw.Close()
+}
+
+// copyBatch copies rec's buffers (dictionaries included) into a batch that
+// owns them.
+func copyBatch(rec arrow.RecordBatch) arrow.RecordBatch {
+	cols := make([]arrow.Array, rec.NumCols())
+	for j, c := range rec.Columns() {
+		d := copyData(c.Data())
+		cols[j] = array.MakeFromData(d)
+		d.Release()
+	}
+	out := array.NewRecordBatch(rec.Schema(), cols, rec.NumRows())
+	for _, c := range cols {
+		c.Release()
+	}
+	return out
+}
+
+func copyData(d arrow.ArrayData) arrow.ArrayData {
+	bufs := make([]*memory.Buffer, len(d.Buffers()))
+	for i, b := range d.Buffers() {
+		if b != nil {
+			bufs[i] = memory.NewBufferBytes(bytes.Clone(b.Bytes()))
+		}
+	}
+	children := make([]arrow.ArrayData, len(d.Children()))
+	for i, c := range d.Children() {
+		children[i] = copyData(c)
+	}
+	out := array.NewData(d.DataType(), d.Len(), bufs, children, d.NullN(), d.Offset())
+	for _, c := range children {
+		c.Release()
+	}
+	if d.DataType().ID() == arrow.DICTIONARY {
+		dc := copyData(d.Dictionary())
+		out.SetDictionary(dc)
+		dc.Release()
+	}
+	return out
+}
