@@ -19,7 +19,7 @@ help:
 	@echo "make fuzz   - a timed run of each fuzz target (FUZZTIME=$(FUZZTIME) each)"
 	@echo "make demo   - fetch UCI Adult, run the toolchain on it and write out/demo/report.html"
 	@echo "make bench  - rows/s and peak memory per tool on generated 1M- and 10M-row tables, next to DuckDB and Miller"
-	@echo "make figures - recompute the papers' figures on UCI Adult into out/figures (PNG + CSV)"
+	@echo "make figures - recompute the papers' figures on UCI Adult into out/figures (SVG + PNG + CSV), README's SVGs into docs/figures"
 
 # One multi-call binary (cmd/pramkit): every tool links Arrow's Parquet
 # stack, so six binaries took 333 MB and one takes ~55 MB. The links are
@@ -86,6 +86,8 @@ bench: build
 figures:
 	bash scripts/fetch-adult.sh
 	$(GO) run ./scripts/figures -out out/figures
+	mkdir -p docs/figures
+	cp out/figures/*.svg out/figures/*.csv docs/figures/
 
 clean:
 	rm -rf bin out

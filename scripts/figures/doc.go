@@ -1,7 +1,11 @@
 // Command figures recomputes the papers' experiments on UCI Adult with the
 // pramkit libraries and draws them (SPEC §6 claims, §7 "plots of the
 // reproduced figures"). `make figures` runs it; it writes, into -out
-// (default out/figures), a PNG and the CSV of its numbers for each figure:
+// (default out/figures), the CSV of its numbers for each figure and an SVG
+// and a PNG drawn from that CSV alone (draw.go, with the report's chart
+// code, pkg/report/chart), so -replot redraws them without measuring and
+// the README's committed SVGs (docs/figures) can be checked against their
+// committed CSVs:
 //
 //   - error_vs_m: Lin–Wang–Rane's sampling/PRAM trade-off at ε = 1. Mean ℓ2
 //     error of the education × income joint estimate (K = 32) against the
@@ -24,6 +28,6 @@
 // Every random draw comes from a ChaCha8 stream keyed by -seed and the name
 // of the figure, point and release (stream.go), so a run is reproducible
 // and does not depend on how the releases are spread over the workers. -quick shrinks the grids for a smoke
-// run. The plotting library (gonum.org/v1/plot) is linked here only, never
-// into the tools.
+// run. The plotting library (gonum.org/v1/plot) is linked here and into
+// report only, never into the other tools.
 package main

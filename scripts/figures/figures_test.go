@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/csv"
-	"image/png"
 	"math"
 	"os"
 	"path/filepath"
@@ -68,18 +67,15 @@ func TestQuickRunWritesEveryFigureAndParsableCSVs(t *testing.T) {
 	t.Logf("summary:\n%s", stdout.String())
 
 	for _, name := range []string{"error_vs_m", "error_vs_epsilon", "anonymize_error_vs_l"} {
-		f, err := os.Open(filepath.Join(out, name+".png"))
+		b, err := os.ReadFile(filepath.Join(out, name+".png"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		img, err := png.Decode(f)
-		f.Close()
-		if err != nil {
-			t.Fatalf("%s.png: %v", name, err)
+		checkPNG(t, name+".png", b)
+		if b, err = os.ReadFile(filepath.Join(out, name+".svg")); err != nil {
+			t.Fatal(err)
 		}
-		if b := img.Bounds(); b.Dx() < 600 || b.Dy() < 400 {
-			t.Errorf("%s.png is %v, want at least 600×400", name, b)
-		}
+		checkSVG(t, name+".svg", b)
 	}
 
 	// error_vs_m: one row per size of the quick grid (m*/8 … 4m*, n), sizes

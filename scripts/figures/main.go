@@ -30,6 +30,7 @@ type options struct {
 	releases            int // publications per ℓ′ and mechanism
 	workers             int
 	quick               bool
+	replot              bool // redraw from the CSVs in out, measure nothing
 }
 
 // run parses args, makes the figures and returns the exit code: 0 done,
@@ -41,7 +42,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	var o options
 	flags.StringVar(&o.data, "data", filepath.Join("testdata", "adult", "adult.csv"), "UCI Adult table (CSV from scripts/fetch-adult.sh, or Parquet)")
 	flags.StringVar(&o.codebook, "codebook", filepath.Join("testdata", "adult", "codebook.json"), "codebook of Adult's columns")
-	flags.StringVar(&o.out, "out", filepath.Join("out", "figures"), "folder for the PNG and CSV files")
+	flags.StringVar(&o.out, "out", filepath.Join("out", "figures"), "folder for the SVG, PNG and CSV files")
 	flags.Uint64Var(&o.seed, "seed", 1, "seed of every random draw (experiments only)")
 	flags.IntVar(&o.runs, "runs", 100, "releases per point of error_vs_m and error_vs_epsilon")
 	flags.IntVar(&o.perOctave, "per-octave", 2, "sample sizes per doubling of m in error_vs_m")
@@ -49,8 +50,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	flags.IntVar(&o.releases, "releases", 3, "publications per ℓ′ and mechanism in anonymize_error_vs_l")
 	flags.IntVar(&o.workers, "workers", runtime.GOMAXPROCS(0), "parallel workers")
 	flags.BoolVar(&o.quick, "quick", false, "smoke run: 5 releases per point, 1 size per doubling, 300 predicates, 1 publication")
+	flags.BoolVar(&o.replot, "replot", false, "only redraw the SVG and PNG of every figure from its CSV in -out (after a change of the chart code)")
 	flags.Usage = func() {
-		fmt.Fprintf(stderr, "usage: figures [flags]\n\nRecomputes the papers' experiments on UCI Adult and writes PNG + CSV per figure.\n\n")
+		fmt.Fprintf(stderr, "usage: figures [flags]\n\nRecomputes the papers' experiments on UCI Adult and writes SVG + PNG + CSV per figure.\n\n")
 		flags.PrintDefaults()
 	}
 	if err := flags.Parse(args); err != nil {
@@ -71,6 +73,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "figures: %s must be ≥ 1, got %d\n", name, v)
 			return 2
 		}
+	}
+	if o.replot {
+		for _, f := range figures {
+			if err := drawFigure(o.out, f); err != nil {
+				fmt.Fprintf(stderr, "figures: %v\n", err)
+				return 1
+			}
+		}
+		return 0
 	}
 	summary, err := makeFigures(o, stderr)
 	if err != nil {

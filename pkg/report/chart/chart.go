@@ -138,6 +138,7 @@ func encode(f Format, w, h vg.Length, title string, inset vg.Length, legend *plo
 	if title != "" {
 		sty := plot.New().Title.TextStyle
 		sty.Font.Size = vg.Points(11)
+		sty.Font.Typeface, sty.Font.Variant = "Liberation", "Sans" // as NewPlot's
 		sty.XAlign, sty.YAlign = draw.XCenter, draw.YTop
 		dc.FillText(sty, vg.Point{X: dc.Center().X, Y: dc.Max.Y - vg.Points(4)}, title)
 		dc = draw.Crop(dc, 0, 0, 0, -(sty.Rectangle(title).Size().Y + vg.Points(10)))
@@ -195,10 +196,19 @@ func Inline(svg []byte) []byte {
 	for _, ns := range []string{`xmlns="http://www.w3.org/2000/svg"`, `xmlns:xlink="http://www.w3.org/1999/xlink"`} {
 		out = bytes.Replace(out, []byte(ns), nil, 1)
 	}
-	// Liberation Sans is metric-compatible with Arial and Helvetica: a
-	// browser without it draws the labels at the widths they were laid
-	// out for.
-	return bytes.ReplaceAll(out, []byte("font-family:Liberation Sans;"), []byte("font-family:'Liberation Sans',Arial,Helvetica,sans-serif;"))
+	return fontFallback(out)
+}
+
+// Standalone returns an SVG document of Encode ready to be served as a
+// file of its own (an <img> of a README): the document whole, with the
+// font fallbacks of Inline.
+func Standalone(svg []byte) []byte { return fontFallback(svg) }
+
+// fontFallback names fonts to fall back on after Liberation Sans, which
+// is metric-compatible with Arial and Helvetica: a browser without it
+// draws the labels at the widths they were laid out for.
+func fontFallback(svg []byte) []byte {
+	return bytes.ReplaceAll(svg, []byte("font-family:Liberation Sans;"), []byte("font-family:'Liberation Sans',Arial,Helvetica,sans-serif;"))
 }
 
 // errXYs is a series of points with ± error bars.

@@ -136,3 +136,30 @@ func TestFigureHelpers(t *testing.T) {
 		}
 	}
 }
+
+// Standalone keeps the document whole (declaration and namespaces, which
+// an SVG served as a file needs) and gives every label fallback fonts,
+// the figure's title included.
+func TestStandaloneKeepsTheDocumentAndNamesFallbackFonts(t *testing.T) {
+	p := NewPlot("panel", "x", "y")
+	if err := AddLine(p, "line", plotter.XYs{{X: 0, Y: 0}, {X: 1, Y: 1}}, Black, nil); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := Encode(SVG, 4*vg.Inch, 3*vg.Inch, "figure title", p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := Standalone(raw)
+	if !bytes.HasPrefix(b, []byte("<?xml")) || !bytes.Contains(b, []byte(`xmlns="http://www.w3.org/2000/svg"`)) {
+		t.Errorf("Standalone dropped the declaration or the namespace: %.200s", b)
+	}
+	if n := bytes.Count(b, []byte("font-family:'Liberation Sans',Arial,Helvetica,sans-serif;")); n < 4 || bytes.Contains(b, []byte("font-family:Liberation Sans;")) {
+		t.Errorf("%d labels with fallback fonts, or one without: %.300s", n, b)
+	}
+	if text := wellFormed(t, b); !strings.Contains(text, "figure title") {
+		t.Errorf("the title is missing: %.200q", text)
+	}
+	if bytes.Contains(raw, []byte("font-family:Liberation Serif;")) {
+		t.Error("Encode's title is drawn in a serif font, unlike the panels")
+	}
+}
