@@ -55,7 +55,14 @@ id), so a key of another release or of another column is refused rather
 than producing garbage. The output keeps γ, ε, K, n, m, the fingerprint and
 the release counter in its metadata, and adds the codebook, for estimate.
 
-Release and keys are read in lockstep, so memory does not grow with m.`,
+Release and keys are read in lockstep, so memory does not grow with m.
+
+Parts: a release that is a part (perturb on parts) is decrypted as such,
+and --first-row A [--rows R] decrypts rows A..A+R−1 of what the release
+holds; the output records first_row and rows, and estimate merges the
+parts, refusing overlaps and gaps. A PRF key file of any part of a
+curator's encrypt run opens every part (the pads are recomputed); a
+one-time-pad key file must hold the part's rows.`,
 		Example: `  # the researcher decrypts the server's release with both curators' keys
   $ decrypt --key alice.key --key bob.key release.parquet -o sanitized.csv
 
@@ -64,7 +71,10 @@ Release and keys are read in lockstep, so memory does not grow with m.`,
 
   # a curator checks a key against the encrypted file before sending it
   # (CSV: the encrypted file is Parquet, and so would be the output)
-  $ decrypt --unperturbed --key alice.key alice.enc.parquet -o alice.check.csv`,
+  $ decrypt --unperturbed --key alice.key alice.enc.parquet -o alice.check.csv
+
+  # a part of the release (rows 1000 to the end), e.g. one task of a job
+  $ decrypt --key alice.key --key bob.key --first-row 1000 release.parquet -o sanitized.p2.csv`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: cli.RunE(opts, func(c *cobra.Command, args []string) {
 			opts.cmd, opts.Input = c, cli.FirstArg(args)

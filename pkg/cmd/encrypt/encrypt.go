@@ -83,10 +83,20 @@ one 32-byte key per run instead of m pads per column. This is COMPUTATIONAL
 secrecy only (it rests on AES being a pseudo-random permutation), and the
 metadata says pad=prf. FILE holds 32 bytes or 64 hex digits; create it with
   head -c 32 /dev/urandom > alice.prf && chmod 600 alice.prf
-Each run derives its own pad key from FILE, so runs never share pads. The
-pads are the same function of (row, column) as one-time pads, under that
-key instead of a discarded one: a retried part of a sample gets its pads
-again from the key file.
+Each run derives its own pad key from FILE and a fresh nonce, so runs never
+share pads. The pads are the same function of (row, column) as one-time
+pads, under that key instead of a discarded one.
+
+Parts (--prf-key only): --first-row A [--rows R] encrypts rows A..A+R−1 of
+the sample (the rest are read, not written), recording first_row and rows.
+The first part (or a whole run) draws the release's nonce and writes it to
+its key file, with a digest of the sample's rows; --nonce-from KEY gives
+every other part, and every retry, that nonce and key id, so the parts'
+ciphertexts concatenate to exactly the whole run's. It refuses a key file of
+another sample, columns, codebook or --prf-key, and a sample whose rows
+differ from the digest (an edited sample under the same fingerprint): the
+same pads on two plaintexts would reveal their difference, so a changed
+sample is a new release, encrypted without --nonce-from.
 
 Values outside the codebook stop the run with the file, row, column and
 value, unless --unknown missing maps them to the missing category. Missing
@@ -105,7 +115,14 @@ with the other curators'.`,
 
   # compact keys with PRF pads (computational secrecy) from a 32-byte secret
   $ head -c 32 /dev/urandom > alice.prf && chmod 600 alice.prf
-  $ encrypt --codebook codebook.json --prf-key alice.prf --key-out alice.prf.key alice.sample.csv -o alice.prf.enc.parquet`,
+  $ encrypt --codebook codebook.json --prf-key alice.prf --key-out alice.prf.key alice.sample.csv -o alice.prf.enc.parquet
+
+  # the same release in parts (distributed or retried jobs): each part takes
+  # the nonce of the run above from its key file; the parts concatenate to it
+  $ encrypt --codebook codebook.json --prf-key alice.prf --nonce-from alice.prf.key \
+      --first-row 0 --rows 1000 --key-out alice.p1.key alice.sample.csv -o alice.p1.enc.parquet
+  $ encrypt --codebook codebook.json --prf-key alice.prf --nonce-from alice.prf.key \
+      --first-row 1000 --key-out alice.p2.key alice.sample.csv -o alice.p2.enc.parquet`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: cli.RunE(opts, func(c *cobra.Command, args []string) {
 			opts.cmd, opts.Input = c, cli.FirstArg(args)

@@ -87,7 +87,14 @@ a fresh key from crypto/rand that is never stored (from --seed only with
 --insecure-seed), so the output does not depend on the number of cores,
 but a rerun draws new offsets. --noise-key refuses --allow-recompose: a second release of the sample would
 reuse the same offsets. The ledger records the release's public noise_id,
-so a retry (same key, sample and γ: the same rows) is not counted again.`
+so a retry (same key, sample and γ: the same rows) is not counted again.
+
+Parts: inputs that are parts (encrypt --first-row) are perturbed as such,
+and --first-row A [--rows R] perturbs rows A..A+R−1 of what the inputs
+hold; the output records first_row and rows. A part needs --noise-key: row
+i's offset is then the same in every part and retry, the parts concatenate
+to exactly the whole run's release, and they share its noise_id, so the
+ledger counts all parts of the release once.`
 
 	gammaExample = `  # the server joins Alice's and Bob's ciphertexts and perturbs them for ε = 1
   $ perturb --epsilon 1 alice.enc.parquet bob.enc.parquet -o release.parquet
@@ -103,7 +110,18 @@ so a retry (same key, sample and γ: the same rows) is not counted again.`
       | encrypt --codebook codebook.json --key-out bob.new.key -o bob.new.enc.parquet
   $ sample --secret new.secret -m 2057 alice.csv \
       | encrypt --codebook codebook.json --key-out alice.new.key \
-      | perturb --epsilon 1 - bob.new.enc.parquet -o release.new.parquet`
+      | perturb --epsilon 1 - bob.new.enc.parquet -o release.new.parquet
+
+  # one release in parts with a noise key (parts of another sample, m = 1000)
+  $ head -c 32 /dev/urandom > server.noise && chmod 600 server.noise
+  $ sample --secret new.secret -m 1000 alice.csv \
+      | encrypt --codebook codebook.json --key-out alice.1000.key -o alice.1000.enc.parquet
+  $ sample --secret new.secret -m 1000 bob.csv \
+      | encrypt --codebook codebook.json --key-out bob.1000.key -o bob.1000.enc.parquet
+  $ perturb --epsilon 1 --noise-key server.noise --first-row 0 --rows 600 \
+      alice.1000.enc.parquet bob.1000.enc.parquet -o release.p1.parquet
+  $ perturb --epsilon 1 --noise-key server.noise --first-row 600 \
+      alice.1000.enc.parquet bob.1000.enc.parquet -o release.p2.parquet`
 )
 
 // gammaStep is gamma-diagonal's line of perturb's mechanisms.
