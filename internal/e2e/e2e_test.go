@@ -124,6 +124,28 @@ func TestScripts(t *testing.T) {
 				ts.Check(err)
 				ts.Check(setCell(ts.MkAbs(args[0]), row, args[2], args[3]))
 			},
+			// catrows OUT IN1 IN2 ... writes IN1's text and then the data
+			// lines of the other CSV files (their header line left out):
+			// the whole table that CSV parts of one run concatenate to.
+			"catrows": func(ts *testscript.TestScript, neg bool, args []string) {
+				if neg || len(args) < 2 {
+					ts.Fatalf("usage: catrows OUT IN1 IN2 ...")
+				}
+				var out []byte
+				for i, in := range args[1:] {
+					b, err := os.ReadFile(ts.MkAbs(in))
+					ts.Check(err)
+					if i > 0 {
+						nl := bytes.IndexByte(b, '\n')
+						if nl < 0 {
+							ts.Fatalf("%s has no header line", in)
+						}
+						b = b[nl+1:]
+					}
+					out = append(out, b...)
+				}
+				ts.Check(os.WriteFile(ts.MkAbs(args[0]), out, 0o644))
+			},
 			// flipbyte FILE OFFSET flips the top bit of one byte (a
 			// negative OFFSET counts from the end): a corrupt copy.
 			"flipbyte": func(ts *testscript.TestScript, neg bool, args []string) {

@@ -71,7 +71,7 @@ func IsCountTable(meta map[string]string) bool { return meta[KeyCountTable] == C
 // ReleasePartKeys are the metadata items that the parts of one γ-diagonal
 // release (row files or count tables) share: a part whose items differ
 // belongs to another release, and merging it would estimate nonsense.
-var ReleasePartKeys = []string{KeyMechanism, KeyFingerprint, KeyGamma, KeyGammas, KeyGammaComposed, KeyReleases, KeyN, KeyM, KeyJointSize, KeyColumns, KeyCodebook}
+var ReleasePartKeys = []string{KeyMechanism, KeyFingerprint, KeyGamma, KeyGammas, KeyGammaComposed, KeyReleases, KeyN, KeyM, KeyJointSize, KeyColumns, KeyCodebook, KeyNoiseID}
 
 // DDPSPartKeys are ReleasePartKeys' analogue for ddps releases: the column,
 // its values and the masses (which fix the estimator), and the codebook.

@@ -24,6 +24,9 @@ type Options struct {
 
 	Keys        []string // --key, one per curator, any order
 	Unperturbed bool     // --unperturbed: accept an encrypted table never perturbed
+	// --first-row A, --rows R: decrypt rows [A, A+R) of the sample only,
+	// a part of what the release holds (R = 0: to its end).
+	FirstRow, Rows int64
 
 	Output cli.Output
 	cmd    *cobra.Command
@@ -52,7 +55,14 @@ id), so a key of another release or of another column is refused rather
 than producing garbage. The output keeps γ, ε, K, n, m, the fingerprint and
 the release counter in its metadata, and adds the codebook, for estimate.
 
-Release and keys are read in lockstep, so memory does not grow with m.`,
+Release and keys are read in lockstep, so memory does not grow with m.
+
+Parts: a release that is a part (perturb on parts) is decrypted as such,
+and --first-row A [--rows R] decrypts rows A..A+R−1 of what the release
+holds; the output records first_row and rows, and estimate merges the
+parts, refusing overlaps and gaps. A PRF key file of any part of a
+curator's encrypt run opens every part (the pads are recomputed); a
+one-time-pad key file must hold the part's rows.`,
 		Example: `  # the researcher decrypts the server's release with both curators' keys
   $ decrypt --key alice.key --key bob.key release.parquet -o sanitized.csv
 
@@ -61,7 +71,10 @@ Release and keys are read in lockstep, so memory does not grow with m.`,
 
   # a curator checks a key against the encrypted file before sending it
   # (CSV: the encrypted file is Parquet, and so would be the output)
-  $ decrypt --unperturbed --key alice.key alice.enc.parquet -o alice.check.csv`,
+  $ decrypt --unperturbed --key alice.key alice.enc.parquet -o alice.check.csv
+
+  # a part of the release (rows 1000 to the end), e.g. one task of a job
+  $ decrypt --key alice.key --key bob.key --first-row 1000 release.parquet -o sanitized.p2.csv`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: cli.RunE(opts, func(c *cobra.Command, args []string) {
 			opts.cmd, opts.Input = c, cli.FirstArg(args)
@@ -69,6 +82,8 @@ Release and keys are read in lockstep, so memory does not grow with m.`,
 	}
 	f := cmd.Flags()
 	f.StringArrayVar(&opts.Keys, "key", nil, "key `FILE` written by encrypt --key-out; repeat for each curator")
+	f.Int64Var(&opts.FirstRow, "first-row", 0, "decrypt a part: rows `A`.. of the sample (0-based; default: the rows the release holds)")
+	f.Int64Var(&opts.Rows, "rows", 0, "with --first-row: the part's number of rows `R` (default: to the end of the release)")
 	f.BoolVar(&opts.Unperturbed, "unperturbed", false, "decrypt an encrypted table that was never perturbed (the output has NO privacy protection: for curators checking their keys)")
 	cli.AddOutputFlags(cmd, &opts.Output)
 	return cli.Root(cmd)
@@ -129,11 +144,25 @@ func run(o *Options) error {
 	if err != nil {
 		return err
 	}
-	if n := rel.NumRows(); n >= 0 && n != smp.M {
-		return fmt.Errorf("%s has %d rows but its metadata says m = %d: the release is truncated or was edited; get it again from the server", name, n, smp.M)
+	have, err := release.ReadPart(meta, name, smp.M)
+	if err != nil {
+		return err
+	}
+	if n := rel.NumRows(); n >= 0 && n != have.Rows {
+		if have.IsWhole(smp.M) {
+			return fmt.Errorf("%s has %d rows but its metadata says m = %d: the release is truncated or was edited; get it again from the server", name, n, smp.M)
+		}
+		return fmt.Errorf("%s has %d rows but its metadata says it holds %s: the release is truncated or was edited; get it again from the server", name, n, have)
+	}
+	part, err := o.selectPart(name, have, smp.M)
+	if err != nil {
+		return err
+	}
+	if part != have {
+		rel = pipeline.SelectRows(rel, part.First-have.First, part.Rows)
 	}
 
-	keys, slots, err := o.openKeys(smp, cols, name)
+	keys, slots, err := o.openKeys(smp, cols, name, part)
 	defer func() {
 		for _, k := range keys {
 			k.r.Close()
@@ -167,6 +196,7 @@ func run(o *Options) error {
 	if err := (release.Decrypted{Sample: smp, Release: perturbed, Codebook: cb}).Encode(outMeta); err != nil {
 		return err
 	}
+	part.Encode(outMeta, smp.M)
 	// Label columns are dictionaries over the codebook's labels, built
 	// from codes: CSV gets labels, Parquet string columns (dictionary
 	// pages), Arrow dictionary columns.
@@ -180,7 +210,7 @@ func run(o *Options) error {
 		return err
 	}
 	defer w.Abort()
-	if err := decryptRows(o, rel, cols, keys, slots, labels, schema, w, smp.M); err != nil {
+	if err := decryptRows(o, rel, cols, keys, slots, labels, schema, w, part); err != nil {
 		return err
 	}
 	return w.Commit()
@@ -189,7 +219,7 @@ func run(o *Options) error {
 // openKeys opens every --key file and finds, for each column of the
 // release, the key holding its pads (slots[j]); each column needs exactly
 // one key. The caller closes the keys returned, also with an error.
-func (o *Options) openKeys(smp release.Sample, cols []release.Column, name string) ([]*key, []slot, error) {
+func (o *Options) openKeys(smp release.Sample, cols []release.Column, name string, part release.Part) ([]*key, []slot, error) {
 	keys := make([]*key, 0, len(o.Keys))
 	slots := make([]slot, len(cols))
 	byName := make(map[string]int, len(cols))
@@ -197,7 +227,7 @@ func (o *Options) openKeys(smp release.Sample, cols []release.Column, name strin
 		byName[c.Name] = j
 	}
 	for _, p := range o.Keys {
-		k, err := openKey(o, p, smp, cols, name)
+		k, err := openKey(o, p, smp, cols, name, part)
 		if err != nil {
 			return keys, nil, err
 		}
@@ -262,7 +292,11 @@ func (o *Options) checkStage(rel table.Reader) error {
 
 // openKey opens and checks one key file against the release's sampling.
 // Errors never quote key material.
-func openKey(o *Options, path string, smp release.Sample, relCols []release.Column, relName string) (*key, error) {
+//
+// A PRF key file (of any part of the encrypt run) opens every part of the
+// release, its pads being recomputed for the part's rows; a one-time-pad
+// key file must hold the part's rows.
+func openKey(o *Options, path string, smp release.Sample, relCols []release.Column, relName string, part release.Part) (*key, error) {
 	r, err := o.Streams.Open(path)
 	if err != nil {
 		return nil, err
@@ -307,8 +341,19 @@ func openKey(o *Options, path string, smp release.Sample, relCols []release.Colu
 	}
 	switch release.PadKind(k.cols) {
 	case release.PadOTP:
-		if n := r.NumRows(); n >= 0 && n != smp.M {
+		kp, err := release.ReadPart(meta, path, smp.M)
+		if err != nil {
+			return fail(err)
+		}
+		if n := r.NumRows(); n >= 0 && n != kp.Rows {
 			return fail(fmt.Errorf("%s has %d rows of pads but the release has m = %d rows: the key file is truncated or belongs to another release; use the key file encrypt wrote", path, n, smp.M))
+		}
+		if part.First < kp.First || part.End() > kp.End() {
+			return fail(fmt.Errorf("%s holds the one-time pads of %s of the sample, and the release part is %s: pass the key file of these rows", path, kp, part))
+		}
+		if part != kp {
+			r = pipeline.SelectRows(r, part.First-kp.First, part.Rows)
+			k.r = r
 		}
 		if k.cur, err = table.NewCursor(r, release.Names(k.cols), release.Alphabets(k.cols), true); err != nil {
 			return fail(err)
@@ -342,7 +387,8 @@ type decChunk struct {
 // chunk of rows at a time, removes the pads and turns codes into labels on
 // all cores (pipeline.Run), and writes the chunks in input order. Memory: a
 // fixed number of chunks in flight plus one batch per file, whatever m is.
-func decryptRows(o *Options, rel table.Reader, cols []release.Column, keys []*key, slots []slot, labels [][]string, schema *arrow.Schema, w table.Writer, m int64) error {
+func decryptRows(o *Options, rel table.Reader, cols []release.Column, keys []*key, slots []slot, labels [][]string, schema *arrow.Schema, w table.Writer, part release.Part) error {
+	m := part.Rows // rows this run reads from the release and each one-time-pad key
 	cur, err := table.NewCursor(rel, release.Names(cols), release.Alphabets(cols), false)
 	if err != nil {
 		return err
@@ -383,7 +429,7 @@ func decryptRows(o *Options, rel table.Reader, cols []release.Column, keys []*ke
 			free <- c
 			return nil, false, err
 		}
-		c.n, c.row0 = n, cur.Rows()-int64(n)
+		c.n, c.row0 = n, part.First+cur.Rows()-int64(n)
 		for i, k := range keys {
 			if k.cur == nil {
 				continue // PRF pads: computed by the worker
@@ -469,4 +515,24 @@ func (k *key) readPads(dst [][]uint32, n int, m int64) error {
 		return fmt.Errorf("%s ended after %d rows of pads but the release has m = %d rows: the key file is truncated or belongs to another release; use the key file encrypt wrote", k.r.Name(), k.cur.Rows(), m)
 	}
 	return nil
+}
+
+// selectPart is the part of the sample this run decrypts: what the release
+// holds, or --first-row/--rows within it.
+func (o *Options) selectPart(name string, have release.Part, m int64) (release.Part, error) {
+	f := o.cmd.Flags()
+	if f.Changed("rows") && !f.Changed("first-row") {
+		return have, cli.Usagef("--rows needs --first-row: say where the part starts")
+	}
+	if !f.Changed("first-row") {
+		return have, nil
+	}
+	want := release.Part{First: o.FirstRow, Rows: o.Rows}
+	if o.Rows == 0 {
+		want.Rows = have.End() - o.FirstRow
+	}
+	if o.FirstRow < have.First || o.Rows < 0 || want.Rows < 1 || want.End() > have.End() {
+		return have, cli.Usagef("--first-row %d --rows %d is not within the rows %s holds, %s of the sample's m = %d", o.FirstRow, o.Rows, name, have, m)
+	}
+	return want, nil
 }

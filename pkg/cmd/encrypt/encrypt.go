@@ -34,8 +34,14 @@ type Options struct {
 	KeyOut   string   // --key-out FILE (required)
 	Force    bool     // --force: replace an existing key file
 	PRFKey   string   // --prf-key FILE: PRF pads (computational secrecy)
-	Unknown  codebook.UnknownPolicy
-	Missing  codebook.MissingPolicy
+	// --first-row A, --rows R: encrypt rows [A, A+R) of the sample only
+	// (a part; R = 0 means to the end); --nonce-from KEY: take the
+	// release's nonce (and key id) from a key file of its first part.
+	FirstRow  int64
+	Rows      int64
+	NonceFrom string
+	Unknown   codebook.UnknownPolicy
+	Missing   codebook.MissingPolicy
 
 	Output cli.Output
 	Seed   cli.Seed
@@ -77,10 +83,20 @@ one 32-byte key per run instead of m pads per column. This is COMPUTATIONAL
 secrecy only (it rests on AES being a pseudo-random permutation), and the
 metadata says pad=prf. FILE holds 32 bytes or 64 hex digits; create it with
   head -c 32 /dev/urandom > alice.prf && chmod 600 alice.prf
-Each run derives its own pad key from FILE, so runs never share pads. The
-pads are the same function of (row, column) as one-time pads, under that
-key instead of a discarded one: a retried part of a sample gets its pads
-again from the key file.
+Each run derives its own pad key from FILE and a fresh nonce, so runs never
+share pads. The pads are the same function of (row, column) as one-time
+pads, under that key instead of a discarded one.
+
+Parts (--prf-key only): --first-row A [--rows R] encrypts rows A..A+R−1 of
+the sample (the rest are read, not written), recording first_row and rows.
+The first part (or a whole run) draws the release's nonce and writes it to
+its key file, with a digest of the sample's rows; --nonce-from KEY gives
+every other part, and every retry, that nonce and key id, so the parts'
+ciphertexts concatenate to exactly the whole run's. It refuses a key file of
+another sample, columns, codebook or --prf-key, and a sample whose rows
+differ from the digest (an edited sample under the same fingerprint): the
+same pads on two plaintexts would reveal their difference, so a changed
+sample is a new release, encrypted without --nonce-from.
 
 Values outside the codebook stop the run with the file, row, column and
 value, unless --unknown missing maps them to the missing category. Missing
@@ -99,7 +115,14 @@ with the other curators'.`,
 
   # compact keys with PRF pads (computational secrecy) from a 32-byte secret
   $ head -c 32 /dev/urandom > alice.prf && chmod 600 alice.prf
-  $ encrypt --codebook codebook.json --prf-key alice.prf --key-out alice.prf.key alice.sample.csv -o alice.prf.enc.parquet`,
+  $ encrypt --codebook codebook.json --prf-key alice.prf --key-out alice.prf.key alice.sample.csv -o alice.prf.enc.parquet
+
+  # the same release in parts (distributed or retried jobs): each part takes
+  # the nonce of the run above from its key file; the parts concatenate to it
+  $ encrypt --codebook codebook.json --prf-key alice.prf --nonce-from alice.prf.key \
+      --first-row 0 --rows 1000 --key-out alice.p1.key alice.sample.csv -o alice.p1.enc.parquet
+  $ encrypt --codebook codebook.json --prf-key alice.prf --nonce-from alice.prf.key \
+      --first-row 1000 --key-out alice.p2.key alice.sample.csv -o alice.p2.enc.parquet`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: cli.RunE(opts, func(c *cobra.Command, args []string) {
 			opts.cmd, opts.Input = c, cli.FirstArg(args)
@@ -111,6 +134,9 @@ with the other curators'.`,
 	f.StringVar(&opts.KeyOut, "key-out", "", "write the pads to the key `FILE` (mode 0600; .parquet, .csv or .arrow; default Parquet)")
 	f.BoolVar(&opts.Force, "force", false, "replace an existing key file")
 	f.StringVar(&opts.PRFKey, "prf-key", "", "derive the pads from the 256-bit key in `FILE` by AES-256: compact keys, COMPUTATIONAL secrecy only")
+	f.Int64Var(&opts.FirstRow, "first-row", 0, "encrypt a part of the sample: rows `A`.. (0-based; needs --prf-key)")
+	f.Int64Var(&opts.Rows, "rows", 0, "with --first-row: the part's number of rows `R` (default: to the end of the sample)")
+	f.StringVar(&opts.NonceFrom, "nonce-from", "", "take the release's nonce and key id from the key `FILE` of another part of the same sample (needs --prf-key)")
 	f.Var(&opts.Unknown, "unknown", "what to do with a value outside the codebook: fail, or treat it as missing")
 	f.Var(&opts.Missing, "missing", "what to do with a missing value: keep it as its category, or fail (drop is refused: it would misalign the curators' rows)")
 	cli.AddOutputFlags(cmd, &opts.Output)
@@ -195,22 +221,41 @@ func run(o *Options) error {
 		return err
 	}
 
-	keyID, src, runKey := o.pads(master)
+	part, err := o.part(in.Name(), smp.M)
+	if err != nil {
+		return err
+	}
+	var from *nonceSource
+	if o.NonceFrom != "" {
+		if from, err = o.readNonce(master, smp); err != nil {
+			return err
+		}
+	}
+	keyID, src, runKey, nonce := o.pads(master, from)
 	kind := release.PadOTP
 	if master != nil {
 		kind = release.PadPRF
 	}
 	cols, ks := encryptedColumns(sel, keyID, kind)
+	if from != nil {
+		if err := from.match(cols); err != nil {
+			return err
+		}
+	}
 
 	// Only what the server needs, and nothing that depends on the values:
 	// the input's other items (a codebook, say) are not carried over.
 	outMeta := table.Meta{}
 	cli.CarryInsecureSeed(o.Streams, "encrypt", in.Name(), meta, outMeta)
 	o.Seed.Mark(outMeta)
+	if from != nil && from.insecure {
+		outMeta[cli.InsecureSeedKey] = "true" // its nonce came from a seed
+	}
 	enc := release.Encrypted{Sample: smp, SampleID: meta[release.KeySampleID], Pad: kind, Columns: cols, History: hist}
 	if err := enc.Encode(outMeta); err != nil {
 		return err
 	}
+	part.Encode(outMeta, smp.M)
 	keyMeta := table.Meta{release.KeyPad: kind}
 	if outMeta[cli.InsecureSeedKey] == "true" {
 		keyMeta[cli.InsecureSeedKey] = "true"
@@ -223,26 +268,64 @@ func run(o *Options) error {
 		return err
 	}
 	keyMeta[release.KeyCodebook] = string(cbJSON)
+	part.Encode(keyMeta, smp.M)
+	var digest *release.SampleDigest
 	if runKey != nil {
 		keyMeta[release.KeyPRFKey] = hex.EncodeToString(runKey[:])
+		keyMeta[release.KeyPRFNonce] = nonce
+		digest = release.NewSampleDigest(*runKey, smp.M)
 	}
 
-	return o.writeEncrypted(in, smp.M, names, outMeta, keyMeta, func(w, kw table.Writer, schema *arrow.Schema) error {
-		return encryptRows(o, in, srcIdx, encs, ks, src, schema, w, kw, runKey == nil)
+	return o.writeEncrypted(in, smp.M, names, outMeta, keyMeta, digest, from, func(w, kw table.Writer, schema *arrow.Schema) error {
+		return encryptRows(o, in, srcIdx, encs, ks, src, schema, w, kw, runKey == nil, part, digest)
 	})
+}
+
+// part is the range of the sample this run encrypts: --first-row and
+// --rows, or the whole sample.
+func (o *Options) part(name string, m int64) (release.Part, error) {
+	f := o.cmd.Flags()
+	if !f.Changed("first-row") && !f.Changed("rows") {
+		return release.Whole(m), nil
+	}
+	switch {
+	case o.FirstRow < 0 || o.FirstRow >= m:
+		return release.Part{}, cli.Usagef("--first-row %d is outside the sample's rows 0..%d (m = %d in %s)", o.FirstRow, m-1, m, name)
+	case o.Rows < 0:
+		return release.Part{}, cli.Usagef("--rows %d: a part has at least one row", o.Rows)
+	case o.Rows > m-o.FirstRow:
+		return release.Part{}, cli.Usagef("--first-row %d --rows %d ends after the sample's m = %d rows (%s); give at most --rows %d", o.FirstRow, o.Rows, m, name, m-o.FirstRow)
+	}
+	r := o.Rows
+	if r == 0 {
+		r = m - o.FirstRow
+	}
+	return release.Part{First: o.FirstRow, Rows: r}, nil
 }
 
 // writeEncrypted creates the key file and the ciphertext, lets rows fill
 // both, checks that all m rows of the sample came through, and commits the
 // key first: a ciphertext without its key could never be opened.
-func (o *Options) writeEncrypted(in table.Reader, m int64, names []string, outMeta, keyMeta table.Meta, rows func(w, kw table.Writer, schema *arrow.Schema) error) error {
+//
+// A PRF key file holds no rows, and its metadata ends with the sample's
+// digest, known only when every row has been read: it is created last.
+func (o *Options) writeEncrypted(in table.Reader, m int64, names []string, outMeta, keyMeta table.Meta, digest *release.SampleDigest, from *nonceSource, rows func(w, kw table.Writer, schema *arrow.Schema) error) error {
 	schema := table.Int32Schema(names)
 	inputs := []string{o.Input, o.Codebook, o.PRFKey}
-	kw, err := o.Streams.CreateKey(o.KeyOut, schema, keyMeta, table.Parquet, inputs, o.Force)
-	if err != nil {
-		return err
+	if o.NonceFrom != "" {
+		inputs = append(inputs, o.NonceFrom)
 	}
-	defer kw.Abort()
+	var kw table.Writer
+	if digest == nil {
+		var err error
+		if kw, err = o.Streams.CreateKey(o.KeyOut, schema, keyMeta, table.Parquet, inputs, o.Force); err != nil {
+			return err
+		}
+		defer kw.Abort()
+	} else if _, err := os.Lstat(o.KeyOut); err == nil && !o.Force {
+		// Refused now rather than after reading every row.
+		return fmt.Errorf("%s exists: a key file is never replaced without --force (it may be the only key of a release)", o.KeyOut)
+	}
 	w, err := o.Streams.Create(o.Output, schema, outMeta, in.Format(), append(inputs, o.KeyOut))
 	if err != nil {
 		return err
@@ -254,6 +337,17 @@ func (o *Options) writeEncrypted(in table.Reader, m int64, names []string, outMe
 	}
 	if in.RowsRead() != m {
 		return fmt.Errorf("%s has %d rows but its metadata says m = %d: the sample was truncated or edited; sample again", in.Name(), in.RowsRead(), m)
+	}
+	if digest != nil {
+		sum := digest.Sum()
+		if from != nil && sum != from.digest {
+			return fmt.Errorf("%s is not the sample whose nonce %s holds (same fingerprint, different rows): reusing its pads on other plaintexts would reveal their difference; a changed sample is a new release: encrypt it without --nonce-from, which draws a fresh nonce", in.Name(), o.NonceFrom)
+		}
+		keyMeta[release.KeySampleDigest] = sum
+		if kw, err = o.Streams.CreateKey(o.KeyOut, schema, keyMeta, table.Parquet, inputs, o.Force); err != nil {
+			return err
+		}
+		defer kw.Abort()
 	}
 	// The key first: a ciphertext without its key could never be opened.
 	if err := kw.Commit(); err != nil {
@@ -277,6 +371,20 @@ func (o *Options) checkFlags() error {
 	}
 	if !table.IsStdio(o.Output.Path) && sameFile(o.Output.Path, o.KeyOut) {
 		return cli.Usagef("-o and --key-out name the same file %s: the ciphertext and its key must be kept apart", o.KeyOut)
+	}
+	f := o.cmd.Flags()
+	if o.PRFKey == "" {
+		for _, flag := range []string{"first-row", "rows", "nonce-from"} {
+			if f.Changed(flag) {
+				return cli.Usagef("--%s needs --prf-key: the parts of a sample share their pads' key, and one-time pads could not be recomputed for a retried part", flag)
+			}
+		}
+	}
+	if f.Changed("rows") && !f.Changed("first-row") {
+		return cli.Usagef("--rows needs --first-row: say where the part starts")
+	}
+	if o.NonceFrom != "" && sameFile(o.NonceFrom, o.Output.Path) {
+		return cli.Usagef("--nonce-from and -o name the same file %s", o.NonceFrom)
 	}
 	if o.Missing == codebook.MissingDrop {
 		return cli.Usagef("--missing drop is refused: dropping rows at one curator misaligns its rows with the other curators' (rows are joined by position); keep missing values as a category (--missing keep, with a \"missing\" token in the codebook) or remove such rows from every curator's table before sampling")
@@ -307,6 +415,11 @@ type encChunk struct {
 	off, n   int
 	row0     int64
 	ct, pads [][]uint32
+	// plain holds the codes when they are digested (PRF pads), else it
+	// is ct, encrypted in place.
+	plain [][]uint32
+	// lo, hi: the chunk's rows [lo, hi) are in the part (lo = hi: none).
+	lo, hi int
 }
 
 // encryptRows reads the input batch by batch, cuts the batches into chunks,
@@ -314,12 +427,20 @@ type encChunk struct {
 // ciphertext blocks and (for one-time pads) the pad blocks in input order.
 // Memory is a fixed number of chunks in flight, each holding a reference
 // to its input batch and two blocks of 4 bytes per cell.
-func encryptRows(o *Options, in table.Reader, srcIdx []int, encs []*codebook.Encoder, ks []uint32, src padSource, schema *arrow.Schema, w, kw table.Writer, storePads bool) error {
+//
+// Rows outside the part are coded (and digested) but neither padded nor
+// written: the digest covers the whole sample whatever the part.
+func encryptRows(o *Options, in table.Reader, srcIdx []int, encs []*codebook.Encoder, ks []uint32, src padSource, schema *arrow.Schema, w, kw table.Writer, storePads bool, part release.Part, digest *release.SampleDigest) error {
 	d := len(encs)
 	opts := pipeline.Options{}.Resolve()
 	free := make(chan *encChunk, opts.InFlight)
 	for range opts.InFlight {
-		free <- &encChunk{ct: table.Block(d, pipeline.ChunkRows), pads: table.Block(d, pipeline.ChunkRows)}
+		c := &encChunk{ct: table.Block(d, pipeline.ChunkRows), pads: table.Block(d, pipeline.ChunkRows)}
+		c.plain = c.ct
+		if digest != nil {
+			c.plain = table.Block(d, pipeline.ChunkRows)
+		}
+		free <- c
 	}
 	// Coders are not safe for concurrent use: one set per worker at a time.
 	coders := sync.Pool{New: func() any {
@@ -372,16 +493,21 @@ func encryptRows(o *Options, in table.Reader, srcIdx []int, encs []*codebook.Enc
 	work := func(c *encChunk) (*encChunk, error) {
 		cs := coders.Get().([]*table.Coder)
 		defer coders.Put(cs)
+		c.lo = int(min(max(part.First-c.row0, 0), int64(c.n)))
+		c.hi = int(max(min(part.End()-c.row0, int64(c.n)), int64(c.lo)))
 		for j, enc := range encs {
-			x := c.ct[j][:c.n]
+			x := c.plain[j][:c.n]
 			if bad, err := cs[j].Codes(x, c.rec.Column(srcIdx[j]), c.off); bad >= 0 {
 				return nil, &table.DataError{File: in.Name(), Row: c.row0 + int64(bad) + 1, Column: enc.Column().Name(), Err: err}
 			}
-			v := c.pads[j][:c.n]
-			if err := src.pads(v, uint64(c.row0), uint32(j), ks[j]); err != nil {
+			if c.lo == c.hi {
+				continue
+			}
+			v := c.pads[j][c.lo:c.hi]
+			if err := src.pads(v, uint64(c.row0+int64(c.lo)), uint32(j), ks[j]); err != nil {
 				return nil, err
 			}
-			if err := pad.EncryptColumn(x, x, v, ks[j]); err != nil {
+			if err := pad.EncryptColumn(c.ct[j][c.lo:c.hi], x[c.lo:c.hi], v, ks[j]); err != nil {
 				return nil, err
 			}
 		}
@@ -391,21 +517,33 @@ func encryptRows(o *Options, in table.Reader, srcIdx []int, encs []*codebook.Enc
 	// on the chunk size.
 	wb := pipeline.NewRebatcher(w, table.DefaultBatchSize)
 	defer wb.Release()
-	kb := pipeline.NewRebatcher(kw, table.DefaultBatchSize)
-	defer kb.Release()
+	var kb *pipeline.Rebatcher
+	if storePads {
+		kb = pipeline.NewRebatcher(kw, table.DefaultBatchSize)
+		defer kb.Release()
+	}
 	emit := func(c *encChunk) error {
 		// The ciphertext and the key are separate files: their writers
 		// encode in parallel (together half of encrypt's work).
-		var keyErr error
+		var keyErr, err error
 		var wg sync.WaitGroup
-		if storePads {
+		if digest != nil {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				keyErr = writeBatch(schema, kb, c.pads, c.n)
+				digest.Add(c.plain, c.n)
 			}()
 		}
-		err := writeBatch(schema, wb, c.ct, c.n)
+		if storePads && c.hi > c.lo {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				keyErr = writeBatch(schema, kb, rowsOf(c.pads, c.lo, c.hi), c.hi-c.lo)
+			}()
+		}
+		if c.hi > c.lo {
+			err = writeBatch(schema, wb, rowsOf(c.ct, c.lo, c.hi), c.hi-c.lo)
+		}
 		wg.Wait()
 		if err == nil {
 			err = keyErr
@@ -422,7 +560,19 @@ func encryptRows(o *Options, in table.Reader, srcIdx []int, encs []*codebook.Enc
 	if err := wb.Flush(); err != nil {
 		return err
 	}
+	if kb == nil {
+		return nil
+	}
 	return kb.Flush()
+}
+
+// rowsOf is rows [lo, hi) of a column-major block.
+func rowsOf(cols [][]uint32, lo, hi int) [][]uint32 {
+	out := make([][]uint32, len(cols))
+	for j, c := range cols {
+		out[j] = c[lo:hi]
+	}
+	return out
 }
 
 // writeBatch writes the first n rows of cols as int32 columns.
@@ -502,22 +652,33 @@ func (o *Options) layout(in table.Reader, cb *codebook.Codebook) ([]string, []in
 // only under --insecure-seed), and the pads themselves go to the key file;
 // PRF pads use the run key derived from --prf-key and a nonce from the
 // run's generator, and only that key is stored.
-func (o *Options) pads(master []byte) (keyID string, src padSource, runKey *pad.Key) {
+//
+// The nonce is drawn once per release: the parts of a sample and their
+// retries take it, and the key id, from a key file of the release
+// (--nonce-from, from), so that they share k_run and so their pads; any
+// other run draws a fresh one, so a new release (an edited sample under the
+// same fingerprint, say) never reuses pads.
+func (o *Options) pads(master []byte, from *nonceSource) (keyID string, src padSource, runKey *pad.Key, nonce string) {
 	var id [8]byte
 	crand.Read(id[:])
 	keyID = hex.EncodeToString(id[:])
 	if master == nil {
 		d, _ := pad.NewDeriver(o.Seed.Key(o.cmd, "encrypt/one-time-pads"))
-		return keyID, prfPads{d}, nil
+		return keyID, prfPads{d}, nil, ""
 	}
-	r := o.Seed.Rand(o.cmd)
-	var nonce [16]byte
-	for i := range nonce {
-		nonce[i] = byte(r.Uint32())
+	if from != nil {
+		keyID, nonce = from.keyID, from.nonce
+	} else {
+		r := o.Seed.Rand(o.cmd)
+		var b [16]byte
+		for i := range b {
+			b[i] = byte(r.Uint32())
+		}
+		nonce = hex.EncodeToString(b[:])
 	}
-	k := release.DeriveRunKey(master, hex.EncodeToString(nonce[:]))
+	k := release.DeriveRunKey(master, nonce)
 	d, _ := pad.NewDeriver(k) // NewDeriver fails only for a bad AES key size
-	return keyID, prfPads{d}, &k
+	return keyID, prfPads{d}, &k, nonce
 }
 
 // readPRFKey reads --prf-key; errors never quote the file's content.

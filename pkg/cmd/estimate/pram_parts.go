@@ -75,6 +75,7 @@ func (t *pramTally) counts() (estimate.Counts, error) {
 type pramPart struct {
 	name string
 	rows int64
+	meta table.Meta
 }
 
 // countPRAMParts counts the rows of every input (rel is the first's, already
@@ -87,7 +88,7 @@ func (o *Options) countPRAMParts(rel *pramRelease, in table.Reader) (estimate.Co
 	if err != nil {
 		return estimate.Counts{}, err
 	}
-	parts := []pramPart{{rel.name, rows}}
+	parts := []pramPart{{rel.name, rows, rel.meta}}
 	var more []string // the other parts (none when reading standard input)
 	if len(o.Inputs) > 1 {
 		more = o.Inputs[1:]
@@ -96,11 +97,14 @@ func (o *Options) countPRAMParts(rel *pramRelease, in table.Reader) (estimate.Co
 		if j := slices.IndexFunc(o.Inputs[:i+1], func(p string) bool { return pramSameFile(p, path) }); j >= 0 {
 			return estimate.Counts{}, cli.Usagef("%s is given twice (arguments %d and %d): give each part of the release once", path, j+1, i+2)
 		}
-		n, name, err := o.countPRAMPart(rel, path, t)
+		n, name, meta, err := o.countPRAMPart(rel, path, t)
 		if err != nil {
 			return estimate.Counts{}, err
 		}
-		parts = append(parts, pramPart{name, n})
+		parts = append(parts, pramPart{name, n, meta})
+	}
+	if err := rel.checkPartRanges(o, parts); err != nil {
+		return estimate.Counts{}, err
 	}
 	if len(parts) > 1 || o.Tabulate {
 		// (One file without --tabulate: account checks its rows are m.)
@@ -123,10 +127,10 @@ func (o *Options) countPRAMParts(rel *pramRelease, in table.Reader) (estimate.Co
 
 // countPRAMPart opens one more input, checks it is a part of rel's release
 // and adds its counts to t.
-func (o *Options) countPRAMPart(rel *pramRelease, path string, t *pramTally) (int64, string, error) {
+func (o *Options) countPRAMPart(rel *pramRelease, path string, t *pramTally) (int64, string, table.Meta, error) {
 	in, err := o.Streams.Open(path)
 	if err != nil {
-		return 0, path, err
+		return 0, path, nil, err
 	}
 	defer in.Close()
 	if cli.CarryInsecureSeed(o.Streams, "estimate", in.Name(), in.Meta(), nil) {
@@ -136,15 +140,68 @@ func (o *Options) countPRAMPart(rel *pramRelease, path string, t *pramTally) (in
 		a, okA := rel.meta[key]
 		b, okB := in.Meta()[key]
 		if a != b || okA != okB {
-			return 0, in.Name(), fmt.Errorf("%s and %s are not parts of the same release: their metadata item %q differs (%s vs %s); estimate each release on its own", rel.name, in.Name(), key, pramShort(a, okA), pramShort(b, okB))
+			return 0, in.Name(), nil, fmt.Errorf("%s and %s are not parts of the same release: their metadata item %q differs (%s vs %s); estimate each release on its own", rel.name, in.Name(), key, pramShort(a, okA), pramShort(b, okB))
 		}
 	}
 	part, err := o.openPRAMRelease(in)
 	if err != nil {
-		return 0, in.Name(), err
+		return 0, in.Name(), nil, err
 	}
 	n, err := part.count(o, in, t)
-	return n, in.Name(), err
+	return n, in.Name(), in.Meta(), err
+}
+
+// checkPartRanges checks the parts' row ranges when every part records
+// one (first_row and rows: perturb and decrypt on a part, and count
+// tables of them): each part holds the rows it says, and the parts tile
+// the sample's m rows, without overlap and, unless --tabulate, without a
+// gap. The count table of contiguous parts records their union, so that
+// merging count tables is checked the same way. Parts cut by hand (no
+// range) are checked by their total only (checkPartTotals).
+func (rel *pramRelease) checkPartRanges(o *Options, parts []pramPart) error {
+	m, err := rel.metaInt(release.KeyM, "-m M")
+	if err != nil {
+		return nil // no m: checkPartTotals and account say what is missing
+	}
+	ranges := make([]release.Part, len(parts))
+	names := make([]string, len(parts))
+	for i, p := range parts {
+		if _, ok := p.meta[release.KeyFirstRow]; !ok {
+			if len(parts) > 1 && i > 0 {
+				if _, first := parts[0].meta[release.KeyFirstRow]; first {
+					return fmt.Errorf("%s records its rows of the sample (%s = %s) and %s does not: give the parts perturb or decrypt wrote, or count tables of them, not a mix with files cut otherwise", parts[0].name, release.KeyFirstRow, parts[0].meta[release.KeyFirstRow], p.name)
+				}
+			}
+			delete(rel.meta, release.KeyFirstRow)
+			delete(rel.meta, release.KeyPartRows)
+			return nil
+		}
+		r, err := release.ReadPart(p.meta, p.name, m)
+		if err != nil {
+			return err
+		}
+		if p.rows != r.Rows {
+			return fmt.Errorf("%s holds %d rows but its metadata says it holds %s (%d rows): the file was edited or truncated; decrypt the part again", p.name, p.rows, r, r.Rows)
+		}
+		ranges[i], names[i] = r, p.name
+	}
+	if err := release.CheckParts(ranges, names, m, o.Tabulate); err != nil {
+		return err
+	}
+	// The union, when contiguous, is what the output (a count table)
+	// holds; else it records no range.
+	lo, hi, sum := m, int64(0), int64(0)
+	for _, r := range ranges {
+		lo, hi, sum = min(lo, r.First), max(hi, r.End()), sum+r.Rows
+	}
+	rel.meta = maps.Clone(rel.meta)
+	if hi-lo == sum {
+		release.Part{First: lo, Rows: sum}.Encode(rel.meta, m)
+	} else {
+		delete(rel.meta, release.KeyFirstRow)
+		delete(rel.meta, release.KeyPartRows)
+	}
+	return nil
 }
 
 // pramSameFile reports whether two arguments name the same file.

@@ -29,6 +29,9 @@ type gammaOptions struct {
 	Ledger         string  // --ledger; default ledger.DefaultPath()
 	NoLedger       bool    // --no-ledger
 	NoiseKey       string  // --noise-key FILE: offsets by keyed PRF (computational)
+	// --first-row A, --rows R: perturb rows [A, A+R) of the sample only,
+	// a part of what the inputs hold (R = 0: to the end of the inputs).
+	FirstRow, Rows int64
 }
 
 const (
@@ -84,7 +87,14 @@ a fresh key from crypto/rand that is never stored (from --seed only with
 --insecure-seed), so the output does not depend on the number of cores,
 but a rerun draws new offsets. --noise-key refuses --allow-recompose: a second release of the sample would
 reuse the same offsets. The ledger records the release's public noise_id,
-so a retry (same key, sample and γ: the same rows) is not counted again.`
+so a retry (same key, sample and γ: the same rows) is not counted again.
+
+Parts: inputs that are parts (encrypt --first-row) are perturbed as such,
+and --first-row A [--rows R] perturbs rows A..A+R−1 of what the inputs
+hold; the output records first_row and rows. A part needs --noise-key: row
+i's offset is then the same in every part and retry, the parts concatenate
+to exactly the whole run's release, and they share its noise_id, so the
+ledger counts all parts of the release once.`
 
 	gammaExample = `  # the server joins Alice's and Bob's ciphertexts and perturbs them for ε = 1
   $ perturb --epsilon 1 alice.enc.parquet bob.enc.parquet -o release.parquet
@@ -100,7 +110,18 @@ so a retry (same key, sample and γ: the same rows) is not counted again.`
       | encrypt --codebook codebook.json --key-out bob.new.key -o bob.new.enc.parquet
   $ sample --secret new.secret -m 2057 alice.csv \
       | encrypt --codebook codebook.json --key-out alice.new.key \
-      | perturb --epsilon 1 - bob.new.enc.parquet -o release.new.parquet`
+      | perturb --epsilon 1 - bob.new.enc.parquet -o release.new.parquet
+
+  # one release in parts with a noise key (parts of another sample, m = 1000)
+  $ head -c 32 /dev/urandom > server.noise && chmod 600 server.noise
+  $ sample --secret new.secret -m 1000 alice.csv \
+      | encrypt --codebook codebook.json --key-out alice.1000.key -o alice.1000.enc.parquet
+  $ sample --secret new.secret -m 1000 bob.csv \
+      | encrypt --codebook codebook.json --key-out bob.1000.key -o bob.1000.enc.parquet
+  $ perturb --epsilon 1 --noise-key server.noise --first-row 0 --rows 600 \
+      alice.1000.enc.parquet bob.1000.enc.parquet -o release.p1.parquet
+  $ perturb --epsilon 1 --noise-key server.noise --first-row 600 \
+      alice.1000.enc.parquet bob.1000.enc.parquet -o release.p2.parquet`
 )
 
 // gammaStep is gamma-diagonal's line of perturb's mechanisms.
@@ -118,6 +139,8 @@ func addGammaFlags(cmd *cobra.Command, opts *Options) {
 	f.BoolVar(&o.AllowRecompose, "allow-recompose", false, "allow a further release of a sample already released (ε composes)")
 	f.StringVar(&o.Ledger, "ledger", "", "release ledger `FILE` (default $XDG_STATE_HOME/pramkit/releases.jsonl, else ~/.local/state/pramkit/releases.jsonl)")
 	f.StringVar(&o.NoiseKey, "noise-key", "", "derive the offsets from the 256-bit key in `FILE` by AES-256 (re-computable by part): COMPUTATIONAL secrecy only")
+	f.Int64Var(&o.FirstRow, "first-row", 0, "perturb a part: rows `A`.. of the sample (0-based; needs --noise-key; default: the rows the inputs hold)")
+	f.Int64Var(&o.Rows, "rows", 0, "with --first-row: the part's number of rows `R` (default: to the end of the inputs)")
 	f.BoolVar(&o.NoLedger, "no-ledger", false, "do not record the release in the ledger, nor check it (releases of the sample are then not counted)")
 }
 
@@ -127,6 +150,7 @@ type gammaInput struct {
 	smp  release.Sample
 	cols []release.Column
 	hist release.History
+	part release.Part // the rows the file holds (all m, or a part)
 }
 
 // gammaPlan is what runGamma decided before reading rows.
@@ -176,6 +200,10 @@ func runGamma(o *Options) error {
 		return err
 	}
 	first := ins[0]
+	part, err := o.selectPart(ins)
+	if err != nil {
+		return err
+	}
 	dom, err := jointDomain(all)
 	if err != nil {
 		return err
@@ -232,7 +260,10 @@ func runGamma(o *Options) error {
 	}
 	if keyed != nil {
 		meta[release.KeyNoise] = release.NoisePRF
+		// Public: tells the parts of this release from those of another.
+		meta[release.KeyNoiseID] = plan.noiseID
 	}
+	part.Encode(meta, first.smp.M)
 	plan.hist.Set(meta) // the list of γ's ("gammas")
 	if err := release.SetColumns(meta, all); err != nil {
 		return err
@@ -247,7 +278,7 @@ func runGamma(o *Options) error {
 		return err
 	}
 	defer w.Abort()
-	if err := perturbRows(o, ins, mech, keyed, schema, w); err != nil {
+	if err := perturbRows(o, ins, mech, keyed, schema, w, part); err != nil {
 		return err
 	}
 	return o.recordAndCommit(led, first, plan, w)
@@ -349,10 +380,55 @@ func (in *gammaInput) load() error {
 	if meta[release.KeyStage] == release.StagePerturb && in.hist.Releases == 0 {
 		return fmt.Errorf("%s: a perturbed table without a release counter; the file was damaged: re-create it", name)
 	}
-	if n := in.r.NumRows(); n >= 0 && n != in.smp.M {
-		return fmt.Errorf("%s has %d rows but its metadata says m = %d: the file is truncated or was edited; re-create it with encrypt", name, n, in.smp.M)
+	var err error
+	if in.part, err = release.ReadPart(meta, name, in.smp.M); err != nil {
+		return err
+	}
+	if n := in.r.NumRows(); n >= 0 && n != in.part.Rows {
+		if in.part.IsWhole(in.smp.M) {
+			return fmt.Errorf("%s has %d rows but its metadata says m = %d: the file is truncated or was edited; re-create it with encrypt", name, n, in.smp.M)
+		}
+		return fmt.Errorf("%s has %d rows but its metadata says it holds %s: the file is truncated or was edited; re-create it with encrypt", name, n, in.part)
 	}
 	return nil
+}
+
+// selectPart is the part of the sample this run perturbs: what the inputs
+// hold (they must hold the same rows), or --first-row/--rows within it, in
+// which case the inputs are read from there. A part needs --noise-key: the
+// offsets of its rows must be those of the one release that all parts
+// and their retries make up (a fresh key would make each part a release of
+// its own).
+func (o *Options) selectPart(ins []*gammaInput) (release.Part, error) {
+	g := o.gammaOpts()
+	f := o.cmd.Flags()
+	first := ins[0]
+	have := first.part
+	for _, in := range ins[1:] {
+		if in.part != have {
+			return have, fmt.Errorf("%s holds %s and %s holds %s of the sample: the curators' parts are joined by position, so give the same part of every curator's file", first.r.Name(), have, in.r.Name(), in.part)
+		}
+	}
+	want := have
+	if f.Changed("rows") && !f.Changed("first-row") {
+		return want, cli.Usagef("--rows needs --first-row: say where the part starts")
+	}
+	if f.Changed("first-row") {
+		want = release.Part{First: g.FirstRow, Rows: g.Rows}
+		if g.Rows == 0 {
+			want.Rows = have.End() - g.FirstRow
+		}
+		if g.FirstRow < have.First || g.Rows < 0 || want.Rows < 1 || want.End() > have.End() {
+			return have, cli.Usagef("--first-row %d --rows %d is not within the rows the inputs hold, %s of the sample's m = %d", g.FirstRow, g.Rows, have, first.smp.M)
+		}
+		for _, in := range ins {
+			in.r = pipeline.SelectRows(in.r, want.First-have.First, want.Rows)
+		}
+	}
+	if !want.IsWhole(first.smp.M) && g.NoiseKey == "" {
+		return want, cli.Usagef("%s of the sample is a part: perturb it with --noise-key FILE, so that all parts (and their retries) make one release with offsets re-computable by row; without it each part would draw its own noise", want)
+	}
+	return want, nil
 }
 
 // sameSampling checks that b comes from the same sampling as a.
@@ -434,7 +510,7 @@ type gammaChunk struct {
 // --insecure-seed) that is never stored: either way row i's offset is a
 // function of the key and i alone, with the exact γ-diagonal law, so the
 // output does not depend on the chunking or the number of cores.
-func perturbRows(o *Options, ins []*gammaInput, mech *pram.Mechanism, keyed *pram.KeyedOffsets, schema *arrow.Schema, w table.Writer) error {
+func perturbRows(o *Options, ins []*gammaInput, mech *pram.Mechanism, keyed *pram.KeyedOffsets, schema *arrow.Schema, w table.Writer, part release.Part) error {
 	d := schema.NumFields()
 	if keyed == nil {
 		key := o.Seed.Key(o.cmd, "perturb/gamma-diagonal/offsets")
@@ -456,7 +532,7 @@ func perturbRows(o *Options, ins []*gammaInput, mech *pram.Mechanism, keyed *pra
 	for range opts.InFlight {
 		free <- &gammaChunk{block: table.Block(d, pipeline.ChunkRows)}
 	}
-	m := ins[0].smp.M
+	m := part.Rows // rows this run reads from each input
 	meter := o.Streams.Progress("perturb: rows")
 	defer meter.Done()
 	parts := make([][][]uint32, len(ins))
@@ -484,7 +560,7 @@ func perturbRows(o *Options, ins []*gammaInput, mech *pram.Mechanism, keyed *pra
 			}
 			return nil, false, nil
 		}
-		c.n, c.row0 = n, curs[0].Rows()-int64(n)
+		c.n, c.row0 = n, part.First+curs[0].Rows()-int64(n)
 		return c, true, nil
 	}
 	work := func(c *gammaChunk) (*gammaChunk, error) {
