@@ -8,128 +8,26 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/spf13/cobra"
-
 	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/runners/prism"
 
-	"github.com/pramkit/pramkit/internal/adulttest"
+	"github.com/pramkit/pramkit/beam/internal/beamtest"
 	"github.com/pramkit/pramkit/internal/cmdtest"
 	"github.com/pramkit/pramkit/pkg/cli"
-	"github.com/pramkit/pramkit/pkg/cmd/decrypt"
-	"github.com/pramkit/pramkit/pkg/cmd/encrypt"
 	estimatecmd "github.com/pramkit/pramkit/pkg/cmd/estimate"
-	"github.com/pramkit/pramkit/pkg/cmd/perturb"
-	"github.com/pramkit/pramkit/pkg/cmd/sample"
 	"github.com/pramkit/pramkit/pkg/table"
 )
 
-// mainRoot is the main module's folder (beam/..); ADULT_DIR is pointed at
-// the Adult data next to it when unset, since adulttest searches from the
-// nearest go.mod, beam's own.
-func mainRoot(t *testing.T) string {
-	t.Helper()
-	root := filepath.Dir(adulttest.RepoRoot(t))
-	if os.Getenv("ADULT_DIR") == "" {
-		for _, d := range []string{filepath.Join(root, "testdata", "adult"), filepath.Join(root, "..", "shared", "adult")} {
-			if _, err := os.Stat(filepath.Join(d, "adult.data")); err == nil {
-				t.Setenv("ADULT_DIR", d)
-				break
-			}
-		}
-	}
-	return root
-}
-
-func tool[O any](f func(*cli.Streams, func(*O) error) *cobra.Command) func(*cli.Streams) *cobra.Command {
-	return func(s *cli.Streams) *cobra.Command { return f(s, nil) }
-}
-
-func mustRun(t *testing.T, build func(*cli.Streams) *cobra.Command, args ...string) string {
-	t.Helper()
-	r := cmdtest.Run(build, nil, args...)
-	if r.Code != 0 {
-		t.Fatalf("%v: exit %d: %s", args, r.Code, r.Stderr)
-	}
-	return r.Stdout
-}
-
-// adultRelease runs the release pipeline of SPEC §1 on Adult through the
-// real commands (Alice holds education, Bob income; m = 5000, ε = 1) and
-// returns the decrypted release (Arrow) and its folder.
-func adultRelease(t *testing.T) (string, string) {
-	t.Helper()
-	root := mainRoot(t)
-	rows := adulttest.Load(t, "data")
-	dir := t.TempDir()
-	f := func(name string) string { return filepath.Join(dir, name) }
-	schema := table.StringSchema([]string{"id", "education", "income"})
-	w, err := table.Create(f("adult.arrow"), schema, nil, table.WriteOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	bb := table.NewBatchBuilder(schema)
-	for i, r := range rows {
-		bb.AppendStrings([]string{fmt.Sprint("p", i), r[3], r[14]})
-	}
-	rec := bb.NewBatch()
-	if err := w.Write(rec); err != nil {
-		t.Fatal(err)
-	}
-	rec.Release()
-	bb.Release()
-	if err := w.Commit(); err != nil {
-		t.Fatal(err)
-	}
-	cb := filepath.Join(root, "testdata", "adult", "codebook.json")
-	smp := tool(sample.NewCmd)
-	mustRun(t, smp, "--new-secret", f("shared.secret"), "--seed", "7", "--insecure-seed")
-	for _, c := range []string{"education", "income"} {
-		mustRun(t, smp, "--secret", f("shared.secret"), "-m", "5000", "--id", "id", "--columns", c, f("adult.arrow"), "-o", f(c+".arrow"))
-		mustRun(t, tool(encrypt.NewCmd), "--codebook", cb, "--key-out", f(c+".key.arrow"), "--seed", "7", "--insecure-seed", f(c+".arrow"), "-o", f(c+".enc.arrow"))
-	}
-	mustRun(t, tool(perturb.NewCmd), "--epsilon", "1", "--seed", "7", "--insecure-seed", "--no-ledger", f("education.enc.arrow"), f("income.enc.arrow"), "-o", f("release.arrow"))
-	mustRun(t, tool(decrypt.NewCmd), "--key", f("education.key.arrow"), "--key", f("income.key.arrow"), f("release.arrow"), "-o", f("decrypted.arrow"))
-	return f("decrypted.arrow"), dir
-}
-
-// split writes the rows of in as len(names) files of contiguous rows, each
-// with in's metadata (the format follows each name).
-func split(t *testing.T, in string, names ...string) {
-	t.Helper()
-	cols, rows, meta := cmdtest.ReadTable(t, in)
-	schema := table.StringSchema(cols)
-	for i, name := range names {
-		w, err := table.Create(name, schema, meta, table.WriteOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		rw := table.NewRowWriter(w, schema, 1000)
-		for _, row := range rows[i*len(rows)/len(names) : (i+1)*len(rows)/len(names)] {
-			if err := rw.AppendStrings(row); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := rw.Flush(); err != nil {
-			t.Fatal(err)
-		}
-		rw.Release()
-		if err := w.Commit(); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
 // TestEstimateOnPrismMatchesTheCLI: an Adult release split into shards
-// (Parquet in several row groups, and CSV), counted on Prism, gives byte for
+// (Parquet, and CSV), counted on Prism, gives byte for
 // byte the table (and summary) that the estimate tool writes from the
 // whole release, for each estimator; the count table is estimate
 // --tabulate's.
 func TestEstimateOnPrismMatchesTheCLI(t *testing.T) {
-	rel, dir := adultRelease(t)
+	rel, dir := beamtest.AdultRelease(t)
 	f := func(name string) string { return filepath.Join(dir, name) }
-	split(t, rel, f("shard-0.parquet"), f("shard-1.parquet"), f("shard-2.parquet"))
-	split(t, rel, f("part-0.csv"), f("part-1.csv"))
-	est := tool(estimatecmd.NewCmd)
+	beamtest.Split(t, rel, f("shard-0.parquet"), f("shard-1.parquet"), f("shard-2.parquet"))
+	beamtest.Split(t, rel, f("part-0.csv"), f("part-1.csv"))
+	est := beamtest.Tool(estimatecmd.NewCmd)
 	for _, tc := range []struct {
 		glob string
 		args []string
@@ -142,7 +40,7 @@ func TestEstimateOnPrismMatchesTheCLI(t *testing.T) {
 		name := strings.Join(append([]string{tc.glob}, tc.args...), " ")
 		t.Run(name, func(t *testing.T) {
 			out := t.TempDir()
-			wantOut := mustRun(t, est, append(append([]string{}, tc.args...), rel, "-o", filepath.Join(out, "want.csv"))...)
+			wantOut := beamtest.MustRun(t, est, append(append([]string{}, tc.args...), rel, "-o", filepath.Join(out, "want.csv"))...)
 			var stdout, stderr strings.Builder
 			err := Estimate(context.Background(), Config{
 				Input: f(tc.glob), Output: filepath.Join(out, "beam"), Runner: "prism", Args: tc.args,
@@ -162,7 +60,7 @@ func TestEstimateOnPrismMatchesTheCLI(t *testing.T) {
 			if fmt.Sprint(gotMeta) != fmt.Sprint(wantMeta) {
 				t.Errorf("metadata differs:\n%v\nwant\n%v", gotMeta, wantMeta)
 			}
-			mustRun(t, est, "--tabulate", rel, "-o", filepath.Join(out, "tab.csv"))
+			beamtest.MustRun(t, est, "--tabulate", rel, "-o", filepath.Join(out, "tab.csv"))
 			_, tab, _ := cmdtest.ReadTable(t, filepath.Join(out, "tab.csv"))
 			_, counts, _ := cmdtest.ReadTable(t, filepath.Join(out, "beam.counts.csv"))
 			if len(tab) != len(counts) || len(tab) < 20 {
@@ -175,9 +73,9 @@ func TestEstimateOnPrismMatchesTheCLI(t *testing.T) {
 // TestEstimateRefusesShardsOfDifferentReleases: a shard with other metadata
 // fails the pipeline, naming the file.
 func TestEstimateRefusesShardsOfDifferentReleases(t *testing.T) {
-	rel, dir := adultRelease(t)
+	rel, dir := beamtest.AdultRelease(t)
 	f := func(name string) string { return filepath.Join(dir, name) }
-	split(t, rel, f("shard-0.csv"), f("shard-1.csv"))
+	beamtest.Split(t, rel, f("shard-0.csv"), f("shard-1.csv"))
 	cols, rows, meta := cmdtest.ReadTable(t, f("shard-1.csv"))
 	meta["gamma"] = "3"
 	schema := table.StringSchema(cols)

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pramkit/pramkit/beam/internal/beamtest"
 	"github.com/pramkit/pramkit/internal/cmdtest"
 	"github.com/pramkit/pramkit/pkg/cli"
 	"github.com/pramkit/pramkit/pkg/cmd/sample"
@@ -16,11 +17,11 @@ import (
 // and as four CSV shards of contiguous rows; it returns the folder.
 func adultTable(t *testing.T) string {
 	t.Helper()
-	rel, dir := adultRelease(t) // (also writes adult.arrow and the secret)
+	rel, dir := beamtest.AdultRelease(t) // (also writes adult.arrow and the secret)
 	_ = rel
 	f := func(name string) string { return filepath.Join(dir, name) }
-	split(t, f("adult.arrow"), f("adult.csv"))
-	split(t, f("adult.arrow"), f("s-0.csv"), f("s-1.csv"), f("s-2.csv"), f("s-3.csv"))
+	beamtest.Split(t, f("adult.arrow"), f("adult.csv"))
+	beamtest.Split(t, f("adult.arrow"), f("s-0.csv"), f("s-1.csv"), f("s-2.csv"), f("s-3.csv"))
 	return dir
 }
 
@@ -38,7 +39,7 @@ func TestSampleOnPrismMatchesTheCLI(t *testing.T) {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
 			out := t.TempDir()
 			args = append([]string{"--secret", f("shared.secret")}, args...)
-			mustRun(t, tool(sample.NewCmd), append(args, f("adult.csv"), "-o", filepath.Join(out, "want.csv"))...)
+			beamtest.MustRun(t, beamtest.Tool(sample.NewCmd), append(args, f("adult.csv"), "-o", filepath.Join(out, "want.csv"))...)
 			var stderr strings.Builder
 			err := Sample(context.Background(), Config{Input: f("s-*.csv"), Output: filepath.Join(out, "beam"), Runner: "prism", Args: args,
 				Streams: &cli.Streams{Out: &stderr, Err: &stderr}})
