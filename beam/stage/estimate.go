@@ -31,7 +31,7 @@ import (
 // the rows (pkg/cmd/estimate TestPRAMPartsEstimateAsOneRun).
 
 func init() {
-	register.DoFn3x1[context.Context, string, func(string, int64), error](&countFileFn{})
+	register.DoFn3x1[context.Context, fileSplit, func(string, int64), error](&countFileFn{})
 	register.Emitter2[string, int64]()
 	register.Function2x1(formatCount)
 	beam.RegisterType(reflect.TypeOf((*countFileFn)(nil)).Elem())
@@ -45,12 +45,13 @@ type countFileFn struct {
 	Meta    map[string]string `json:"meta"`
 }
 
-// ProcessElement reads one file and emits (joint value, rows with it): the
+// ProcessElement reads one file (or row group) and emits (joint value, rows with it): the
 // per-file pre-aggregation keeps the shuffle O(observed values × files)
 // instead of O(rows). The key is the JSON array of the row's labels, an
 // unambiguous encoding whatever the labels contain.
-func (f *countFileFn) ProcessElement(ctx context.Context, path string, emit func(string, int64)) error {
-	r, err := table.Open(path, table.ReadOptions{})
+func (f *countFileFn) ProcessElement(ctx context.Context, sp fileSplit, emit func(string, int64)) error {
+	path := sp.String()
+	r, err := sp.open()
 	if err != nil {
 		return err
 	}
@@ -125,8 +126,7 @@ func releaseColumns(r table.Reader) ([]string, error) {
 // CountPipeline adds to s the count of every joint value of the release
 // files: a PCollection of counts-file lines (see formatCount).
 func CountPipeline(s beam.Scope, files []string, columns []string, meta table.Meta) beam.PCollection {
-	paths := beam.Reshuffle(s, beam.CreateList(s, files))
-	perFile := beam.ParDo(s, &countFileFn{Columns: columns, Meta: meta}, paths)
+	perFile := beam.ParDo(s, &countFileFn{Columns: columns, Meta: meta}, readSplits(s, files))
 	sums := stats.SumPerKey(s, perFile)
 	return beam.ParDo(s, formatCount, sums)
 }

@@ -31,7 +31,7 @@ func init() {
 	beam.RegisterType(reflect.TypeOf((*bottomAcc)(nil)).Elem())
 	beam.RegisterType(reflect.TypeOf((*bottomFileFn)(nil)).Elem())
 	beam.RegisterType(reflect.TypeOf((*mergeBottomFn)(nil)).Elem())
-	register.DoFn3x1[context.Context, string, func(bottomAcc), error](&bottomFileFn{})
+	register.DoFn3x1[context.Context, fileSplit, func(bottomAcc), error](&bottomFileFn{})
 	register.Emitter1[bottomAcc]()
 	register.Combiner1[bottomAcc](&mergeBottomFn{})
 }
@@ -71,7 +71,7 @@ func (a *bottomAcc) trim(m int) {
 	}
 }
 
-// bottomFileFn reduces one file to its bottom-M.
+// bottomFileFn reduces one file (or row group) to its bottom-M.
 type bottomFileFn struct {
 	Secret []byte            `json:"secret"`
 	M      int               `json:"m"`
@@ -83,12 +83,13 @@ type bottomFileFn struct {
 // ProcessElement reads the file in batches through pkg/table, keeping a
 // buffer of at most 2m candidates that is sorted and cut to m when full:
 // memory O(m), and rows above the current m-th priority are never copied.
-func (f *bottomFileFn) ProcessElement(ctx context.Context, path string, emit func(bottomAcc)) error {
+func (f *bottomFileFn) ProcessElement(ctx context.Context, sp fileSplit, emit func(bottomAcc)) error {
+	path := sp.String()
 	prf, err := sample.NewPRF(f.Secret)
 	if err != nil {
 		return err
 	}
-	r, err := table.Open(path, table.ReadOptions{})
+	r, err := sp.open()
 	if err != nil {
 		return err
 	}
@@ -124,7 +125,7 @@ func (f *bottomFileFn) ProcessElement(ctx context.Context, path string, emit fun
 			acc.N++
 			id := ids.String(i)
 			if id == "" {
-				return &table.DataError{File: path, Row: acc.N, Column: f.ID, Err: errors.New("the row id is empty; every row needs an id")}
+				return &table.DataError{File: sp.Path, Row: sp.FirstRow + acc.N, Column: f.ID, Err: errors.New("the row id is empty; every row needs an id")}
 			}
 			p := prf.ID(id)
 			k := keptRow{Hi: p.Hi, Lo: p.Lo}
@@ -145,7 +146,7 @@ func (f *bottomFileFn) ProcessElement(ctx context.Context, path string, emit fun
 	}
 	acc.trim(f.M)
 	if acc.Dup != "" {
-		acc.File = path
+		acc.File = sp.Path
 	}
 	emit(acc)
 	return nil
@@ -169,7 +170,6 @@ func (f *mergeBottomFn) MergeAccumulators(a, b bottomAcc) bottomAcc {
 // SamplePipeline adds to s the bottom-m of the files' rows by the PRF of
 // their id column: one bottomAcc.
 func SamplePipeline(s beam.Scope, files []string, secret []byte, m int, id string, keep []string, meta table.Meta) beam.PCollection {
-	paths := beam.Reshuffle(s, beam.CreateList(s, files))
-	perFile := beam.ParDo(s, &bottomFileFn{Secret: secret, M: m, ID: id, Keep: keep, Meta: meta}, paths)
+	perFile := beam.ParDo(s, &bottomFileFn{Secret: secret, M: m, ID: id, Keep: keep, Meta: meta}, readSplits(s, files))
 	return beam.Combine(s, &mergeBottomFn{M: m}, perFile)
 }
