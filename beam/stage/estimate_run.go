@@ -47,7 +47,21 @@ func (c Config) inputs() ([]string, error) {
 		return nil, cli.Usagef("--input %q matches no file", c.Input)
 	}
 	slices.Sort(files)
+	for _, in := range files {
+		for _, ext := range []string{".csv", ".counts.csv", ".counts.txt", ".sample.txt"} {
+			if sameFile(in, c.Output+ext) {
+				return nil, cli.Usagef("--output %s would write over the input %s: choose another prefix", c.Output, in)
+			}
+		}
+	}
 	return files, nil
+}
+
+// sameFile reports whether the existing file a is b.
+func sameFile(a, b string) bool {
+	sa, err1 := os.Stat(a)
+	sb, err2 := os.Stat(b)
+	return err1 == nil && err2 == nil && os.SameFile(sa, sb)
 }
 
 // Estimate counts the release's joint values on the runner, writes them as
@@ -77,6 +91,7 @@ func Estimate(ctx context.Context, c Config) error {
 		return fmt.Errorf("%s is a count table: estimate it with the estimate tool, which takes count tables directly", files[0])
 	}
 	countsTxt := c.Output + ".counts.txt"
+	defer os.Remove(countsTxt)
 	p, s := beam.NewPipelineWithRoot()
 	textio.Write(s, countsTxt, CountPipeline(s, files, cols, meta))
 	if _, err := beam.Run(ctx, c.Runner, p); err != nil {
@@ -86,7 +101,6 @@ func Estimate(ctx context.Context, c Config) error {
 	if err := writeCountTable(countsTxt, countsCSV, cols, meta); err != nil {
 		return err
 	}
-	os.Remove(countsTxt)
 	args := append(slices.Clone(c.Args), countsCSV, "-o", c.Output+".csv")
 	streams := c.Streams
 	if streams == nil {

@@ -100,4 +100,12 @@ func TestEstimateRefusesShardsOfDifferentReleases(t *testing.T) {
 	if _, err := os.Stat(f("out.csv")); err == nil {
 		t.Error("an estimate was written")
 	}
+	before, _ := os.ReadFile(f("shard-0.csv"))
+	err = Estimate(context.Background(), Config{Input: f("shard-*.csv"), Output: f("shard-0"), Runner: "prism", Streams: &cli.Streams{Out: &stderr, Err: &stderr}})
+	if err == nil || !strings.Contains(err.Error(), "would write over the input") {
+		t.Errorf("--output over an input: got %v", err)
+	}
+	if after, _ := os.ReadFile(f("shard-0.csv")); string(after) != string(before) {
+		t.Error("the input was overwritten")
+	}
 }
