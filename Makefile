@@ -16,6 +16,8 @@ help:
 	@echo "make install [PREFIX=/usr/local] [DESTDIR=] - install them and the man pages"
 	@echo "make man    - man pages into out/man"
 	@echo "make test   - go vet and all tests (unit, statistical, end-to-end, the fuzz seed corpora)"
+	@echo "make beam   - build bin/pramkit-beam (Apache Beam pipelines; its own module, ~8 min cold)"
+	@echo "make beam-test - vet and test beam/ on the in-process Prism runner"
 	@echo "make fuzz   - a timed run of each fuzz target (FUZZTIME=$(FUZZTIME) each)"
 	@echo "make demo   - fetch UCI Adult, run the toolchain on it and write out/demo/report.html"
 	@echo "make bench  - rows/s and peak memory per tool on generated 1M- and 10M-row tables, next to DuckDB and Miller"
@@ -91,3 +93,13 @@ figures:
 
 clean:
 	rm -rf bin out
+
+# pramkit-beam (beam/, its own module, so the tools never link Beam): not
+# part of build or test, since a cold build of Beam takes ~8 minutes.
+.PHONY: beam beam-test
+beam:
+	@mkdir -p bin
+	cd beam && $(GO) build -ldflags "$(LDFLAGS)" -o ../bin/pramkit-beam ./cmd/pramkit-beam
+
+beam-test:
+	cd beam && $(GO) vet ./... && $(GO) test -count=1 ./...

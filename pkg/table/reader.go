@@ -83,6 +83,11 @@ type ReadOptions struct {
 	// Arrow IPC columns come as they were written (dictionaries included)
 	// whatever this says.
 	DictColumns []string
+	// RowGroups, for a Parquet file, reads only these row groups, in this
+	// order (nil: all of them): a distributed job hands the row groups of
+	// one file to different workers (ParquetRowGroups lists them). Other
+	// formats refuse it.
+	RowGroups []int
 }
 
 // IsStdio reports whether path names standard input or output.
@@ -172,6 +177,12 @@ func Open(path string, opt ReadOptions) (Reader, error) {
 		// file's match with a release is checked by decrypt, the
 		// curators' files' match with each other by perturb.)
 		side.hr.d = nil
+	}
+	if opt.RowGroups != nil && format != Parquet {
+		if file != nil {
+			file.Close()
+		}
+		return nil, errorf(name, "is %s, not Parquet: only a Parquet file is read by row group", format)
 	}
 	switch format {
 	case Parquet:

@@ -99,6 +99,16 @@ func openParquet(name string, f *os.File, br *bufio.Reader, opt ReadOptions) (rd
 	for i := range groups {
 		groups[i] = i
 	}
+	total := pf.NumRows()
+	if opt.RowGroups != nil {
+		groups, total = opt.RowGroups, 0
+		for _, g := range groups {
+			if g < 0 || g >= pf.NumRowGroups() {
+				return nil, errorf(name, "has no row group %d (it has %d)", g, pf.NumRowGroups())
+			}
+			total += pf.MetaData().RowGroup(g).NumRows()
+		}
+	}
 	cols, colSch, err := fr.GetFieldReaders(context.Background(), leaves, groups)
 	if err == nil && len(cols) == 0 {
 		err = errors.New("no columns")
@@ -115,8 +125,22 @@ func openParquet(name string, f *os.File, br *bufio.Reader, opt ReadOptions) (rd
 		colSch: colSch,
 		schema: withMeta(schema, nil),
 		meta:   metaFromSchema(schema),
-		total:  pf.NumRows(),
+		total:  total,
 	}, nil
+}
+
+// ParquetRowGroups returns the rows of each row group of r, a Parquet file
+// opened whole, or nil for another format.
+func ParquetRowGroups(r Reader) []int64 {
+	p, ok := r.(*parquetReader)
+	if !ok {
+		return nil
+	}
+	rows := make([]int64, p.pf.NumRowGroups())
+	for i := range rows {
+		rows[i] = p.pf.MetaData().RowGroup(i).NumRows()
+	}
+	return rows
 }
 
 func (p *parquetReader) Name() string          { return p.name }

@@ -1,0 +1,94 @@
+// Command pramkit-beam runs pramkit stages as Apache Beam pipelines, for
+// releases that outgrow one machine:
+//
+//	pramkit-beam estimate --input GLOB --output PREFIX [--runner R, runner flags] [-- estimate flags]
+//
+// Flags after -- are the CLI tool's own (e.g. --method inverse --json).
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/runners/dataflow"
+	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/runners/flink"
+	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/runners/prism"
+	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/runners/spark"
+	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/runners/universal"
+
+	"github.com/pramkit/pramkit/beam/stage"
+	"github.com/pramkit/pramkit/pkg/cli"
+)
+
+const usage = `usage: pramkit-beam estimate --input GLOB --output PREFIX [--runner prism|flink|spark|dataflow …] [-- estimate flags]
+
+estimate  counts the joint values of a decrypted γ-diagonal release's shards
+          on the runner and estimates from the counts with estimate's own code:
+          PREFIX.csv is what "estimate FILES -o PREFIX.csv" writes, and
+          PREFIX.counts.csv the count table ("estimate --tabulate").
+sample    draws into PREFIX.csv the rows that "sample --secret FILE -m M
+          --id COLUMN" draws from all the shards together (by id: rows have
+          no global position on a cluster).
+`
+
+var (
+	input   = flag.String("input", "", "the input shards, a glob `GLOB` (CSV with sidecars, or Parquet)")
+	output  = flag.String("output", "", "output `PREFIX`")
+	runner  = flag.String("runner", "prism", "Beam runner `R`: prism (in-process, the default), flink, spark, dataflow or universal, with the runner's own flags (--endpoint, --environment_type, --project…)")
+	verbose = flag.Bool("verbose", false, "print the runner's log")
+)
+
+func main() { os.Exit(run()) }
+
+func run() int {
+	if len(os.Args) < 2 || os.Args[1] == "" || os.Args[1][0] == '-' {
+		// A worker started by a remote runner (--worker and friends):
+		// beam.Init serves the pipeline and exits.
+		flag.Parse()
+		beam.Init()
+		fmt.Fprint(os.Stderr, usage)
+		return 2
+	}
+	sub := os.Args[1]
+	if err := flag.CommandLine.Parse(os.Args[2:]); err != nil {
+		return 2
+	}
+	beam.Init()
+	if !*verbose {
+		// Prism logs its progress, and a failure as the bundles stack.
+		slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError + 1})))
+	}
+	c := stage.Config{Input: *input, Output: *output, Runner: *runner, Args: flag.Args(), Streams: cli.StdStreams()}
+	var err error
+	switch sub {
+	case "estimate":
+		err = stage.Estimate(context.Background(), c)
+	case "sample":
+		err = stage.Sample(context.Background(), c)
+	case "help", "-h", "--help":
+		fmt.Print(usage)
+		return 0
+	default:
+		fmt.Fprintf(os.Stderr, "pramkit-beam: unknown stage %q: want estimate or sample\n%s", sub, usage)
+		return 2
+	}
+	var ee *stage.ExitError
+	var usageErr *cli.UsageError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &ee):
+		return ee.Code // the tool printed its message
+	case errors.As(err, &usageErr):
+		fmt.Fprintf(os.Stderr, "pramkit-beam %s: %v\n", sub, err)
+		return 2
+	default:
+		fmt.Fprintf(os.Stderr, "pramkit-beam %s: %v\n", sub, err)
+		return 1
+	}
+}
