@@ -41,12 +41,14 @@ func newParquetWriter(s sink, schema *arrow.Schema, meta Meta) (*parquetWriter, 
 		parquet.WithCreatedBy("pramkit"),
 	}
 	for _, f := range schema.Fields() {
-		if f.Type.ID() == arrow.DICTIONARY {
+		if f.Type.ID() == arrow.DICTIONARY || f.Type.ID() == arrow.INT32 {
 			// pqarrow computes a dictionary column's min/max by hashing
 			// every index of every batch (compute.Unique), half the cost
 			// of writing it; the column's values are the codebook's
 			// labels, which nearly every row group holds, so min/max would let a
-			// reader skip next to nothing.
+			// reader skip next to nothing. The same holds for int32
+			// columns (codes, one-hot bits), which go the dictionary path
+			// too (smallIntDict).
 			opts = append(opts, parquet.WithStatsFor(f.Name, false))
 		}
 	}
@@ -103,9 +105,16 @@ func (p *parquetWriter) writeNow(rec arrow.RecordBatch) error {
 			return err
 		}
 		for _, col := range rec.Columns() {
+			d, small := smallIntDict(col)
+			if small {
+				col = d
+			}
 			c := arrow.NewChunked(col.DataType(), []arrow.Array{col})
 			err := p.fw.WriteColumnChunked(c, off, size)
 			c.Release()
+			if small {
+				d.Release()
+			}
 			if err != nil {
 				return err
 			}
