@@ -25,7 +25,7 @@ type parquetWriter struct {
 }
 
 // parquetQueue is the number of batches that may wait to be encoded.
-const parquetQueue = 2
+const parquetQueue = 1
 
 // newParquetWriter writes one row group per batch, which keeps memory at
 // one batch; Snappy, dictionary encoding on (categorical strings shrink to
