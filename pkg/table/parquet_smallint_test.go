@@ -3,6 +3,7 @@ package table
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -154,5 +155,75 @@ func TestParquetInt32ColumnsRoundTripThroughSmallIntDict(t *testing.T) {
 				t.Fatalf("column %s row %d: independent reader has %v, want %d", names[j], i+1, v, want[j][i])
 			}
 		}
+	}
+}
+
+// TestParquetUniqueStringsFallBackToPlain: a column of unique values (an
+// id) stops being dictionary-encoded once its dictionary passes
+// maxDictPage, which saves hashing every cell; a categorical column keeps
+// its dictionary; both read back as written.
+func TestParquetUniqueStringsFallBackToPlain(t *testing.T) {
+	const rows = 20000
+	p := filepath.Join(t.TempDir(), "t.parquet")
+	data := make([][]string, rows)
+	for i := range rows {
+		data[i] = []string{fmt.Sprintf("person-%08d", i), []string{"Male", "Female"}[i%2]}
+	}
+	writeRows(t, p, []string{"id", "sex"}, data, nil, WriteOptions{})
+	pf, err := file.OpenParquetFile(p, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pf.Close()
+	// plain tells whether column j has a data page in plain encoding.
+	plain := func(j int) bool {
+		pr, err := pf.RowGroup(0).GetColumnPageReader(j)
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := false
+		for pr.Next() {
+			// Thrift's PageType DICTIONARY_PAGE is 2, Encoding PLAIN 0
+			// (their Go types are internal to arrow-go).
+			if pg := pr.Page(); pg.Type() != 2 && pg.Encoding() == 0 {
+				found = true
+			}
+		}
+		if err := pr.Err(); err != nil {
+			t.Fatal(err)
+		}
+		return found
+	}
+	if !plain(0) {
+		t.Error("the id column has no plain data page: it was dictionary-encoded throughout")
+	}
+	if plain(1) {
+		t.Error("the sex column has a plain data page")
+	}
+	r, err := Open(p, ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	row := 0
+	for {
+		rec, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range int(rec.NumRows()) {
+			for j := range 2 {
+				if got := rec.Column(j).(*array.String).Value(i); got != data[row+i][j] {
+					t.Fatalf("row %d column %d: %q, want %q", row+i+1, j, got, data[row+i][j])
+				}
+			}
+		}
+		row += int(rec.NumRows())
+	}
+	if row != rows {
+		t.Fatalf("%d rows, want %d", row, rows)
 	}
 }

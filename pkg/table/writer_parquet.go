@@ -15,6 +15,9 @@ import (
 // maxRowGroup caps a row group's rows.
 const maxRowGroup = 1 << 20
 
+// maxDictPage bounds a column chunk's dictionary page (see newParquetWriter).
+const maxDictPage = 64 << 10
+
 type parquetWriter struct {
 	fw *pqarrow.FileWriter
 	// Batches are encoded on a goroutine of their own (encode), beside the
@@ -38,6 +41,12 @@ func newParquetWriter(s sink, schema *arrow.Schema, meta Meta) (*parquetWriter, 
 		parquet.WithCompression(compress.Codecs.Snappy),
 		parquet.WithDictionaryDefault(true),
 		parquet.WithMaxRowGroupLength(maxRowGroup),
+		// A column of (nearly) unique values — an id — gains nothing from
+		// a dictionary, yet hashing each cell into one was a sixth of
+		// anonymize's CPU; past this many bytes of dictionary a column
+		// chunk falls back to plain encoding. Categorical columns stay far
+		// below it (a codebook's labels).
+		parquet.WithDictionaryPageSizeLimit(maxDictPage),
 		parquet.WithCreatedBy("pramkit"),
 	}
 	for _, f := range schema.Fields() {
