@@ -161,7 +161,7 @@ func TestParquetInt32ColumnsRoundTripThroughSmallIntDict(t *testing.T) {
 // TestParquetUniqueStringsFallBackToPlain: a column of unique values (an
 // id) stops being dictionary-encoded once its dictionary passes
 // maxDictPage, which saves hashing every cell; a categorical column keeps
-// its dictionary; both read back as written.
+// its dictionary (built by stringDicts); both read back as written.
 func TestParquetUniqueStringsFallBackToPlain(t *testing.T) {
 	const rows = 20000
 	p := filepath.Join(t.TempDir(), "t.parquet")
@@ -199,6 +199,17 @@ func TestParquetUniqueStringsFallBackToPlain(t *testing.T) {
 	}
 	if plain(1) {
 		t.Error("the sex column has a plain data page")
+	}
+	// Categorical text goes the dictionary path (stringDicts), without
+	// min/max statistics, whose computation hashed every index.
+	for j := range 2 {
+		cc, err := pf.MetaData().RowGroup(0).ColumnChunk(j)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if set, _ := cc.StatsSet(); set {
+			t.Errorf("column %d has statistics", j)
+		}
 	}
 	r, err := Open(p, ReadOptions{})
 	if err != nil {

@@ -25,6 +25,7 @@ type parquetWriter struct {
 	queue  chan arrow.RecordBatch
 	done   chan error // encode's first error (or nil), once queue is closed
 	failed atomic.Pointer[error]
+	strs   stringDicts // used by encode only
 }
 
 // parquetQueue is the number of batches that may wait to be encoded.
@@ -50,14 +51,14 @@ func newParquetWriter(s sink, schema *arrow.Schema, meta Meta) (*parquetWriter, 
 		parquet.WithCreatedBy("pramkit"),
 	}
 	for _, f := range schema.Fields() {
-		if f.Type.ID() == arrow.DICTIONARY || f.Type.ID() == arrow.INT32 {
+		if id := f.Type.ID(); id == arrow.DICTIONARY || id == arrow.INT32 || id == arrow.STRING {
 			// pqarrow computes a dictionary column's min/max by hashing
 			// every index of every batch (compute.Unique), half the cost
 			// of writing it; the column's values are the codebook's
 			// labels, which nearly every row group holds, so min/max would let a
 			// reader skip next to nothing. The same holds for int32
-			// columns (codes, one-hot bits), which go the dictionary path
-			// too (smallIntDict).
+			// columns (codes, one-hot bits) and categorical strings, which
+			// go the dictionary path too (smallIntDict, stringDicts).
 			opts = append(opts, parquet.WithStatsFor(f.Name, false))
 		}
 	}
@@ -113,8 +114,11 @@ func (p *parquetWriter) writeNow(rec arrow.RecordBatch) error {
 		if err := p.fw.NewRowGroupChecked(); err != nil {
 			return err
 		}
-		for _, col := range rec.Columns() {
+		for j, col := range rec.Columns() {
 			d, small := smallIntDict(col)
+			if !small {
+				d, small = p.strs.dict(j, col)
+			}
 			if small {
 				col = d
 			}
