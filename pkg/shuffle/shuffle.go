@@ -93,7 +93,10 @@ type Options struct {
 	// os.TempDir().
 	Dir string
 	// BatchRows is the number of rows per emitted batch. Default
-	// table.DefaultBatchSize.
+	// table.DefaultBatchSize/2: the batches being decoded, handed over and
+	// encoded (a Parquet writer copies one) are most of what an emitting
+	// shuffle holds, and half-size batches took anonymize's and bitflip's
+	// peak RSS from about 100 to 91 MB on 1M rows, at no cost in time.
 	BatchRows int
 }
 
@@ -146,7 +149,7 @@ func New(schema *arrow.Schema, r *rand.Rand, opt Options) (*Shuffler, error) {
 		opt.Buckets = DefaultBuckets
 	}
 	if opt.BatchRows == 0 {
-		opt.BatchRows = table.DefaultBatchSize
+		opt.BatchRows = table.DefaultBatchSize / 2
 	}
 	switch {
 	case opt.Budget < 0:
