@@ -30,12 +30,27 @@ type cellReader struct {
 	// orig says the cells are the original table's values of a
 	// sensitive column, read with the release's policy.
 	orig bool
+
+	// A dictionary column (Parquet read with table.ReadOptions.DictColumns):
+	// the dictionary of the last batch and the class of each of its
+	// entries, dictUnset until a cell uses the entry (so that an entry no
+	// row holds is neither an error nor a value seen).
+	dict      arrow.ArrayData
+	dictClass []int32
 }
+
+// dictUnset marks a dictionary entry whose class is not looked up yet.
+const dictUnset = int32(-1 << 30)
 
 // classes writes the class of every cell of a into out. Text cells are
 // looked up in the batch's memory and integer cells by value, so known
 // values cost no allocation.
 func (c *cellReader) classes(a arrow.Array, first int64, out []int32) error {
+	if d, ok := a.(*array.Dictionary); ok {
+		if labels, ok := d.Dictionary().(*array.String); ok {
+			return c.dictClasses(d, labels, first, out)
+		}
+	}
 	vals := table.ValuesOf(a)
 	str, _ := a.(*array.String)
 	i64, _ := a.(*array.Int64)
@@ -67,6 +82,44 @@ func (c *cellReader) classes(a arrow.Array, first int64, out []int32) error {
 		if err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// dictClasses is classes for a dictionary column: each entry's label is
+// looked up once per dictionary (a Parquet row group's dictionary page
+// serves all its batches), and a cell costs an index.
+func (c *cellReader) dictClasses(d *array.Dictionary, labels *array.String, first int64, out []int32) error {
+	if dd := labels.Data(); dd != c.dict {
+		c.dict = dd
+		c.dictClass = slices.Grow(c.dictClass[:0], labels.Len())[:labels.Len()]
+		for k := range c.dictClass {
+			c.dictClass[k] = dictUnset
+		}
+	}
+	for i := range d.Len() {
+		if d.IsNull(i) {
+			cls, err := c.classOf("", first+int64(i))
+			if err != nil {
+				return err
+			}
+			out[i] = cls
+			continue
+		}
+		k := d.GetValueIndex(i)
+		cls := c.dictClass[k]
+		if cls == dictUnset {
+			var err error
+			label := ""
+			if labels.IsValid(k) {
+				label = labels.Value(k)
+			}
+			if cls, err = c.classOf(label, first+int64(i)); err != nil {
+				return err
+			}
+			c.dictClass[k] = cls
+		}
+		out[i] = cls
 	}
 	return nil
 }
@@ -167,6 +220,18 @@ func (p *Plan) bind(in table.Reader, rel *Release, orig bool, skip func(*slot) b
 		cells[i] = c
 	}
 	return cells, nil
+}
+
+// Columns lists the columns the queries name, which ScanRelease reads
+// (a Parquet release may be opened with them as dictionaries).
+func (p *Plan) Columns() []string {
+	var cols []string
+	for _, s := range p.slots {
+		if !slices.Contains(cols, s.col) {
+			cols = append(cols, s.col)
+		}
+	}
+	return cols
 }
 
 // ScanRelease counts, in one pass over the published table in, the rows

@@ -21,7 +21,7 @@ var maxCSVRecord = 64 << 20
 // maxCSVChunk is the size of the chunks a CSV input is cut into, at the
 // default batch size: a batch's worth of typical rows, large enough to
 // amortise the hand-offs between goroutines.
-const maxCSVChunk = 4 << 20
+const maxCSVChunk = 1 << 20
 
 // csvChunkBytes, when positive, replaces the chunk size (tests).
 var csvChunkBytes int
@@ -213,6 +213,10 @@ func (p *csvPipeline) worker(ncols, batch int, schema *arrow.Schema) {
 		default:
 			p.parse(s, ch, batch, schema)
 		}
+		// The batches hold copies of the cells: the chunk's bytes can go
+		// (the scanner's reference too) while the chunk waits its turn.
+		ch.data = nil
+		s.setInput(nil, false)
 		close(ch.done)
 	}
 }

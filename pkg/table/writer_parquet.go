@@ -15,6 +15,9 @@ import (
 // maxRowGroup caps a row group's rows.
 const maxRowGroup = 1 << 20
 
+// maxDictPage bounds a column chunk's dictionary page (see newParquetWriter).
+const maxDictPage = 64 << 10
+
 type parquetWriter struct {
 	fw *pqarrow.FileWriter
 	// Batches are encoded on a goroutine of their own (encode), beside the
@@ -22,10 +25,11 @@ type parquetWriter struct {
 	queue  chan arrow.RecordBatch
 	done   chan error // encode's first error (or nil), once queue is closed
 	failed atomic.Pointer[error]
+	strs   stringDicts // used by encode only
 }
 
 // parquetQueue is the number of batches that may wait to be encoded.
-const parquetQueue = 2
+const parquetQueue = 1
 
 // newParquetWriter writes one row group per batch, which keeps memory at
 // one batch; Snappy, dictionary encoding on (categorical strings shrink to
@@ -38,15 +42,23 @@ func newParquetWriter(s sink, schema *arrow.Schema, meta Meta) (*parquetWriter, 
 		parquet.WithCompression(compress.Codecs.Snappy),
 		parquet.WithDictionaryDefault(true),
 		parquet.WithMaxRowGroupLength(maxRowGroup),
+		// A column of (nearly) unique values — an id — gains nothing from
+		// a dictionary, yet hashing each cell into one was a sixth of
+		// anonymize's CPU; past this many bytes of dictionary a column
+		// chunk falls back to plain encoding. Categorical columns stay far
+		// below it (a codebook's labels).
+		parquet.WithDictionaryPageSizeLimit(maxDictPage),
 		parquet.WithCreatedBy("pramkit"),
 	}
 	for _, f := range schema.Fields() {
-		if f.Type.ID() == arrow.DICTIONARY {
+		if id := f.Type.ID(); id == arrow.DICTIONARY || id == arrow.INT32 || id == arrow.STRING {
 			// pqarrow computes a dictionary column's min/max by hashing
 			// every index of every batch (compute.Unique), half the cost
 			// of writing it; the column's values are the codebook's
 			// labels, which nearly every row group holds, so min/max would let a
-			// reader skip next to nothing.
+			// reader skip next to nothing. The same holds for int32
+			// columns (codes, one-hot bits) and categorical strings, which
+			// go the dictionary path too (smallIntDict, stringDicts).
 			opts = append(opts, parquet.WithStatsFor(f.Name, false))
 		}
 	}
@@ -102,10 +114,20 @@ func (p *parquetWriter) writeNow(rec arrow.RecordBatch) error {
 		if err := p.fw.NewRowGroupChecked(); err != nil {
 			return err
 		}
-		for _, col := range rec.Columns() {
+		for j, col := range rec.Columns() {
+			d, small := smallIntDict(col)
+			if !small {
+				d, small = p.strs.dict(j, col)
+			}
+			if small {
+				col = d
+			}
 			c := arrow.NewChunked(col.DataType(), []arrow.Array{col})
 			err := p.fw.WriteColumnChunked(c, off, size)
 			c.Release()
+			if small {
+				d.Release()
+			}
 			if err != nil {
 				return err
 			}

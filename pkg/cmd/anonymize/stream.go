@@ -7,7 +7,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -98,20 +97,11 @@ func splitRand(r *rand.Rand) *rand.Rand {
 	return rand.New(rand.NewChaCha8(seed))
 }
 
-// memoryLimit is the soft heap limit of a two-pass run. What it holds
-// live is bounded (a few input and output batches, the shuffle's budget:
-// about 35 MiB), but Go lets the heap grow to twice the live size between
-// collections, which put the peak RSS at about 115 MB; with this limit the
-// collector runs earlier near it (85 MB measured on 1M rows, for about 5 %
-// more CPU). GOMEMLIMIT, when set, wins.
-const memoryLimit = 64 << 20
-
-// softMemoryLimit sets memoryLimit unless GOMEMLIMIT is set.
-func softMemoryLimit() {
-	if os.Getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(memoryLimit)
-	}
-}
+// softMemoryLimit: a two-pass run holds about 35 MiB live (a few input
+// and output batches, the shuffle's budget); cli.Run already put every
+// tool under cli.MemoryLimit (85 MB peak RSS measured on 1M rows instead
+// of 115 MB, for about 5 % more CPU). Kept for callers that bypass Run.
+func softMemoryLimit() { cli.SoftMemoryLimit() }
 
 // pass is one pass over the input: per kept row (a row no --missing drop
 // removes), its value index in every sensitive column.
@@ -230,11 +220,11 @@ func (o *Options) runDiverted(in table.Reader, cb *codebook.Codebook) error {
 		return err
 	}
 	defer fw.Abort()
-	// Three stages run side by side: reading and dealing, the shuffle, and
-	// encoding the output (asyncWriter).
-	w := newAsyncWriter(fw)
-	defer w.Abort()
-	ow, err := o.Order.Writer(w, schema, shuffleRand)
+	// Three stages run side by side: reading and dealing, the shuffle
+	// (asyncWriter), and encoding the output, which needs no asyncWriter of
+	// its own: the shuffle emits on a goroutine of its own, and Parquet
+	// encodes on one too (each queue held batches: 120 MB peak RSS).
+	ow, err := o.Order.Writer(fw, schema, shuffleRand)
 	if err != nil {
 		return err
 	}

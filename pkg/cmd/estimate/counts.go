@@ -234,6 +234,12 @@ func runCounts(o *Options, in table.Reader) error {
 			return err
 		}
 	}
+	if d, err := reopenQueriedAsDictionaries(o, in, plan.Columns()); err != nil {
+		return err
+	} else if d != nil {
+		defer d.Close()
+		in = d
+	}
 	if err := plan.ScanRelease(in, st, o.Streams.Progress("estimate: read")); err != nil {
 		return err
 	}

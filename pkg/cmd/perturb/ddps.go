@@ -145,7 +145,9 @@ func runDDPS(o *Options) error {
 		return err
 	}
 	o.markInsecureSeed(meta, in)
-	schema := table.StringSchema([]string{col.Name() + ".round1", col.Name() + ".round2"})
+	// The reports are codes over plan.labels (table.Labels): the shuffle
+	// carries a varint a cell and the writer no string a row.
+	schema := arrow.NewSchema([]arrow.Field{table.DictField(col.Name() + ".round1"), table.DictField(col.Name() + ".round2")}, nil)
 	o.Order.Record(meta)
 	w, err := o.Streams.Create(o.Output, schema, meta, in.Format(), append([]string{o.Codebook}, o.Inputs...))
 	if err != nil {
@@ -243,6 +245,7 @@ func (o *Options) ddpsPlan(col *codebook.Column) (ddpsPlan, error) {
 func ddpsRows(o *Options, in table.Reader, idx int, enc *codebook.Encoder, plan ddpsPlan, mech *ddps.Mechanism, schema *arrow.Schema, w table.Writer, r *rand.Rand) error {
 	keyed := localKey(r)
 	tag := rng.Tag("DDPS")
+	labels := table.NewLabels(plan.labels)
 	// A worker's state: the coder keeps a batch's dictionary mapped.
 	type state struct {
 		coder *table.Coder
@@ -266,8 +269,8 @@ func ddpsRows(o *Options, in table.Reader, idx int, enc *codebook.Encoder, plan 
 		if i, err := s.coder.Codes(s.codes, c.rec.Column(idx), 0); i >= 0 {
 			return &table.DataError{File: in.Name(), Row: c.first + int64(i), Column: enc.Column().Name(), Err: err}
 		}
-		bb := table.NewBatchBuilder(schema)
-		defer bb.Release()
+		// Fresh slices: the batch shares them until it is written.
+		round1, round2 := make([]uint32, n), make([]uint32, n)
 		row0 := uint64(c.first - 1)
 		for i, x := range s.codes {
 			keyed.Reset(&s.st, tag, row0+uint64(i))
@@ -275,11 +278,9 @@ func ddpsRows(o *Options, in table.Reader, idx int, enc *codebook.Encoder, plan 
 			if err != nil {
 				return err
 			}
-			bb.String(0, plan.labels[one])
-			bb.String(1, plan.labels[two])
-			bb.EndRow()
+			round1[i], round2[i] = uint32(one), uint32(two)
 		}
-		c.out = bb.NewBatch()
+		c.out = table.CodesBatch(schema, [][]uint32{round1, round2}, []*table.Labels{labels, labels}, n)
 		return nil
 	}
 	return runLocal(o, in, table.DefaultBatchSize/4, table.DefaultBatchSize, w, work)

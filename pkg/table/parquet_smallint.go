@@ -1,0 +1,123 @@
+package table
+
+import (
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+)
+
+// maxSmallInt bounds the values of an int32 column written through
+// smallIntDict: its dictionary page lists every value from 0 to the
+// column's maximum, 4 bytes each.
+const maxSmallInt = 1 << 12
+
+// smallIntDict returns an int32 column without nulls whose values all lie
+// in [0, maxSmallInt) as a dictionary array over the values 0..max whose
+// indices are the column's own buffer (no copy), and ok; else ok is false.
+//
+// Why: Parquet dictionary-encodes an int32 column by hashing every cell to
+// find its dictionary index, which was a third of perturb --mechanism
+// bitflip's CPU (17 columns of 0/1 reports). A value in [0, max] is its own
+// index in the dictionary 0..max, so pqarrow's direct dictionary path
+// writes the same values, RLE/bit-packed as before, with no hashing. Codes
+// and one-hot bits are such columns; readers still see int32.
+func smallIntDict(col arrow.Array) (arrow.Array, bool) {
+	a, ok := col.(*array.Int32)
+	if !ok || a.NullN() != 0 || a.Len() == 0 {
+		return nil, false
+	}
+	var hi int32
+	for _, v := range a.Int32Values() {
+		if uint32(v) >= maxSmallInt {
+			return nil, false
+		}
+		hi = max(hi, v)
+	}
+	dict := make([]int32, hi+1)
+	for i := range dict {
+		dict[i] = int32(i)
+	}
+	dd := array.NewData(arrow.PrimitiveTypes.Int32, len(dict),
+		[]*memory.Buffer{nil, memory.NewBufferBytes(arrow.Int32Traits.CastToBytes(dict))}, nil, 0, 0)
+	defer dd.Release()
+	typ := &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int32, ValueType: arrow.PrimitiveTypes.Int32}
+	src := a.Data()
+	d := array.NewData(typ, src.Len(), src.Buffers(), nil, 0, src.Offset())
+	defer d.Release()
+	d.SetDictionary(dd)
+	return array.MakeFromData(d), true
+}
+
+// stringDicts turns string columns into dictionary arrays for Parquet,
+// with a Go map per column reused across batches.
+//
+// Why: arrow-go's dictionary encoder boxes every cell it hashes (an
+// allocation per cell: the largest cost of anonymize on 10M rows, with
+// the collector it fed). A map lookup by the cell's bytes allocates
+// nothing; the dictionary comes out in order of first appearance, as the
+// encoder's own would, and pqarrow writes it and the indices directly.
+// A column whose distinct values pass maxDictPage bytes in one batch is
+// left as it is: the encoder then falls back to plain encoding at the same
+// size.
+//
+// A column that passed the bound once is left as it is for the rest of
+// the file (an id column would otherwise fill a map on every batch).
+type stringDicts struct {
+	seen map[int]map[string]int32 // by column index
+	idx  map[int][]int32          // indices, reused: pqarrow keeps none after a write
+	wide map[int]bool             // columns that passed maxDictPage
+}
+
+// dict returns column j (col) as a table.DictType array and true, or
+// false when col is not a string column without nulls or has too many
+// distinct values.
+func (s *stringDicts) dict(j int, col arrow.Array) (arrow.Array, bool) {
+	a, ok := col.(*array.String)
+	if !ok || a.NullN() != 0 || a.Len() == 0 {
+		return nil, false
+	}
+	if s.seen == nil {
+		s.seen, s.idx, s.wide = map[int]map[string]int32{}, map[int][]int32{}, map[int]bool{}
+	}
+	if s.wide[j] {
+		return nil, false
+	}
+	m := s.seen[j]
+	if m == nil {
+		m = map[string]int32{}
+		s.seen[j] = m
+	}
+	// Keys point into a's buffer: cleared before and after each batch.
+	clear(m)
+	defer clear(m)
+	idx := s.idx[j]
+	if cap(idx) < a.Len() {
+		idx = make([]int32, a.Len())
+		s.idx[j] = idx
+	}
+	idx = idx[:a.Len()]
+	var data []byte
+	offs := []int32{0}
+	for i := range idx {
+		v := a.Value(i)
+		k, ok := m[v]
+		if !ok {
+			if len(data)+len(v) > maxDictPage {
+				s.wide[j] = true
+				return nil, false
+			}
+			k = int32(len(offs) - 1)
+			m[v] = k
+			data = append(data, v...)
+			offs = append(offs, int32(len(data)))
+		}
+		idx[i] = k
+	}
+	dd := array.NewData(arrow.BinaryTypes.String, len(offs)-1, []*memory.Buffer{nil,
+		memory.NewBufferBytes(arrow.Int32Traits.CastToBytes(offs)), memory.NewBufferBytes(data)}, nil, 0, 0)
+	defer dd.Release()
+	d := array.NewData(DictType, len(idx), []*memory.Buffer{nil, memory.NewBufferBytes(arrow.Int32Traits.CastToBytes(idx))}, nil, 0, 0)
+	defer d.Release()
+	d.SetDictionary(dd)
+	return array.MakeFromData(d), true
+}
