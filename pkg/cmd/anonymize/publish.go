@@ -166,27 +166,9 @@ func (o *Options) runAnatomyInMemory(in table.Reader, cb *codebook.Codebook) err
 	}
 	n := int64(len(rel.Order))
 	o.notes(d, len(rel.Dropped), n)
-	// The two tables carry the same random release id, so that estimate
-	// can check that it was given the sensitive table of these rows.
 	a := release.Anonymized{Mechanism: anatomy, Grouping: release.GroupingAnatomy, Rows: n, Dropped: int64(len(rel.Dropped)), MissingDropped: d.missing, L: o.L,
-		Groups: len(rel.ST) / rel.L, GroupColumn: o.GroupCol, ReleaseID: releaseID(), GroupsTable: table.DisplayName(o.Groups)}
-	meta, err := o.meta(cb, &a)
-	if err != nil {
-		return err
-	}
-
-	// The sensitive table first: it is small, and written in full before
-	// the rows.
-	stMeta := table.Meta{}
-	if err := a.GroupsTableMeta(meta[release.KeyInsecureSeed] == "true").Encode(stMeta); err != nil {
-		return err
-	}
-	stSchema := arrow.NewSchema([]arrow.Field{
-		{Name: o.GroupCol, Type: arrow.PrimitiveTypes.Int64},
-		{Name: sv.name, Type: arrow.BinaryTypes.String},
-		{Name: "count", Type: arrow.PrimitiveTypes.Int64},
-	}, nil)
-	gw, err := o.Streams.Create(cli.Output{Path: o.Groups, Format: o.Output.Format, Flag: "--groups"}, stSchema, stMeta, in.Format(), append(o.inputs(), o.Output.Path))
+		Groups: len(rel.ST) / rel.L}
+	meta, gw, stSchema, err := o.createGroupsTable(in, cb, &a, sv.name)
 	if err != nil {
 		return err
 	}
@@ -226,6 +208,33 @@ func (o *Options) runAnatomyInMemory(in table.Reader, cb *codebook.Codebook) err
 		return err
 	}
 	return nil
+}
+
+// createGroupsTable completes Anatomy's metadata a (group column, a fresh
+// release id shared by the two tables, so that estimate can check that it
+// was given the sensitive table of these rows) and opens the sensitive
+// table (group, value, count) at --groups: it is written in full before
+// the rows. It returns the rows' metadata, the table's writer and schema.
+func (o *Options) createGroupsTable(in table.Reader, cb *codebook.Codebook, a *release.Anonymized, sensitive string) (table.Meta, table.Writer, *arrow.Schema, error) {
+	a.GroupColumn, a.ReleaseID, a.GroupsTable = o.GroupCol, releaseID(), table.DisplayName(o.Groups)
+	meta, err := o.meta(cb, a)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	stMeta := table.Meta{}
+	if err := a.GroupsTableMeta(meta[release.KeyInsecureSeed] == "true").Encode(stMeta); err != nil {
+		return nil, nil, nil, err
+	}
+	stSchema := arrow.NewSchema([]arrow.Field{
+		{Name: o.GroupCol, Type: arrow.PrimitiveTypes.Int64},
+		{Name: sensitive, Type: arrow.BinaryTypes.String},
+		{Name: "count", Type: arrow.PrimitiveTypes.Int64},
+	}, nil)
+	gw, err := o.Streams.Create(cli.Output{Path: o.Groups, Format: o.Output.Format, Flag: "--groups"}, stSchema, stMeta, in.Format(), append(o.inputs(), o.Output.Path))
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return meta, gw, stSchema, nil
 }
 
 // writeST writes Anatomy's sensitive table.

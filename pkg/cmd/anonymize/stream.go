@@ -398,22 +398,8 @@ func (o *Options) runAnatomy(in table.Reader, cb *codebook.Codebook) error {
 	n := plan.Rows() - int64(len(plan.Dropped))
 	o.notes(d, len(plan.Dropped), n)
 	a := release.Anonymized{Mechanism: anatomy, Grouping: o.Grouping, Rows: n, Dropped: int64(len(plan.Dropped)), MissingDropped: d.missing, L: o.L,
-		Groups: int(sch.Groups()), GroupColumn: o.GroupCol, ReleaseID: releaseID(), GroupsTable: table.DisplayName(o.Groups)}
-	meta, err := o.meta(cb, &a)
-	if err != nil {
-		return err
-	}
-	// The sensitive table first: written in full before the rows.
-	stMeta := table.Meta{}
-	if err := a.GroupsTableMeta(meta[release.KeyInsecureSeed] == "true").Encode(stMeta); err != nil {
-		return err
-	}
-	stSchema := arrow.NewSchema([]arrow.Field{
-		{Name: o.GroupCol, Type: arrow.PrimitiveTypes.Int64},
-		{Name: sv.name, Type: arrow.BinaryTypes.String},
-		{Name: "count", Type: arrow.PrimitiveTypes.Int64},
-	}, nil)
-	gw, err := o.Streams.Create(cli.Output{Path: o.Groups, Format: o.Output.Format, Flag: "--groups"}, stSchema, stMeta, in.Format(), append(o.inputs(), o.Output.Path))
+		Groups: int(sch.Groups())}
+	meta, gw, stSchema, err := o.createGroupsTable(in, cb, &a, sv.name)
 	if err != nil {
 		return err
 	}
