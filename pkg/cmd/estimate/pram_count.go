@@ -163,7 +163,8 @@ func (rel *pramRelease) reopenWithDictionaries(o *Options, in table.Reader) (tab
 	if err != nil {
 		return nil, err
 	}
-	d, err := table.Open(in.Name(), table.ReadOptions{Stdin: o.Streams.In, DictColumns: rel.names, BatchSize: min(batch, pramDictBatch)})
+	d, err := table.Open(in.Name(), table.ReadOptions{Stdin: o.Streams.In, DictColumns: rel.names, BatchSize: min(batch, pramDictBatch),
+		ReuseBuffers: true}) // (emit releases a batch once counted)
 	if err != nil {
 		return nil, err
 	}
