@@ -88,6 +88,12 @@ type ReadOptions struct {
 	// one file to different workers (ParquetRowGroups lists them). Other
 	// formats refuse it.
 	RowGroups []int
+	// ReuseBuffers lets a Parquet reader hand the large buffers of a batch
+	// the caller has released to a later batch (dictPoolAllocator) instead
+	// of leaving them to the collector. The caller promises to keep no
+	// slice or string of a batch once it is released, nor past the Next
+	// after it; other formats ignore it.
+	ReuseBuffers bool
 }
 
 // IsStdio reports whether path names standard input or output.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
@@ -32,7 +33,8 @@ type parquetReader struct {
 	pf     *file.Reader
 	cols   []*pqarrow.ColumnReader
 	batch  int64
-	colSch *arrow.Schema // the columns' schema as pqarrow reads it
+	mem    memory.Allocator // the arrays' allocator
+	colSch *arrow.Schema    // the columns' schema as pqarrow reads it
 	schema *arrow.Schema
 	meta   Meta
 	total  int64
@@ -83,7 +85,11 @@ func openParquet(name string, f *os.File, br *bufio.Reader, opt ReadOptions) (rd
 			props.SetReadDict(i, true)
 		}
 	}
-	fr, err := pqarrow.NewFileReader(pf, props, decodeAllocator)
+	mem := decodeAllocator
+	if opt.ReuseBuffers {
+		mem = poolAllocator{decodeAllocator}
+	}
+	fr, err := pqarrow.NewFileReader(pf, props, mem)
 	if err != nil {
 		return nil, errorf(name, "cannot read the Parquet schema (%v)", err)
 	}
@@ -122,6 +128,7 @@ func openParquet(name string, f *os.File, br *bufio.Reader, opt ReadOptions) (rd
 		pf:     pf,
 		cols:   cols,
 		batch:  int64(opt.BatchSize),
+		mem:    mem,
 		colSch: colSch,
 		schema: withMeta(schema, nil),
 		meta:   metaFromSchema(schema),
@@ -226,7 +233,7 @@ func (p *parquetReader) nextColumnBatch(cr *pqarrow.ColumnReader) (arr arrow.Arr
 		chunks[0].Retain()
 		return chunks[0], nil
 	default:
-		return array.Concatenate(chunks, decodeAllocator)
+		return array.Concatenate(chunks, p.mem)
 	}
 }
 

@@ -140,6 +140,15 @@ func (rel *pramRelease) jointValues(c pramChunk, coders []*table.Coder, stride [
 	return gs, nil
 }
 
+// pramDictBatch is the batch size of the dictionary read: pqarrow sizes
+// each column's index scratch by the batch and allocates it anew for every
+// row group, so 64 Ki-row batches made ~1 GB of garbage on 10M rows and the
+// collector ran ~95 times; at 16 Ki rows a 10M-row release is counted in
+// 0.49 s instead of 0.76 s (user+sys 0.47 s instead of 0.75 s) with 71 MB
+// peak RSS instead of 88 (medians of 5 alternated runs on a loaded 2-core
+// machine).
+const pramDictBatch = 16 << 10
+
 // reopenWithDictionaries opens a Parquet release file again with its
 // release columns read as dictionaries (table.ReadOptions.DictColumns):
 // Parquet stores categorical columns dictionary-encoded, and reading them
@@ -150,7 +159,12 @@ func (rel *pramRelease) reopenWithDictionaries(o *Options, in table.Reader) (tab
 	if in.Format() != table.Parquet || table.IsStdio(in.Name()) || in.Name() == "stdin" || in.RowsRead() > 0 {
 		return nil, nil
 	}
-	d, err := table.Open(in.Name(), table.ReadOptions{Stdin: o.Streams.In, DictColumns: rel.names})
+	batch, err := table.BatchRows()
+	if err != nil {
+		return nil, err
+	}
+	d, err := table.Open(in.Name(), table.ReadOptions{Stdin: o.Streams.In, DictColumns: rel.names, BatchSize: min(batch, pramDictBatch),
+		ReuseBuffers: true}) // (emit releases a batch once counted)
 	if err != nil {
 		return nil, err
 	}

@@ -122,7 +122,7 @@ func TestPRAMParallelCountReportsTheFirstBadCell(t *testing.T) {
 // string per cell); a release on standard input is read as it comes.
 func TestPRAMParquetReleaseIsReadAsDictionaries(t *testing.T) {
 	p := newPRAMAdultPipeline(t)
-	rel, err := p.release(9, 1000, 1)
+	rel, err := p.release(9, 20000, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,6 +146,15 @@ func TestPRAMParquetReleaseIsReadAsDictionaries(t *testing.T) {
 		if f.Type.ID() != arrow.DICTIONARY {
 			t.Errorf("column %s reads as %s, want a dictionary", f.Name, f.Type)
 		}
+	}
+	// In batches of at most pramDictBatch rows (pqarrow's scratch per row
+	// group grows with the batch); the release has 20,000 rows.
+	t.Setenv(table.BatchRowsEnv, "")
+	if in.NumRows() <= pramDictBatch {
+		t.Fatalf("the release has %d rows, too few to test the batch size", in.NumRows())
+	}
+	if rec, err := d.Next(); err != nil || rec.NumRows() != pramDictBatch {
+		t.Errorf("first batch of the dictionary read: %v rows, %v; want %d", rec.NumRows(), err, pramDictBatch)
 	}
 	b, err := os.ReadFile(pq)
 	if err != nil {

@@ -1,0 +1,65 @@
+package table
+
+import (
+	"math/bits"
+	"sync"
+
+	"github.com/apache/arrow-go/v18/arrow/memory"
+)
+
+// poolAllocator recycles the large buffers of a Parquet reader opened with
+// ReadOptions.ReuseBuffers. pqarrow builds fresh buffers for every batch of
+// every column, and a streaming caller releases them a moment later: with
+// GoAllocator each was a new large allocation, zeroed, then collected.
+// Here a released buffer goes back to a pool of its power-of-two size
+// class and is handed out, cleared, to a later batch — estimate's count of
+// a 10M-row Parquet release went from 0.60 to 0.43 s (user+sys 0.52 to
+// 0.39 s, 55 collections instead of ~75, peak RSS 69 -> 75 MB; medians
+// of 5 alternated runs on a loaded 2-core machine). Reuse is only safe when nothing keeps a slice or string of a
+// released batch, which is what ReuseBuffers promises.
+//
+// small allocates the sizes outside the pooled range (decodeAllocator,
+// whose cap is above poolMaxShift).
+type poolAllocator struct{ small memory.Allocator }
+
+const (
+	poolMinShift = 16 // 64 KiB: smaller buffers are cheap to allocate
+	poolMaxShift = 26 // 64 MiB
+)
+
+var bufferPools [poolMaxShift + 1]sync.Pool
+
+func (a poolAllocator) Allocate(size int) []byte {
+	if size < 1<<poolMinShift || size > 1<<poolMaxShift {
+		return a.small.Allocate(size)
+	}
+	s := bits.Len(uint(size - 1))
+	if p, _ := bufferPools[s].Get().(*[]byte); p != nil {
+		// Zeroed like GoAllocator's, up to the capacity, which a
+		// Reallocate within it hands out.
+		clear(*p)
+		return (*p)[:size]
+	}
+	return make([]byte, size, 1<<s)
+}
+
+func (a poolAllocator) Reallocate(size int, b []byte) []byte {
+	if cap(b) >= size {
+		return b[:size]
+	}
+	nb := a.Allocate(size)
+	copy(nb, b)
+	a.Free(b)
+	return nb
+}
+
+// Free pools b if it is one of Allocate's (a power-of-two capacity in the
+// pooled range; GoAllocator's buffers there have other capacities).
+func (a poolAllocator) Free(b []byte) {
+	c := cap(b)
+	if c < 1<<poolMinShift || c > 1<<poolMaxShift || c&(c-1) != 0 {
+		return
+	}
+	b = b[:c]
+	bufferPools[bits.Len(uint(c-1))].Put(&b)
+}

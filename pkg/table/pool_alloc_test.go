@@ -1,0 +1,81 @@
+package table
+
+import (
+	"errors"
+	"io"
+	"testing"
+)
+
+// A pooled buffer comes back zeroed up to its capacity, whatever the
+// batch that had it wrote; sizes outside the pooled range pass through.
+func TestPoolAllocatorHandsOutZeroedMemory(t *testing.T) {
+	a := poolAllocator{decodeAllocator}
+	for range 20 {
+		b := a.Allocate(100_000)
+		if len(b) != 100_000 || cap(b) != 1<<17 {
+			t.Fatalf("Allocate(100000): len %d cap %d, want 100000 and %d", len(b), cap(b), 1<<17)
+		}
+		for i, v := range b[:cap(b)] {
+			if v != 0 {
+				t.Fatalf("byte %d of a handed-out buffer is %d, want 0", i, v)
+			}
+		}
+		b = b[:cap(b)]
+		for i := range b {
+			b[i] = 0xff
+		}
+		a.Free(b[:10]) // (Buffer.Resize shrinks the length only)
+	}
+	if b := a.Allocate(100); len(b) != 100 {
+		t.Errorf("Allocate(100): len %d", len(b))
+	}
+	b := a.Reallocate(200_000, a.Allocate(70_000))
+	if len(b) != 200_000 || cap(b) != 1<<18 {
+		t.Errorf("Reallocate(200000): len %d cap %d", len(b), cap(b))
+	}
+}
+
+// ReuseBuffers changes no value: a Parquet file read with it (dictionary
+// and string columns, batches across row groups, a dictionary and index
+// buffers large enough to be pooled) gives the batches of a plain read.
+func TestParquetReuseBuffersReadsTheSameValues(t *testing.T) {
+	cols, rows := dictRows(100_000)
+	p := writeParquetRows(t, cols, rows, 30_000)
+	for _, dict := range [][]string{nil, {"occupation", "ct", "id"}} {
+		plain, err := Open(p, ReadOptions{BatchSize: 20_000, DictColumns: dict})
+		if err != nil {
+			t.Fatal(err)
+		}
+		reuse, err := Open(p, ReadOptions{BatchSize: 20_000, DictColumns: dict, ReuseBuffers: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for row := 0; ; {
+			want, err1 := plain.Next()
+			got, err2 := reuse.Next()
+			if errors.Is(err1, io.EOF) && errors.Is(err2, io.EOF) {
+				if row != len(rows) {
+					t.Errorf("DictColumns %v: %d rows, want %d", dict, row, len(rows))
+				}
+				break
+			}
+			if err1 != nil || err2 != nil {
+				t.Fatalf("DictColumns %v: %v, %v", dict, err1, err2)
+			}
+			if got.NumRows() != want.NumRows() {
+				t.Fatalf("DictColumns %v: batch of %d rows, want %d", dict, got.NumRows(), want.NumRows())
+			}
+			for j := range cols {
+				g, w := ValuesOf(got.Column(j)), ValuesOf(want.Column(j))
+				for i := range int(got.NumRows()) {
+					if g.String(i) != w.String(i) || g.String(i) != rows[row+i][j] {
+						t.Fatalf("DictColumns %v: row %d column %s: %q, plain read %q, written %q", dict, row+i+1, cols[j], g.String(i), w.String(i), rows[row+i][j])
+					}
+				}
+			}
+			row += int(got.NumRows())
+		}
+		plain.Close()
+		reuse.Close()
+	}
+}
