@@ -2,13 +2,20 @@ package table
 
 import (
 	"bytes"
+	"context"
+	"encoding/base64"
+	"runtime"
+	"sync"
 	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 )
 
@@ -19,7 +26,8 @@ const maxRowGroup = 1 << 20
 const maxDictPage = 64 << 10
 
 type parquetWriter struct {
-	fw *pqarrow.FileWriter
+	fw     *file.Writer
+	fields []arrow.Field
 	// Batches are encoded on a goroutine of their own (encode), beside the
 	// stage that makes them: write hands over a copy and returns.
 	queue  chan arrow.RecordBatch
@@ -63,14 +71,33 @@ func newParquetWriter(s sink, schema *arrow.Schema, meta Meta) (*parquetWriter, 
 		}
 	}
 	props := parquet.NewWriterProperties(opts...)
-	fw, err := pqarrow.NewFileWriter(withMeta(plainSchema(schema), meta), s, props,
-		pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
+	fw, err := newFileWriter(withMeta(plainSchema(schema), meta), s, props)
 	if err != nil {
 		return nil, err
 	}
-	p := &parquetWriter{fw: fw, queue: make(chan arrow.RecordBatch, parquetQueue), done: make(chan error, 1)}
+	p := &parquetWriter{fw: fw, fields: schema.Fields(), queue: make(chan arrow.RecordBatch, parquetQueue), done: make(chan error, 1)}
 	go p.encode(p.queue)
 	return p, nil
+}
+
+// newFileWriter is pqarrow.NewFileWriter with WithStoreSchema, minus its
+// row-group writer: pqarrow writes a row group's columns one after another
+// on one goroutine, while writeNow encodes them side by side through a
+// buffered row group (each column chunk has a page buffer of its own).
+// The schema holds flat fields only, so the stored Arrow schema needs none
+// of pqarrow's list-name normalization.
+func newFileWriter(schema *arrow.Schema, s sink, props *parquet.WriterProperties) (*file.Writer, error) {
+	pqschema, err := pqarrow.ToParquet(schema, props, pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
+	if err != nil {
+		return nil, err
+	}
+	md := schema.Metadata()
+	meta := make(metadata.KeyValueMetadata, 0, md.Len()+1)
+	for i, k := range md.Keys() {
+		meta.Append(k, md.Values()[i])
+	}
+	meta.Append("ARROW:schema", base64.StdEncoding.EncodeToString(flight.SerializeSchema(schema, props.Allocator())))
+	return file.NewParquetWriterWithError(s, pqschema.Root(), file.WithWriterProps(props), file.WithWriteMetadata(meta))
 }
 
 // encode writes the queued batches; after a failure it drops the rest.
@@ -102,38 +129,84 @@ func (p *parquetWriter) write(rec arrow.RecordBatch) error {
 	return nil
 }
 
-// write writes the batch column by column (pqarrow's Write would insist on
-// the batch having the file's schema, which declares dictionary columns as
-// strings). A dictionary column goes to pqarrow's direct dictionary path:
-// its dictionary becomes the row group's dictionary page and its indices
-// the data pages, with no string hashed per row.
+// writeNow writes the batch as row groups of at most maxRowGroup rows. A
+// dictionary column goes to pqarrow's direct dictionary path: its
+// dictionary becomes the row group's dictionary page and its indices the
+// data pages, with no string hashed per row. The columns of a row group are
+// encoded on up to GOMAXPROCS goroutines, each into its own column chunk's
+// buffer; the row group's Close then writes the chunks in column order, so
+// the file's bytes do not depend on the goroutines' timing.
 func (p *parquetWriter) writeNow(rec arrow.RecordBatch) error {
 	n := rec.NumRows()
+	cols := make([]arrow.Array, rec.NumCols())
+	for j, col := range rec.Columns() {
+		d, small := smallIntDict(col)
+		if !small {
+			d, small = p.strs.dict(j, col)
+		}
+		if small {
+			cols[j] = d
+		} else {
+			col.Retain()
+			cols[j] = col
+		}
+	}
+	defer func() {
+		for _, c := range cols {
+			c.Release()
+		}
+	}()
 	for off := int64(0); off < n; off += maxRowGroup {
 		size := min(maxRowGroup, n-off)
-		if err := p.fw.NewRowGroupChecked(); err != nil {
+		rgw, err := p.fw.AppendBufferedRowGroupChecked()
+		if err != nil {
 			return err
 		}
-		for j, col := range rec.Columns() {
-			d, small := smallIntDict(col)
-			if !small {
-				d, small = p.strs.dict(j, col)
-			}
-			if small {
-				col = d
-			}
-			c := arrow.NewChunked(col.DataType(), []arrow.Array{col})
-			err := p.fw.WriteColumnChunked(c, off, size)
-			c.Release()
-			if small {
-				d.Release()
-			}
+		errs := make([]error, len(cols))
+		next := atomic.Int64{}
+		var wg sync.WaitGroup
+		for range min(runtime.GOMAXPROCS(0), len(cols)) {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				ctx := pqarrow.NewArrowWriteContext(context.Background(), nil)
+				for j := int(next.Add(1) - 1); j < len(cols); j = int(next.Add(1) - 1) {
+					errs[j] = p.writeColumn(ctx, rgw, j, array.NewSlice(cols[j], off, off+size))
+				}
+			}()
+		}
+		wg.Wait()
+		for _, err := range errs {
 			if err != nil {
 				return err
 			}
 		}
+		if err := rgw.Close(); err != nil {
+			return err
+		}
 	}
 	return nil
+}
+
+// writeColumn writes a (flat) column's slice into column chunk j of rgw
+// and releases the slice. A nullable column's definition levels are the
+// slice's validity: 1 for a value, 0 for a null.
+func (p *parquetWriter) writeColumn(ctx context.Context, rgw file.BufferedRowGroupWriter, j int, a arrow.Array) error {
+	defer a.Release()
+	cw, err := rgw.Column(j)
+	if err != nil {
+		return err
+	}
+	var def []int16
+	if cw.LevelInfo().DefLevel > 0 {
+		def = make([]int16, a.Len())
+		for i := range def {
+			if a.IsValid(i) {
+				def[i] = 1
+			}
+		}
+	}
+	return pqarrow.WriteArrowToColumn(ctx, cw, a, def, nil, p.fields[j].Nullable)
 }
 
 func (p *parquetWriter) close() error {
