@@ -28,7 +28,13 @@ func reopenQueriedAsDictionaries(o *Options, in table.Reader, cols []string) (ta
 	if len(text) == 0 {
 		return nil, nil
 	}
-	d, err := table.Open(in.Name(), table.ReadOptions{Stdin: o.Streams.In, DictColumns: text})
+	batch, err := table.BatchRows()
+	if err != nil {
+		return nil, err
+	}
+	// 16 Ki-row batches for the reason of pramDictBatch: pqarrow's per-row-
+	// group scratch is sized by the batch.
+	d, err := table.Open(in.Name(), table.ReadOptions{Stdin: o.Streams.In, DictColumns: text, BatchSize: min(batch, pramDictBatch)})
 	if err != nil {
 		return nil, err
 	}
