@@ -246,18 +246,28 @@ func (p *Plan) Finish(r *rand.Rand) error {
 	return nil
 }
 
+// nextRow advances pass 2 by one row: its number, and whether it is kept
+// (not one of the dropped rows). method names the caller in errors.
+func (p *Plan) nextRow(method string) (row int64, kept bool, err error) {
+	if p.dealers == nil {
+		return 0, false, fmt.Errorf("anonymize.Plan.%s: called before Finish", method)
+	}
+	row = p.row
+	p.row++
+	if p.next < len(p.Dropped) && p.Dropped[p.next] == row {
+		p.next++
+		return row, false, nil
+	}
+	return row, true, nil
+}
+
 // Divert takes the next kept row of pass 2 (the same rows as pass 1, in
 // the same order). It returns false for a dropped row; else it writes the
 // published value index of every sensitive column to out.
 func (p *Plan) Divert(vals, out []uint32, r *rand.Rand) (bool, error) {
-	if p.dealers == nil {
-		return false, errors.New("anonymize.Plan.Divert: called before Finish")
-	}
-	row := p.row
-	p.row++
-	if p.next < len(p.Dropped) && p.Dropped[p.next] == row {
-		p.next++
-		return false, nil
+	row, kept, err := p.nextRow("Divert")
+	if !kept || err != nil {
+		return false, err
 	}
 	for k, x := range vals {
 		y, err := p.dealers[k].Divert(x, r)
@@ -273,14 +283,9 @@ func (p *Plan) Divert(vals, out []uint32, r *rand.Rand) (bool, error) {
 // type (an index into Schedules[k].Types) of the slot dealt to the row in
 // every sensitive column to types, or returns false for a dropped row.
 func (p *Plan) Deal(vals []uint32, types []int, r *rand.Rand) (bool, error) {
-	if p.dealers == nil {
-		return false, errors.New("anonymize.Plan.Deal: called before Finish")
-	}
-	row := p.row
-	p.row++
-	if p.next < len(p.Dropped) && p.Dropped[p.next] == row {
-		p.next++
-		return false, nil
+	row, kept, err := p.nextRow("Deal")
+	if !kept || err != nil {
+		return false, err
 	}
 	for k, x := range vals {
 		t, err := p.dealers[k].Deal(x, r)
