@@ -17,8 +17,9 @@ import (
 
 // Pad kinds, in the "pad" item and in each Column.
 const (
-	// PadOTP: pads drawn independently and uniformly, stored in the key
-	// file; information-theoretic secrecy.
+	// PadOTP: pads drawn from a cryptographic generator under a key that is
+	// discarded, stored in the key file: a one-time pad up to the
+	// generator's (computational) indistinguishability from uniform.
 	PadOTP = "otp"
 	// PadPRF: pads computed by AES-256 from a key (package pad's Deriver);
 	// the key file is compact but secrecy is only computational.

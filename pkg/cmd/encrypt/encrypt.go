@@ -60,12 +60,15 @@ them: the second stage of the release pipeline.
 Every cell becomes its value index in the codebook plus a random pad,
   c = (x + v) mod k,   v uniform on 0..k−1, drawn afresh for every cell,
 where k is the number of categories of the column. Whatever x is, c is then
-uniform on 0..k−1: the encrypted table says nothing about the data
-(information-theoretic secrecy, for pads drawn uniformly). The pads come
+uniform on 0..k−1: with truly uniform pads the encrypted table says
+nothing about the data (the one-time pad's perfect secrecy). The pads come
 from AES-256 in counter mode under a fresh key from crypto/rand that is
 used once and discarded, the pad of row i and column j being a function of
 (i, j) alone, so that chunks are encrypted on all cores and the output does
-not depend on their number. The output has one integer column per
+not depend on their number. Like every cryptographic generator (crypto/rand
+included), that makes the secrecy computational: it holds against anyone
+who cannot tell AES-256 from random. The discarded key leaves nothing to
+steal but the key file of pads. The output has one integer column per
 encrypted column, named like it, and metadata that a server needs and
 nothing that depends on the values: column names, k, codebook hash, and the
 sample's n, m and fingerprint. Columns not encrypted are left out: the
