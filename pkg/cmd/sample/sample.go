@@ -117,7 +117,18 @@ where K is the size of the joint domain of ALL curators' released columns.`,
 
   # or let sample choose m* itself, and pipe into encryption
   $ sample --secret shared.secret -m optimal --epsilon 1 --domain-size 32 --columns education alice.csv \
-      | encrypt --codebook codebook.json --key-out alice.key -o alice.enc.parquet`,
+      | encrypt --codebook codebook.json --key-out alice.key -o alice.enc.parquet
+
+  # a table held in shards, with a row id column (pid): sample each shard
+  # where it is, keeping priorities, then merge into the sample of the union
+  $ awk 'NR == 1 { print "pid," $0; next } { print NR - 1 "," $0 }' adult.csv > adult-pid.csv
+  $ head -n 16001 adult-pid.csv > part1.csv
+  $ { head -n 1 adult-pid.csv; tail -n +16002 adult-pid.csv; } > part2.csv
+  $ sample --secret shared.secret --id pid --with-priority -m 2057 part1.csv -o part1.sample.csv
+  $ sample --secret shared.secret --id pid --with-priority -m 2057 part2.csv -o part2.sample.csv
+  $ sample --merge --secret shared.secret -m 2057 part1.sample.csv part2.sample.csv -o union.sample.csv
+  $ sample --secret shared.secret --id pid -m 2057 adult-pid.csv -o one.sample.csv
+  $ cmp one.sample.csv union.sample.csv     # the same rows, byte for byte`,
 		Args: cobra.ArbitraryArgs,
 		RunE: cli.RunE(opts, func(c *cobra.Command, args []string) {
 			opts.cmd, opts.Input = c, cli.FirstArg(args)
