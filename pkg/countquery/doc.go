@@ -71,7 +71,8 @@
 // averages 0.07 at ℓ′ = 2, 0.18 at 4, 0.29 at 5, 0.47 at 6 and 0.97 at 7,
 // and the squared errors of the unclipped inversion divided by that
 // variance average 0.77 at ℓ′ = 5 (1 would be noise alone), with a mean
-// signed z of 0.02: the 0.20 at ℓ′ = 5 is the mechanism's noise on the
+// signed z of 0.02 (Anatomy's groups: 2.12 and −0.22;
+// TestAdultRandomDesignErrorIsNoise): the 0.20 at ℓ′ = 5 is the mechanism's noise on the
 // large occupations (0.23–0.24 for the five largest, 0.08–0.11 for the
 // small ones), which no unbiased estimator from these counts avoids.
 //
