@@ -52,6 +52,12 @@ type Options struct {
 	// (estimate --decoy paper). It starts from f′_{s_k}; it cannot be
 	// combined with Frequencies. Default false: f_{s_k} stays fixed.
 	UpdateFrequencies bool
+	// Discrepancy adds the discrepancy principle to the stopping rule
+	// (estimate --ibu-stop discrepancy): the update also stops, before a
+	// step, once the current x explains the query's published counts
+	// within the noise the mechanism puts on them (FitsWithinNoise).
+	// Tolerance and MaxIter still apply when the fit is never reached.
+	Discrepancy bool
 }
 
 // Estimate is the result of the iterative Bayesian update.
@@ -166,19 +172,25 @@ func Predicate(y [4]float64, l int, opt Options) (Estimate, error) {
 		if opt.UpdateFrequencies {
 			setA(x[1] + x[3])
 		}
+		var fit [4]float64 // Σ_r a_rj x_r, the expected counts of D′ under x
+		for j := range 4 {
+			for r := range 4 {
+				fit[j] += a[r][j] * x[r]
+			}
+		}
+		if opt.Discrepancy && FitsWithinNoise(y[2:], fit[2:]) {
+			est.Converged = true
+			break
+		}
 		var ratio [4]float64 // y_j / Σ_r a_rj x_r
 		for j := range 4 {
 			if y[j] == 0 {
 				continue
 			}
-			var z float64
-			for r := range 4 {
-				z += a[r][j] * x[r]
-			}
-			if z == 0 {
+			if fit[j] == 0 {
 				return Estimate{}, fmt.Errorf("countquery.Predicate: %w (state %d)", errImpossible, j)
 			}
-			ratio[j] = y[j] / z
+			ratio[j] = y[j] / fit[j]
 		}
 		var next [4]float64
 		done := true
@@ -202,6 +214,44 @@ func Predicate(y [4]float64, l int, opt Options) (Estimate, error) {
 	est.X = x[:]
 	est.Count = x[3]
 	return est, nil
+}
+
+// FitsWithinNoise is the discrepancy principle (Morozov) for the update:
+// it reports whether the expected counts fit of the states of the rows
+// satisfying P (the second half of the states: P set) match the observed
+// counts y of those states within the sampling noise of the release,
+//
+//	χ² = Σ_j (y_j − fit_j)²/fit_j ≤ len(y) − 1.
+//
+// Why: the update is EM, i.e. Richardson–Lucy deconvolution, whose
+// iterates go from x = y (the counts as published) to the maximum-
+// likelihood estimate, which also fits the noise; stopping early is its
+// regularisation. Under the model the published counts of the n_P rows
+// of P are multinomial, so Pearson's χ² of the true counts is about
+// χ²(len(y) − 1), with mean len(y) − 1 (the P rows' total is known; the
+// update keeps it). Fitting the data more closely than that is fitting
+// noise: the rule stops at the first x whose fit is as good as the truth's
+// is expected to be. For one sensitive value it reads
+// (y3 − fit3)² ≤ n_P·θ(1 − θ), θ = fit3/n_P: the binomial variance of the
+// published count of Ps. It adapts to ℓ′ and n_P where the 1 % rule does
+// not: with little noise (small ℓ′) it runs close to the maximum-
+// likelihood estimate, with much noise (ℓ′ near the eligibility bound,
+// 1/ℓ′ − a01 small) it stays near y. Only P's states count: the model is
+// block-diagonal in P (Figure 3, M0 = I in Eq. 13), so x_{K−1} depends on
+// them alone. A state with fit_j = 0 adds nothing when y_j = 0 and makes
+// the fit fail otherwise.
+func FitsWithinNoise(y, fit []float64) bool {
+	var chi2 float64
+	for j := range y {
+		d := y[j] - fit[j]
+		switch {
+		case fit[j] > 0:
+			chi2 += d * d / fit[j]
+		case y[j] != 0:
+			return false
+		}
+	}
+	return chi2 <= float64(len(y)-1)
 }
 
 var errImpossible = errors.New("observed count in a state the model gives probability 0")
@@ -264,6 +314,10 @@ func PredicateMulti(y []float64, l int, opt Options) (Estimate, error) {
 				z[i] = m00*u0 + m10*u1
 				z[i+stride] = m01*u0 + m11*u1
 			}
+		}
+		if opt.Discrepancy && FitsWithinNoise(y[k/2:], z[k/2:]) {
+			est.Converged = true
+			break
 		}
 		for j := range k {
 			switch {

@@ -175,10 +175,9 @@ func adultDesignQueries(t testing.TB, tab *adultTable, preds []adultquery.Predic
 // Measured with these seeds: anatomy 0.264 (1 %) / 0.324 (converged),
 // random 0.253 / 0.201 at selectivity 2–5 % (3 304 queries); counts 1–10
 // 3.1–4.2 everywhere (19 140 queries). The goal of ≤ 0.16 for the
-// random design is not met by the 4-state estimator: the rest is the bias
-// of one a01 for every value (TestRandomDesignDecoyProbabilityPerValue;
-// the same estimator given each P's true composition and a01(v→s) measures
-// 0.107). Guards: the per-query sd is ≈ 0.25 and queries of one predicate
+// random design is not met by the 4-state estimator: the rest is the
+// mechanism's noise (TestAdultRandomDesignErrorIsNoise), which no stopping
+// rule removes (TestAdultDiscrepancyRuleAcrossL). Guards: the per-query sd is ≈ 0.25 and queries of one predicate
 // are correlated, so the se of a mean is ≈ 0.015; each guard sits ≥ 3 se
 // above its measured value and the ordering checks need a ≥ 3 se swing
 // (false-alarm rate < 0.2 % each).

@@ -8,13 +8,23 @@ import (
 )
 
 // ContractVersion is the version of the metadata contract between the
-// stages: the items this package writes and reads. Bump it when an item
-// changes meaning, name or format; every stage then refuses files written
-// under another version (CheckContract) instead of misreading them.
+// stages: the items this package writes and reads. Bump it when an item is
+// added or changes meaning, name or format. A stage reads files of every
+// version from MinContractVersion to ContractVersion (an item an older
+// version lacks takes the value it implicitly had then) and refuses older
+// and newer ones (CheckContract) instead of misreading them.
 //
 // Version 1 is the contract before the item existed: files that carry
 // the "version" item every pramkit stage writes but no "contract".
-const ContractVersion = 2
+// Version 3 adds anonymize's "grouping" (KeyGrouping); a version-2 release
+// has none and its groups are Anatomy's, the only grouping there was.
+const ContractVersion = 3
+
+// MinContractVersion is the oldest contract version this pramkit reads:
+// every item of versions 2..ContractVersion is either present in all of
+// them or defaults, when absent, to what the older version meant. Version
+// 1 files predate the contract and are refused.
+const MinContractVersion = 2
 
 // Items common to every stage's output. They are written once, for every
 // output table, by Stamp (through cli.Create), not by each struct's Encode:
@@ -52,7 +62,8 @@ func Stamp(meta table.Meta, toolVersion string) {
 	meta[KeyContract] = strconv.Itoa(ContractVersion)
 }
 
-// ContractError is a file written under another contract version.
+// ContractError is a file written under a contract version this pramkit
+// does not read.
 type ContractError struct {
 	File string
 	// Have is the file's contract version: 1 for a pramkit file without
@@ -67,14 +78,19 @@ func (e *ContractError) Error() string {
 	if e.Tool != "" {
 		by = fmt.Sprintf(" (by pramkit %s)", e.Tool)
 	}
+	if e.Have > ContractVersion {
+		return fmt.Sprintf("%s: the file was written under release contract version %d%s, newer than this pramkit reads (%d to %d); upgrade pramkit", e.File, e.Have, by, MinContractVersion, ContractVersion)
+	}
 	have := strconv.Itoa(e.Have)
 	if e.Have == 0 {
 		have = "unknown"
 	}
-	return fmt.Sprintf("%s: the file was written under release contract version %s%s and this pramkit reads version %d; re-run the stage that wrote it with this pramkit", e.File, have, by, ContractVersion)
+	return fmt.Sprintf("%s: the file was written under release contract version %s%s and this pramkit reads versions %d to %d; re-run the stage that wrote it with this pramkit", e.File, have, by, MinContractVersion, ContractVersion)
 }
 
-// CheckContract refuses a file written under another contract version. A
+// CheckContract refuses a file written under a contract version outside
+// MinContractVersion..ContractVersion: an older one with the fix of
+// re-running its stage, a newer one with the fix of upgrading pramkit. A
 // file with neither "contract" nor "version" was not written by a pramkit
 // stage (a hand-made table, or a table with no metadata): the decoders
 // judge its items one by one.
@@ -90,7 +106,7 @@ func CheckContract(meta table.Meta, file string) error {
 	if err != nil || v < 1 {
 		return &ContractError{File: file, Tool: meta[KeyVersion]}
 	}
-	if v != ContractVersion {
+	if v < MinContractVersion || v > ContractVersion {
 		return &ContractError{File: file, Have: v, Tool: meta[KeyVersion]}
 	}
 	return nil

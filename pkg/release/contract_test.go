@@ -13,7 +13,7 @@ func TestStampedFilesDecode(t *testing.T) {
 	meta := table.Meta{}
 	Sample{N: 10, M: 2, Fingerprint: "ab"}.Encode(meta)
 	Stamp(meta, "1.2.3")
-	if meta[KeyContract] != "2" || meta[KeyVersion] != "1.2.3" {
+	if meta[KeyContract] != "3" || meta[KeyVersion] != "1.2.3" {
 		t.Fatalf("stamped %v", meta)
 	}
 	var s Sample
@@ -22,7 +22,7 @@ func TestStampedFilesDecode(t *testing.T) {
 	}
 }
 
-// TestOtherContractRefused: every decoder refuses a file of another
+// TestOtherContractRefused: every decoder refuses a file of a newer
 // contract version, or an older pramkit's file without the item, before
 // reading any item, with one line naming the file, both versions and the fix.
 func TestOtherContractRefused(t *testing.T) {
@@ -32,9 +32,9 @@ func TestOtherContractRefused(t *testing.T) {
 		contract string // "" leaves the item out
 		want     string
 	}{
-		{"older, no item", "", "r.csv: the file was written under release contract version 1 (by pramkit 0.3.0) and this pramkit reads version 2; re-run the stage that wrote it with this pramkit"},
-		{"newer", "3", "r.csv: the file was written under release contract version 3 (by pramkit 0.3.0) and this pramkit reads version 2; re-run the stage that wrote it with this pramkit"},
-		{"garbage", "two", "r.csv: the file was written under release contract version unknown (by pramkit 0.3.0) and this pramkit reads version 2; re-run the stage that wrote it with this pramkit"},
+		{"older, no item", "", "r.csv: the file was written under release contract version 1 (by pramkit 0.3.0) and this pramkit reads versions 2 to 3; re-run the stage that wrote it with this pramkit"},
+		{"newer", "4", "r.csv: the file was written under release contract version 4 (by pramkit 0.3.0), newer than this pramkit reads (2 to 3); upgrade pramkit"},
+		{"garbage", "two", "r.csv: the file was written under release contract version unknown (by pramkit 0.3.0) and this pramkit reads versions 2 to 3; re-run the stage that wrote it with this pramkit"},
 	}
 	decoders := map[string]func(table.Meta) error{
 		"Sample":             func(m table.Meta) error { var s Sample; return s.Decode(m, "r.csv") },
@@ -72,5 +72,33 @@ func TestUnstampedFilesAreJudgedByTheirItems(t *testing.T) {
 	}
 	if err := CheckContract(nil, "plain.csv"); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestOlderUnderstoodContractDecodes: a file of contract version 2 (before
+// the grouping item) still decodes with every decoder, and an A′ release of
+// version 2 without the item reads as Anatomy's grouping.
+func TestOlderUnderstoodContractDecodes(t *testing.T) {
+	_, gmeta := gammaHonest(t, 1)
+	meta := gmeta.Clone()
+	Stamp(meta, "0.9.0")
+	meta[KeyContract] = "2"
+	var g GammaDiagonal
+	if err := g.Decode(meta, "r.csv"); err != nil {
+		t.Fatalf("version 2 γ-diagonal release: %v", err)
+	}
+	_, ameta := anatomyHonest(t)
+	ameta[KeyMechanism] = MechanismDiverted
+	delete(ameta, KeyGrouping)
+	Stamp(ameta, "0.9.0")
+	ameta[KeyContract] = "2"
+	var a Anonymized
+	if err := a.Decode(ameta, "r.csv"); err != nil || a.Grouping != GroupingAnatomy {
+		t.Fatalf("version 2 A′ release: grouping %q, %v; want anatomy", a.Grouping, err)
+	}
+	for _, v := range []string{"2", "3"} {
+		if err := CheckContract(table.Meta{KeyContract: v, KeyVersion: "x"}, "r.csv"); err != nil {
+			t.Errorf("version %s: %v", v, err)
+		}
 	}
 }

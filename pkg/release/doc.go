@@ -12,9 +12,12 @@
 // only through the Key constants here; none spells one.
 //
 // Contract version: every output records ContractVersion; every Decode
-// (and ReadSample, ReadColumns) refuses a file of another version first,
-// with one line naming the file, its version and ours, and the fix
-// (CheckContract). Bumping the contract is changing that one constant.
+// (and ReadSample, ReadColumns) first refuses a file of a version outside
+// MinContractVersion..ContractVersion, with one line naming the file, its
+// version and ours, and the fix (re-run the older stage, or upgrade
+// pramkit for a newer file) (CheckContract). Bumping the contract is
+// changing that constant, with the new items defaulting when absent so
+// that MinContractVersion can stay.
 //
 // Each struct has Encode, which writes its items into a table.Meta, and
 // Decode, which parses them back with range checks and checks the items

@@ -41,7 +41,8 @@ const (
 	seriesExact       = iota // Anatomy's grouping, the paper's 1 % rule (anonymize's and estimate's behaviour before issue 12)
 	seriesAnatomyConv        // Anatomy's grouping, converged
 	seriesRandom             // random grouping, 1 % rule
-	seriesRandomConv         // random grouping, converged (estimate's default on such releases)
+	seriesRandomConv         // random grouping, converged
+	seriesRandomDisc         // random grouping, discrepancy principle (estimate's default on such releases)
 	seriesAnatomy
 	seriesGlobal
 	numSeries
@@ -49,16 +50,16 @@ const (
 
 var seriesNames = [numSeries]string{
 	"A′, Anatomy's groups, 1 % rule", "A′, Anatomy's groups, converged",
-	"A′, random groups, 1 % rule", "A′, random groups, converged",
+	"A′, random groups, 1 % rule", "A′, random groups, converged", "A′, random groups, discrepancy",
 	"Anatomy (ℓ = ℓ′)", "global randomization (retention 1/ℓ′)",
 }
 
 // seriesKeys name the series in the CSV.
-var seriesKeys = [numSeries]string{"aprime_exact", "aprime_exact_converged", "aprime_random", "aprime_random_converged", "anatomy", "global"}
+var seriesKeys = [numSeries]string{"aprime_exact", "aprime_exact_converged", "aprime_random", "aprime_random_converged", "aprime_random_discrepancy", "anatomy", "global"}
 
 // seriesStyle is each series' colour and glyph (a grouping's two rules
-// share one, the converged one dashed).
-var seriesStyle = [numSeries]int{0, 0, 2, 2, 1, 3}
+// share one, the converged one dashed; the discrepancy rule has its own).
+var seriesStyle = [numSeries]int{0, 0, 2, 2, 4, 1, 3}
 
 func seriesDashed(sr int) bool { return sr == seriesAnatomyConv || sr == seriesRandomConv }
 
@@ -129,19 +130,22 @@ func bounds(r int, n float64) (lo, hi float64) {
 // estimated with the exact a01 by the iterative Bayesian update stopped by
 // the paper's 1 % rule (countquery.DefaultTolerance) and run to convergence
 // (countquery.PredicateMLE, the converged update's limit), as estimate
-// --ibu-stop paper|converged;
+// --ibu-stop paper|converged, and on random groups also stopped by the
+// discrepancy principle (countquery.Options.Discrepancy), as --ibu-stop
+// discrepancy (auto on such releases);
 // Anatomy with Xiao and Tao's estimator; global randomization, with
 // keep = (V/ℓ′ − 1)/(V − 1) so that a row retains its value with
 // probability 1/ℓ′ as in §9.4, with the unbiased inverse.
 func countRelease(t *countTable, preds []adultquery.Predicate, l int, seed uint64, name string) (res [numRanges][numSeries]relErr, err error) {
 	paper := countquery.Options{ExactDecoy: true}
+	disc := countquery.Options{ExactDecoy: true, Tolerance: countquery.ConvergedTolerance, MaxIter: countquery.ConvergedMaxIter, Discrepancy: true}
 	for _, g := range []struct {
-		grouping         anonymize.Grouping
-		stream           string
-		seriesP, seriesC int
+		grouping                  anonymize.Grouping
+		stream                    string
+		seriesP, seriesC, seriesD int // seriesD < 0: no discrepancy curve
 	}{
-		{anonymize.GroupingAnatomy, "/aprime", seriesExact, seriesAnatomyConv},
-		{anonymize.GroupingRandom, "/aprime-random", seriesRandom, seriesRandomConv},
+		{anonymize.GroupingAnatomy, "/aprime", seriesExact, seriesAnatomyConv, -1},
+		{anonymize.GroupingRandom, "/aprime-random", seriesRandom, seriesRandomConv, seriesRandomDisc},
 	} {
 		pub, err := publishStream(t.S, t.V, l, g.grouping, stream(seed, name+g.stream))
 		if err != nil {
@@ -163,6 +167,13 @@ func countRelease(t *countTable, preds []adultquery.Predicate, l int, seed uint6
 					return res, fmt.Errorf("countRelease: %w", err)
 				}
 				res[rg][g.seriesC].add(mle, q.Truth)
+				if g.seriesD >= 0 {
+					d, err := countquery.Predicate(q.Y, l, disc)
+					if err != nil {
+						return res, fmt.Errorf("countRelease: %w", err)
+					}
+					res[rg][g.seriesD].add(d.Count, q.Truth)
+				}
 			}
 		}
 	}
