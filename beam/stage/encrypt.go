@@ -31,8 +31,11 @@ import (
 // "encrypt --prf-key" computes for that row. The pads are a function of
 // the key and the row, so a retried bundle recomputes the same ones. The
 // nonce is drawn once, on the driver (from --seed under --insecure-seed,
-// as the tool draws it), and the key file, which holds no rows for PRF
-// pads, is written by the driver before the pipeline runs.
+// as the tool draws it), and the driver writes the key file, which holds
+// no rows for PRF pads. The key file has no sample_digest (a keyed hash of
+// all the sample's codes in row order, a sequential pass that a cluster
+// does not make): the tools decrypt with it, but encrypt --nonce-from
+// refuses it.
 //
 // Only PRF pads (--prf-key): one-time pads would be m rows of key written
 // in shards, and a retried bundle could not redraw them.
@@ -223,16 +226,15 @@ func Encrypt(ctx context.Context, c Config) error {
 	keyMeta[release.KeyPRFKey] = hex.EncodeToString(runKey[:])
 	keyMeta[release.KeyPRFNonce] = nonce
 
-	// The key first (it holds no rows): a ciphertext without its key
-	// could never be opened.
+	// The key file holds no rows: it is created now (refusing to replace
+	// one without --force before any work) and committed once every shard
+	// is written, so that a failed run leaves neither.
 	schema := table.Int32Schema(names)
 	kw, err := streams.CreateKey(ef.keyOut, schema, keyMeta, table.Parquet, append(slices.Clone(files), ef.codebook, ef.prfKey), ef.force)
 	if err != nil {
 		return err
 	}
-	if err := kw.Commit(); err != nil {
-		return err
-	}
+	defer kw.Abort()
 
 	l := layout{M: smp.M, First: 0, End: smp.M, ShardRows: shardRows, Tables: []string{c.Input}, Widths: []int{len(names)}}
 	ext := outputExt(first.format)
@@ -241,16 +243,13 @@ func Encrypt(ctx context.Context, c Config) error {
 	beam.ParDo(s, &encryptShardFn{L: l, Prefix: c.Output, Ext: ext, Names: names, Meta: outMeta}, beam.GroupByKey(s, pieces))
 	if _, err := beam.Run(ctx, c.Runner, p); err != nil {
 		removeShards(l, c.Output, ext)
-		removeKeyFile(ef.keyOut)
 		return pipelineError(c.Runner, err)
 	}
+	if err := kw.Commit(); err != nil {
+		removeShards(l, c.Output, ext)
+		return err
+	}
 	return nil
-}
-
-// removeKeyFile removes a key file whose ciphertext could not be written.
-func removeKeyFile(path string) {
-	os.Remove(path)
-	os.Remove(path + ".meta.json")
 }
 
 // encryptFn codes and pads one split of the sample (a file, or a Parquet

@@ -322,3 +322,39 @@ func TestKeyedStagesRefuseMissingAndRepeatedRows(t *testing.T) {
 		t.Errorf("output left: %v", m)
 	}
 }
+
+// TestEncryptRefusesValueOutsideTheCodebook: a label the codebook lacks
+// fails the run naming the shard, its row and the column, and leaves
+// neither shards nor a key file.
+func TestEncryptRefusesValueOutsideTheCodebook(t *testing.T) {
+	_, dir := beamtest.AdultRelease(t)
+	f := func(name string) string { return filepath.Join(dir, name) }
+	cb := filepath.Join(beamtest.MainRoot(t), "testdata", "adult", "codebook.json")
+	writeKey(t, f("alice.prf"), 1)
+	cols, rows, meta := cmdtest.ReadTable(t, f("education.arrow"))
+	rows[3001][0] = "Nonsense"
+	schema := table.StringSchema(cols)
+	w, err := table.Create(f("bad.arrow"), schema, meta, table.WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rw := table.NewRowWriter(w, schema, 0)
+	for _, r := range rows {
+		rw.AppendStrings(r)
+	}
+	rw.Flush()
+	rw.Release()
+	if err := w.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	writeParts(t, f("bad.arrow"), []int{0, 3000, 5000}, 0, f("p-0.csv"), f("p-1.csv"))
+	os.MkdirAll(f("out"), 0o755)
+	err = Encrypt(context.Background(), Config{Input: f("p-*.csv"), Output: f("out/enc"), Runner: "prism", Streams: quiet(),
+		Args: []string{"--codebook", cb, "--prf-key", f("alice.prf"), "--key-out", f("out/k.key")}})
+	if err == nil || !strings.Contains(err.Error(), "p-1.csv") || !strings.Contains(err.Error(), "row 2") || !strings.Contains(err.Error(), "Nonsense") || !strings.Contains(err.Error(), "education") {
+		t.Fatalf("got %v", err)
+	}
+	if m, _ := filepath.Glob(f("out/*")); len(m) > 0 {
+		t.Errorf("output left: %v", m)
+	}
+}
