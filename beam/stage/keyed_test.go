@@ -289,8 +289,9 @@ func TestDecryptJoinsOneTimePadKeysOnPrism(t *testing.T) {
 	sameMeta(t, "decrypted release", meta, wantMeta)
 }
 
-// TestKeyedStagesRefuseMissingAndRepeatedRows: a curator's shard left out,
-// or given twice, fails the run naming the rows, and leaves no output.
+// TestKeyedStagesRefuseMissingAndRepeatedRows: curators' shards of
+// different rows, a part without --noise-key, a curator's gap, or rows
+// given twice fail the run naming the files or rows, and leave no output.
 func TestKeyedStagesRefuseMissingAndRepeatedRows(t *testing.T) {
 	_, dir := beamtest.AdultRelease(t)
 	f := func(name string) string { return filepath.Join(dir, name) }
@@ -311,9 +312,19 @@ func TestKeyedStagesRefuseMissingAndRepeatedRows(t *testing.T) {
 	}
 	os.RemoveAll(f("out"))
 	os.MkdirAll(f("out"), 0o755)
-	if err := run(f("enc/[ab]-0.parquet")); err == nil || !strings.Contains(err.Error(), "do not cover") && !strings.Contains(err.Error(), "holds rows") {
-		t.Errorf("missing shards: %v", err)
+	if err := run(f("enc/[ab]-0.parquet")); err == nil || !strings.Contains(err.Error(), "holds rows [0, 2000)") || !strings.Contains(err.Error(), "holds rows [0, 3000)") {
+		t.Errorf("curators' shards of different rows: %v", err)
 	}
+	if err := run(f("enc/a-1.parquet")); err == nil || !strings.Contains(err.Error(), "is a part: perturb it with --noise-key") {
+		t.Errorf("a part without --noise-key: %v", err)
+	}
+	writeParts(t, f("income.enc.arrow"), []int{4000, 5000}, 700, f("gap.parquet"))
+	os.Rename(f("enc/b-1.parquet"), f("b-1.parquet"))
+	os.Rename(f("gap.parquet"), f("enc/b-1.parquet"))
+	if err := run(f("enc/*.parquet")); err == nil || !strings.Contains(err.Error(), "leave a gap in rows [0, 5000)") {
+		t.Errorf("a gap: %v", err)
+	}
+	os.Rename(f("b-1.parquet"), f("enc/b-1.parquet"))
 	os.Rename(f("extra.parquet"), f("enc/b-2.parquet"))
 	if err := run(f("enc/*.parquet")); err == nil || !strings.Contains(err.Error(), "overlap") {
 		t.Errorf("repeated rows: %v", err)
