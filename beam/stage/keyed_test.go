@@ -369,3 +369,51 @@ func TestEncryptRefusesValueOutsideTheCodebook(t *testing.T) {
 		t.Errorf("output left: %v", m)
 	}
 }
+
+// TestPerturbOnPrismKeepsTheToolsLedger: a Beam release is recorded in the
+// perturb tool's ledger (--ledger), so that a second release of the sample
+// is refused by pramkit-beam and by the tool alike; a rerun with the same
+// --noise-key (a retry: the same rows) is accepted and not recorded again.
+func TestPerturbOnPrismKeepsTheToolsLedger(t *testing.T) {
+	_, dir := beamtest.AdultRelease(t)
+	f := func(name string) string { return filepath.Join(dir, name) }
+	writeKey(t, f("server.noise"), 9)
+	os.MkdirAll(f("enc"), 0o755)
+	os.MkdirAll(f("out"), 0o755)
+	beamtest.Split(t, f("education.enc.arrow"), f("enc/a.parquet"))
+	beamtest.Split(t, f("income.enc.arrow"), f("enc/b.parquet"))
+	led := f("releases.jsonl")
+	lines := func() int {
+		b, _ := os.ReadFile(led)
+		return strings.Count(string(b), "\n")
+	}
+	run := func(args ...string) error {
+		return Perturb(context.Background(), Config{Input: f("enc/*.parquet"), Output: f("out/rel"), Runner: "prism", Streams: quiet(), Args: append(args, "--ledger", led)})
+	}
+	if err := run("--epsilon", "1", "--noise-key", f("server.noise")); err != nil {
+		t.Fatal(err)
+	}
+	if n := lines(); n != 1 {
+		t.Fatalf("%d ledger lines after a release, want 1", n)
+	}
+	b, _ := os.ReadFile(led)
+	if !strings.Contains(string(b), "out/rel-*-of-00001.parquet") {
+		t.Errorf("the ledger does not name the shards: %s", b)
+	}
+	if err := run("--epsilon", "1", "--noise-key", f("server.noise")); err != nil {
+		t.Fatalf("a retry with the same noise key: %v", err)
+	}
+	if n := lines(); n != 1 {
+		t.Errorf("%d ledger lines after a retry, want 1", n)
+	}
+	if err := run("--epsilon", "2", "--seed", "3", "--insecure-seed"); err == nil || !strings.Contains(err.Error(), "already released") {
+		t.Errorf("a second release: %v", err)
+	}
+	r := cmdtest.Run(beamtest.Tool(perturb.NewCmd), nil, "--epsilon", "1", "--ledger", led, f("education.enc.arrow"), f("income.enc.arrow"), "-o", f("cli.parquet"))
+	if r.Code == 0 || !strings.Contains(r.Stderr, "already released") {
+		t.Errorf("the tool after a Beam release: exit %d, %s", r.Code, r.Stderr)
+	}
+	if n := lines(); n != 1 {
+		t.Errorf("%d ledger lines after refusals, want 1", n)
+	}
+}

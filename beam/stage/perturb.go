@@ -7,15 +7,18 @@ import (
 	"maps"
 	"math/bits"
 	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	"github.com/spf13/cobra"
 
 	"github.com/pramkit/pramkit/pkg/cli"
+	"github.com/pramkit/pramkit/pkg/ledger"
 	"github.com/pramkit/pramkit/pkg/pram"
 	"github.com/pramkit/pramkit/pkg/release"
 	"github.com/pramkit/pramkit/pkg/table"
@@ -80,9 +83,7 @@ func parsePerturbFlags(c Config) (perturbFlags, *cobra.Command, int64, error) {
 		return f, nil, 0, cli.CheckGamma("gamma", f.gamma)
 	case f.recomp:
 		return f, nil, 0, cli.Usagef("--allow-recompose: pramkit-beam perturb makes first releases only; a further release of a sample goes through the perturb tool, which accounts for it in the ledger")
-	case !f.noLedger:
-		return f, nil, 0, cli.Usagef("pramkit-beam perturb keeps no release ledger: pass --no-ledger, and record the release in the ledger of the perturb tool's server (releases of a sample must be counted)")
-	case fs.Changed("ledger"):
+	case f.noLedger && fs.Changed("ledger"):
 		return f, nil, 0, cli.Usagef("--ledger and --no-ledger contradict each other: give one")
 	}
 	return f, cmd, shardRows, nil
@@ -147,7 +148,8 @@ func groupCurators(ins []inputFile) ([]*curator, error) {
 
 // Perturb perturbs the curators' encrypted shards (--input matches all of
 // them) on the runner into PREFIX-*-of-*.EXT: the release that
-// "perturb --no-ledger [--noise-key K] --epsilon E CURATORS…" writes.
+// "perturb [--ledger L|--no-ledger] [--noise-key K] --epsilon E CURATORS…"
+// writes, recorded in the same ledger.
 func Perturb(ctx context.Context, c Config) error {
 	pf, cmd, shardRows, err := parsePerturbFlags(c)
 	if err != nil {
@@ -238,7 +240,6 @@ func Perturb(ctx context.Context, c Config) error {
 	if _, err := pram.NewMechanism(gamma, dom); err != nil {
 		return err
 	}
-	streams.Warnf("perturb", "--no-ledger: releases of this sample are not counted; release each sample once, or use a ledger")
 	hist := release.History{GammaProduct: 1}.Then(gamma)
 	var key [32]byte
 	noiseID := ""
@@ -251,6 +252,14 @@ func Perturb(ctx context.Context, c Config) error {
 		noiseID = release.NoiseID(key)
 	} else {
 		key = pf.seed.Key(cmd, "perturb/gamma-diagonal/offsets")
+	}
+
+	led, err := openLedger(pf, streams)
+	if err != nil {
+		return err
+	}
+	if led != nil {
+		defer led.Close() // held until the release is recorded and written
 	}
 
 	rel := release.GammaDiagonal{Stage: release.StagePerturb, Sample: smp, K: dom.Size(), Gamma: gamma, Epsilon: eps, Releases: hist.Releases}
@@ -288,14 +297,68 @@ func Perturb(ctx context.Context, c Config) error {
 	}
 	rf.L = l
 	ext := outputExt(first.files[0].format)
+	// The ledger: a first release only (a retry of a --noise-key release
+	// is its own record), recorded before the shards are written and
+	// removed if they could not be, as the tool does: a run killed in
+	// between over-counts, never under-counts.
+	undo := func() error { return nil }
+	if led != nil {
+		prev, err := led.Lookup(smp.Fingerprint)
+		if err != nil {
+			return err
+		}
+		before := len(prev)
+		if noiseID != "" {
+			prev = slices.DeleteFunc(prev, func(e ledger.Entry) bool { return e.NoiseID == noiseID })
+		}
+		if len(prev) > 0 {
+			last := prev[len(prev)-1]
+			return fmt.Errorf("this sample was already released (%d release(s) in the ledger %s, the last on %s to %s): pramkit-beam perturb makes first releases only; a further release composes (the perturb tool with --allow-recompose accounts for it), or draw a new sample for an independent release", len(prev), led.Path(), last.Time.Format(time.RFC3339), last.Output)
+		}
+		if before == 0 {
+			out, err := filepath.Abs(c.Output)
+			if err != nil {
+				out = c.Output
+			}
+			undo, err = led.Append(ledger.Entry{Fingerprint: smp.Fingerprint, SampleID: first.base[release.KeySampleID], N: smp.N, M: smp.M,
+				Gamma: gamma, Epsilon: eps, EpsilonComposed: eps, Releases: 1, Time: time.Now(),
+				Output: fmt.Sprintf("%s-*-of-%05d%s", out, l.Shards(), outputExt(first.files[0].format)), ToolVersion: version.String(), NoiseID: noiseID})
+			if err != nil {
+				return err
+			}
+		}
+	}
 	p, s := beam.NewPipelineWithRoot()
 	pieces := beam.ParDo(s, rf, readSplits(s, files))
 	beam.ParDo(s, &perturbShardFn{L: l, Prefix: c.Output, Ext: ext, Names: release.Names(all), Ks: ks, Gamma: gamma, Key: key[:], Meta: meta}, beam.GroupByKey(s, pieces))
 	if _, err := beam.Run(ctx, c.Runner, p); err != nil {
 		removeShards(l, c.Output, ext)
+		if uerr := undo(); uerr != nil {
+			return fmt.Errorf("%v; and %v", pipelineError(c.Runner, err), uerr)
+		}
 		return pipelineError(c.Runner, err)
 	}
 	return nil
+}
+
+// openLedger opens and locks the release ledger (--ledger, else the
+// tool's default path), or warns and returns nil with --no-ledger: the
+// tool's ledger, so that releases made by either are counted together.
+func openLedger(pf perturbFlags, streams *cli.Streams) (*ledger.Ledger, error) {
+	if pf.noLedger {
+		streams.Warnf("perturb", "--no-ledger: releases of this sample are not counted; release each sample once, or use a ledger")
+		return nil, nil
+	}
+	path := pf.ledger
+	if path == "" {
+		var err error
+		if path, err = ledger.DefaultPath(); err != nil {
+			return nil, fmt.Errorf("%v: pass --ledger FILE, or --no-ledger", err)
+		}
+	}
+	return ledger.Open(path, func() {
+		streams.Warnf("perturb", "waiting for another perturb to finish with the release ledger %s", path)
+	})
 }
 
 // perturbShardFn joins one shard's rows of every curator and perturbs them.

@@ -39,8 +39,9 @@ encrypt   encrypts a sample's shards into PREFIX-SSSSS-of-NNNNN.EXT and writes
           the row's index in the sample; -- --codebook --columns --unknown
           --missing --seed --insecure-seed --shard-rows N).
 perturb   joins the curators' encrypted shards (all matched by --input) by
-          row and perturbs them as "perturb --no-ledger [--noise-key K]
-          --epsilon E|--gamma G" into PREFIX-SSSSS-of-NNNNN.EXT.
+          row and perturbs them as "perturb [--ledger L|--no-ledger]
+          [--noise-key K] --epsilon E|--gamma G" into
+          PREFIX-SSSSS-of-NNNNN.EXT (first releases only).
 decrypt   joins a release's shards with the keys (-- --key FILE|GLOB …) by
           row and decrypts them as "decrypt" into PREFIX-SSSSS-of-NNNNN.EXT.
           Shards are parts (first_row, rows): the tools read them too.
