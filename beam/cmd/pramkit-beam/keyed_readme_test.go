@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,6 +13,7 @@ import (
 	"github.com/pramkit/pramkit/internal/cmdtest"
 	"github.com/pramkit/pramkit/pkg/cmd/decrypt"
 	"github.com/pramkit/pramkit/pkg/cmd/estimate"
+	"github.com/pramkit/pramkit/pkg/cmd/perturb"
 	"github.com/pramkit/pramkit/pkg/cmd/sample"
 )
 
@@ -49,6 +51,7 @@ func keyedCommands(t *testing.T) [][]string {
 
 // TestREADMEKeyedCommands runs the README's encrypt, perturb, decrypt and
 // estimate commands on Prism over two curators' Adult samples, then checks
+// that the perturb tool makes the same release from the Beam ciphertexts,
 // that the decrypt tool opens the Beam release with the Beam keys into the
 // same rows, that the estimate tool estimates them as pramkit-beam did,
 // and that the release is the sample perturbed: with ε = 1, n = 32561,
@@ -93,6 +96,14 @@ func TestREADMEKeyedCommands(t *testing.T) {
 		}
 	}
 	shard := "rel-00000-of-00001.csv"
+	// The perturb tool perturbs the Beam ciphertexts into the Beam release.
+	beamtest.MustRun(t, beamtest.Tool(perturb.NewCmd), "--epsilon", "1", "--noise-key", "server.noise", "--no-ledger",
+		"enc/alice-00000-of-00001.csv", "enc/bob-00000-of-00001.csv", "-o", "cli.rel.csv")
+	_, wantRel, _ := cmdtest.ReadTable(t, "cli.rel.csv")
+	_, gotRel, _ := cmdtest.ReadTable(t, shard)
+	if len(wantRel) != 5000 || fmt.Sprint(gotRel) != fmt.Sprint(wantRel) {
+		t.Errorf("the Beam release differs from the perturb tool's on the Beam ciphertexts")
+	}
 	beamtest.MustRun(t, beamtest.Tool(decrypt.NewCmd), "--key", "alice.prf.key", "--key", "bob.prf.key", shard, "-o", "cli.dec.csv")
 	_, want, _ := cmdtest.ReadTable(t, "cli.dec.csv")
 	_, got, _ := cmdtest.ReadTable(t, "dec-00000-of-00001.csv")
