@@ -56,7 +56,7 @@ func (f *countFileFn) ProcessElement(ctx context.Context, sp fileSplit, emit fun
 		return err
 	}
 	defer r.Close()
-	if !maps.Equal(map[string]string(r.Meta()), f.Meta) {
+	if !maps.Equal(withoutPart(r.Meta()), f.Meta) { // parts differ in first_row, rows only
 		return fmt.Errorf("%s: its metadata differs from the first shard's: every input must be a part of one release (decrypt's output, split by rows)", path)
 	}
 	idx := make([]int, len(f.Columns))

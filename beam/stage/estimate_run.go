@@ -90,6 +90,9 @@ func Estimate(ctx context.Context, c Config) error {
 	if release.IsCountTable(meta) {
 		return fmt.Errorf("%s is a count table: estimate it with the estimate tool, which takes count tables directly", files[0])
 	}
+	if meta, err = wholeRelease(files, meta); err != nil {
+		return err
+	}
 	countsTxt := c.Output + ".counts.txt"
 	defer os.Remove(countsTxt)
 	p, s := beam.NewPipelineWithRoot()

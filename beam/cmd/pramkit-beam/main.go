@@ -34,6 +34,17 @@ estimate  counts the joint values of a decrypted γ-diagonal release's shards
 sample    draws into PREFIX.csv the rows that "sample --secret FILE -m M
           --id COLUMN" draws from all the shards together (by id: rows have
           no global position on a cluster).
+encrypt   encrypts a sample's shards into PREFIX-SSSSS-of-NNNNN.EXT and writes
+          the key file, as "encrypt --prf-key K --key-out KEY" (PRF pads of
+          the row's index in the sample; -- --codebook --columns --unknown
+          --missing --seed --insecure-seed --shard-rows N).
+perturb   joins the curators' encrypted shards (all matched by --input) by
+          row and perturbs them as "perturb [--ledger L|--no-ledger]
+          [--noise-key K] --epsilon E|--gamma G" into
+          PREFIX-SSSSS-of-NNNNN.EXT (first releases only).
+decrypt   joins a release's shards with the keys (-- --key FILE|GLOB …) by
+          row and decrypts them as "decrypt" into PREFIX-SSSSS-of-NNNNN.EXT.
+          Shards are parts (first_row, rows): the tools read them too.
 `
 
 var (
@@ -70,11 +81,17 @@ func run() int {
 		err = stage.Estimate(context.Background(), c)
 	case "sample":
 		err = stage.Sample(context.Background(), c)
+	case "encrypt":
+		err = stage.Encrypt(context.Background(), c)
+	case "perturb":
+		err = stage.Perturb(context.Background(), c)
+	case "decrypt":
+		err = stage.Decrypt(context.Background(), c)
 	case "help", "-h", "--help":
 		fmt.Print(usage)
 		return 0
 	default:
-		fmt.Fprintf(os.Stderr, "pramkit-beam: unknown stage %q: want estimate or sample\n%s", sub, usage)
+		fmt.Fprintf(os.Stderr, "pramkit-beam: unknown stage %q: want estimate, sample, encrypt, perturb or decrypt\n%s", sub, usage)
 		return 2
 	}
 	var ee *stage.ExitError
