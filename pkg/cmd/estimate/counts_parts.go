@@ -427,7 +427,14 @@ func (o *Options) tabulateCounts(in table.Reader, rel *countRelease) error {
 	var rows []int64
 	meter := o.Streams.Progress("estimate: read")
 	err := o.eachCountPart(in, func(part table.Reader) error {
-		n, err := t.add(part)
+		r := part
+		if d, err := reopenQueriedAsDictionaries(o, part, cols); err != nil {
+			return err
+		} else if d != nil {
+			defer d.Close()
+			r = d
+		}
+		n, err := t.add(r)
 		names, rows = append(names, part.Name()), append(rows, n)
 		meter.Add(n)
 		return err
