@@ -191,4 +191,11 @@ func TestCountPartsRefused(t *testing.T) {
 		{Name: "no count column", Args: []string{"--query", q, noCount, parts[1]}, Code: 1, Msg: `nocount.csv is a count table without a "count" column; tabulate the release again with estimate --tabulate`},
 	}
 	cmdtest.ExpectFailures(t, newEstimate, out, tests, "-o", out)
+
+	// -o naming a part other than the first is refused too.
+	before, _ := readBoth(t, parts[1])
+	res := cmdtest.Run(newEstimate, nil, "--query", q, c1, parts[1], "-o", parts[1])
+	if after, _ := readBoth(t, parts[1]); res.Code != 1 || !strings.Contains(res.Stderr, "p2.csv: the output is also an input") || after != before {
+		t.Errorf("-o over the second part: exit %d, %s; part changed: %v", res.Code, res.Stderr, after != before)
+	}
 }
