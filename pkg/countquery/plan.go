@@ -276,6 +276,9 @@ type group struct {
 	truthP  []int64   // the original table's P rows, by combination
 	truthNP int64
 	queries []int
+	// anatSum is anatomy's Σ over P rows of c_g(s), by group size n_g
+	// (AnatomyGroups.sizes) and local value: index size·g.size + value.
+	anatSum []int64
 }
 
 // each calls f for every group whose predicate row satisfies. For every
@@ -344,6 +347,7 @@ type Plan struct {
 	qLocal  [][]int32 // local number of each of the query's sensitive values
 	qTuple  []int     // index of that combination
 	rows    int64     // rows of the release
+	st      *AnatomyGroups
 	// mask[slot][class+1] is the set of groups (a bitset) that a row with
 	// that class in that column satisfies on the column; predSlots lists
 	// the columns predicates look at. See each.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -242,37 +243,81 @@ func (p *Plan) Columns() []string {
 // whose row count is not the metadata's N, and a queried value that no row
 // holds. Memory: one batch and the groups' counts.
 func (p *Plan) ScanRelease(in table.Reader, st *AnatomyGroups, meter *progress.Meter) error {
+	if _, err := p.ScanPart(in, st, "", meter); err != nil {
+		return err
+	}
+	return p.EndScan()
+}
+
+// ScanPart adds one part of the release to the counts, as ScanRelease
+// does for the whole: its rows, or, when countColumn is not "", the rows
+// of a count table — one row per combination of the columns it keeps,
+// with their number of release rows in countColumn (a positive integer).
+// Every count the estimators read is a sum over rows of an integer (for
+// anatomy, of c_g(s) by group size n_g: see anatomySums), so the counts of
+// disjoint parts add up to exactly those of the whole, whatever the order.
+// It returns the release rows the part holds. EndScan checks the parts'
+// total once every part is added.
+func (p *Plan) ScanPart(in table.Reader, st *AnatomyGroups, countColumn string, meter *progress.Meter) (int64, error) {
 	rel := p.rel
 	if rel.Mechanism == release.MechanismAnatomy && st == nil {
-		return fmt.Errorf("countquery: %s is an anatomy release: ScanRelease needs its sensitive table", rel.Name)
+		return 0, fmt.Errorf("countquery: %s is an anatomy release: ScanRelease needs its sensitive table", rel.Name)
 	}
+	p.st = st
 	cells, err := p.bind(in, rel, false, func(s *slot) bool { return rel.Mechanism == release.MechanismAnatomy && s.sens >= 0 })
 	if err != nil {
-		return err
+		return 0, err
 	}
 	groupCol := -1
 	if rel.Mechanism == release.MechanismAnatomy {
-		groupCol = in.Schema().FieldIndices(rel.GroupColumn)[0]
+		idx := in.Schema().FieldIndices(rel.GroupColumn)
+		if len(idx) == 0 {
+			return 0, fmt.Errorf("%s has no group id column %q: tabulate the anatomy release again with estimate --tabulate", in.Name(), rel.GroupColumn)
+		}
+		groupCol = idx[0]
+	}
+	countCol := -1
+	if countColumn != "" {
+		idx := in.Schema().FieldIndices(countColumn)
+		if len(idx) == 0 {
+			return 0, fmt.Errorf("%s is a count table without a %q column; tabulate the release again with estimate --tabulate", in.Name(), countColumn)
+		}
+		countCol = idx[0]
 	}
 	cls := make([][]int32, len(p.slots))
+	var weight []int64
+	var rows int64
 	err = table.EachBatch(in, func(rec arrow.RecordBatch, first int64) error {
 		n := int(rec.NumRows())
+		if countCol >= 0 {
+			var err error
+			if weight, err = readCounts(rec.Column(countCol), in.Name(), countColumn, first, rows, weight); err != nil {
+				return err
+			}
+		}
 		if err := classify(cells, rec, first, cls); err != nil {
 			return err
 		}
-		if groupCol >= 0 {
-			if err := p.addAnatomyRows(rec.Column(groupCol), first, cls, st, rel); err != nil {
-				return err
+		for row := range n {
+			w := int64(1)
+			if countCol >= 0 {
+				w = weight[row]
 			}
-		} else {
-			for row := range n {
-				for _, h := range p.hists {
-					h.counts[h.tuple(cls, row)]++
-				}
-				p.each(cls, row, func(g *group) {
-					g.nP++
-					g.counts[g.tuple(cls, row)]++
-				})
+			rows += w
+			if groupCol >= 0 {
+				continue
+			}
+			for _, h := range p.hists {
+				h.counts[h.tuple(cls, row)] += w
+			}
+			p.each(cls, row, func(g *group) {
+				g.nP += w
+				g.counts[g.tuple(cls, row)] += w
+			})
+		}
+		if groupCol >= 0 {
+			if err := p.addAnatomyRows(rec.Column(groupCol), in.Name(), first, cls, weight[:min(len(weight), n)], countCol >= 0, st, rel); err != nil {
+				return err
 			}
 		}
 		meter.Add(int64(n))
@@ -280,9 +325,43 @@ func (p *Plan) ScanRelease(in table.Reader, st *AnatomyGroups, meter *progress.M
 	})
 	meter.Done()
 	if err != nil {
-		return err
+		return 0, err
 	}
-	p.rows = in.RowsRead()
+	if rows > math.MaxInt64-p.rows {
+		return 0, fmt.Errorf("%s: the parts' counts add up to more than %d rows: a count table was edited; tabulate the release again with estimate --tabulate", in.Name(), int64(math.MaxInt64))
+	}
+	p.rows += rows
+	return rows, nil
+}
+
+// readCounts parses a count table's count column (one batch, first its
+// first row) into w: positive integers whose sum with done (the rows
+// counted so far in the file) stays within int64.
+func readCounts(a arrow.Array, file, column string, first, done int64, w []int64) ([]int64, error) {
+	vals := table.ValuesOf(a)
+	n := a.Len()
+	w = slices.Grow(w[:0], n)[:n]
+	for i := range n {
+		v, ok := vals.Int(i)
+		if !ok || v < 1 {
+			return nil, &table.DataError{File: file, Row: first + int64(i), Column: column,
+				Err: fmt.Errorf("count %s is not a positive integer: the count table was edited; tabulate the release again with estimate --tabulate", table.QuoteCell(vals.String(i)))}
+		}
+		if v > math.MaxInt64-done {
+			return nil, &table.DataError{File: file, Row: first + int64(i), Column: column,
+				Err: fmt.Errorf("the counts add up to more than %d rows: the count table was edited; tabulate the release again with estimate --tabulate", int64(math.MaxInt64))}
+		}
+		done += v
+		w[i] = v
+	}
+	return w, nil
+}
+
+// EndScan checks the rows that ScanPart added: some, and N of them when
+// the metadata records N; and that every queried value is in some row of
+// the release. Anatomy's estimates are then read from the integer sums.
+func (p *Plan) EndScan() error {
+	rel := p.rel
 	if p.rows == 0 {
 		return fmt.Errorf("%s has no data rows: nothing to estimate", rel.Name)
 	}
@@ -294,12 +373,20 @@ func (p *Plan) ScanRelease(in table.Reader, st *AnatomyGroups, meter *progress.M
 			return err
 		}
 	}
+	if p.st != nil {
+		for _, g := range p.groups {
+			g.anatomySums(p.st)
+		}
+	}
 	return nil
 }
 
-// addAnatomyRows adds the rows of one batch of an anatomy release: a row
-// of group g satisfying P holds value s with probability c_g(s)/n_g.
-func (p *Plan) addAnatomyRows(a arrow.Array, first int64, cls [][]int32, st *AnatomyGroups, rel *Release) error {
+// addAnatomyRows adds the rows of one batch of an anatomy release (or of
+// its count table, each row weighing w[row], when counted): a row of group
+// g satisfying P holds value s with probability c_g(s)/n_g. The group's
+// sums are kept as integers, Σ c_g(s) over the P rows by group size n_g
+// (anatSum), so that the parts of a release add up exactly.
+func (p *Plan) addAnatomyRows(a arrow.Array, file string, first int64, cls [][]int32, w []int64, counted bool, st *AnatomyGroups, rel *Release) error {
 	vals := table.ValuesOf(a)
 	sl := -1
 	for i, s := range p.slots {
@@ -307,26 +394,47 @@ func (p *Plan) addAnatomyRows(a arrow.Array, first int64, cls [][]int32, st *Ana
 			sl = i
 		}
 	}
+	nSizes := len(st.sizes)
 	for row := range a.Len() {
 		gid, ok := vals.Int(row)
 		if !ok || gid < 0 || gid >= int64(rel.Groups) {
-			return &table.DataError{File: rel.Name, Row: first + int64(row), Column: rel.GroupColumn,
+			return &table.DataError{File: file, Row: first + int64(row), Column: rel.GroupColumn,
 				Err: fmt.Errorf("%s is not a group id of this release (0 to %d); the release was edited: publish the original table again with anonymize", table.QuoteCell(vals.String(row)), rel.Groups-1)}
 		}
+		n := int64(1)
+		if counted {
+			n = w[row]
+		}
 		p.each(cls, row, func(g *group) {
-			g.nP++
+			g.nP += n
 			if len(g.sens) == 0 {
 				return
 			}
-			if g.anat == nil {
-				g.anat = make([]float64, g.size)
+			if g.anatSum == nil {
+				g.anatSum = make([]int64, g.size*nSizes)
 			}
+			base := int(st.sizeOf[gid]) * g.size
 			for e := st.start[gid]; e < st.start[gid+1]; e++ {
-				g.anat[g.local[0][p.slots[sl].classOfIndex[st.value[e]]+1]] += st.share[e]
+				g.anatSum[base+int(g.local[0][p.slots[sl].classOfIndex[st.value[e]]+1])] += st.count[e] * n
 			}
 		})
 	}
 	return nil
+}
+
+// anatomySums sets the group's estimates Σ_g m_g·c_g(s)/n_g from its
+// integer sums, adding the terms of each group size in increasing order
+// of size: the same float whatever the order in which rows were read.
+func (g *group) anatomySums(st *AnatomyGroups) {
+	if g.anatSum == nil {
+		return
+	}
+	g.anat = make([]float64, g.size)
+	for k, n := range st.sizes {
+		for t := range g.size {
+			g.anat[t] += float64(g.anatSum[k*g.size+t]) / float64(n)
+		}
+	}
 }
 
 // ScanTruth counts, in one pass over in, the original table the release
@@ -417,11 +525,15 @@ func classify(cells []*cellReader, rec arrow.RecordBatch, first int64, cls [][]i
 // AnatomyGroups is Anatomy's sensitive table, by group, as Xiao and Tao's
 // estimator Σ_g m_g·c_g(s)/n_g reads it (the paper's baseline, §9.4): the
 // entries of group g are start[g] ≤ e < start[g+1], each a value index and
-// its share c_g(s)/n_g of the group.
+// its count c_g(s) in the group.
 type AnatomyGroups struct {
 	start []int32
 	value []uint32
-	share []float64
+	count []int64 // c_g(s)
+	// sizes are the distinct group sizes n_g in increasing order, and
+	// sizeOf[g] is the index of n_g among them.
+	sizes  []int64
+	sizeOf []int32
 }
 
 // ReadAnatomyGroups reads the rows of Anatomy's sensitive table (columns
@@ -486,11 +598,18 @@ func ReadAnatomyGroups(in table.Reader, rel *Release) (*AnatomyGroups, error) {
 			per[gid] += cnt
 		}
 	}
-	st := &AnatomyGroups{start: make([]int32, rel.Groups+1), value: make([]uint32, len(entries)), share: make([]float64, len(entries))}
+	st := &AnatomyGroups{start: make([]int32, rel.Groups+1), value: make([]uint32, len(entries)), count: make([]int64, len(entries)), sizeOf: make([]int32, rel.Groups)}
 	for g, n := range per {
 		if n == 0 {
 			return nil, fmt.Errorf("%s: group %d has no entry; the file was edited: publish the original table again with anonymize", in.Name(), g)
 		}
+		if !slices.Contains(st.sizes, n) {
+			st.sizes = append(st.sizes, n)
+		}
+	}
+	slices.Sort(st.sizes)
+	for g, n := range per {
+		st.sizeOf[g] = int32(slices.Index(st.sizes, n))
 	}
 	for _, e := range entries {
 		st.start[e.group+1]++
@@ -501,7 +620,7 @@ func ReadAnatomyGroups(in table.Reader, rel *Release) (*AnatomyGroups, error) {
 	next := append([]int32(nil), st.start[:rel.Groups]...)
 	for _, e := range entries {
 		st.value[next[e.group]] = e.value
-		st.share[next[e.group]] = float64(e.count) / float64(per[e.group])
+		st.count[next[e.group]] = e.count
 		next[e.group]++
 	}
 	return st, nil

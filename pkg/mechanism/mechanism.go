@@ -106,13 +106,13 @@ var Table = []Descriptor{
 		[]string{"round-two", "columns", "tabulate"}},
 	{release.MechanismDiverted, Anonymize, KindCounts,
 		[]string{"grouping"},
-		[]string{"query", "queries", "decoy", "ibu-stop", "ibu-tol", "ibu-max-iter"}},
+		[]string{"query", "queries", "decoy", "ibu-stop", "ibu-tol", "ibu-max-iter", "columns", "tabulate"}},
 	{release.MechanismAnatomy, Anonymize, KindCounts,
 		[]string{"groups", "group-column", "grouping"},
-		[]string{"query", "queries", "groups"}},
+		[]string{"query", "queries", "groups", "columns", "tabulate"}},
 	{release.MechanismGlobal, Anonymize, KindCounts,
 		[]string{"p"},
-		[]string{"query", "queries"}},
+		[]string{"query", "queries", "columns", "tabulate"}},
 }
 
 // Lookup returns the mechanism named name.

@@ -79,6 +79,13 @@ var ReleasePartKeys = []string{KeyMechanism, KeyFingerprint, KeyGamma, KeyGammas
 // checkable.
 var DDPSPartKeys = []string{KeyMechanism, KeyFingerprint, "column", "none_token", "non_participant", "pi_s", "pi_bot", "values", KeyEpsilon, KeyCodebook}
 
+// AnonymizePartKeys are ReleasePartKeys' analogue for anonymize's
+// publications (A′, Anatomy's row table, global): the parts of one release,
+// and their count tables, agree on all of them. A′ and global releases
+// carry no id of their own, so two runs with the same parameters on the
+// same table are told apart only by their rows' total against N.
+var AnonymizePartKeys = []string{KeyMechanism, KeySensitive, KeyCodebook, KeyRows, KeyDropped, KeyMissingDropped, KeyUnknown, KeyMissing, KeyL, KeyGrouping, KeyGroups, KeyGroupColumn, KeyReleaseID, "p", "p_per_column"}
+
 // BitflipPartKeys are ReleasePartKeys' analogue for bitflip releases: q, L,
 // the layout and the ε they give, and the codebook. A bitflip release
 // records no number of rows either.

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -103,6 +104,27 @@ func splitRand(r *rand.Rand) *rand.Rand {
 // of 115 MB, for about 5 % more CPU). Kept for callers that bypass Run.
 func softMemoryLimit() { cli.SoftMemoryLimit() }
 
+// divertedMemoryLimit is A′'s soft memory limit, below cli.MemoryLimit: its
+// live heap is about 28 MiB at 10M rows (an input batch, the shuffle's
+// spill buffers or the bucket being emitted, a Parquet batch), so under
+// cli.MemoryLimit the heap grew to the limit between collections and the
+// peak RSS, with ~28 MB of the binary's text on top, was 93–99 MB at 10M
+// rows. At 48 MiB it is 73 MB on 1M rows (89 MB before) and 79 MB on 10M,
+// for about 8 % more CPU (collections twice as often).
+const divertedMemoryLimit = 48 << 20
+
+// lowerMemoryLimit puts the run under divertedMemoryLimit unless GOMEMLIMIT
+// is set (it wins) or a lower limit is in force.
+func lowerMemoryLimit() {
+	softMemoryLimit()
+	if os.Getenv("GOMEMLIMIT") != "" {
+		return
+	}
+	if cur := debug.SetMemoryLimit(-1); cur > divertedMemoryLimit {
+		debug.SetMemoryLimit(divertedMemoryLimit)
+	}
+}
+
 // pass is one pass over the input: per kept row (a row no --missing drop
 // removes), its value index in every sensitive column.
 func (g *globalRun) pass(in table.Reader, row func(rec arrow.RecordBatch, i int, vals []uint32) error) error {
@@ -196,7 +218,7 @@ func (o *Options) countPass(in table.Reader, cb *codebook.Codebook, r *rand.Rand
 // counts, pass 2 publishes each row as it comes, through the bounded-memory
 // shuffle unless --keep-order. Memory does not grow with the rows.
 func (o *Options) runDiverted(in table.Reader, cb *codebook.Codebook) error {
-	softMemoryLimit()
+	lowerMemoryLimit()
 	r := o.Seed.Rand(o.cmd)
 	shuffleRand := splitRand(r)
 	g, plan, d, err := o.countPass(in, cb, r)
@@ -214,7 +236,20 @@ func (o *Options) runDiverted(in table.Reader, cb *codebook.Codebook) error {
 		return err
 	}
 	defer in2.Close()
+	// The sensitive columns travel as codes over their codebook's labels
+	// (table.Labels): 4 bytes a cell through the shuffle instead of a
+	// string, and the Parquet writer takes them as dictionary pages
+	// without hashing a label per row.
 	schema := table.StringSchema(g.names)
+	labels := make([]*table.Labels, len(g.sens))
+	fields := schema.Fields()
+	for j, k := range g.which {
+		if k >= 0 {
+			labels[k] = table.NewLabels(g.sens[k].col.Labels())
+			fields[j] = table.DictField(g.names[j])
+		}
+	}
+	schema = arrow.NewSchema(fields, nil)
 	fw, err := o.Streams.Create(o.Output, schema, meta, in.Format(), o.inputs())
 	if err != nil {
 		return err
@@ -232,8 +267,7 @@ func (o *Options) runDiverted(in table.Reader, cb *codebook.Codebook) error {
 	sw := newAsyncWriter(ow)
 	defer sw.Abort()
 	meter := o.Streams.Progress("anonymize: publish")
-	pw := &publisher{g: g, schema: schema, w: sw, meter: meter, labels: make([][]uint32, len(g.sens))}
-	defer pw.release()
+	pw := &publisher{g: g, schema: schema, w: sw, meter: meter, labels: make([][]uint32, len(g.sens)), dicts: labels}
 	pub := make([]uint32, len(g.sens))
 	g.batchDone = pw.flush
 	err = g.pass(in2, func(rec arrow.RecordBatch, i int, vals []uint32) error {
@@ -267,8 +301,8 @@ func (o *Options) runDiverted(in table.Reader, cb *codebook.Codebook) error {
 
 // publisher writes A′'s published rows one input batch at a time: the
 // non-sensitive columns are the input's own arrays when they are text and
-// no row of the batch is left out (the usual case), else copied row by
-// row; the sensitive columns are built from the codebook's labels.
+// no row of the batch is left out (the usual case), else copied; the
+// sensitive columns are the published codes over the codebook's labels.
 type publisher struct {
 	g      *globalRun
 	schema *arrow.Schema
@@ -276,7 +310,7 @@ type publisher struct {
 	meter  *progress.Meter
 	rows   []int      // the input batch's published rows
 	labels [][]uint32 // per sensitive column, their published values
-	bb     *table.BatchBuilder
+	dicts  []*table.Labels
 }
 
 // flush writes the published rows of input batch rec (globalRun.batchDone).
@@ -291,69 +325,42 @@ func (p *publisher) flush(rec arrow.RecordBatch) error {
 			p.labels[k] = p.labels[k][:0]
 		}
 	}()
-	var out arrow.RecordBatch
-	if n == int(rec.NumRows()) {
-		cols := make([]arrow.Array, len(p.g.which))
-		defer func() {
-			for _, c := range cols {
-				if c != nil {
-					c.Release()
-				}
+	whole := n == int(rec.NumRows())
+	cols := make([]arrow.Array, len(p.g.which))
+	defer func() {
+		for _, c := range cols {
+			if c != nil {
+				c.Release()
 			}
-		}()
-		for j, k := range p.g.which {
-			switch a := rec.Column(j).(type) {
-			case *array.String:
-				if k < 0 {
-					a.Retain()
-					cols[j] = a
-					continue
-				}
-			}
-			b := array.NewStringBuilder(memory.DefaultAllocator)
-			b.Reserve(n)
-			if k >= 0 {
-				col := p.g.sens[k].col
-				for _, y := range p.labels[k] {
-					b.Append(col.Label(int(y)))
-				}
-			} else {
-				for _, i := range p.rows {
-					b.Append(p.g.cells[j].String(i))
-				}
-			}
-			cols[j] = b.NewArray()
-			b.Release()
 		}
-		out = array.NewRecordBatch(p.schema, cols, int64(n))
-	} else {
-		if p.bb == nil {
-			p.bb = table.NewBatchBuilder(p.schema)
+	}()
+	for j, k := range p.g.which {
+		if k >= 0 {
+			// A copy: the batch waits in the writer's queue while
+			// p.labels fills with the next batch's codes.
+			cols[j] = p.dicts[k].Column(slices.Clone(p.labels[k]))
+			continue
 		}
-		for r, i := range p.rows {
-			for j, k := range p.g.which {
-				if k >= 0 {
-					p.bb.String(j, p.g.sens[k].col.Label(int(p.labels[k][r])))
-				} else {
-					p.bb.String(j, p.g.cells[j].String(i))
-				}
-			}
-			p.bb.EndRow()
+		if a, ok := rec.Column(j).(*array.String); ok && whole {
+			a.Retain()
+			cols[j] = a
+			continue
 		}
-		out = p.bb.NewBatch()
+		b := array.NewStringBuilder(memory.DefaultAllocator)
+		b.Reserve(n)
+		for _, i := range p.rows {
+			b.Append(p.g.cells[j].String(i))
+		}
+		cols[j] = b.NewArray()
+		b.Release()
 	}
+	out := array.NewRecordBatch(p.schema, cols, int64(n))
 	defer out.Release()
 	if err := p.w.Write(out); err != nil {
 		return err
 	}
 	p.meter.Add(int64(n))
 	return nil
-}
-
-func (p *publisher) release() {
-	if p.bb != nil {
-		p.bb.Release()
-	}
 }
 
 // runAnatomy publishes the Anatomy baseline: the rows with a group id

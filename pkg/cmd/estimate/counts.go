@@ -97,7 +97,20 @@ rows of group g satisfy P, c_g(s) of its n_g values are s); the sensitive
 table comes from --groups FILE, by default the file named in the metadata
 next to the release. global (mechanism A, keep probability p over V
 values): the unbiased inversion (y − (1 − p)·n_P/V)/p over the n_P rows
-satisfying P (and its tensor form for several sensitive values).`
+satisfying P (and its tensor form for several sensitive values).
+
+Parts. A big release can be read in parts: files each holding some of its
+rows with its metadata (CSV cut at line boundaries, Parquet row groups
+written out by a job), and count tables. --tabulate --columns C1,C2,…
+writes a part's count table: its rows counted by their values in those
+columns plus the sensitive columns (anatomy: the group id), one row per
+combination seen, with the release's metadata; --tabulate merges count
+tables and rows too. estimate then takes any mix of parts and count
+tables and answers the queries exactly as one run over all the rows
+would. The parts must add up to the release's N rows (more is refused as
+overlapping parts, fewer as a missing part), carry the same metadata, and
+every column a query names must be in every count table (a query on
+another column is refused, naming it).`
 
 	countsExample = `
 
@@ -106,7 +119,10 @@ satisfying P (and its tensor form for several sensitive values).`
   query,estimate,iterations
   "sex=Female,occupation=Sales",1298.05,1
   $ estimate --codebook codebook.json --queries queries.csv --truth adult.csv -o answers.csv adult.l5.csv
-  $ estimate --codebook codebook.json --query 'age=25-34,occupation=Craft-repair' adult.l5.csv`
+  $ estimate --codebook codebook.json --query 'age=25-34,occupation=Craft-repair' adult.l5.csv
+  # a release in parts (README: Splitting the work): count tables, then the queries
+  $ estimate --tabulate --columns sex,race a5.part1.csv -o a5.c1.csv
+  $ estimate --query 'sex=Female,race=White,occupation=Sales' a5.c1.csv a5.part2.csv`
 )
 
 // countsKind is the line of estimate's kinds for counts releases.
@@ -193,6 +209,12 @@ func runCounts(o *Options, in table.Reader) error {
 	if err != nil {
 		return err
 	}
+	if err := o.checkCountTabulate(); err != nil {
+		return err
+	}
+	if o.Tabulate {
+		return o.tabulateCounts(in, rel)
+	}
 	switch {
 	case co.Query != "" && co.Queries != "":
 		return cli.Usagef("give either --query or --queries, not both")
@@ -227,6 +249,9 @@ func runCounts(o *Options, in table.Reader) error {
 			return err
 		}
 	}
+	if err := checkCountTableQueries(in, rel, queries, co.Queries); err != nil {
+		return err
+	}
 	plan, err := countquery.NewPlan(&rel.Release, in.Schema(), nsaBook, queries, co.Queries)
 	if err != nil {
 		return err
@@ -237,13 +262,7 @@ func runCounts(o *Options, in table.Reader) error {
 			return err
 		}
 	}
-	if d, err := reopenQueriedAsDictionaries(o, in, plan.Columns()); err != nil {
-		return err
-	} else if d != nil {
-		defer d.Close()
-		in = d
-	}
-	if err := plan.ScanRelease(in, st, o.Streams.Progress("estimate: read")); err != nil {
+	if err := o.scanCountParts(in, rel, plan, st, queries, co.Queries); err != nil {
 		return err
 	}
 	hasTruth := len(o.Truth) == 1

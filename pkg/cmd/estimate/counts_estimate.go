@@ -165,7 +165,7 @@ func (o *Options) writeCountAnswers(rel *countRelease, queries []countquery.Quer
 		meta.SetInt(release.KeyIBUMaxIter, int64(stop.maxIter))
 	}
 	o.markInsecureSeed(meta)
-	inputs := append([]string{o.Input, o.countOpts().Queries, o.countOpts().Groups}, o.Truth...)
+	inputs := append(o.pramInputs(), o.countOpts().Queries, o.countOpts().Groups) // every part, and --truth
 	w, err := o.Streams.Create(o.Output, schema, meta, table.CSV, inputs)
 	if err != nil {
 		return err

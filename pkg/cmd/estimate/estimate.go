@@ -40,7 +40,8 @@ type Options struct {
 	Columns  []string // --columns: restrict to these columns
 	Codebook string   // --codebook: labels when the metadata lacks them
 	// Tabulate (--tabulate): write the release's counts, a count table,
-	// instead of estimates (γ-diagonal: pram_parts.go; bitflip, ddps: local_parts.go).
+	// instead of estimates (γ-diagonal: pram_parts.go; bitflip, ddps:
+	// local_parts.go; anonymize releases: counts_parts.go).
 	Tabulate bool
 
 	mech mechanism.Options
@@ -80,9 +81,9 @@ func NewCmd(s *cli.Streams, runF func(*Options) error) *cobra.Command {
 	f := cmd.Flags()
 	f.BoolVar(&opts.JSON, "json", false, "print a JSON summary")
 	f.StringArrayVar(&opts.Truth, "truth", nil, "original table `FILE` (repeat for each curator's), to report the estimation error")
-	f.StringSliceVar(&opts.Columns, "columns", nil, "estimate over these columns only")
+	f.StringSliceVar(&opts.Columns, "columns", nil, "estimate over these columns only (anonymize releases, with --tabulate: the columns the count table keeps)")
 	f.StringVar(&opts.Codebook, "codebook", "", "codebook `FILE` for labels the metadata does not carry")
-	f.BoolVar(&opts.Tabulate, "tabulate", false, "gamma-diagonal, bitflip, ddps: write the release's counts (a count table) instead of estimates")
+	f.BoolVar(&opts.Tabulate, "tabulate", false, "write the release's counts (a count table) instead of estimates (anonymize releases: by the values of --columns)")
 	for _, k := range kinds {
 		k.addFlags(cmd, opts)
 	}
@@ -118,8 +119,5 @@ func run(o *Options) error {
 		return cli.Usagef("%s", msg)
 	}
 	k := slices.IndexFunc(kinds, func(k kind) bool { return k.name == d.Kind })
-	if len(o.Inputs) > 1 && d.Kind == mechanism.KindCounts {
-		return cli.Usagef("%s is a %s release: estimate merges several files only for γ-diagonal, bitflip and ddps releases; give one file", in.Name(), mech)
-	}
 	return kinds[k].run(o, in)
 }

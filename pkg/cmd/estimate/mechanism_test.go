@@ -53,8 +53,8 @@ func TestFlagsOfOtherKindsRefused(t *testing.T) {
 			Msg: "--level applies to gamma-diagonal, bitflip releases only"},
 		{Name: "level on global", Args: []string{global, "--query", "a=x", "--level", "0.9"}, Code: 2,
 			Msg: "--level applies to gamma-diagonal, bitflip releases only"},
-		{Name: "columns on anatomy", Args: []string{anatomy, "--query", "a=x", "--columns", "a"}, Code: 2,
-			Msg: "--columns applies to gamma-diagonal, bitflip, ddps releases only"},
+		{Name: "round-two on anatomy", Args: []string{anatomy, "--query", "a=x", "--round-two"}, Code: 2,
+			Msg: "--round-two applies to ddps releases only"},
 	}
 	cmdtest.ExpectFailures(t, build, out, tests, "-o", out)
 }

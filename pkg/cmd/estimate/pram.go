@@ -114,7 +114,7 @@ it takes several parts too, and need not cover the whole release. The
 files must be parts of the same release (same fingerprint, γ, n, m, K,
 columns and codebook), and their rows, a count table's counts, must add
 up to m: a part given twice or a missing one is refused, with each file's
-rows. Other kinds of release take one file.
+rows. The other kinds of release take parts too (estimate help KIND).
 
 --json prints a summary instead of the table (the table still goes to -o
 when given): method, epsilon (Theorem III.2 for n, m, γ), gamma, n, m, K,

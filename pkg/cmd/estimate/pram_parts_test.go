@@ -140,19 +140,3 @@ func TestPRAMPartsRefused(t *testing.T) {
 		}
 	}
 }
-
-// TestPRAMPartsOnlyForGammaDiagonal: other kinds of release (but bitflip, ddps,
-// local_parts.go) take one file and refuse --tabulate (mechanism.Table gives
-// it to gamma-diagonal, bitflip and ddps only).
-func TestPRAMPartsOnlyForGammaDiagonal(t *testing.T) {
-	f := newPRAMFixture(t)
-	rel := f.write("global.csv", []string{"a"}, [][]string{{"x"}}, table.Meta{"mechanism": "global"})
-	code, _, errs := pramRunTool(NewCmd, "--tabulate", rel)
-	if code != 2 || !strings.Contains(errs, "--tabulate applies to gamma-diagonal, bitflip, ddps releases only") {
-		t.Errorf("--tabulate on global: exit %d, %s", code, errs)
-	}
-	code, _, errs = pramRunTool(NewCmd, rel, rel)
-	if code != 2 || !strings.Contains(errs, "estimate merges several files only for γ-diagonal, bitflip and ddps releases") {
-		t.Errorf("two global files: exit %d, %s", code, errs)
-	}
-}
