@@ -148,7 +148,7 @@ func runBitflip(o *Options) error {
 	}
 	defer w.Abort()
 	r := o.Seed.Rand(o.cmd)
-	if w, err = o.Order.Writer(w, schema, r); err != nil {
+	if w, err = o.Order.BitsWriter(w, schema, r); err != nil {
 		return err
 	}
 	defer w.Abort()
