@@ -112,8 +112,11 @@ func (s *Shuffler) writeBits(cols []arrow.Array, n int) error {
 		switch {
 		case last < 0:
 			// The first chunk small, so that a small table costs little;
-			// it grows by doubling up to a full chunk.
-			size := min(full, max(len(p), 1024))
+			// it grows by doubling up to a full chunk. Its size does not
+			// depend on the batches, so neither does when the rows spill
+			// (held after k rows is a function of k): the output is the
+			// same whatever the batch sizes written.
+			size := min(full, 1024*W)
 			b.chunks = append(b.chunks, make([]uint64, 0, size))
 			s.held += int64(8 * size)
 			last++

@@ -199,7 +199,10 @@ func (s *Shuffler) Spilled() bool { return s.dir != "" }
 // Dir is the private spill directory, or "" when nothing was spilled.
 func (s *Shuffler) Dir() string { return s.dir }
 
-// Write adds the rows of rec, which the caller still owns.
+// Write adds the rows of rec, which the caller still owns. What Emit gives
+// depends on the rows written and the source only, not on how they were
+// cut into batches (the budget is checked row by row, and in bit mode held
+// memory is a function of the row count), so a caller need not rebatch.
 func (s *Shuffler) Write(rec arrow.RecordBatch) error {
 	if s.emitted {
 		return errors.New("shuffle: Write after Emit")

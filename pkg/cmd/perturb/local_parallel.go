@@ -12,6 +12,7 @@ import (
 
 	"github.com/pramkit/pramkit/pkg/pipeline"
 	"github.com/pramkit/pramkit/pkg/rng"
+	"github.com/pramkit/pramkit/pkg/shuffle"
 	"github.com/pramkit/pramkit/pkg/table"
 )
 
@@ -79,7 +80,14 @@ func runLocal(o *Options, in table.Reader, chunkRows, batchRows int, w table.Wri
 		}
 		return c, nil
 	}
-	out := pipeline.NewRebatcher(w, full)
+	// A shuffle's output does not depend on the batches it is given
+	// (shuffle.Shuffler.Write), so the chunks go to it as they are; a
+	// Parquet or Arrow file's bytes do, so under --keep-order they are
+	// rebatched.
+	var out batchWriter = pipeline.NewRebatcher(w, full)
+	if _, shuffled := w.(*shuffle.Writer); shuffled {
+		out = direct{w}
+	}
 	defer out.Release()
 	emit := func(c *localChunk) error {
 		defer c.rec.Release()
@@ -105,6 +113,21 @@ func runLocal(o *Options, in table.Reader, chunkRows, batchRows int, w table.Wri
 	}
 	return nil
 }
+
+// batchWriter is where runLocal writes the chunks' reports: a
+// pipeline.Rebatcher, or direct.
+type batchWriter interface {
+	Write(arrow.RecordBatch) error
+	Flush() error
+	Release()
+}
+
+// direct writes each batch as it is.
+type direct struct{ w table.Writer }
+
+func (d direct) Write(rec arrow.RecordBatch) error { return d.w.Write(rec) }
+func (direct) Flush() error                        { return nil }
+func (direct) Release()                            {}
 
 // firstBad keeps the first bad cell of a chunk in the order a row-by-row
 // loop meets them: by row, then by column.
