@@ -252,6 +252,8 @@ func bitflipRows(o *Options, in table.Reader, cols []bitflipColumn, haveCodebook
 		values []int
 		st     rng.Stream
 		z      *bitflip.Randomizer
+		words  []uint64 // L ≤ 64: the chunk's rows, one word each
+		blocks []byte   // scratch of RandomizeKeyed
 	}
 	states := sync.Pool{New: func() any {
 		s := &state{coders: make([]*table.Coder, len(cols)), codes: make([][]uint32, len(cols)),
@@ -297,6 +299,9 @@ func bitflipRows(o *Options, in table.Reader, cols []bitflipColumn, haveCodebook
 		}
 		block := table.Block(L, n)
 		row0 := uint64(c.first - 1)
+		if L <= 64 {
+			return bitflipWords(c, s.codes, s.values, s.word, &s.words, &s.blocks, layout, mech, keyed, tag, block, schema)
+		}
 		for i := range n {
 			for j := range cols {
 				s.values[j] = int(s.codes[j][i])
@@ -318,6 +323,49 @@ func bitflipRows(o *Options, in table.Reader, cols []bitflipColumn, haveCodebook
 	// Chunks of at most 1 MiB of bits (a chunk in flight pins its input
 	// batch too), written in batches of at most 4 MiB.
 	return runLocal(o, in, max(64, min(table.DefaultBatchSize, (1<<18)/L)), max(64, min(table.DefaultBatchSize, (1<<20)/L)), w, work)
+}
+
+// bitflipWords is bitflipRows' work on a chunk of rows of L ≤ 64 bits, a
+// word each: the rows are encoded a column at a time, randomized together
+// (bitflip.Mechanism.RandomizeKeyed, row i drawing from its own stream
+// (tag, row0 + i) as before), and cut into the L output columns a column
+// at a time — no per-row calls.
+func bitflipWords(c *localChunk, codes [][]uint32, values []int, word []uint64, words *[]uint64, blocks *[]byte,
+	layout *bitflip.Layout, mech *bitflip.Mechanism, keyed *rng.Keyed, tag uint32, block [][]uint32, schema *arrow.Schema) error {
+	n := int(c.rec.NumRows())
+	ws := slices.Grow((*words)[:0], n)[:n]
+	*words = ws
+	clear(ws)
+	for j := range layout.NumGroups() {
+		g := layout.Group(j)
+		off, k := uint(layout.Offset(j)), uint32(len(g.Labels))
+		oneHot := g.Kind == bitflip.OneHot
+		for i, x := range codes[j][:n] {
+			if x >= k {
+				// Layout.Encode says what is wrong.
+				for jj := range values {
+					values[jj] = int(codes[jj][i])
+				}
+				return layout.Encode(values, word)
+			}
+			if oneHot {
+				ws[i] |= 1 << (off + uint(x))
+			} else {
+				ws[i] |= uint64(x) << off
+			}
+		}
+	}
+	var err error
+	if *blocks, err = mech.RandomizeKeyed(ws, keyed, tag, uint64(c.first-1), *blocks); err != nil {
+		return err
+	}
+	for b, col := range block {
+		for i, w := range ws {
+			col[i] = uint32(w >> uint(b) & 1)
+		}
+	}
+	c.out = table.Int32Batch(schema, block, n)
+	return nil
 }
 
 // bitValue is the value index of row i of column c: the codebook index, or
