@@ -43,6 +43,12 @@ type bitRows struct {
 
 	draws uint64 // unused bucket draws (power-of-two bucket counts)
 	left  int    // draws left in draws
+
+	// Column buffers of emitted batches that fn is done with (Emit's
+	// contract: fn keeps nothing), for the next batches: a batch's
+	// columns are fresh memory otherwise, 4 bytes a cell, which fed the
+	// collector as much as the rest of perturb bitflip.
+	free chan [][]int32
 }
 
 // newBitRows is the bit-mode state for cols columns, or an error when a
@@ -54,7 +60,7 @@ func newBitRows(schema *arrow.Schema) (*bitRows, error) {
 		}
 	}
 	c := schema.NumFields()
-	return &bitRows{cols: c, words: (c + 63) / 64, bytes: (c + 7) / 8}, nil
+	return &bitRows{cols: c, words: (c + 63) / 64, bytes: (c + 7) / 8, free: make(chan [][]int32, 2)}, nil
 }
 
 // bucketOf draws a bucket uniformly from 0..n−1. For n = 2^k (the default
@@ -352,9 +358,19 @@ func (e *emitter) flushBits() error {
 	if n == 0 {
 		return nil
 	}
+	var bufs [][]int32
+	select {
+	case bufs = <-b.free:
+	default:
+	}
 	arrs := make([]arrow.Array, b.cols)
 	for j := range arrs {
-		col := make([]int32, n)
+		var col []int32
+		if bufs != nil && cap(bufs[j]) >= n {
+			col = bufs[j][:n]
+		} else {
+			col = make([]int32, n)
+		}
 		w, sh := j>>6, uint(j&63)
 		if W == 1 {
 			for i, x := range e.bitBatch {
@@ -376,4 +392,19 @@ func (e *emitter) flushBits() error {
 	defer rec.Release()
 	e.bitBatch = e.bitBatch[:0]
 	return e.fn(rec)
+}
+
+// recycle keeps the column buffers of an emitted batch that fn is done
+// with, for flushBits (at most two batches' worth: one being decoded while
+// the other is written).
+func (b *bitRows) recycle(rec arrow.RecordBatch) {
+	bufs := make([][]int32, rec.NumCols())
+	for j, c := range rec.Columns() {
+		v := c.(*array.Int32).Int32Values()
+		bufs[j] = v[:0:cap(v)]
+	}
+	select {
+	case b.free <- bufs:
+	default:
+	}
 }

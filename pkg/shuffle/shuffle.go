@@ -433,6 +433,9 @@ func (s *Shuffler) Emit(fn func(arrow.RecordBatch) error) error {
 					close(failed)
 				}
 			}
+			if s.bits != nil {
+				s.bits.recycle(rec) // fn keeps nothing of rec
+			}
 			rec.Release()
 		}
 	}()

@@ -270,6 +270,10 @@ func bitflipRows(o *Options, in table.Reader, cols []bitflipColumn, haveCodebook
 		s.z = mech.NewRandomizer(rand.New(&s.st))
 		return s
 	}}
+	blocks := sync.Pool{New: func() any {
+		b := make([][]uint32, L)
+		return &b
+	}}
 	work := func(c *localChunk) error {
 		s := states.Get().(*state)
 		defer states.Put(s)
@@ -297,11 +301,18 @@ func bitflipRows(o *Options, in table.Reader, cols []bitflipColumn, haveCodebook
 		if bad.err != nil {
 			return &table.DataError{File: in.Name(), Row: c.first + int64(bad.row), Column: cols[bad.col].name, Err: bad.err}
 		}
-		block := table.Block(L, n)
 		row0 := uint64(c.first - 1)
 		if L <= 64 {
+			// The chunk's output columns, reused once written.
+			bp := blocks.Get().(*[][]uint32)
+			block := *bp
+			for b := range block {
+				block[b] = slices.Grow(block[b][:0], n)[:n]
+			}
+			c.free = func() { blocks.Put(bp) }
 			return bitflipWords(c, s.codes, s.values, s.word, &s.words, &s.blocks, layout, mech, keyed, tag, block, schema)
 		}
+		block := table.Block(L, n)
 		for i := range n {
 			for j := range cols {
 				s.values[j] = int(s.codes[j][i])

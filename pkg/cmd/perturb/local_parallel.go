@@ -30,6 +30,9 @@ type localChunk struct {
 	rec   arrow.RecordBatch // retained by next, released by emit
 	first int64             // 1-based row number of its first row
 	out   arrow.RecordBatch // the reports, set by work
+	// free, if work sets it, is called once out is written: out's memory
+	// may then be reused (a table.Writer keeps nothing of a batch).
+	free func()
 }
 
 // localKey draws the run's row-keyed generator from its source r.
@@ -92,6 +95,9 @@ func runLocal(o *Options, in table.Reader, chunkRows, batchRows int, w table.Wri
 	emit := func(c *localChunk) error {
 		defer c.rec.Release()
 		defer c.out.Release()
+		if c.free != nil {
+			defer c.free()
+		}
 		if err := out.Write(c.out); err != nil {
 			return err
 		}
