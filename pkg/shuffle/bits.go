@@ -108,6 +108,41 @@ func (s *Shuffler) writeBits(cols []arrow.Array, n int) error {
 			return fmt.Errorf("shuffle: column %q holds %d, and bit mode (Options.Bits) takes only 0 and 1", s.schema.Field(j).Name, v[i])
 		}
 	}
+	return s.addPacked(p, n)
+}
+
+// WritePacked adds n rows given packed, as bit mode holds them: row i is
+// words [i·W, (i+1)·W) of rows, W = ⌈columns/64⌉, column j its bit j%64 of
+// word j/64. It is Write without the columns, for a caller that has its
+// rows packed already (perturb bitflip: L ≤ 64 bits a word); the order
+// emitted is the same as for the same rows written with Write. A bit past
+// the last column is refused. rows is not kept.
+func (s *Shuffler) WritePacked(rows []uint64) error {
+	b := s.bits
+	switch {
+	case s.emitted:
+		return errors.New("shuffle: Write after Emit")
+	case b == nil:
+		return errors.New("shuffle: WritePacked needs bit mode (Options.Bits)")
+	case len(rows)%b.words != 0:
+		return fmt.Errorf("shuffle: %d words are not whole rows of %d words", len(rows), b.words)
+	}
+	if r := b.cols % 64; r != 0 {
+		var over uint64
+		for i := b.words - 1; i < len(rows); i += b.words {
+			over |= rows[i] >> uint(r)
+		}
+		if over != 0 {
+			return fmt.Errorf("shuffle: a packed row has a bit past its %d columns", b.cols)
+		}
+	}
+	return s.addPacked(rows, len(rows)/b.words)
+}
+
+// addPacked holds or scatters n packed rows p.
+func (s *Shuffler) addPacked(p []uint64, n int) error {
+	b := s.bits
+	W := b.words
 	s.rows += int64(n)
 	if s.dir != "" {
 		return b.scatter(s, s.buckets, p)

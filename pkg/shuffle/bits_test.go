@@ -338,3 +338,70 @@ func TestOutputDoesNotDependOnBatches(t *testing.T) {
 		}
 	}
 }
+
+// TestWritePackedIsWrite: rows given packed to WritePacked come out as the
+// same rows written as columns with Write, in the same order (in memory
+// and spilled, one word and two words a row); a bit past the last column,
+// a ragged row and a Shuffler not in bit mode are refused.
+func TestWritePackedIsWrite(t *testing.T) {
+	for _, c := range []int{17, 64, 70} {
+		for _, budget := range []int64{1 << 20, 2 << 10} {
+			rows := make([][]uint32, 3000)
+			src := rand.New(rand.NewPCG(3, uint64(c)))
+			for i := range rows {
+				rows[i] = make([]uint32, c)
+				for j := range rows[i] {
+					rows[i][j] = uint32(src.IntN(2))
+				}
+			}
+			opt := Options{Budget: budget, Buckets: 4, Dir: t.TempDir(), BatchRows: 500}
+			want, _ := runBits(t, rows, 9, opt)
+			opt.Bits = true
+			s, err := New(bitSchema(c), rng.NewSeeded(9), opt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			W := (c + 63) / 64
+			for off := 0; off < len(rows); off += 7 {
+				var p []uint64
+				for _, r := range rows[off:min(off+7, len(rows))] {
+					w := make([]uint64, W)
+					for j, v := range r {
+						w[j/64] |= uint64(v) << (j % 64)
+					}
+					p = append(p, w...)
+				}
+				if err := s.WritePacked(p); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var got []string
+			if err := s.Emit(func(rec arrow.RecordBatch) error {
+				for _, r := range rowStrings(rec) {
+					got = append(got, strings.ReplaceAll(r, "|", ""))
+				}
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(got, want) {
+				t.Errorf("%d columns, budget %d: WritePacked gave another order or other rows than Write", c, budget)
+			}
+		}
+	}
+	s, _ := New(bitSchema(17), rng.NewSeeded(1), Options{Bits: true})
+	defer s.Close()
+	if err := s.WritePacked([]uint64{1 << 17}); err == nil || !strings.Contains(err.Error(), "past its 17 columns") {
+		t.Errorf("bit 17 of a 17-column row: got %v", err)
+	}
+	s2, _ := New(bitSchema(70), rng.NewSeeded(1), Options{Bits: true})
+	defer s2.Close()
+	if err := s2.WritePacked([]uint64{1, 2, 3}); err == nil || !strings.Contains(err.Error(), "whole rows") {
+		t.Errorf("3 words of 2-word rows: got %v", err)
+	}
+	s3, _ := New(bitSchema(3), rng.NewSeeded(1), Options{})
+	defer s3.Close()
+	if err := s3.WritePacked([]uint64{1}); err == nil || !strings.Contains(err.Error(), "bit mode") {
+		t.Errorf("WritePacked without bit mode: got %v", err)
+	}
+}

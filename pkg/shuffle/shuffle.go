@@ -742,6 +742,12 @@ func NewWriter(w table.Writer, schema *arrow.Schema, r *rand.Rand, opt Options) 
 // Write collects the rows of rec.
 func (sw *Writer) Write(rec arrow.RecordBatch) error { return sw.s.Write(rec) }
 
+// WritePacked collects packed rows (Shuffler.WritePacked; bit mode only).
+func (sw *Writer) WritePacked(rows []uint64) error { return sw.s.WritePacked(rows) }
+
+// Packed tells whether WritePacked can be used: the shuffle is in bit mode.
+func (sw *Writer) Packed() bool { return sw.s.bits != nil }
+
 // Commit writes the rows in a random order, then commits.
 func (sw *Writer) Commit() error {
 	if err := sw.s.Emit(sw.w.Write); err != nil {

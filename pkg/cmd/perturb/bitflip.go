@@ -252,8 +252,7 @@ func bitflipRows(o *Options, in table.Reader, cols []bitflipColumn, haveCodebook
 		values []int
 		st     rng.Stream
 		z      *bitflip.Randomizer
-		words  []uint64 // L ≤ 64: the chunk's rows, one word each
-		blocks []byte   // scratch of RandomizeKeyed
+		blocks []byte // scratch of RandomizeKeyed
 	}
 	states := sync.Pool{New: func() any {
 		s := &state{coders: make([]*table.Coder, len(cols)), codes: make([][]uint32, len(cols)),
@@ -270,10 +269,10 @@ func bitflipRows(o *Options, in table.Reader, cols []bitflipColumn, haveCodebook
 		s.z = mech.NewRandomizer(rand.New(&s.st))
 		return s
 	}}
-	blocks := sync.Pool{New: func() any {
-		b := make([][]uint32, L)
-		return &b
-	}}
+	words := sync.Pool{New: func() any { return new([]uint64) }}
+	// To a shuffle the rows go packed (shuffle.Writer.WritePacked), as it
+	// holds them: no 17 columns cut here to be packed again there.
+	packed := L <= 64 && packedShuffle(w)
 	work := func(c *localChunk) error {
 		s := states.Get().(*state)
 		defer states.Put(s)
@@ -303,14 +302,27 @@ func bitflipRows(o *Options, in table.Reader, cols []bitflipColumn, haveCodebook
 		}
 		row0 := uint64(c.first - 1)
 		if L <= 64 {
-			// The chunk's output columns, reused once written.
-			bp := blocks.Get().(*[][]uint32)
-			block := *bp
-			for b := range block {
-				block[b] = slices.Grow(block[b][:0], n)[:n]
+			// The chunk's rows, a word each, reused once written.
+			wp := words.Get().(*[]uint64)
+			ws := slices.Grow((*wp)[:0], n)[:n]
+			*wp = ws
+			c.free = func() { words.Put(wp) }
+			if err := bitflipWords(ws, s.codes, s.values, s.word, &s.blocks, layout, mech, keyed, tag, row0); err != nil {
+				return err
 			}
-			c.free = func() { blocks.Put(bp) }
-			return bitflipWords(c, s.codes, s.values, s.word, &s.words, &s.blocks, layout, mech, keyed, tag, block, schema)
+			if packed {
+				c.packed = ws
+				return nil
+			}
+			// The output columns, cut from the words a column at a time.
+			block := table.Block(L, n)
+			for b, col := range block {
+				for i, w := range ws {
+					col[i] = uint32(w >> uint(b) & 1)
+				}
+			}
+			c.out = table.Int32Batch(schema, block, n)
+			return nil
 		}
 		block := table.Block(L, n)
 		for i := range n {
@@ -336,22 +348,18 @@ func bitflipRows(o *Options, in table.Reader, cols []bitflipColumn, haveCodebook
 	return runLocal(o, in, max(64, min(table.DefaultBatchSize, (1<<18)/L)), max(64, min(table.DefaultBatchSize, (1<<20)/L)), w, work)
 }
 
-// bitflipWords is bitflipRows' work on a chunk of rows of L ≤ 64 bits, a
-// word each: the rows are encoded a column at a time, randomized together
-// (bitflip.Mechanism.RandomizeKeyed, row i drawing from its own stream
-// (tag, row0 + i) as before), and cut into the L output columns a column
-// at a time — no per-row calls.
-func bitflipWords(c *localChunk, codes [][]uint32, values []int, word []uint64, words *[]uint64, blocks *[]byte,
-	layout *bitflip.Layout, mech *bitflip.Mechanism, keyed *rng.Keyed, tag uint32, block [][]uint32, schema *arrow.Schema) error {
-	n := int(c.rec.NumRows())
-	ws := slices.Grow((*words)[:0], n)[:n]
-	*words = ws
+// bitflipWords encodes a chunk's rows of L ≤ 64 bits into ws, a word
+// each, a column at a time, and randomizes them together
+// (bitflip.Mechanism.RandomizeKeyed: row i draws from its own stream
+// (tag, row0 + i), as a row at a time would) — no per-row calls.
+func bitflipWords(ws []uint64, codes [][]uint32, values []int, word []uint64, blocks *[]byte,
+	layout *bitflip.Layout, mech *bitflip.Mechanism, keyed *rng.Keyed, tag uint32, row0 uint64) error {
 	clear(ws)
 	for j := range layout.NumGroups() {
 		g := layout.Group(j)
 		off, k := uint(layout.Offset(j)), uint32(len(g.Labels))
 		oneHot := g.Kind == bitflip.OneHot
-		for i, x := range codes[j][:n] {
+		for i, x := range codes[j][:len(ws)] {
 			if x >= k {
 				// Layout.Encode says what is wrong.
 				for jj := range values {
@@ -367,16 +375,8 @@ func bitflipWords(c *localChunk, codes [][]uint32, values []int, word []uint64, 
 		}
 	}
 	var err error
-	if *blocks, err = mech.RandomizeKeyed(ws, keyed, tag, uint64(c.first-1), *blocks); err != nil {
-		return err
-	}
-	for b, col := range block {
-		for i, w := range ws {
-			col[i] = uint32(w >> uint(b) & 1)
-		}
-	}
-	c.out = table.Int32Batch(schema, block, n)
-	return nil
+	*blocks, err = mech.RandomizeKeyed(ws, keyed, tag, row0, *blocks)
+	return err
 }
 
 // bitValue is the value index of row i of column c: the codebook index, or

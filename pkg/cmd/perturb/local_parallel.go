@@ -30,6 +30,9 @@ type localChunk struct {
 	rec   arrow.RecordBatch // retained by next, released by emit
 	first int64             // 1-based row number of its first row
 	out   arrow.RecordBatch // the reports, set by work
+	// packed, set by work instead of out when the reports go to a
+	// bit-mode shuffle (shuffle.Writer.Packed), holds them packed.
+	packed []uint64
 	// free, if work sets it, is called once out is written: out's memory
 	// may then be reused (a table.Writer keeps nothing of a batch).
 	free func()
@@ -94,10 +97,17 @@ func runLocal(o *Options, in table.Reader, chunkRows, batchRows int, w table.Wri
 	defer out.Release()
 	emit := func(c *localChunk) error {
 		defer c.rec.Release()
-		defer c.out.Release()
 		if c.free != nil {
 			defer c.free()
 		}
+		if c.out == nil {
+			if err := w.(*shuffle.Writer).WritePacked(c.packed); err != nil {
+				return err
+			}
+			meter.Add(c.rec.NumRows())
+			return nil
+		}
+		defer c.out.Release()
 		if err := out.Write(c.out); err != nil {
 			return err
 		}
@@ -118,6 +128,12 @@ func runLocal(o *Options, in table.Reader, chunkRows, batchRows int, w table.Wri
 		return fmt.Errorf("%s has no data rows: nothing to randomize", in.Name())
 	}
 	return nil
+}
+
+// packedShuffle tells whether w takes packed rows (shuffle.Writer.WritePacked).
+func packedShuffle(w table.Writer) bool {
+	sw, ok := w.(*shuffle.Writer)
+	return ok && sw.Packed()
 }
 
 // batchWriter is where runLocal writes the chunks' reports: a
