@@ -40,7 +40,9 @@
 // seeded run is reproducible (for a given budget) and a production run
 // draws from its CSPRNG. Memory: rows are held in an encoded form (a
 // string costs its length plus a varint, an integer a varint, a float64 8
-// bytes) plus 8 bytes per row for its position, up to Options.Budget; then
+// bytes) plus 8 bytes per row for its position, up to Options.Budget (in
+// bit mode, Options.Bits, 8 bytes per 64 columns and nothing else: see
+// bits.go); then
 // one 32 KiB write buffer per bucket (4 MiB for the default 128 buckets),
 // and while emitting one bucket (about total/B bytes) and one output batch.
 // Spill files hold the rows that are about to be published, nothing else,
