@@ -40,7 +40,9 @@
 // seeded run is reproducible (for a given budget) and a production run
 // draws from its CSPRNG. Memory: rows are held in an encoded form (a
 // string costs its length plus a varint, an integer a varint, a float64 8
-// bytes) plus 8 bytes per row for its position, up to Options.Budget; then
+// bytes) plus 8 bytes per row for its position, up to Options.Budget (in
+// bit mode, Options.Bits, 8 bytes per 64 columns and nothing else: see
+// bits.go); then
 // one 32 KiB write buffer per bucket (4 MiB for the default 128 buckets),
 // and while emitting one bucket (about total/B bytes) and one output batch.
 // Spill files hold the rows that are about to be published, nothing else,
@@ -98,6 +100,11 @@ type Options struct {
 	// shuffle holds, and half-size batches took anonymize's and bitflip's
 	// peak RSS from about 100 to 91 MB on 1M rows, at no cost in time.
 	BatchRows int
+	// Bits says that every column is int32 and holds only 0 and 1
+	// (bitflip's reports): rows are then packed one bit per column (see
+	// bits.go), several times cheaper to hold, spill and emit. Write
+	// refuses any other value.
+	Bits bool
 }
 
 // Shuffler collects batches with Write and emits their rows in a uniformly
@@ -123,6 +130,8 @@ type Shuffler struct {
 
 	rows    int64
 	emitted bool
+
+	bits *bitRows // Options.Bits: the rows, packed
 }
 
 // spillFile is one bucket: an open file, read back through the same
@@ -160,6 +169,13 @@ func New(schema *arrow.Schema, r *rand.Rand, opt Options) (*Shuffler, error) {
 		return nil, fmt.Errorf("shuffle.New: %d rows per batch: need at least 1", opt.BatchRows)
 	}
 	s := &Shuffler{schema: schema, r: r, opt: opt, kinds: make([]arrow.Type, schema.NumFields())}
+	if opt.Bits {
+		b, err := newBitRows(schema)
+		if err != nil {
+			return nil, err
+		}
+		s.bits = b
+	}
 	for j, f := range schema.Fields() {
 		switch id := f.Type.ID(); id {
 		case arrow.STRING, arrow.INT32, arrow.INT64, arrow.FLOAT64:
@@ -185,7 +201,10 @@ func (s *Shuffler) Spilled() bool { return s.dir != "" }
 // Dir is the private spill directory, or "" when nothing was spilled.
 func (s *Shuffler) Dir() string { return s.dir }
 
-// Write adds the rows of rec, which the caller still owns.
+// Write adds the rows of rec, which the caller still owns. What Emit gives
+// depends on the rows written and the source only, not on how they were
+// cut into batches (the budget is checked row by row, and in bit mode held
+// memory is a function of the row count), so a caller need not rebatch.
 func (s *Shuffler) Write(rec arrow.RecordBatch) error {
 	if s.emitted {
 		return errors.New("shuffle: Write after Emit")
@@ -203,6 +222,9 @@ func (s *Shuffler) Write(rec arrow.RecordBatch) error {
 				return err
 			}
 		}
+	}
+	if s.bits != nil {
+		return s.writeBits(cols, int(rec.NumRows()))
 	}
 	for i := range int(rec.NumRows()) {
 		s.row = s.encode(s.row[:0], cols, i)
@@ -312,15 +334,7 @@ func writeRow(w *bufio.Writer, row []byte) error {
 // spill makes the private directory and the buckets, and scatters the held
 // rows to them.
 func (s *Shuffler) spill() error {
-	dir, err := os.MkdirTemp(s.opt.Dir, "pramkit-shuffle-")
-	if err != nil {
-		return fmt.Errorf("shuffling the rows: they outgrew %d MiB of memory, and no folder for temporary files could be made (%w): set TMPDIR to a writable folder with room for the output", s.opt.Budget>>20, err)
-	}
-	s.dir = dir
-	if err := os.Chmod(dir, 0o700); err != nil {
-		return fmt.Errorf("shuffling the rows: %w", err)
-	}
-	if s.buckets, err = s.createBuckets(); err != nil {
+	if err := s.spillDir(); err != nil {
 		return err
 	}
 	for _, ref := range s.refs {
@@ -330,6 +344,20 @@ func (s *Shuffler) spill() error {
 	}
 	s.chunks, s.refs, s.held = nil, nil, 0
 	return nil
+}
+
+// spillDir makes the private directory and the level-0 buckets.
+func (s *Shuffler) spillDir() error {
+	dir, err := os.MkdirTemp(s.opt.Dir, "pramkit-shuffle-")
+	if err != nil {
+		return fmt.Errorf("shuffling the rows: they outgrew %d MiB of memory, and no folder for temporary files could be made (%w): set TMPDIR to a writable folder with room for the output", s.opt.Budget>>20, err)
+	}
+	s.dir = dir
+	if err := os.Chmod(dir, 0o700); err != nil {
+		return fmt.Errorf("shuffling the rows: %w", err)
+	}
+	s.buckets, err = s.createBuckets()
+	return err
 }
 
 // createBuckets creates B empty spill files in the spill directory, with
@@ -407,6 +435,9 @@ func (s *Shuffler) Emit(fn func(arrow.RecordBatch) error) error {
 					close(failed)
 				}
 			}
+			if s.bits != nil {
+				s.bits.recycle(rec) // fn keeps nothing of rec
+			}
 			rec.Release()
 		}
 	}()
@@ -420,7 +451,9 @@ func (s *Shuffler) Emit(fn func(arrow.RecordBatch) error) error {
 		batches <- rec
 		return nil
 	}}
-	out.reset(s.opt.BatchRows)
+	if s.bits == nil {
+		out.reset(s.opt.BatchRows)
+	}
 	err := out.emit()
 	close(batches)
 	<-done
@@ -436,6 +469,9 @@ func (s *Shuffler) Emit(fn func(arrow.RecordBatch) error) error {
 // emit decodes every row, shuffled, into batches for e.fn.
 func (out *emitter) emit() error {
 	s := out.s
+	if s.bits != nil {
+		return out.emitBits()
+	}
 	if s.dir == "" {
 		if err := out.shuffled(s.chunks, s.refs); err != nil {
 			return err
@@ -484,6 +520,8 @@ type emitter struct {
 	fn   func(arrow.RecordBatch) error
 	rows int
 	cols []emitCol
+
+	bitBatch []uint64 // bit mode: the batch being built, packed
 }
 
 // emitCol is one column of the batch being built: ints (int32 cells and
@@ -705,6 +743,12 @@ func NewWriter(w table.Writer, schema *arrow.Schema, r *rand.Rand, opt Options) 
 
 // Write collects the rows of rec.
 func (sw *Writer) Write(rec arrow.RecordBatch) error { return sw.s.Write(rec) }
+
+// WritePacked collects packed rows (Shuffler.WritePacked; bit mode only).
+func (sw *Writer) WritePacked(rows []uint64) error { return sw.s.WritePacked(rows) }
+
+// Packed tells whether WritePacked can be used: the shuffle is in bit mode.
+func (sw *Writer) Packed() bool { return sw.s.bits != nil }
 
 // Commit writes the rows in a random order, then commits.
 func (sw *Writer) Commit() error {

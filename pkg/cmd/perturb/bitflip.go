@@ -148,7 +148,7 @@ func runBitflip(o *Options) error {
 	}
 	defer w.Abort()
 	r := o.Seed.Rand(o.cmd)
-	if w, err = o.Order.Writer(w, schema, r); err != nil {
+	if w, err = o.Order.BitsWriter(w, schema, r); err != nil {
 		return err
 	}
 	defer w.Abort()
@@ -252,6 +252,7 @@ func bitflipRows(o *Options, in table.Reader, cols []bitflipColumn, haveCodebook
 		values []int
 		st     rng.Stream
 		z      *bitflip.Randomizer
+		blocks []byte // scratch of RandomizeKeyed
 	}
 	states := sync.Pool{New: func() any {
 		s := &state{coders: make([]*table.Coder, len(cols)), codes: make([][]uint32, len(cols)),
@@ -268,6 +269,10 @@ func bitflipRows(o *Options, in table.Reader, cols []bitflipColumn, haveCodebook
 		s.z = mech.NewRandomizer(rand.New(&s.st))
 		return s
 	}}
+	words := sync.Pool{New: func() any { return new([]uint64) }}
+	// To a shuffle the rows go packed (shuffle.Writer.WritePacked), as it
+	// holds them: no 17 columns cut here to be packed again there.
+	packed := L <= 64 && packedShuffle(w)
 	work := func(c *localChunk) error {
 		s := states.Get().(*state)
 		defer states.Put(s)
@@ -295,8 +300,31 @@ func bitflipRows(o *Options, in table.Reader, cols []bitflipColumn, haveCodebook
 		if bad.err != nil {
 			return &table.DataError{File: in.Name(), Row: c.first + int64(bad.row), Column: cols[bad.col].name, Err: bad.err}
 		}
-		block := table.Block(L, n)
 		row0 := uint64(c.first - 1)
+		if L <= 64 {
+			// The chunk's rows, a word each, reused once written.
+			wp := words.Get().(*[]uint64)
+			ws := slices.Grow((*wp)[:0], n)[:n]
+			*wp = ws
+			c.free = func() { words.Put(wp) }
+			if err := bitflipWords(ws, s.codes, s.values, s.word, &s.blocks, layout, mech, keyed, tag, row0); err != nil {
+				return err
+			}
+			if packed {
+				c.packed = ws
+				return nil
+			}
+			// The output columns, cut from the words a column at a time.
+			block := table.Block(L, n)
+			for b, col := range block {
+				for i, w := range ws {
+					col[i] = uint32(w >> uint(b) & 1)
+				}
+			}
+			c.out = table.Int32Batch(schema, block, n)
+			return nil
+		}
+		block := table.Block(L, n)
 		for i := range n {
 			for j := range cols {
 				s.values[j] = int(s.codes[j][i])
@@ -318,6 +346,37 @@ func bitflipRows(o *Options, in table.Reader, cols []bitflipColumn, haveCodebook
 	// Chunks of at most 1 MiB of bits (a chunk in flight pins its input
 	// batch too), written in batches of at most 4 MiB.
 	return runLocal(o, in, max(64, min(table.DefaultBatchSize, (1<<18)/L)), max(64, min(table.DefaultBatchSize, (1<<20)/L)), w, work)
+}
+
+// bitflipWords encodes a chunk's rows of L ≤ 64 bits into ws, a word
+// each, a column at a time, and randomizes them together
+// (bitflip.Mechanism.RandomizeKeyed: row i draws from its own stream
+// (tag, row0 + i), as a row at a time would) — no per-row calls.
+func bitflipWords(ws []uint64, codes [][]uint32, values []int, word []uint64, blocks *[]byte,
+	layout *bitflip.Layout, mech *bitflip.Mechanism, keyed *rng.Keyed, tag uint32, row0 uint64) error {
+	clear(ws)
+	for j := range layout.NumGroups() {
+		g := layout.Group(j)
+		off, k := uint(layout.Offset(j)), uint32(len(g.Labels))
+		oneHot := g.Kind == bitflip.OneHot
+		for i, x := range codes[j][:len(ws)] {
+			if x >= k {
+				// Layout.Encode says what is wrong.
+				for jj := range values {
+					values[jj] = int(codes[jj][i])
+				}
+				return layout.Encode(values, word)
+			}
+			if oneHot {
+				ws[i] |= 1 << (off + uint(x))
+			} else {
+				ws[i] |= uint64(x) << off
+			}
+		}
+	}
+	var err error
+	*blocks, err = mech.RandomizeKeyed(ws, keyed, tag, row0, *blocks)
+	return err
 }
 
 // bitValue is the value index of row i of column c: the codebook index, or

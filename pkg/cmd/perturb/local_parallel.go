@@ -12,6 +12,7 @@ import (
 
 	"github.com/pramkit/pramkit/pkg/pipeline"
 	"github.com/pramkit/pramkit/pkg/rng"
+	"github.com/pramkit/pramkit/pkg/shuffle"
 	"github.com/pramkit/pramkit/pkg/table"
 )
 
@@ -29,6 +30,12 @@ type localChunk struct {
 	rec   arrow.RecordBatch // retained by next, released by emit
 	first int64             // 1-based row number of its first row
 	out   arrow.RecordBatch // the reports, set by work
+	// packed, set by work instead of out when the reports go to a
+	// bit-mode shuffle (shuffle.Writer.Packed), holds them packed.
+	packed []uint64
+	// free, if work sets it, is called once out is written: out's memory
+	// may then be reused (a table.Writer keeps nothing of a batch).
+	free func()
 }
 
 // localKey draws the run's row-keyed generator from its source r.
@@ -79,10 +86,27 @@ func runLocal(o *Options, in table.Reader, chunkRows, batchRows int, w table.Wri
 		}
 		return c, nil
 	}
-	out := pipeline.NewRebatcher(w, full)
+	// A shuffle's output does not depend on the batches it is given
+	// (shuffle.Shuffler.Write), so the chunks go to it as they are; a
+	// Parquet or Arrow file's bytes do, so under --keep-order they are
+	// rebatched.
+	var out batchWriter = pipeline.NewRebatcher(w, full)
+	if _, shuffled := w.(*shuffle.Writer); shuffled {
+		out = direct{w}
+	}
 	defer out.Release()
 	emit := func(c *localChunk) error {
 		defer c.rec.Release()
+		if c.free != nil {
+			defer c.free()
+		}
+		if c.out == nil {
+			if err := w.(*shuffle.Writer).WritePacked(c.packed); err != nil {
+				return err
+			}
+			meter.Add(c.rec.NumRows())
+			return nil
+		}
 		defer c.out.Release()
 		if err := out.Write(c.out); err != nil {
 			return err
@@ -105,6 +129,27 @@ func runLocal(o *Options, in table.Reader, chunkRows, batchRows int, w table.Wri
 	}
 	return nil
 }
+
+// packedShuffle tells whether w takes packed rows (shuffle.Writer.WritePacked).
+func packedShuffle(w table.Writer) bool {
+	sw, ok := w.(*shuffle.Writer)
+	return ok && sw.Packed()
+}
+
+// batchWriter is where runLocal writes the chunks' reports: a
+// pipeline.Rebatcher, or direct.
+type batchWriter interface {
+	Write(arrow.RecordBatch) error
+	Flush() error
+	Release()
+}
+
+// direct writes each batch as it is.
+type direct struct{ w table.Writer }
+
+func (d direct) Write(rec arrow.RecordBatch) error { return d.w.Write(rec) }
+func (direct) Flush() error                        { return nil }
+func (direct) Release()                            {}
 
 // firstBad keeps the first bad cell of a chunk in the order a row-by-row
 // loop meets them: by row, then by column.
