@@ -1,6 +1,7 @@
 package table
 
 import (
+	"errors"
 	"io"
 	"sync"
 	"sync/atomic"
@@ -31,10 +32,15 @@ type fileSink struct {
 	hash  chan []byte // from the writer to the hasher, in order
 	done  chan struct{}
 	once  sync.Once
+	shut  bool // flush was called: Write refuses more bytes
 
 	failed atomic.Pointer[error]
 	err    error // the file's first error; read after done
 }
+
+// errSinkClosed is Write's error after flush (the file is complete, or
+// was discarded).
+var errSinkClosed = errors.New("internal error: write to an output file after it was closed")
 
 const (
 	sinkBlockSize = 512 << 10
@@ -88,6 +94,9 @@ func (s *fileSink) Write(p []byte) (int, error) {
 	if err := s.failed.Load(); err != nil {
 		return 0, *err
 	}
+	if s.shut {
+		return 0, errSinkClosed
+	}
 	n := len(p)
 	for len(p) > 0 {
 		if s.cur == nil {
@@ -124,6 +133,7 @@ func (s *fileSink) block() []byte {
 // bytes; flush may be called again (it returns the same error).
 func (s *fileSink) flush() error {
 	s.once.Do(func() {
+		s.shut = true
 		if len(s.cur) > 0 {
 			s.write <- s.cur
 		}

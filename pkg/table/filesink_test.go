@@ -99,4 +99,11 @@ func TestFileSinkWritesOffTheCallersGoroutine(t *testing.T) {
 	if err := s.flush(); !errors.Is(err, bad) {
 		t.Errorf("a second flush returned %v, want the file's error", err)
 	}
+
+	// After flush (a discarded file, say), Write fails instead of panicking.
+	s = newFileSink(&bytes.Buffer{}, nil)
+	s.flush()
+	if _, err := s.Write([]byte("late")); !errors.Is(err, errSinkClosed) {
+		t.Errorf("Write after flush returned %v, want errSinkClosed", err)
+	}
 }
