@@ -33,6 +33,9 @@ type Coder struct {
 	// Codes of integer cells seen so far (capped, for columns of a few
 	// distinct numbers such as a Parquet int32 "age").
 	ints map[int64]uint32
+
+	// Codes of text cells seen so far (utf8 columns: CSV).
+	cache *labelCache
 }
 
 // maxIntCache bounds Coder's cache of integer cells.
@@ -72,6 +75,16 @@ func (c *Coder) Codes(dst []uint32, a arrow.Array, off int) (int, error) {
 	case *array.Dictionary:
 		return c.dictionary(dst, col, off)
 	case *array.String:
+		if col.NullN() == 0 {
+			for i := range dst {
+				code, err := c.text(col.Value(off + i))
+				if err != nil {
+					return i, err
+				}
+				dst[i] = code
+			}
+			return -1, nil
+		}
 		for i := range dst {
 			if col.IsNull(off + i) {
 				code, err := c.lookup("")
@@ -81,7 +94,7 @@ func (c *Coder) Codes(dst []uint32, a arrow.Array, off int) (int, error) {
 				dst[i] = code
 				continue
 			}
-			code, err := c.lookup(col.Value(off + i))
+			code, err := c.text(col.Value(off + i))
 			if err != nil {
 				return i, err
 			}

@@ -1,7 +1,6 @@
 package table
 
 import (
-	"bufio"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -116,7 +115,7 @@ type atomicFile struct {
 	perm      os.FileMode
 	noClobber bool
 	tmp       *os.File
-	buf       *bufio.Writer
+	out       *fileSink // buffers, writes and hashes off the caller's goroutine
 	sum       *digester // the data's size and SHA-256, for a CSV's sidecar
 	done      bool
 }
@@ -172,15 +171,11 @@ func (a *atomicFile) open() error {
 		return fmt.Errorf("%s: cannot create the output: %w", a.dst, unwrapPathError(err))
 	}
 	a.tmp = tmp
-	var w io.Writer = tmp
-	if a.sum != nil {
-		w = io.MultiWriter(tmp, a.sum)
-	}
-	a.buf = bufio.NewWriterSize(w, 1<<20)
+	a.out = newFileSink(tmp, a.sum)
 	return nil
 }
 
-func (a *atomicFile) Write(p []byte) (int, error) { return a.buf.Write(p) }
+func (a *atomicFile) Write(p []byte) (int, error) { return a.out.Write(p) }
 
 // Close does nothing: format writers close their sink when they finish,
 // and the file must stay until commit or abort decides its fate.
@@ -189,7 +184,7 @@ func (a *atomicFile) Close() error { return nil }
 // prepare makes the temporary file complete and durable before it is
 // published.
 func (a *atomicFile) prepare() error {
-	if err := a.buf.Flush(); err != nil {
+	if err := a.out.flush(); err != nil {
 		a.abort()
 		return fmt.Errorf("%s: %w", a.dst, err)
 	}
@@ -253,6 +248,7 @@ func (a *atomicFile) discard() {
 		return
 	}
 	a.done = true
+	a.out.flush() // its goroutines end; the file goes anyway
 	a.tmp.Close()
 	os.Remove(a.tmp.Name())
 	forgetPartial(a.tmp.Name())
@@ -370,7 +366,7 @@ func (w *writer) commitPair(af *atomicFile) error {
 			w.abortFiles()
 			return err
 		}
-		side.buf.Write(append(b, '\n'))
+		side.Write(append(b, '\n'))
 		if err := side.prepare(); err != nil {
 			w.abortFiles()
 			return err

@@ -112,6 +112,7 @@ func formatCSVRows(dst []byte, cols []csvColumn, from, to int) []byte {
 type csvColumn struct {
 	dict  *array.Dictionary
 	enc   [][]byte // dictionary entries, formatted
+	idx   []int32  // dict's indices, when int32 without nulls (CodesBatch)
 	str   *array.String
 	i32   *array.Int32
 	i64   *array.Int64
@@ -126,7 +127,12 @@ func newCSVColumn(a arrow.Array) csvColumn {
 		for k := range enc {
 			enc[k] = appendCSVField(nil, vs.String(k))
 		}
-		return csvColumn{dict: c, enc: enc}
+		col := csvColumn{dict: c, enc: enc}
+		if ix, ok := c.Indices().(*array.Int32); ok && c.NullN() == 0 {
+			// GetValueIndex switches on the index type for every cell.
+			col.idx = ix.Int32Values()
+		}
+		return col
 	case *array.String:
 		return csvColumn{str: c}
 	case *array.Int32:
@@ -143,6 +149,8 @@ func newCSVColumn(a arrow.Array) csvColumn {
 
 func (c *csvColumn) append(dst []byte, i int) []byte {
 	switch {
+	case c.idx != nil:
+		return append(dst, c.enc[c.idx[i]]...)
 	case c.dict != nil:
 		if c.dict.IsNull(i) {
 			return dst
@@ -164,6 +172,8 @@ func (c *csvColumn) append(dst []byte, i int) []byte {
 // empty reports whether cell i formats as nothing.
 func (c *csvColumn) empty(i int) bool {
 	switch {
+	case c.idx != nil:
+		return len(c.enc[c.idx[i]]) == 0
 	case c.dict != nil:
 		return c.dict.IsNull(i) || len(c.enc[c.dict.GetValueIndex(i)]) == 0
 	case c.str != nil:

@@ -212,21 +212,33 @@ func (p *parquetWriter) writeColumn(ctx context.Context, rgw file.BufferedRowGro
 	return flushDictPage(cw, a)
 }
 
-// flushDictPage encodes the data page of a dictionary column chunk that a
-// was just written to, here on the column's goroutine: left alone, the
-// page (RLE/bit-packing of every index, and compression) is encoded by the
-// row group's Close, one column after another — for bitflip's 17 columns
-// a fifth of its CPU on one core. While dictionary encoding is active the
-// encoded page is held back until Close has written the dictionary page,
-// so the file's bytes do not change. The direct dictionary path (PutIndices)
-// never flushes a page by itself (it counts no raw bytes towards the page
-// size), so the chunk holds a's values, and no empty page is made; a writer
-// that fell back to plain encoding is left to flush as before.
+// earlyPageFlush turns flushDictPage on; tests turn it off to show that
+// the file's bytes are the same either way.
+var earlyPageFlush = true
+
+// flushDictPage encodes a dictionary column chunk's data page now, on the
+// column's own goroutine, rather than in the row group's Close, which runs
+// the columns one after another: RLE/bit-packing the indices was the
+// largest serial part of writing a Parquet file (a third of decrypt →
+// Parquet on one core). Close then finds the page built and only writes
+// the dictionary page and it to the file, in column order, as before.
+//
+// Only for a dictionary array written while the chunk still dictionary
+// encodes: pqarrow then writes it whole through WriteDictIndices, which
+// never flushes a page in the middle (it counts no raw bytes against the
+// page size), so the chunk has exactly one page, unflushed — the page Close
+// would flush. Other columns may have flushed pages during the write, and
+// flushing again could add an empty page.
 func flushDictPage(cw file.ColumnChunkWriter, a arrow.Array) error {
-	if a.Len() == 0 || a.DataType().ID() != arrow.DICTIONARY {
+	if !earlyPageFlush || a.Len() == 0 {
 		return nil
 	}
-	if _, dict := cw.CurrentEncoder().(interface{ PutIndices(arrow.Array) error }); !dict {
+	if _, ok := a.(*array.Dictionary); !ok {
+		return nil
+	}
+	switch cw.CurrentEncoder().Encoding() {
+	case parquet.Encodings.PlainDict, parquet.Encodings.RLEDict:
+	default:
 		return nil
 	}
 	f, ok := cw.(interface{ FlushCurrentPage() error })

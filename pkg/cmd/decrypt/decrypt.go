@@ -380,7 +380,6 @@ type decChunk struct {
 	pads [][][]uint32 // pads[key][column of the key]
 	n    int
 	row0 int64
-	rec  arrow.RecordBatch // the labels as dictionary columns over ct
 }
 
 // decryptRows reads the release and the one-time-pad keys in lockstep, one
@@ -458,19 +457,16 @@ func decryptRows(o *Options, rel table.Reader, cols []release.Column, keys []*ke
 				return nil, err
 			}
 		}
-		// The codes are the dictionary indices of the labels: no string
-		// is built per row (table.Labels).
-		c.rec = table.CodesBatch(schema, c.ct, labs, c.n)
 		return c, nil
 	}
 	// Output batches of a fixed size, so the file's bytes do not depend
-	// on the chunk size.
-	wb := pipeline.NewRebatcher(w, table.DefaultBatchSize)
-	defer wb.Release()
+	// on the chunk size. The codes are the dictionary indices of the
+	// labels: no string is built per row (table.Labels).
+	wb := pipeline.NewBlocks(w, len(cols), table.DefaultBatchSize, func(ct [][]uint32, n int) arrow.RecordBatch {
+		return table.CodesBatch(schema, ct, labs, n)
+	})
 	emit := func(c *decChunk) error {
-		err := wb.Write(c.rec)
-		c.rec.Release()
-		c.rec = nil
+		err := wb.Write(c.ct, 0, c.n)
 		free <- c
 		meter.Add(int64(c.n))
 		return err

@@ -518,12 +518,11 @@ func encryptRows(o *Options, in table.Reader, srcIdx []int, encs []*codebook.Enc
 	}
 	// Output batches of a fixed size, so the files' bytes do not depend
 	// on the chunk size.
-	wb := pipeline.NewRebatcher(w, table.DefaultBatchSize)
-	defer wb.Release()
-	var kb *pipeline.Rebatcher
+	int32s := func(cols [][]uint32, n int) arrow.RecordBatch { return table.Int32Batch(schema, cols, n) }
+	wb := pipeline.NewBlocks(w, d, table.DefaultBatchSize, int32s)
+	var kb *pipeline.Blocks
 	if storePads {
-		kb = pipeline.NewRebatcher(kw, table.DefaultBatchSize)
-		defer kb.Release()
+		kb = pipeline.NewBlocks(kw, d, table.DefaultBatchSize, int32s)
 	}
 	emit := func(c *encChunk) error {
 		// The ciphertext and the key are separate files: their writers
@@ -541,11 +540,11 @@ func encryptRows(o *Options, in table.Reader, srcIdx []int, encs []*codebook.Enc
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				keyErr = writeBatch(schema, kb, rowsOf(c.pads, c.lo, c.hi), c.hi-c.lo)
+				keyErr = kb.Write(c.pads, c.lo, c.hi)
 			}()
 		}
 		if c.hi > c.lo {
-			err = writeBatch(schema, wb, rowsOf(c.ct, c.lo, c.hi), c.hi-c.lo)
+			err = wb.Write(c.ct, c.lo, c.hi)
 		}
 		wg.Wait()
 		if err == nil {
@@ -567,23 +566,6 @@ func encryptRows(o *Options, in table.Reader, srcIdx []int, encs []*codebook.Enc
 		return nil
 	}
 	return kb.Flush()
-}
-
-// rowsOf is rows [lo, hi) of a column-major block.
-func rowsOf(cols [][]uint32, lo, hi int) [][]uint32 {
-	out := make([][]uint32, len(cols))
-	for j, c := range cols {
-		out[j] = c[lo:hi]
-	}
-	return out
-}
-
-// writeBatch writes the first n rows of cols as int32 columns.
-func writeBatch(schema *arrow.Schema, w pipeline.BatchWriter, cols [][]uint32, n int) error {
-	rec := table.Int32Batch(schema, cols, n)
-	err := w.Write(rec)
-	rec.Release()
-	return err
 }
 
 // codebook loads --codebook, or the codebook the input's metadata carries

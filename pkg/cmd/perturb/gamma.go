@@ -573,12 +573,11 @@ func perturbRows(o *Options, ins []*gammaInput, mech *pram.Mechanism, keyed *pra
 	}
 	// Output batches of a fixed size, so the file's bytes do not depend
 	// on the chunk size.
-	wb := pipeline.NewRebatcher(w, table.DefaultBatchSize)
-	defer wb.Release()
+	wb := pipeline.NewBlocks(w, d, table.DefaultBatchSize, func(cols [][]uint32, n int) arrow.RecordBatch {
+		return table.Int32Batch(schema, cols, n)
+	})
 	emit := func(c *gammaChunk) error {
-		rec := table.Int32Batch(schema, c.block, c.n)
-		err := wb.Write(rec)
-		rec.Release()
+		err := wb.Write(c.block, 0, c.n)
 		free <- c
 		meter.Add(int64(c.n))
 		return err
