@@ -34,6 +34,10 @@ estimate  counts the joint values of a decrypted γ-diagonal release's shards
 sample    draws into PREFIX.csv the rows that "sample --secret FILE -m M
           --id COLUMN" draws from all the shards together (by id: rows have
           no global position on a cluster).
+anonymize publishes the shards with mechanism A′ as "anonymize --sensitive
+          COLS --l N --codebook FILE" does (the same flags after --, same
+          law), into PREFIX-00000.EXT, PREFIX-00001.EXT, … (--shard-rows
+          rows each, in a random order) with anonymize's metadata.
 `
 
 var (
@@ -41,6 +45,7 @@ var (
 	output  = flag.String("output", "", "output `PREFIX`")
 	runner  = flag.String("runner", "prism", "Beam runner `R`: prism (in-process, the default), flink, spark, dataflow or universal, with the runner's own flags (--endpoint, --environment_type, --project…)")
 	verbose = flag.Bool("verbose", false, "print the runner's log")
+	shards  = flag.Int64("shard-rows", 0, "anonymize: about `N` rows per output shard (default 262144)")
 )
 
 func main() { os.Exit(run()) }
@@ -63,18 +68,20 @@ func run() int {
 		// Prism logs its progress, and a failure as the bundles stack.
 		slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError + 1})))
 	}
-	c := stage.Config{Input: *input, Output: *output, Runner: *runner, Args: flag.Args(), Streams: cli.StdStreams()}
+	c := stage.Config{Input: *input, Output: *output, Runner: *runner, Args: flag.Args(), Streams: cli.StdStreams(), ShardRows: *shards}
 	var err error
 	switch sub {
 	case "estimate":
 		err = stage.Estimate(context.Background(), c)
 	case "sample":
 		err = stage.Sample(context.Background(), c)
+	case "anonymize":
+		err = stage.Anonymize(context.Background(), c)
 	case "help", "-h", "--help":
 		fmt.Print(usage)
 		return 0
 	default:
-		fmt.Fprintf(os.Stderr, "pramkit-beam: unknown stage %q: want estimate or sample\n%s", sub, usage)
+		fmt.Fprintf(os.Stderr, "pramkit-beam: unknown stage %q: want estimate, sample or anonymize\n%s", sub, usage)
 		return 2
 	}
 	var ee *stage.ExitError
