@@ -135,7 +135,12 @@ func inProcess(t *testing.T, files []string, meta table.Meta, key rng.Key, l int
 	}
 	out := map[int][]pubRow{}
 	for _, p := range plans {
-		err := (&dealSplitFn{Key: key[:], Meta: meta, Columns: columns, onDeal: onDeal}).ProcessElement(ctx, p, func(shard int, r pubRow) { out[shard] = append(out[shard], r) })
+		err := (&dealSplitFn{Key: key[:], Meta: meta, Columns: columns, onDeal: onDeal}).ProcessElement(ctx, p, func(shard int, b pubBatch) {
+			var err error
+			if out[shard], err = b.rows(out[shard], len(columns)); err != nil {
+				t.Fatal(err)
+			}
+		})
 		if err != nil {
 			return nil, anonSummary{}, err
 		}
