@@ -29,6 +29,8 @@ type Config struct {
 	Runner  string   // Beam runner: prism, flink, spark, dataflow…
 	Args    []string // the stage's CLI flags (after --)
 	Streams *cli.Streams
+	// ShardRows is anonymize's rows per output shard (0: DefaultShardRows).
+	ShardRows int64
 }
 
 // inputs expands the glob on the driver, sorted, and refuses an empty one.

@@ -45,6 +45,10 @@ perturb   joins the curators' encrypted shards (all matched by --input) by
 decrypt   joins a release's shards with the keys (-- --key FILE|GLOB …) by
           row and decrypts them as "decrypt" into PREFIX-SSSSS-of-NNNNN.EXT.
           Shards are parts (first_row, rows): the tools read them too.
+anonymize publishes the shards with mechanism A′ as "anonymize --sensitive
+          COLS --l N --codebook FILE" does (the same flags after --, same
+          law), into PREFIX-00000.EXT, PREFIX-00001.EXT, … (--shard-rows
+          rows each, in a random order) with anonymize's metadata.
 `
 
 var (
@@ -52,6 +56,7 @@ var (
 	output  = flag.String("output", "", "output `PREFIX`")
 	runner  = flag.String("runner", "prism", "Beam runner `R`: prism (in-process, the default), flink, spark, dataflow or universal, with the runner's own flags (--endpoint, --environment_type, --project…)")
 	verbose = flag.Bool("verbose", false, "print the runner's log")
+	shards  = flag.Int64("shard-rows", 0, "anonymize: about `N` rows per output shard (default 262144)")
 )
 
 func main() { os.Exit(run()) }
@@ -74,7 +79,7 @@ func run() int {
 		// Prism logs its progress, and a failure as the bundles stack.
 		slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError + 1})))
 	}
-	c := stage.Config{Input: *input, Output: *output, Runner: *runner, Args: flag.Args(), Streams: cli.StdStreams()}
+	c := stage.Config{Input: *input, Output: *output, Runner: *runner, Args: flag.Args(), Streams: cli.StdStreams(), ShardRows: *shards}
 	var err error
 	switch sub {
 	case "estimate":
@@ -87,11 +92,13 @@ func run() int {
 		err = stage.Perturb(context.Background(), c)
 	case "decrypt":
 		err = stage.Decrypt(context.Background(), c)
+	case "anonymize":
+		err = stage.Anonymize(context.Background(), c)
 	case "help", "-h", "--help":
 		fmt.Print(usage)
 		return 0
 	default:
-		fmt.Fprintf(os.Stderr, "pramkit-beam: unknown stage %q: want estimate, sample, encrypt, perturb or decrypt\n%s", sub, usage)
+		fmt.Fprintf(os.Stderr, "pramkit-beam: unknown stage %q: want estimate, sample, encrypt, perturb, decrypt or anonymize\n%s", sub, usage)
 		return 2
 	}
 	var ee *stage.ExitError

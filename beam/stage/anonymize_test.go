@@ -1,0 +1,267 @@
+package stage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/pramkit/pramkit/beam/internal/beamtest"
+	"github.com/pramkit/pramkit/internal/adulttest"
+	"github.com/pramkit/pramkit/internal/cmdtest"
+	"github.com/pramkit/pramkit/internal/stattest"
+	"github.com/pramkit/pramkit/pkg/anonymize"
+	"github.com/pramkit/pramkit/pkg/cli"
+	anonymizecmd "github.com/pramkit/pramkit/pkg/cmd/anonymize"
+	estimatecmd "github.com/pramkit/pramkit/pkg/cmd/estimate"
+	"github.com/pramkit/pramkit/pkg/codebook"
+	"github.com/pramkit/pramkit/pkg/table"
+)
+
+// adultAnonTable writes Adult's id, age, education, occupation, sex and
+// income as adult.csv and as Parquet shards a-0, a-1, a-2 (row groups of
+// 1000 rows, so 33 splits); it returns the folder, the codebook and the
+// rows (id = row index).
+func adultAnonTable(t *testing.T) (string, string, [][]string) {
+	t.Helper()
+	root := beamtest.MainRoot(t)
+	dir := t.TempDir()
+	schema := table.StringSchema([]string{"id", "age", "education", "occupation", "sex", "income"})
+	w, err := table.Create(filepath.Join(dir, "adult.csv"), schema, nil, table.WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rw := table.NewRowWriter(w, schema, 0)
+	var rows [][]string
+	for i, r := range adulttest.Load(t, "data") {
+		row := []string{strconv.Itoa(i), r[0], r[3], r[6], r[9], r[14]}
+		rows = append(rows, row)
+		if err := rw.AppendStrings(row); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := rw.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	rw.Release()
+	if err := w.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	f := func(name string) string { return filepath.Join(dir, name) }
+	beamtest.Split(t, f("adult.csv"), f("a-0.parquet"), f("a-1.parquet"), f("a-2.parquet"))
+	return dir, filepath.Join(root, "testdata", "adult", "codebook.json"), rows
+}
+
+// TestAnonymizeOnPrism publishes Adult's occupation at ℓ′ = 5 on Prism
+// from Parquet shards read by row group, next to the anonymize tool on the
+// whole table with the same flags, and checks the CLI's guarantees on the
+// Beam release:
+//   - the metadata is the CLI's, key for key (N = 32560, dropped = 1), and
+//     estimate reads it;
+//   - the rows are the input's rows but one, non-sensitive cells unchanged,
+//     in an order unrelated to the input's (at most 20 rows at their input
+//     position, where a shuffle puts about 1);
+//   - every row publishes a member of a decoy set holding its true value
+//     (Anatomy's schedule is a function of the counts);
+//   - rows publishing their true value ~ Binomial(N, 1/ℓ′), and each
+//     value's published count ~ Binomial(ℓ′f_s, 1/ℓ′) (Theorem 3), each at
+//     false-alarm rate 1e-6;
+//   - estimate's answer to 'occupation=Sales' (f′_s) is within 6 standard
+//     deviations √(f_s(ℓ′−1)/ℓ′) of the truth (false alarm 2e-9), and to
+//     'sex=Female' (published unchanged) exact but for the dropped row.
+//
+// Then with --shard-rows 10000 the release is 4 shards with the same
+// metadata whose union is the input's rows but one.
+func TestAnonymizeOnPrism(t *testing.T) {
+	dir, cb, rows := adultAnonTable(t)
+	f := func(name string) string { return filepath.Join(dir, name) }
+	const l = 5
+	args := []string{"--sensitive", "occupation", "--l", strconv.Itoa(l), "--codebook", cb, "--seed", "7", "--insecure-seed"}
+	beamtest.MustRun(t, beamtest.Tool(anonymizecmd.NewCmd), append(slices.Clone(args), f("adult.csv"), "-o", f("want.csv"))...)
+	var stderr strings.Builder
+	streams := &cli.Streams{Out: &stderr, Err: &stderr}
+	if err := Anonymize(context.Background(), Config{Input: f("a-*.parquet"), Output: f("beam"), Runner: "prism", Args: args, Streams: streams}); err != nil {
+		t.Fatalf("%v: %s", err, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "left out 1 row chosen at random so that N = 32560 is a multiple of ℓ′ = 5") {
+		t.Errorf("stderr %q", stderr.String())
+	}
+	cols, got, meta := cmdtest.ReadTable(t, f("beam-00000.parquet"))
+	wantCols, want, wantMeta := cmdtest.ReadTable(t, f("want.csv"))
+	if !slices.Equal(cols, wantCols) {
+		t.Errorf("columns %v, the CLI's %v", cols, wantCols)
+	}
+	if len(got) != len(want) || len(got) != 32560 {
+		t.Fatalf("%d rows, the CLI %d", len(got), len(want))
+	}
+	for k, v := range wantMeta {
+		if meta[k] != v {
+			t.Errorf("metadata %s = %q, the CLI's %q", k, meta[k], v)
+		}
+	}
+	if len(meta) != len(wantMeta) {
+		t.Errorf("metadata %v, the CLI's %v", meta, wantMeta)
+	}
+
+	occ := slices.Index(cols, "occupation")
+	cbook, err := codebook.Load(cb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	col, _ := cbook.Column("occupation")
+	enc, _ := col.Encoder(codebook.Policy{})
+	index := func(label string) int {
+		x, err := enc.Index(label)
+		if err != nil {
+			t.Fatalf("label %q: %v", label, err)
+		}
+		return int(x)
+	}
+	seen := make([]bool, len(rows))
+	counts := make([]int64, col.K())
+	var own, inPlace int64
+	pub := make([]int64, col.K())
+	for i, r := range got {
+		id, err := strconv.Atoi(r[0])
+		if err != nil || id < 0 || id >= len(rows) || seen[id] {
+			t.Fatalf("row %d: id %q unknown or repeated", i, r[0])
+		}
+		seen[id] = true
+		for j := range r {
+			if j != occ && r[j] != rows[id][j] {
+				t.Fatalf("row id %d: column %s is %q, the input's %q", id, cols[j], r[j], rows[id][j])
+			}
+		}
+		if id == i {
+			inPlace++
+		}
+		v, w := index(rows[id][occ]), index(r[occ])
+		counts[v]++
+		pub[w]++
+		if v == w {
+			own++
+		}
+	}
+	if inPlace > 20 {
+		t.Errorf("%d rows at their input position: not shuffled", inPlace)
+	}
+	sch, err := anonymize.NewSchedule(counts, l, anonymize.GroupingAnatomy, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id, r := range got {
+		_ = id
+		i, _ := strconv.Atoi(r[0])
+		v, w := uint32(index(rows[i][occ])), uint32(index(r[occ]))
+		if !slices.ContainsFunc(sch.Types, func(st anonymize.SetType) bool {
+			return slices.Contains(st.Values, v) && slices.Contains(st.Values, w)
+		}) {
+			t.Fatalf("row id %d: %s published as %s, which share no decoy set", i, rows[i][occ], r[occ])
+		}
+	}
+	stattest.AssertBinomial(t, "rows publishing their true value", own, int64(len(got)), 1.0/l, 1e-6)
+	for v, c := range counts {
+		if c > 0 {
+			stattest.AssertBinomial(t, "published count of "+col.Label(v), pub[v], l*c, 1.0/l, 1e-6)
+		}
+	}
+
+	est := beamtest.Tool(estimatecmd.NewCmd)
+	sales := counts[index("Sales")]
+	out := beamtest.MustRun(t, est, "--query", "occupation=Sales", f("beam-00000.parquet"))
+	if e := answer(t, out); math.Abs(e-float64(sales)) > 6*math.Sqrt(float64(sales)*(l-1)/l) {
+		t.Errorf("estimate of occupation=Sales: %v, truth %d", e, sales)
+	}
+	var females int64
+	for _, r := range rows {
+		if r[4] == "Female" {
+			females++
+		}
+	}
+	out = beamtest.MustRun(t, est, "--query", "sex=Female", f("beam-00000.parquet"))
+	if e := answer(t, out); e != float64(females) && e != float64(females-1) {
+		t.Errorf("estimate of sex=Female: %v, truth %d (one row dropped)", e, females)
+	}
+
+	// Several shards.
+	if err := Anonymize(context.Background(), Config{Input: f("a-*.parquet"), Output: f("many"), Runner: "prism", Args: args, Streams: streams, ShardRows: 10000}); err != nil {
+		t.Fatalf("%v: %s", err, stderr.String())
+	}
+	shards, _ := filepath.Glob(f("many-*.parquet"))
+	if len(shards) != 4 {
+		t.Fatalf("shards %v, want 4", shards)
+	}
+	ids := map[string]bool{}
+	for _, s := range shards {
+		_, part, m := cmdtest.ReadTable(t, s)
+		if fmt.Sprint(m) != fmt.Sprint(meta) {
+			t.Errorf("%s: metadata %v, want %v", s, m, meta)
+		}
+		for _, r := range part {
+			ids[r[0]] = true
+		}
+	}
+	if len(ids) != 32560 {
+		t.Errorf("the shards hold %d distinct rows, want 32560", len(ids))
+	}
+}
+
+// answer is the estimate of estimate's one-query CSV answer.
+func answer(t *testing.T, out string) float64 {
+	t.Helper()
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("estimate printed %q", out)
+	}
+	fields := strings.Split(lines[1], ",")
+	e, err := strconv.ParseFloat(fields[len(fields)-2], 64)
+	if err != nil {
+		t.Fatalf("estimate printed %q", out)
+	}
+	return e
+}
+
+// TestAnonymizeRefusesOnPrism: an ineligible ℓ′ fails with the CLI's
+// one-line message naming the column and the largest feasible ℓ′, and
+// leaves no output; flags the pipeline does not take are usage errors.
+func TestAnonymizeRefusesOnPrism(t *testing.T) {
+	dir, cb, _ := adultAnonTable(t)
+	f := func(name string) string { return filepath.Join(dir, name) }
+	var stderr strings.Builder
+	streams := &cli.Streams{Out: &stderr, Err: &stderr}
+	err := Anonymize(context.Background(), Config{Input: f("a-*.parquet"), Output: f("beam"), Runner: "prism", Streams: streams,
+		Args: []string{"--sensitive", "occupation", "--l", "9", "--codebook", cb}})
+	if err == nil || !strings.Contains(err.Error(), "occupation is not eligible for ℓ′ = 9") || !strings.Contains(err.Error(), "largest feasible ℓ′ is 7") ||
+		strings.Contains(err.Error(), "\n") {
+		t.Errorf("ℓ′ = 9: got %v", err)
+	}
+	if left, _ := filepath.Glob(f("beam*")); len(left) > 0 {
+		t.Errorf("a failed run left %v", left)
+	}
+	if left, _ := filepath.Glob(f(".pramkit-beam-*")); len(left) > 0 {
+		t.Errorf("a failed run left %v", left)
+	}
+	for _, args := range [][]string{
+		{"--sensitive", "occupation", "--l", "5", "--codebook", cb, "--keep-order"},
+		{"--sensitive", "occupation", "--l", "5", "--codebook", cb, "--mechanism", "global"},
+		{"--sensitive", "occupation", "--l", "5", "--codebook", cb, "-o", "x.csv"},
+		{"--sensitive", "occupation", "--codebook", cb},
+	} {
+		err := Anonymize(context.Background(), Config{Input: f("a-*.parquet"), Output: f("beam"), Runner: "prism", Streams: streams, Args: args})
+		var ue *cli.UsageError
+		if !asUsage(err, &ue) {
+			t.Errorf("%v: got %v, want a usage error", args, err)
+		}
+	}
+	if _, err := os.Stat(f("beam-00000.parquet")); err == nil {
+		t.Error("a refused run wrote a release")
+	}
+}
+
+func asUsage(err error, ue **cli.UsageError) bool { return errors.As(err, ue) }
