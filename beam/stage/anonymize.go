@@ -761,7 +761,7 @@ func (f *writeShardFn) ProcessElement(ctx context.Context, shard int, batches fu
 		}
 		b = pubBatch{}
 	}
-	return writeShard(f.Dir, f.Ext, shard, all, f.Meta, f.Columns, sum)
+	return writeAnonShard(f.Dir, f.Ext, shard, all, f.Meta, f.Columns, sum)
 }
 
 // shardName is output shard i's file name.
@@ -769,8 +769,8 @@ func shardName(prefix string, i int, ext string) string {
 	return fmt.Sprintf("%s-%05d%s", prefix, i, ext)
 }
 
-// writeShard writes rows (any order) as shard i under dir.
-func writeShard(dir, ext string, i int, rows []pubRow, meta map[string]string, columns []string, sum anonSummary) error {
+// writeAnonShard writes rows (any order) as shard i under dir.
+func writeAnonShard(dir, ext string, i int, rows []pubRow, meta map[string]string, columns []string, sum anonSummary) error {
 	slices.SortFunc(rows, func(a, b pubRow) int { return cmp.Or(cmp.Compare(a.Hi, b.Hi), cmp.Compare(a.Lo, b.Lo)) })
 	m := table.Meta(meta).Clone()
 	m.SetInt(release.KeyRows, sum.Rows)

@@ -24,10 +24,6 @@ import (
 	"github.com/pramkit/pramkit/pkg/version"
 )
 
-// DefaultShardRows is the rows per output shard of anonymize when
-// Config.ShardRows is 0: a shard is sorted in one worker's memory.
-const DefaultShardRows = 1 << 18
-
 // Anonymize publishes the input's shards with mechanism A′ on the runner
 // (see anonymize.go for the design and the proof that the law is the
 // CLI's): c.Args are anonymize's own flags (--sensitive, --l, --grouping,
@@ -143,7 +139,7 @@ func Anonymize(ctx context.Context, c Config) error {
 		if _, err := os.Stat(src); err != nil {
 			// A shard no row went to (possible when shards are small): an
 			// empty table with the release's metadata.
-			if err := writeShard(tmp, ext, i, nil, meta, columns, got); err != nil {
+			if err := writeAnonShard(tmp, ext, i, nil, meta, columns, got); err != nil {
 				return err
 			}
 		}

@@ -210,6 +210,15 @@ func TestAnonymizeOnPrism(t *testing.T) {
 	if len(ids) != 32560 {
 		t.Errorf("the shards hold %d distinct rows, want 32560", len(ids))
 	}
+	// The estimate tool reads the shards as parts of one release: a
+	// non-sensitive count is exact, and one shard alone is refused.
+	out = beamtest.MustRun(t, est, append([]string{"--query", "sex=Female"}, shards...)...)
+	if e := answer(t, out); e != float64(females) && e != float64(females-1) {
+		t.Errorf("estimate of sex=Female over the shards: %v, truth %d (one row dropped)", e, females)
+	}
+	if r := cmdtest.Run(est, nil, "--query", "sex=Female", shards[0]); r.Code == 0 {
+		t.Error("estimate answered from one shard of four")
+	}
 }
 
 // answer is the estimate of estimate's one-query CSV answer.

@@ -29,7 +29,9 @@ type Config struct {
 	Runner  string   // Beam runner: prism, flink, spark, dataflow…
 	Args    []string // the stage's CLI flags (after --)
 	Streams *cli.Streams
-	// ShardRows is anonymize's rows per output shard (0: DefaultShardRows).
+	// ShardRows is the rows per output shard of the stages that write
+	// shards (0: DefaultShardRows; a keyed stage's --shard-rows after --
+	// overrides it).
 	ShardRows int64
 }
 

@@ -57,7 +57,8 @@ func init() {
 	register.Iter1[piece]()
 }
 
-// DefaultShardRows is the rows of an output shard unless --shard-rows.
+// DefaultShardRows is the rows of an output shard unless --shard-rows
+// (anonymize sorts a shard in one worker's memory).
 const DefaultShardRows = 1 << 18
 
 // pieceRows bounds the rows of one piece (the shuffle's element).

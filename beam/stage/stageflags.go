@@ -15,8 +15,13 @@ import (
 // It returns the command, whose flags answer Changed, for cli.Seed.
 func stageFlags(name string, c Config, add func(*cobra.Command)) (*cobra.Command, int64, error) {
 	cmd := &cobra.Command{Use: name, SilenceErrors: true, SilenceUsage: true}
-	var shardRows int64
-	cmd.Flags().Int64Var(&shardRows, "shard-rows", DefaultShardRows, "rows per output shard")
+	// --shard-rows before -- (Config.ShardRows, as for anonymize) sets the
+	// default; after --, the stage's own flag overrides it.
+	shardRows := int64(DefaultShardRows)
+	if c.ShardRows > 0 {
+		shardRows = c.ShardRows
+	}
+	cmd.Flags().Int64Var(&shardRows, "shard-rows", shardRows, "rows per output shard")
 	add(cmd)
 	streams := c.streams()
 	cmd.SetErr(streams.Err)

@@ -56,7 +56,7 @@ var (
 	output  = flag.String("output", "", "output `PREFIX`")
 	runner  = flag.String("runner", "prism", "Beam runner `R`: prism (in-process, the default), flink, spark, dataflow or universal, with the runner's own flags (--endpoint, --environment_type, --project…)")
 	verbose = flag.Bool("verbose", false, "print the runner's log")
-	shards  = flag.Int64("shard-rows", 0, "anonymize: about `N` rows per output shard (default 262144)")
+	shards  = flag.Int64("shard-rows", 0, "encrypt, perturb, decrypt, anonymize: about `N` rows per output shard (default 262144)")
 )
 
 func main() { os.Exit(run()) }
