@@ -16,7 +16,7 @@ help:
 	@echo "make install [PREFIX=/usr/local] [DESTDIR=] - install them and the man pages"
 	@echo "make man    - man pages into out/man"
 	@echo "make test   - go vet and all tests (unit, statistical, end-to-end, the fuzz seed corpora)"
-	@echo "make beam   - build bin/pramkit-beam (Apache Beam pipelines; its own module, ~8 min cold)"
+	@echo "make beam   - build bin/pramkit-beam (Apache Beam pipelines; its own module, 8–14 min cold)"
 	@echo "make beam-test - vet and test beam/ on the in-process Prism runner"
 	@echo "make fuzz   - a timed run of each fuzz target (FUZZTIME=$(FUZZTIME) each)"
 	@echo "make demo   - fetch UCI Adult, run the toolchain on it and write out/demo/report.html"
