@@ -112,3 +112,29 @@ func TestMemoryBound(t *testing.T) {
 		}
 	}
 }
+
+// TestHeldRowsAreOneFisherYates: rows held in memory past one block of
+// positions (refBlock) come out in the order of one Fisher–Yates shuffle
+// of 0..n−1 drawing r.IntN(i+1) for i = n−1 … 1 from the same source —
+// the uniform shuffle of the package doc, exactly, whatever the blocks.
+func TestHeldRowsAreOneFisherYates(t *testing.T) {
+	const n = 3*refBlock + 17
+	got, spilled, _ := run(t, n, 11, Options{})
+	if spilled {
+		t.Fatal("spilled")
+	}
+	perm := make([]int, n)
+	for i := range perm {
+		perm[i] = i
+	}
+	r := rng.NewSeeded(11)
+	for i := n - 1; i > 0; i-- {
+		j := r.IntN(i + 1)
+		perm[i], perm[j] = perm[j], perm[i]
+	}
+	for k, row := range got {
+		if idOf(row) != perm[k] {
+			t.Fatalf("row %d is %d, want %d", k, idOf(row), perm[k])
+		}
+	}
+}
