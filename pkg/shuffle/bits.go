@@ -149,45 +149,57 @@ func (s *Shuffler) addPacked(p []uint64, n int) error {
 	}
 	full := bitChunkRows * W
 	for off := 0; off < len(p); {
+		// The first chunk small, so that a small table costs little; it
+		// grows by doubling up to a full chunk. Its size does not depend
+		// on the batches, so neither does whether the rows spill (held
+		// after k rows is a function of k), nor, since every row gets
+		// its bucket draw in order whenever the spill happens, the
+		// output.
 		last := len(b.chunks) - 1
+		var grow int
 		switch {
 		case last < 0:
-			// The first chunk small, so that a small table costs little;
-			// it grows by doubling up to a full chunk. Its size does not
-			// depend on the batches, so neither does when the rows spill
-			// (held after k rows is a function of k): the output is the
-			// same whatever the batch sizes written.
-			size := min(full, 1024*W)
-			b.chunks = append(b.chunks, make([]uint64, 0, size))
-			s.held += int64(8 * size)
-			last++
+			grow = min(full, 1024*W)
 		case len(b.chunks[last]) < cap(b.chunks[last]):
 		case cap(b.chunks[last]) < full: // only the first chunk
-			c := make([]uint64, len(b.chunks[last]), min(full, 2*cap(b.chunks[last])))
+			grow = min(full, 2*cap(b.chunks[last])) - cap(b.chunks[last])
+		default:
+			grow = full
+		}
+		if s.held+int64(8*grow) > s.opt.Budget {
+			// Spill rather than hold more than the budget.
+			if err := s.spillDir(); err != nil {
+				return err
+			}
+			for _, c := range b.chunks {
+				if err := b.scatter(s, s.buckets, c); err != nil {
+					return err
+				}
+			}
+			b.chunks, b.n, s.held = nil, 0, 0
+			s.acct.hold(0)
+			return b.scatter(s, s.buckets, p[off:])
+		}
+		switch {
+		case grow == 0:
+		case last < 0:
+			b.chunks = append(b.chunks, make([]uint64, 0, grow))
+			last++
+		case cap(b.chunks[last]) < full:
+			c := make([]uint64, len(b.chunks[last]), cap(b.chunks[last])+grow)
 			copy(c, b.chunks[last])
-			s.held += int64(8 * (cap(c) - cap(b.chunks[last])))
 			b.chunks[last] = c
 		default:
 			b.chunks = append(b.chunks, make([]uint64, 0, full))
-			s.held += int64(8 * full)
 			last++
 		}
+		s.held += int64(8 * grow)
+		s.acct.hold(s.held)
 		c := b.chunks[last]
 		k := min(cap(c)-len(c), len(p)-off)
 		b.chunks[last] = append(c, p[off:off+k]...)
+		b.n += k / W
 		off += k
-	}
-	b.n += n
-	if s.held > s.opt.Budget {
-		if err := s.spillDir(); err != nil {
-			return err
-		}
-		for _, c := range b.chunks {
-			if err := b.scatter(s, s.buckets, c); err != nil {
-				return err
-			}
-		}
-		b.chunks, b.n, s.held = nil, 0, 0
 	}
 	return nil
 }
@@ -242,8 +254,9 @@ func (e *emitter) emitBits() error {
 			return err
 		}
 		b.chunks = nil
+		s.acct.hold(0)
 	} else {
-		if err := flushBuckets(s.buckets); err != nil {
+		if err := s.flushBuckets(s.buckets); err != nil {
 			return err
 		}
 		for _, sf := range s.buckets {
@@ -288,9 +301,12 @@ func (e *emitter) shuffledBits(chunks [][]uint64, n int) error {
 
 // bucketBits emits the rows of one bit-mode spill file in a uniformly
 // random order, and releases it; one whose rows would take more than the
-// budget in memory is scattered again first.
+// budget in memory is scattered again first, unless it holds one row. The
+// file is read into the rows a piece at a time, so that its bytes and its
+// rows are not both held.
 func (e *emitter) bucketBits(sf *spillFile, depth int) error {
-	b := e.s.bits
+	s := e.s
+	b := s.bits
 	st, err := sf.f.Stat()
 	if err != nil {
 		return spillError(err)
@@ -300,11 +316,12 @@ func (e *emitter) bucketBits(sf *spillFile, depth int) error {
 		return fmt.Errorf("shuffling the rows: a temporary file is corrupt: %d bytes, not a whole number of %d-byte rows", size, b.bytes)
 	}
 	n := int(size / int64(b.bytes))
-	if int64(n)*int64(8*b.words) > e.s.opt.Budget && depth < maxDepth {
+	if int64(n)*int64(8*b.words) > s.opt.Budget && n > 1 && depth < maxDepth {
 		subs, err := e.rescatterBits(sf, size)
 		if err != nil {
 			return err
 		}
+		s.acct.depth = max(s.acct.depth, depth+1)
 		for _, sub := range subs {
 			if err := e.bucketBits(sub, depth+1); err != nil {
 				return err
@@ -312,17 +329,21 @@ func (e *emitter) bucketBits(sf *spillFile, depth int) error {
 		}
 		return nil
 	}
-	data := make([]byte, size)
-	_, err = sf.f.ReadAt(data, 0)
-	sf.release()
-	if err != nil && !(errors.Is(err, io.EOF) && size == 0) {
-		return spillError(err)
-	}
-	rows := make([]uint64, n*b.words)
-	readRowBytes(rows, data, b.words, b.bytes)
-	data = nil
-	r := e.s.r
 	W := b.words
+	rows := make([]uint64, n*W)
+	s.acct.hold(int64(8 * len(rows)))
+	piece := make([]byte, (spillBuffer/b.bytes)*b.bytes)
+	for i := 0; i < n; {
+		k := min(n-i, len(piece)/b.bytes)
+		if _, err := sf.f.ReadAt(piece[:k*b.bytes], int64(i)*int64(b.bytes)); err != nil {
+			s.release(sf)
+			return spillError(err)
+		}
+		readRowBytes(rows[i*W:(i+k)*W], piece[:k*b.bytes], W, b.bytes)
+		i += k
+	}
+	s.release(sf)
+	r := s.r
 	for i := n - 1; i > 0; i-- {
 		j := r.IntN(i + 1)
 		if W == 1 {
@@ -333,7 +354,11 @@ func (e *emitter) bucketBits(sf *spillFile, depth int) error {
 			rows[i*W+k], rows[j*W+k] = rows[j*W+k], rows[i*W+k]
 		}
 	}
-	return e.appendBits(rows)
+	if err := e.appendBits(rows); err != nil {
+		return err
+	}
+	s.acct.hold(0)
+	return nil
 }
 
 // rescatterBits sends every row of sf (size bytes) to one of B new files
@@ -353,12 +378,12 @@ func (e *emitter) rescatterBits(sf *spillFile, size int64) ([]*spillFile, error)
 		}
 		_, err = subs[b.bucketOf(s.r, len(subs))].w.Write(row)
 	}
-	sf.release()
+	s.release(sf)
 	if errors.Is(err, io.EOF) {
 		err = nil
 	}
 	if err == nil {
-		err = flushBuckets(subs)
+		err = s.flushBuckets(subs)
 	}
 	if err != nil {
 		return nil, spillError(err)

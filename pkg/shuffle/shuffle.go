@@ -34,17 +34,51 @@
 // again is shuffled uniformly by the same argument, by induction on the
 // depth. Fisher–Yates with unbiased draws (rand.Rand.IntN) is uniform.
 //
-// # Randomness, memory and files
+// # Randomness
 //
 // The bucket draws and the shuffles come from the caller's source, so a
 // seeded run is reproducible (for a given budget) and a production run
-// draws from its CSPRNG. Memory: rows are held in an encoded form (a
-// string costs its length plus a varint, an integer a varint, a float64 8
-// bytes) plus 8 bytes per row for its position, up to Options.Budget (in
-// bit mode, Options.Bits, 8 bytes per 64 columns and nothing else: see
-// bits.go); then
-// one 32 KiB write buffer per bucket (4 MiB for the default 128 buckets),
-// and while emitting one bucket (about total/B bytes) and one output batch.
+// draws from its CSPRNG. Every row gets its bucket draw in input order,
+// whichever row makes the rows spill, so the output depends on the rows,
+// the source and whether they spilled, not on the batches.
+//
+// # Memory: O(1) in N
+//
+// With budget M (Options.Budget, 16 MiB by default), B buckets (128) and
+// w = min(32 KiB, max(4 KiB, M/B)) bytes of write buffer per spill file,
+// a Shuffler holds at any time, whatever the number of rows N and the
+// cells' values:
+//
+//   - rows in memory: at most M + 64 KiB bytes allocated. A row costs its
+//     encoding (a string its length plus a varint, an integer a varint, a
+//     float64 8 bytes, a dictionary code a varint; in bit mode ⌈c/64⌉
+//     words for c columns and nothing else, see bits.go) plus a varint
+//     length and 8 bytes for its position; positions are allocated in
+//     blocks of 64 KiB (refBlock), the one slack over M. No chunk is made
+//     that would take the rows past M: the rows spill instead. While
+//     emitting, a bucket is read into memory only if its bytes plus 8 per
+//     row fit in M (the same measure); a larger one is scattered again
+//     into B sub-buckets, at any depth (a bucket at depth d holds about
+//     N/B^(d+1) rows; maxDepth is a safety stop that needs N·row bytes
+//     past M·B^64). A bucket of one row is emitted whatever its size: a
+//     single row larger than M is the only way past the bound.
+//   - write buffers: at most B·w bytes (4 MiB by default), those of the
+//     files being written: the level-0 buckets while rows come in, or the
+//     B sub-buckets of one re-scatter. A file's buffer is dropped once it
+//     is written, and a released file is forgotten, so neither grows with
+//     the number of re-scatters. Plus one 32 KiB read buffer while
+//     re-scattering.
+//   - open files: B per level of the bucket being emitted, B·(d+1) at
+//     depth d; with the defaults d ≤ 1 up to N·row ≈ M·B² = 256 GiB.
+//   - output: two batches of Options.BatchRows rows, one being decoded
+//     and one in fn (the caller's writer).
+//
+// None of these grows with N; TestMemoryBound checks the first three
+// through the Shuffler's accounting at N spanning every regime (in
+// memory, spilled, re-scattered once and twice), with a small budget.
+//
+// # Files
+//
 // Spill files hold the rows that are about to be published, nothing else,
 // in a private directory (mode 0700, files 0600). Each is unlinked as soon
 // as it is open and read back through its descriptor, so that even a killed
@@ -65,6 +99,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -78,8 +113,9 @@ import (
 const (
 	DefaultBudget  = 16 << 20 // bytes of rows held in memory
 	DefaultBuckets = 128      // spill files per level
-	maxDepth       = 3        // levels of re-scattering a bucket larger than the budget
+	maxDepth       = 64       // levels of re-scattering: a safety stop, never reached (see the package doc)
 	chunkSize      = 1 << 20  // in-memory rows are appended to chunks of this size
+	refBlock       = 1 << 13  // row positions per block of refs (64 KiB)
 	spillBuffer    = 32 << 10 // write buffer per spill file
 )
 
@@ -118,8 +154,8 @@ type Shuffler struct {
 
 	// In memory: rows as uvarint(length) ‖ encoded cells, in chunks.
 	chunks [][]byte
-	refs   []uint64 // chunk<<40 | offset of each held row
-	held   int64    // bytes counted against the budget
+	refs   refs  // chunk<<40 | offset of each held row
+	held   int64 // bytes counted against the budget
 
 	// Spilled: the private directory and the level-0 bucket files.
 	dir     string
@@ -132,6 +168,61 @@ type Shuffler struct {
 	emitted bool
 
 	bits *bitRows // Options.Bits: the rows, packed
+
+	acct accounting
+}
+
+// accounting is what a Shuffler holds, as it goes and at its peak, so
+// that a test can check the package doc's bound without a huge table.
+type accounting struct {
+	held, peakHeld int64 // bytes allocated for rows held in memory
+	bufs, peakBufs int64 // bytes of spill-file write buffers
+	open, peakOpen int   // spill files open
+	depth          int   // deepest level of re-scattering reached
+}
+
+// hold records that the rows held in memory now take n bytes.
+func (a *accounting) hold(n int64) {
+	a.held = n
+	a.peakHeld = max(a.peakHeld, n)
+}
+
+// refs is the positions of held rows, in blocks of refBlock: a slice grown
+// by append would hold up to twice what it needs, and both copies while
+// it grows.
+type refs struct {
+	blocks [][]uint64
+	n      int
+}
+
+// add appends one position. The first block grows by doubling from 64
+// positions, so that a small table costs little; the others are made full.
+func (r *refs) add(v uint64) {
+	last := len(r.blocks) - 1
+	switch {
+	case last < 0:
+		r.blocks = [][]uint64{make([]uint64, 0, 64)}
+		last = 0
+	case len(r.blocks[last]) < cap(r.blocks[last]):
+	case cap(r.blocks[last]) < refBlock: // only the first block
+		r.blocks[last] = append(make([]uint64, 0, min(refBlock, 2*cap(r.blocks[last]))), r.blocks[last]...)
+	default:
+		r.blocks = append(r.blocks, make([]uint64, 0, refBlock))
+		last++
+	}
+	r.blocks[last] = append(r.blocks[last], v)
+	r.n++
+}
+
+// at is the k-th position.
+func (r *refs) at(k int) *uint64 { return &r.blocks[k/refBlock][k%refBlock] }
+
+// bytes is what the blocks take.
+func (r *refs) bytes() int64 {
+	if len(r.blocks) == 0 {
+		return 0
+	}
+	return int64(len(r.blocks)-1)*refBlock*8 + int64(8*cap(r.blocks[0]))
 }
 
 // spillFile is one bucket: an open file, read back through the same
@@ -139,7 +230,8 @@ type Shuffler struct {
 type spillFile struct {
 	path string
 	f    *os.File
-	w    *bufio.Writer
+	w    *bufio.Writer // nil once the file is written
+	rows int64         // rows written (the row codec; bit mode counts bytes)
 }
 
 // New returns a Shuffler for batches of schema, drawing from r. The columns
@@ -286,7 +378,7 @@ func (s *Shuffler) encode(b []byte, cols []arrow.Array, i int) []byte {
 func (s *Shuffler) add(row []byte) error {
 	s.rows++
 	if s.dir != "" {
-		if err := writeRow(s.buckets[s.r.IntN(len(s.buckets))].w, row); err != nil {
+		if err := writeRow(s.buckets[s.r.IntN(len(s.buckets))], row); err != nil {
 			return spillError(err)
 		}
 		return nil
@@ -300,16 +392,32 @@ func (s *Shuffler) add(row []byte) error {
 		if last >= 0 {
 			size = min(chunkSize, 2*cap(s.chunks[last]))
 		}
-		c := make([]byte, 0, max(size, need))
+		size = max(size, need)
+		if s.held+int64(size)+8 > s.opt.Budget {
+			// The chunk would take the rows past the budget: spill
+			// instead of making it. The rows get the bucket draws, in
+			// order, that they would get if the chunk were made and the
+			// rows then spilled, so the output is the same; only the
+			// memory is not taken.
+			if err := s.spill(); err != nil {
+				return err
+			}
+			if err := writeRow(s.buckets[s.r.IntN(len(s.buckets))], row); err != nil {
+				return spillError(err)
+			}
+			return nil
+		}
+		c := make([]byte, 0, size)
 		s.chunks = append(s.chunks, c)
 		s.held += int64(cap(c))
 		last++
 	}
 	c := s.chunks[last]
-	s.refs = append(s.refs, uint64(last)<<40|uint64(len(c)))
+	s.refs.add(uint64(last)<<40 | uint64(len(c)))
 	c = binary.AppendUvarint(c, uint64(len(row)))
 	s.chunks[last] = append(c, row...)
 	s.held += 8
+	s.acct.hold(s.held - 8*int64(s.refs.n) + s.refs.bytes())
 	if s.held > s.opt.Budget {
 		return s.spill()
 	}
@@ -321,13 +429,14 @@ func spillError(err error) error {
 	return fmt.Errorf("shuffling the rows: writing a temporary file: %w (free space, or set TMPDIR to a folder with room for the output)", err)
 }
 
-// writeRow writes one length-prefixed row.
-func writeRow(w *bufio.Writer, row []byte) error {
+// writeRow writes one length-prefixed row to sf.
+func writeRow(sf *spillFile, row []byte) error {
 	var p [binary.MaxVarintLen64]byte
-	if _, err := w.Write(p[:binary.PutUvarint(p[:], uint64(len(row)))]); err != nil {
+	if _, err := sf.w.Write(p[:binary.PutUvarint(p[:], uint64(len(row)))]); err != nil {
 		return err
 	}
-	_, err := w.Write(row)
+	sf.rows++
+	_, err := sf.w.Write(row)
 	return err
 }
 
@@ -337,12 +446,14 @@ func (s *Shuffler) spill() error {
 	if err := s.spillDir(); err != nil {
 		return err
 	}
-	for _, ref := range s.refs {
-		if err := writeRow(s.buckets[s.r.IntN(len(s.buckets))].w, rowAt(s.chunks[ref>>40], int(ref&(1<<40-1)))); err != nil {
+	for k := range s.refs.n {
+		ref := *s.refs.at(k)
+		if err := writeRow(s.buckets[s.r.IntN(len(s.buckets))], rowAt(s.chunks[ref>>40], int(ref&(1<<40-1)))); err != nil {
 			return spillError(err)
 		}
 	}
-	s.chunks, s.refs, s.held = nil, nil, 0
+	s.chunks, s.refs, s.held = nil, refs{}, 0
+	s.acct.hold(0)
 	return nil
 }
 
@@ -365,6 +476,10 @@ func (s *Shuffler) spillDir() error {
 // is unlinked as soon as it is open (where the system allows it), so that
 // a process killed before Close leaves only an empty directory behind.
 func (s *Shuffler) createBuckets() ([]*spillFile, error) {
+	// Forget the files released (emitted or scattered again), so that
+	// what the Shuffler keeps does not grow with the number of
+	// re-scatters, hence with N.
+	s.files = slices.DeleteFunc(s.files, func(sf *spillFile) bool { return sf.f == nil })
 	out := make([]*spillFile, s.opt.Buckets)
 	buf := int(min(spillBuffer, max(4<<10, s.opt.Budget/int64(s.opt.Buckets))))
 	for b := range out {
@@ -380,25 +495,39 @@ func (s *Shuffler) createBuckets() ([]*spillFile, error) {
 		}
 		s.files = append(s.files, sf)
 		out[b] = sf
+		a := &s.acct
+		a.open++
+		a.bufs += int64(buf)
+		a.peakOpen, a.peakBufs = max(a.peakOpen, a.open), max(a.peakBufs, a.bufs)
 	}
 	return out, nil
 }
 
-// flushBuckets writes out the files' buffers, returning the first error.
-func flushBuckets(files []*spillFile) error {
+// flushBuckets writes out the files' buffers, returning the first error,
+// and drops the buffers: nothing more is written to these files, and the
+// level-0 buffers (B of them, 4 MiB by default) would otherwise be held
+// while every bucket is emitted.
+func (s *Shuffler) flushBuckets(files []*spillFile) error {
 	for _, sf := range files {
 		if err := sf.w.Flush(); err != nil {
 			return spillError(err)
 		}
+		s.acct.bufs -= int64(sf.w.Size())
+		sf.w = nil
 	}
 	return nil
 }
 
 // release closes a spill file and removes it if it was not unlinked.
-func (sf *spillFile) release() {
+func (s *Shuffler) release(sf *spillFile) {
+	if sf.w != nil {
+		s.acct.bufs -= int64(sf.w.Size())
+		sf.w = nil
+	}
 	if sf.f != nil {
 		sf.f.Close()
 		sf.f = nil
+		s.acct.open--
 	}
 	if sf.path != "" {
 		os.Remove(sf.path)
@@ -473,12 +602,13 @@ func (out *emitter) emit() error {
 		return out.emitBits()
 	}
 	if s.dir == "" {
-		if err := out.shuffled(s.chunks, s.refs); err != nil {
+		if err := out.shuffled(s.chunks, &s.refs); err != nil {
 			return err
 		}
-		s.chunks, s.refs = nil, nil
+		s.chunks, s.refs = nil, refs{}
+		s.acct.hold(0)
 	} else {
-		if err := flushBuckets(s.buckets); err != nil {
+		if err := s.flushBuckets(s.buckets); err != nil {
 			return err
 		}
 		for _, sf := range s.buckets {
@@ -494,7 +624,7 @@ func (out *emitter) emit() error {
 // once and after Emit.
 func (s *Shuffler) Close() error {
 	for _, sf := range s.files {
-		sf.release()
+		s.release(sf)
 	}
 	s.files, s.buckets = nil, nil
 	if s.dir == "" {
@@ -559,13 +689,15 @@ func (e *emitter) reset(rows int) {
 }
 
 // shuffled Fisher–Yates shuffles refs and emits the rows they point to.
-func (e *emitter) shuffled(chunks [][]byte, refs []uint64) error {
+func (e *emitter) shuffled(chunks [][]byte, refs *refs) error {
 	r := e.s.r
-	for i := len(refs) - 1; i > 0; i-- {
+	for i := refs.n - 1; i > 0; i-- {
 		j := r.IntN(i + 1)
-		refs[i], refs[j] = refs[j], refs[i]
+		a, b := refs.at(i), refs.at(j)
+		*a, *b = *b, *a
 	}
-	for _, ref := range refs {
+	for k := range refs.n {
+		ref := *refs.at(k)
 		if err := e.decode(rowAt(chunks[ref>>40], int(ref&(1<<40-1)))); err != nil {
 			return err
 		}
@@ -574,18 +706,22 @@ func (e *emitter) shuffled(chunks [][]byte, refs []uint64) error {
 }
 
 // bucket emits the rows of one spill file in a uniformly random order, and
-// releases it. A file larger than the budget is scattered again first.
+// releases it. A file whose rows would take more than the budget in memory
+// (its bytes and 8 bytes per row, as when they were written) is scattered
+// again first, unless it holds a single row.
 func (e *emitter) bucket(sf *spillFile, depth int) error {
+	s := e.s
 	st, err := sf.f.Stat()
 	if err != nil {
 		return spillError(err)
 	}
 	size := st.Size()
-	if size > e.s.opt.Budget && depth < maxDepth {
+	if size+8*sf.rows > s.opt.Budget && sf.rows > 1 && depth < maxDepth {
 		subs, err := e.rescatter(sf, size)
 		if err != nil {
 			return err
 		}
+		s.acct.depth = max(s.acct.depth, depth+1)
 		for _, sub := range subs {
 			if err := e.bucket(sub, depth+1); err != nil {
 				return err
@@ -595,20 +731,25 @@ func (e *emitter) bucket(sf *spillFile, depth int) error {
 	}
 	data := make([]byte, size)
 	_, err = sf.f.ReadAt(data, 0)
-	sf.release()
+	s.release(sf)
 	if err != nil && !(errors.Is(err, io.EOF) && size == 0) {
 		return spillError(err)
 	}
-	var refs []uint64
+	var rs refs
 	for off := 0; off < len(data); {
 		n, k := binary.Uvarint(data[off:])
 		if k <= 0 || off+k+int(n) > len(data) {
 			return fmt.Errorf("shuffling the rows: a temporary file is corrupt at byte %d", off)
 		}
-		refs = append(refs, uint64(off))
+		rs.add(uint64(off))
 		off += k + int(n)
 	}
-	return e.shuffled([][]byte{data}, refs)
+	s.acct.hold(size + rs.bytes())
+	if err := e.shuffled([][]byte{data}, &rs); err != nil {
+		return err
+	}
+	s.acct.hold(0)
+	return nil
 }
 
 // rescatter sends every row of sf (size bytes) to one of B new files
@@ -632,14 +773,14 @@ func (e *emitter) rescatter(sf *spillFile, size int64) ([]*spillFile, error) {
 		if _, err = io.ReadFull(br, row); err != nil {
 			break
 		}
-		err = writeRow(subs[e.s.r.IntN(len(subs))].w, row)
+		err = writeRow(subs[e.s.r.IntN(len(subs))], row)
 	}
-	sf.release()
+	e.s.release(sf)
 	if errors.Is(err, io.EOF) {
 		err = nil
 	}
 	if err == nil {
-		err = flushBuckets(subs)
+		err = e.s.flushBuckets(subs)
 	}
 	if err != nil {
 		return nil, spillError(err)

@@ -91,7 +91,7 @@ func idOf(row string) int {
 // that each of the 4! = 24 orders comes out with probability 1/24, in
 // memory and through spill files with re-scattering (a budget of 1 byte
 // and 2 buckets: every row spills, every non-empty bucket is scattered
-// again down to maxDepth).
+// again until it holds one row).
 func TestAllPermutationsEquallyLikely(t *testing.T) {
 	for _, tc := range []struct {
 		name string
