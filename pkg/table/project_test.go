@@ -75,7 +75,8 @@ func TestColumnsUnknownNameIsRefused(t *testing.T) {
 		writeRows(t, p, trickyCols, tricky, nil, WriteOptions{})
 		_, err := Open(p, ReadOptions{Columns: []string{"sex", "nope"}})
 		want := p + ` has no column "nope" (columns: id, text, sex)`
-		if err == nil || err.Error() != want {
+		var ce *ColumnError
+		if err == nil || err.Error() != want || !errors.As(err, &ce) || ce.Column != "nope" {
 			t.Errorf("%s: err = %v, want %s", name, err, want)
 		}
 	}

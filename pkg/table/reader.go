@@ -109,6 +109,19 @@ type ReadOptions struct {
 	Columns []string
 }
 
+// ColumnError is Open's error for a ReadOptions.Columns name the table
+// lacks; a stage that checks the table's metadata first can tell it from
+// other errors and check the metadata before reporting it.
+type ColumnError struct {
+	File   string
+	Column string
+	Known  []string // the table's columns
+}
+
+func (e *ColumnError) Error() string {
+	return fmt.Sprintf("%s has no column %q (columns: %s)", e.File, e.Column, strings.Join(e.Known, ", "))
+}
+
 // projection returns the indices, in file order, of the columns of schema
 // that cols selects, or nil when it selects them all.
 func projection(name string, schema *arrow.Schema, cols []string) ([]int, error) {
@@ -123,7 +136,7 @@ func projection(name string, schema *arrow.Schema, cols []string) ([]int, error)
 			for i, f := range schema.Fields() {
 				known[i] = f.Name
 			}
-			return nil, fmt.Errorf("%s has no column %q (columns: %s)", name, c, strings.Join(known, ", "))
+			return nil, &ColumnError{File: name, Column: c, Known: known}
 		}
 		keep[idx[0]] = true
 	}
