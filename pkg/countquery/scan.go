@@ -235,6 +235,20 @@ func (p *Plan) Columns() []string {
 	return cols
 }
 
+// TruthColumns lists the columns ScanTruth reads of the original table:
+// the queried ones, and under --missing drop every sensitive column.
+func (p *Plan) TruthColumns() []string {
+	cols := p.Columns()
+	if p.rel.Policy.Missing == codebook.MissingDrop {
+		for _, name := range p.rel.Sensitive {
+			if !slices.Contains(cols, name) {
+				cols = append(cols, name)
+			}
+		}
+	}
+	return cols
+}
+
 // ScanRelease counts, in one pass over the published table in, the rows
 // of every group's predicate by combination of published sensitive values
 // (the states' counts y of Figure 3 and Eq. 12–13; for anatomy the

@@ -104,7 +104,7 @@ func (c *csvReader) startPipeline() *csvPipeline {
 	}
 	go p.split(c.br, pre, csvChunkTarget(c.batch))
 	for range workers {
-		go p.worker(len(c.schema.Fields()), c.batch, c.schema)
+		go p.worker(c.ncols, c.sel, c.batch, c.schema)
 	}
 	return p
 }
@@ -205,8 +205,9 @@ func recordEnd(buf []byte) int {
 	}
 }
 
-func (p *csvPipeline) worker(ncols, batch int, schema *arrow.Schema) {
+func (p *csvPipeline) worker(ncols int, sel []int, batch int, schema *arrow.Schema) {
 	s := newCSVScanner(ncols)
+	s.project(sel)
 	for ch := range p.work {
 		select {
 		case <-p.quit:

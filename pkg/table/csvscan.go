@@ -26,6 +26,8 @@ type csvScanner struct {
 	last    bool // buf ends where the input ends (else at a record boundary)
 	numLine int  // lines consumed so far
 	ncols   int
+	keep    []bool    // per column: whether it is read (project)
+	sel     []int     // the columns read, in order
 	data    [][]byte  // per column: the batch's value bytes
 	offs    [][]int32 // per column: the batch's value offsets
 }
@@ -35,7 +37,25 @@ func newCSVScanner(ncols int) *csvScanner {
 	for j := range s.offs {
 		s.offs[j] = []int32{0}
 	}
+	s.project(nil)
 	return s
+}
+
+// project makes batch build only the columns sel (nil: all). The other
+// fields are still scanned — a record is checked whole — but their bytes
+// are not copied.
+func (s *csvScanner) project(sel []int) {
+	s.keep = make([]bool, s.ncols)
+	if sel == nil {
+		sel = make([]int, s.ncols)
+		for j := range sel {
+			sel[j] = j
+		}
+	}
+	s.sel = sel
+	for _, j := range sel {
+		s.keep[j] = true
+	}
 }
 
 // setInput starts scanning chunk buf; line numbers restart at 1.
@@ -93,14 +113,14 @@ func lengthNL(b []byte) int {
 // field appends bytes to column j of the current row (fields past the last
 // column are counted but not kept).
 func (s *csvScanner) field(j int, b []byte) {
-	if j < s.ncols {
+	if j < s.ncols && s.keep[j] {
 		s.data[j] = append(s.data[j], b...)
 	}
 }
 
 // endField closes column j's value.
 func (s *csvScanner) endField(j int) {
-	if j < s.ncols {
+	if j < s.ncols && s.keep[j] {
 		s.offs[j] = append(s.offs[j], int32(len(s.data[j])))
 	}
 }
@@ -227,15 +247,15 @@ parseField:
 // batch hands out the rows scanned so far as string arrays and starts new
 // buffers (the arrays keep the old ones).
 func (s *csvScanner) batch(rows int) ([]arrow.Array, error) {
-	cols := make([]arrow.Array, s.ncols)
-	for j := range cols {
+	cols := make([]arrow.Array, len(s.sel))
+	for i, j := range s.sel {
 		if len(s.data[j]) > math.MaxInt32 {
 			return nil, errors.New("a column holds more than 2 GiB of text in one batch; values this long are not categories")
 		}
 		offs := memory.NewBufferBytes(arrow.Int32Traits.CastToBytes(s.offs[j]))
 		data := memory.NewBufferBytes(s.data[j])
 		d := array.NewData(arrow.BinaryTypes.String, rows, []*memory.Buffer{nil, offs, data}, nil, 0, 0)
-		cols[j] = array.NewStringData(d)
+		cols[i] = array.NewStringData(d)
 		d.Release()
 		s.data[j] = make([]byte, 0, cap(s.data[j]))
 		s.offs[j] = make([]int32, 1, cap(s.offs[j]))

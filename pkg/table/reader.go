@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 )
@@ -94,6 +95,72 @@ type ReadOptions struct {
 	// slice or string of a batch once it is released, nor past the Next
 	// after it; other formats ignore it.
 	ReuseBuffers bool
+	// Columns, when not empty, reads only these columns: the reader's
+	// schema and batches hold them alone, in the file's column order
+	// (not the order given here, so that a projection never reorders what
+	// a stage writes; duplicates count once). A stage that uses a few
+	// columns of a wide table then skips building the others: CSV still
+	// splits and checks every field of every record (bad quoting and wrong
+	// field counts are refused as before, in any column) but builds Arrow
+	// arrays only for these; Parquet decodes only these column chunks;
+	// Arrow IPC drops the others from each batch. A CSV sidecar's digest
+	// still covers the whole file. A name the table lacks is an error
+	// naming the table's columns.
+	Columns []string
+}
+
+// ColumnError is Open's error for a ReadOptions.Columns name the table
+// lacks; a stage that checks the table's metadata first can tell it from
+// other errors and check the metadata before reporting it.
+type ColumnError struct {
+	File   string
+	Column string
+	Known  []string // the table's columns
+}
+
+func (e *ColumnError) Error() string {
+	return fmt.Sprintf("%s has no column %q (columns: %s)", e.File, e.Column, strings.Join(e.Known, ", "))
+}
+
+// projection returns the indices, in file order, of the columns of schema
+// that cols selects, or nil when it selects them all.
+func projection(name string, schema *arrow.Schema, cols []string) ([]int, error) {
+	if len(cols) == 0 {
+		return nil, nil
+	}
+	keep := make([]bool, schema.NumFields())
+	for _, c := range cols {
+		idx := schema.FieldIndices(c)
+		if len(idx) == 0 {
+			known := make([]string, schema.NumFields())
+			for i, f := range schema.Fields() {
+				known[i] = f.Name
+			}
+			return nil, &ColumnError{File: name, Column: c, Known: known}
+		}
+		keep[idx[0]] = true
+	}
+	var sel []int
+	for i, k := range keep {
+		if k {
+			sel = append(sel, i)
+		}
+	}
+	return sel, nil
+}
+
+// projectSchema is schema with only the fields sel (nil: all), keeping
+// schema's metadata.
+func projectSchema(schema *arrow.Schema, sel []int) *arrow.Schema {
+	if sel == nil {
+		return schema
+	}
+	fields := make([]arrow.Field, len(sel))
+	for i, j := range sel {
+		fields[i] = schema.Field(j)
+	}
+	md := schema.Metadata()
+	return arrow.NewSchema(fields, &md)
 }
 
 // IsStdio reports whether path names standard input or output.

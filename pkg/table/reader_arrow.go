@@ -17,12 +17,13 @@ type arrowStreamReader struct {
 	f      *os.File
 	r      *ipc.Reader
 	schema *arrow.Schema
+	sel    []int // ReadOptions.Columns' indices, nil for all
 	meta   Meta
 	rows   int64
 	cur    arrow.RecordBatch
 }
 
-func openArrowStream(name string, f *os.File, br *bufio.Reader, _ ReadOptions) (rd Reader, err error) {
+func openArrowStream(name string, f *os.File, br *bufio.Reader, opt ReadOptions) (rd Reader, err error) {
 	defer recovered(name, &err)
 	r, err := ipc.NewReader(&checkedStream{r: br}, ipc.WithAllocator(decodeAllocator))
 	if err != nil {
@@ -35,7 +36,15 @@ func openArrowStream(name string, f *os.File, br *bufio.Reader, _ ReadOptions) (
 		return nil, errorf(name, "not a readable Arrow IPC stream (%v)", err)
 	}
 	s := r.Schema()
-	return &arrowStreamReader{name: name, f: f, r: r, schema: withMeta(s, nil), meta: metaFromSchema(s)}, nil
+	sel, err := projection(name, s, opt.Columns)
+	if err != nil {
+		r.Release()
+		if f != nil {
+			f.Close()
+		}
+		return nil, err
+	}
+	return &arrowStreamReader{name: name, f: f, r: r, schema: withMeta(projectSchema(s, sel), nil), sel: sel, meta: metaFromSchema(s)}, nil
 }
 
 func (a *arrowStreamReader) Name() string          { return a.name }
@@ -61,7 +70,7 @@ func (a *arrowStreamReader) Next() (rec arrow.RecordBatch, err error) {
 	if err := validateBatch(rb); err != nil {
 		return nil, corruptBatch(a.name, a.rows, err)
 	}
-	a.cur = rebatch(a.schema, rb)
+	a.cur = rebatchProjected(a.schema, rb, a.sel)
 	a.rows += a.cur.NumRows()
 	return a.cur, nil
 }
@@ -83,6 +92,7 @@ type arrowFileReader struct {
 	f      *os.File
 	r      *ipc.FileReader
 	schema *arrow.Schema
+	sel    []int // ReadOptions.Columns' indices, nil for all
 	meta   Meta
 	next   int
 	rows   int64
@@ -105,7 +115,13 @@ func openArrowFile(name string, f *os.File, br *bufio.Reader, opt ReadOptions) (
 		return nil, errorf(name, "not a readable Arrow file (%v)", err)
 	}
 	s := r.Schema()
-	return &arrowFileReader{name: name, f: sf, r: r, schema: withMeta(s, nil), meta: metaFromSchema(s)}, nil
+	sel, err := projection(name, s, opt.Columns)
+	if err != nil {
+		r.Close()
+		sf.Close()
+		return nil, err
+	}
+	return &arrowFileReader{name: name, f: sf, r: r, schema: withMeta(projectSchema(s, sel), nil), sel: sel, meta: metaFromSchema(s)}, nil
 }
 
 func (a *arrowFileReader) Name() string          { return a.name }
@@ -132,7 +148,7 @@ func (a *arrowFileReader) Next() (rec arrow.RecordBatch, err error) {
 	if err := validateBatch(r); err != nil {
 		return nil, corruptBatch(a.name, a.rows, err)
 	}
-	a.cur = rebatch(a.schema, r)
+	a.cur = rebatchProjected(a.schema, r, a.sel)
 	a.rows += a.cur.NumRows()
 	return a.cur, nil
 }
@@ -150,4 +166,16 @@ func (a *arrowFileReader) Close() error {
 // the decoder that returned it.
 func rebatch(s *arrow.Schema, rec arrow.RecordBatch) arrow.RecordBatch {
 	return array.NewRecordBatch(s, rec.Columns(), rec.NumRows())
+}
+
+// rebatchProjected is rebatch keeping only the columns sel (nil: all).
+func rebatchProjected(s *arrow.Schema, rec arrow.RecordBatch, sel []int) arrow.RecordBatch {
+	if sel == nil {
+		return rebatch(s, rec)
+	}
+	cols := make([]arrow.Array, len(sel))
+	for i, j := range sel {
+		cols[i] = rec.Column(j)
+	}
+	return array.NewRecordBatch(s, cols, rec.NumRows())
 }

@@ -24,7 +24,9 @@ const metaLinePrefix = "#pramkit "
 type csvReader struct {
 	name   string
 	file   *os.File
-	schema *arrow.Schema
+	schema *arrow.Schema // projected by ReadOptions.Columns
+	ncols  int           // the file's columns, which every record must have
+	sel    []int         // the columns read (ReadOptions.Columns), nil for all
 	meta   Meta
 	batch  int
 	cur    arrow.RecordBatch
@@ -106,12 +108,19 @@ func openCSV(name string, file *os.File, br *bufio.Reader, opt ReadOptions, side
 		seen[h] = i
 		fields[i] = arrow.Field{Name: h, Type: arrow.BinaryTypes.String}
 	}
+	schema := arrow.NewSchema(fields, nil)
+	sel, err := projection(name, schema, opt.Columns)
+	if err != nil {
+		return nil, err
+	}
 	line, _ := r.FieldPos(len(header) - 1)
 	line += strings.Count(header[len(header)-1], "\n")
 	c := &csvReader{
 		name:   name,
 		file:   file,
-		schema: arrow.NewSchema(fields, nil),
+		schema: projectSchema(schema, sel),
+		ncols:  len(fields),
+		sel:    sel,
 		meta:   meta,
 		batch:  opt.BatchSize,
 		br:     br,

@@ -101,6 +101,22 @@ func openParquet(name string, f *os.File, br *bufio.Reader, opt ReadOptions) (rd
 	for i := range leaves {
 		leaves[i] = i
 	}
+	sel, err := projection(name, schema, opt.Columns)
+	if err != nil {
+		return nil, err
+	}
+	if sel != nil {
+		// pramkit tables are flat: a field is one leaf column, found by
+		// its name.
+		leaves = leaves[:0]
+		for _, j := range sel {
+			i := pf.MetaData().Schema.ColumnIndexByName(schema.Field(j).Name)
+			if i < 0 {
+				return nil, errorf(name, "column %s is not a flat column; pramkit tables have one value per cell", QuoteCell(schema.Field(j).Name))
+			}
+			leaves = append(leaves, i)
+		}
+	}
 	groups := make([]int, pf.NumRowGroups())
 	for i := range groups {
 		groups[i] = i
@@ -130,7 +146,7 @@ func openParquet(name string, f *os.File, br *bufio.Reader, opt ReadOptions) (rd
 		batch:  int64(opt.BatchSize),
 		mem:    mem,
 		colSch: colSch,
-		schema: withMeta(schema, nil),
+		schema: withMeta(projectSchema(schema, sel), nil),
 		meta:   metaFromSchema(schema),
 		total:  total,
 	}, nil

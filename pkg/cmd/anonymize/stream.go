@@ -71,12 +71,13 @@ type namedReader struct {
 
 func (r namedReader) Name() string { return r.name }
 
-// open opens the input, or its spooled copy, for one pass.
-func (o *Options) open() (table.Reader, error) {
+// open opens the input, or its spooled copy, for one pass, reading only
+// the columns cols when some are given (table.ReadOptions.Columns).
+func (o *Options) open(cols ...string) (table.Reader, error) {
 	if o.spooled == "" {
-		return table.Open(o.Input, table.ReadOptions{Stdin: o.Streams.In, BatchSize: o.batchSize})
+		return table.Open(o.Input, table.ReadOptions{Stdin: o.Streams.In, BatchSize: o.batchSize, Columns: cols})
 	}
-	in, err := table.Open(o.spooled, table.ReadOptions{BatchSize: o.batchSize})
+	in, err := table.Open(o.spooled, table.ReadOptions{BatchSize: o.batchSize, Columns: cols})
 	if err != nil {
 		return nil, err
 	}
@@ -191,19 +192,33 @@ func (o *Options) countPass(in table.Reader, cb *codebook.Codebook, r *rand.Rand
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	// Pass 1 needs the sensitive columns alone: it reads them from a
+	// projection of the input (the other columns are checked but never
+	// built), sharing g's sensitive columns so that the codes it interns
+	// are pass 2's. in itself is left unread.
+	in1, err := o.open(o.Sensitive...)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	defer in1.Close()
+	g1, err := o.globalColumns(in1, cb)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	g1.sens = g.sens
 	meter := o.Streams.Progress("anonymize: count")
-	err = g.pass(in, func(rec arrow.RecordBatch, _ int, vals []uint32) error {
+	err = g1.pass(in1, func(rec arrow.RecordBatch, _ int, vals []uint32) error {
 		if plan.Rows() >= anonymize.MaxRows-1 {
 			return fmt.Errorf("%s has more than %d rows, the most anonymize handles; split the table", in.Name(), anonymize.MaxRows-1)
 		}
 		return plan.Count(vals, r)
 	})
-	meter.Add(in.RowsRead())
+	meter.Add(in1.RowsRead())
 	meter.Done()
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	d := &dataset{name: in.Name(), names: g.names, sens: g.sens, missing: g.missing, rows: plan.Rows()}
+	d := &dataset{name: in.Name(), names: g.names, sens: g.sens, missing: g1.missing, rows: plan.Rows()}
 	for k := range g.sens {
 		d.counts = append(d.counts, plan.Counts(k))
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/pramkit/pramkit/pkg/cli"
+	"github.com/pramkit/pramkit/pkg/table"
 )
 
 // TestCountQueriesOnParquetReadDictionaries: a Parquet release is read
@@ -31,5 +32,35 @@ func TestCountQueriesOnParquetReadDictionaries(t *testing.T) {
 	}
 	if !slices.Equal(answers[0], answers[1]) {
 		t.Errorf("answers on Parquet %v, on CSV %v", answers[1], answers[0])
+	}
+}
+
+// TestCountQueriesReadOnlyTheQueriedColumns: a release file (CSV or
+// Parquet) is opened again reading only the columns the count queries
+// need (table.ReadOptions.Columns); names it lacks are left to the scan's
+// own message, and standard input is kept as it is.
+func TestCountQueriesReadOnlyTheQueriedColumns(t *testing.T) {
+	syn := newCountSynth(t, 200)
+	o := &Options{Streams: &cli.Streams{In: strings.NewReader("")}}
+	for _, ext := range []string{"csv", "parquet"} {
+		pub := filepath.Join(syn.dir, "proj."+ext)
+		countRun(t, true, "--sensitive", "s,u", "--l", "3", "--codebook", syn.cb, "--seed", "4", "--insecure-seed", syn.csv, "-o", pub)
+		in, err := table.Open(pub, table.ReadOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := reopenQueriedAsDictionaries(o, in, []string{"s", "a"}, []string{"s", "a", "nope", "s"})
+		if err != nil || d == nil {
+			t.Fatalf("%s: %v %v", ext, d, err)
+		}
+		var got []string
+		for _, f := range d.Schema().Fields() {
+			got = append(got, f.Name)
+		}
+		if want := []string{"a", "s"}; !slices.Equal(got, want) {
+			t.Errorf("%s: columns %v, want %v (file order)", ext, got, want)
+		}
+		d.Close()
+		in.Close()
 	}
 }

@@ -3,6 +3,7 @@ package estimate
 import (
 	"encoding/csv"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"path/filepath"
@@ -44,7 +45,18 @@ func (o *Options) readAnatomyTable(rel *countRelease) (*countquery.AnatomyGroups
 // scanCountTruth counts, in one pass over the original table (--truth),
 // the rows of every query: the true counts.
 func (o *Options) scanCountTruth(p *countquery.Plan) error {
-	in, err := o.Streams.Open(o.Truth[0])
+	// Only the queried columns of a file are read
+	// (table.ReadOptions.Columns); a table that lacks one, and standard
+	// input (read once), are read whole, for the scan's own message.
+	var cols []string
+	if !table.IsStdio(o.Truth[0]) {
+		cols = p.TruthColumns()
+	}
+	in, err := o.Streams.OpenWith(o.Truth[0], table.ReadOptions{Columns: cols})
+	var ce *table.ColumnError
+	if errors.As(err, &ce) {
+		in, err = o.Streams.Open(o.Truth[0])
+	}
 	if err != nil {
 		return err
 	}

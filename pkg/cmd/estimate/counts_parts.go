@@ -150,7 +150,14 @@ func (o *Options) scanCountParts(in table.Reader, rel *countRelease, plan *count
 			countCol, counted = release.CountColumn, true
 		}
 		r := part
-		if d, err := reopenQueriedAsDictionaries(o, part, plan.Columns()); err != nil {
+		read := plan.Columns()
+		if rel.Mechanism == release.MechanismAnatomy {
+			read = append(read, rel.GroupColumn)
+		}
+		if countCol != "" {
+			read = append(read, countCol)
+		}
+		if d, err := reopenQueriedAsDictionaries(o, part, plan.Columns(), read); err != nil {
 			return err
 		} else if d != nil {
 			defer d.Close()
@@ -428,7 +435,7 @@ func (o *Options) tabulateCounts(in table.Reader, rel *countRelease) error {
 	meter := o.Streams.Progress("estimate: read")
 	err := o.eachCountPart(in, func(part table.Reader) error {
 		r := part
-		if d, err := reopenQueriedAsDictionaries(o, part, cols); err != nil {
+		if d, err := reopenQueriedAsDictionaries(o, part, cols, nil); err != nil {
 			return err
 		} else if d != nil {
 			defer d.Close()

@@ -103,7 +103,7 @@ func runBitflip(o *Options) error {
 	case len(o.Columns) == 0:
 		return cli.Usagef("bitflip needs --columns a,b: the columns that become bits")
 	}
-	in, err := o.openOne("bitflip")
+	in, err := o.openOne("bitflip", o.Columns)
 	if err != nil {
 		return err
 	}

@@ -120,7 +120,7 @@ func runDDPS(o *Options) error {
 	if err != nil {
 		return err
 	}
-	in, err := o.openOne("ddps")
+	in, err := o.openOne("ddps", []string{col.Name()})
 	if err != nil {
 		return err
 	}

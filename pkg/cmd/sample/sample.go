@@ -414,7 +414,7 @@ func runSample(o *Options, secret []byte) error {
 	if err != nil {
 		return err
 	}
-	in, err := openInputs(o.Streams.Open, o.Inputs)
+	in, err := openInputs(o.projectedOpen(), o.Inputs)
 	if err != nil {
 		return err
 	}
@@ -604,6 +604,26 @@ func (o *Options) write(meta table.Meta, names []string, format table.Format, se
 		return err
 	}
 	return w.Commit()
+}
+
+// projectedOpen opens the input reading only the columns the sample
+// keeps and its id (table.ReadOptions.Columns: the others are never
+// built), when --columns names them and there is one input. Several
+// inputs are read whole, so that sameTable still compares every column of
+// the shards; --keep-id without --id reads whole, so that layout reports
+// that usage error rather than a missing column.
+func (o *Options) projectedOpen() func(string) (table.Reader, error) {
+	if len(o.Columns) == 0 || len(o.Inputs) > 1 || (o.KeepID && o.ID == "") {
+		return o.Streams.Open
+	}
+	var cols []string
+	if o.ID != "" {
+		cols = append(cols, o.ID)
+	}
+	cols = append(cols, o.Columns...)
+	return func(path string) (table.Reader, error) {
+		return o.Streams.OpenWith(path, table.ReadOptions{Columns: cols})
+	}
 }
 
 // layout finds the id column and the columns to keep, in output order.
