@@ -160,8 +160,8 @@ whether the table is eligible for --l and the largest feasible ℓ′ (exit
 status 1 when not eligible).
 
 Memory does not grow with the rows. diverted and anatomy read the table
-twice (a table on standard input is first copied to a private temporary
-file in $TMPDIR, removed at the end): the first pass counts each sensitive
+twice (a table on standard input or a pipe is first copied to a private
+temporary file in $TMPDIR, removed at the end): the first pass counts each sensitive
 value and the decoy groups' value sets are computed from the counts alone;
 the second gives each row a random free place among its value's groups and
 publishes it at once. They hold the counts and one entry per distinct
@@ -374,8 +374,8 @@ func run(o *Options) error {
 	if err := o.validate(); err != nil {
 		return err
 	}
-	if o.twoPass() && table.IsStdio(o.Input) {
-		path, cleanup, err := o.spoolStdin()
+	if o.twoPass() && !rereadable(o.Input) {
+		path, cleanup, err := o.spoolInput()
 		defer cleanup()
 		if err != nil {
 			return err

@@ -32,38 +32,65 @@ func (o *Options) twoPass() bool {
 	return o.Mechanism == diverted || o.Mechanism == anatomy
 }
 
-// spoolStdin copies standard input to a private temporary file, so that
-// the two passes can read it twice; the returned function removes it.
-func (o *Options) spoolStdin() (string, func(), error) {
+// rereadable reports whether the input can be opened a second time for
+// pass 2: a regular file can; standard input, a named pipe (mkfifo, bash's
+// <(…) as /dev/fd/N) or a character device cannot — reopening a pipe
+// would wait for a writer that never comes.
+func rereadable(input string) bool {
+	if table.IsStdio(input) {
+		return false
+	}
+	fi, err := os.Stat(input)
+	// A path that cannot be stat'ed fails in Open with its own message.
+	return err != nil || fi.Mode().IsRegular()
+}
+
+// spoolInput copies an input that cannot be read twice (standard input,
+// a pipe) to a private temporary file, so that the two passes can read
+// it; the returned function removes it.
+func (o *Options) spoolInput() (string, func(), error) {
+	name := table.DisplayName(o.Input)
 	dir, err := os.MkdirTemp("", "pramkit-anonymize-*")
 	if err != nil {
-		return "", func() {}, fmt.Errorf("stdin: cannot make a temporary folder to read it twice: %w", err)
+		return "", func() {}, fmt.Errorf("%s: cannot make a temporary folder to read it twice: %w", name, err)
 	}
 	cleanup := func() { os.RemoveAll(dir) }
-	path := filepath.Join(dir, "stdin")
+	path := filepath.Join(dir, "input")
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
 	if err != nil {
 		cleanup()
-		return "", func() {}, fmt.Errorf("stdin: cannot spool it to a temporary file: %w", err)
+		return "", func() {}, fmt.Errorf("%s: cannot spool it to a temporary file: %w", name, err)
 	}
-	in := o.Streams.In
-	if in == nil {
-		in = os.Stdin
+	var in io.Reader
+	if table.IsStdio(o.Input) {
+		in = o.Streams.In
+		if in == nil {
+			in = os.Stdin
+		}
+	} else {
+		p, err := os.Open(o.Input)
+		if err != nil {
+			f.Close()
+			cleanup()
+			return "", func() {}, fmt.Errorf("%s: %w", name, err)
+		}
+		defer p.Close()
+		in = p
 	}
 	if _, err := io.Copy(f, in); err != nil {
 		f.Close()
 		cleanup()
-		return "", func() {}, fmt.Errorf("stdin: cannot spool it to a temporary file (in %s; set TMPDIR to a folder with room): %w", os.TempDir(), err)
+		return "", func() {}, fmt.Errorf("%s: cannot spool it to a temporary file (in %s; set TMPDIR to a folder with room): %w", name, os.TempDir(), err)
 	}
 	if err := f.Close(); err != nil {
 		cleanup()
-		return "", func() {}, fmt.Errorf("stdin: cannot spool it to a temporary file: %w", err)
+		return "", func() {}, fmt.Errorf("%s: cannot spool it to a temporary file: %w", name, err)
 	}
 	return path, cleanup, nil
 }
 
-// namedReader is a reader of the spooled standard input, named "stdin" in
-// messages.
+// namedReader is a reader of the spooled input, named as the input
+// ("stdin", or the pipe's path) in messages.
 type namedReader struct {
 	table.Reader
 	name string
@@ -81,7 +108,7 @@ func (o *Options) open(cols ...string) (table.Reader, error) {
 	if err != nil {
 		return nil, err
 	}
-	return namedReader{in, "stdin"}, nil
+	return namedReader{in, table.DisplayName(o.Input)}, nil
 }
 
 // splitRand returns a source for the shuffle of the published rows,
