@@ -48,7 +48,10 @@ func Anonymize(ctx context.Context, c Config) error {
 	if err != nil {
 		return err
 	}
-	first, err := table.Open(files[0], table.ReadOptions{})
+	if err := c.localOutput("anonymize"); err != nil {
+		return err
+	}
+	first, err := openTable(files[0], table.ReadOptions{})
 	if err != nil {
 		return err
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -67,7 +66,7 @@ func Decrypt(ctx context.Context, c Config) error {
 	}
 	var keyFiles []string
 	for _, k := range keyArgs {
-		m, err := filepath.Glob(k)
+		m, err := listFiles(context.Background(), k)
 		if err != nil || len(m) == 0 {
 			return cli.Usagef("--key %s matches no file", k)
 		}

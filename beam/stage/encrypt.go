@@ -290,7 +290,7 @@ func (f *encryptFn) ProcessElement(ctx context.Context, sp fileSplit, emit func(
 	if sp.Group >= 0 {
 		opt.RowGroups = []int{sp.Group}
 	}
-	r, err := table.Open(sp.Path, opt)
+	r, err := openTable(sp.Path, opt)
 	if err != nil {
 		return err
 	}

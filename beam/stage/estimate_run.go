@@ -43,7 +43,7 @@ func (c Config) inputs() ([]string, error) {
 	if c.Output == "" {
 		return nil, cli.Usagef("--output PREFIX is required")
 	}
-	files, err := filepath.Glob(c.Input)
+	files, err := listFiles(context.Background(), c.Input)
 	if err != nil {
 		return nil, cli.Usagef("--input %q: %v", c.Input, err)
 	}
@@ -63,6 +63,9 @@ func (c Config) inputs() ([]string, error) {
 
 // sameFile reports whether the existing file a is b.
 func sameFile(a, b string) bool {
+	if isRemote(a) || isRemote(b) {
+		return a == b
+	}
 	sa, err1 := os.Stat(a)
 	sb, err2 := os.Stat(b)
 	return err1 == nil && err2 == nil && os.SameFile(sa, sb)
@@ -81,7 +84,7 @@ func Estimate(ctx context.Context, c Config) error {
 	if err != nil {
 		return err
 	}
-	first, err := table.Open(files[0], table.ReadOptions{})
+	first, err := openTable(files[0], table.ReadOptions{})
 	if err != nil {
 		return err
 	}
@@ -98,23 +101,53 @@ func Estimate(ctx context.Context, c Config) error {
 		return err
 	}
 	countsTxt := c.Output + ".counts.txt"
-	defer os.Remove(countsTxt)
+	defer removeFile(context.Background(), countsTxt)
 	p, s := beam.NewPipelineWithRoot()
 	textio.Write(s, countsTxt, CountPipeline(s, files, cols, meta))
 	if _, err := beam.Run(ctx, c.Runner, p); err != nil {
 		return pipelineError(c.Runner, err)
 	}
-	countsCSV := c.Output + ".counts.csv"
-	if err := writeCountTable(countsTxt, countsCSV, cols, meta); err != nil {
+	txt, done, err := fetchLocal(countsTxt)
+	if err != nil {
 		return err
 	}
-	args := append(slices.Clone(c.Args), countsCSV, "-o", c.Output+".csv")
+	defer done()
+	// A remote --output: the count table and the estimate are written in a
+	// local folder and copied to PREFIX.counts.csv and PREFIX.csv once the
+	// estimate succeeded.
+	out := c.Output
+	if isRemote(c.Output) {
+		dir, err := os.MkdirTemp("", "pramkit-beam-out-*")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		out = filepath.Join(dir, remoteBase(c.Output))
+	}
+	countsCSV := out + ".counts.csv"
+	if err := writeCountTable(txt, countsCSV, cols, meta); err != nil {
+		return err
+	}
+	args := append(slices.Clone(c.Args), countsCSV, "-o", out+".csv")
 	streams := c.Streams
 	if streams == nil {
 		streams = cli.StdStreams()
 	}
+	if out != c.Output {
+		streams = renamedStreams(streams, out, c.Output)
+	}
 	if code := cli.Run(estimatecmd.NewCmd(streams, nil), args, streams); code != 0 {
 		return &ExitError{Tool: "estimate", Code: code}
+	}
+	if out != c.Output {
+		for _, ext := range []string{".counts.csv", ".counts.csv.meta.json", ".csv", ".csv.meta.json"} {
+			if _, err := os.Stat(out + ext); err != nil {
+				continue
+			}
+			if err := upload(ctx, out+ext, c.Output+ext); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }

@@ -317,7 +317,7 @@ func Perturb(ctx context.Context, c Config) error {
 		}
 		if before == 0 {
 			out, err := filepath.Abs(c.Output)
-			if err != nil {
+			if err != nil || isRemote(c.Output) {
 				out = c.Output
 			}
 			undo, err = led.Append(ledger.Entry{Fingerprint: smp.Fingerprint, SampleID: first.base[release.KeySampleID], N: smp.N, M: smp.M,

@@ -5,8 +5,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"maps"
-	"os"
-	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -189,7 +187,7 @@ func (l layout) assemble(s int64, iter func(*piece) bool) ([][][]uint32, release
 func writeShard(path string, schema *arrow.Schema, meta map[string]string, p release.Part, m int64, fill func(write func(arrow.RecordBatch) error) error) error {
 	md := table.Meta(maps.Clone(meta))
 	p.Encode(md, m)
-	w, err := table.Create(path, schema, md, table.WriteOptions{})
+	w, err := createTable(path, schema, md, table.WriteOptions{})
 	if err != nil {
 		return err
 	}
@@ -296,7 +294,7 @@ type inputFile struct {
 func openMeta(files []string) ([]inputFile, error) {
 	out := make([]inputFile, len(files))
 	for i, p := range files {
-		r, err := table.Open(p, table.ReadOptions{})
+		r, err := openTable(p, table.ReadOptions{})
 		if err != nil {
 			return nil, err
 		}
@@ -353,7 +351,7 @@ func checkShardOutput(prefix string, inputs []string) error {
 	if prefix == "" {
 		return fmt.Errorf("--output PREFIX is required")
 	}
-	old, _ := filepath.Glob(globEscape(prefix) + "-*-of-*")
+	old, _ := listFiles(context.Background(), globEscape(prefix)+"-*-of-*")
 	for _, o := range old {
 		for _, in := range inputs {
 			if sameFile(o, in) {
@@ -368,9 +366,9 @@ func checkShardOutput(prefix string, inputs []string) error {
 func removeShards(l layout, prefix, ext string) {
 	for s := range l.Shards() {
 		p := l.path(prefix, ext, s)
-		os.Remove(p)
+		removeFile(context.Background(), p)
 		if ext == ".csv" {
-			os.Remove(p + ".meta.json")
+			removeFile(context.Background(), p+".meta.json")
 		}
 	}
 }

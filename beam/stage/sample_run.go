@@ -82,6 +82,9 @@ func Sample(ctx context.Context, c Config) error {
 	if err != nil {
 		return err
 	}
+	if err := c.localOutput("sample"); err != nil {
+		return err
+	}
 	streams := c.Streams
 	if streams == nil {
 		streams = cli.StdStreams()
@@ -97,7 +100,7 @@ func Sample(ctx context.Context, c Config) error {
 	if insecure {
 		streams.Warnf("sample", "%s was made with --insecure-seed: anyone who knows the seed can recompute it and the sample; never publish what it samples", sf.secret)
 	}
-	first, err := table.Open(files[0], table.ReadOptions{})
+	first, err := openTable(files[0], table.ReadOptions{})
 	if err != nil {
 		return err
 	}

@@ -41,7 +41,7 @@ func (s fileSplit) open() (table.Reader, error) {
 	if s.Group >= 0 {
 		opt.RowGroups = []int{s.Group}
 	}
-	return table.Open(s.Path, opt)
+	return openTable(s.Path, opt)
 }
 
 // splitFile emits a Parquet file's row groups, or the whole file.
@@ -50,11 +50,11 @@ func splitFile(path string, emit func(fileSplit)) error {
 		emit(fileSplit{Path: path, Group: -1})
 		return nil
 	}
-	r, err := table.Open(path, table.ReadOptions{})
+	r, err := openTable(path, table.ReadOptions{})
 	if err != nil {
 		return err
 	}
-	groups := table.ParquetRowGroups(r)
+	groups := rowGroups(r)
 	r.Close()
 	if len(groups) <= 1 {
 		emit(fileSplit{Path: path, Group: -1})

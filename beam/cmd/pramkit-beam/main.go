@@ -15,6 +15,10 @@ import (
 	"os"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	// gs:// inputs and outputs (the Dataflow runner links it too; named
+	// here so that no runner choice drops it). s3:// is not linked: its
+	// package needs aws-sdk-go-v2.
+	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem/gcs"
 	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/runners/dataflow"
 	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/runners/flink"
 	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/runners/prism"
