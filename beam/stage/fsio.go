@@ -297,11 +297,12 @@ func fetchLocal(path string) (string, func(), error) {
 }
 
 // localOutput refuses a remote --output for the stages whose outputs are
-// still written on the driver's disk only (sample writes PREFIX.csv through
+// still written through local paths only (their workers write intermediate
+// files next to --output; sample writes PREFIX.csv through
 // the CLI's writer; anonymize renames its shards into place).
 func (c Config) localOutput(stage string) error {
 	if isRemote(c.Output) {
-		return cli.Usagef("pramkit-beam %s writes --output to a local path only (its input may be remote): give a local PREFIX and copy the result, e.g. with gsutil cp", stage)
+		return cli.Usagef("pramkit-beam %s writes --output to a local path only (its input may be remote): give a PREFIX on storage the driver and every worker share, and copy the result", stage)
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package stage
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -230,5 +231,35 @@ func TestEstimateAndEncryptOnMemfsMatchLocalPaths(t *testing.T) {
 			delete(wantMeta, release.KeyColumns)
 			sameMeta(t, "ciphertext", meta, wantMeta)
 		})
+	}
+}
+
+// TestSampleAndAnonymizeRefuseARemoteOutput: their workers write
+// intermediate files next to --output through local paths, so a remote
+// prefix is a usage error (naming the stage) before anything runs, and
+// nothing is written.
+func TestSampleAndAnonymizeRefuseARemoteOutput(t *testing.T) {
+	rel, _ := beamtest.AdultRelease(t)
+	toMemfs(t, rel, "memfs://refuse/in.csv")
+	cb := filepath.Join(beamtest.MainRoot(t), "testdata", "adult", "codebook.json")
+	ctx := context.Background()
+	for stage, run := range map[string]func() error{
+		"sample": func() error {
+			return Sample(ctx, Config{Input: "memfs://refuse/in*", Output: "memfs://refuse/out", Runner: "prism", Streams: quiet(),
+				Args: []string{"--secret", "s", "-m", "5", "--id", "id"}})
+		},
+		"anonymize": func() error {
+			return Anonymize(ctx, Config{Input: "memfs://refuse/in*", Output: "memfs://refuse/out", Runner: "prism", Streams: quiet(),
+				Args: []string{"--sensitive", "occupation", "--l", "5", "--codebook", cb, "--seed", "7", "--insecure-seed"}})
+		},
+	} {
+		err := run()
+		var u *cli.UsageError
+		if err == nil || !strings.Contains(err.Error(), "pramkit-beam "+stage+" writes --output to a local path only") || !errors.As(err, &u) {
+			t.Errorf("%s: %v", stage, err)
+		}
+		if out, _ := listFiles(ctx, "memfs://refuse/out*"); len(out) > 0 {
+			t.Errorf("%s wrote %v", stage, out)
+		}
 	}
 }
