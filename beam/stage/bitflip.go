@@ -88,10 +88,11 @@ func LocalMechanism(args []string) string {
 	return ""
 }
 
-// PerturbLocal runs perturb's local mechanism bitflip over the input's
-// shards: c.Args are perturb's own flags (--mechanism bitflip, --columns,
-// --codebook, --lie or --epsilon, --seed --insecure-seed), parsed by the
-// perturb command itself. The release is PREFIX-00000.EXT, PREFIX-00001.EXT
+// PerturbLocal runs perturb's local mechanism bitflip or ddps (ddps.go)
+// over the input's shards: c.Args are perturb's own flags (--mechanism
+// bitflip --columns --codebook --lie|--epsilon, or --mechanism ddps
+// --column --codebook --pi-s|--epsilon …, and --seed --insecure-seed),
+// parsed by the perturb command itself. The release is PREFIX-00000.EXT, PREFIX-00001.EXT
 // …, in the input's format, rows in a uniformly random order, every shard
 // with the tool's metadata.
 func PerturbLocal(ctx context.Context, c Config) error {
@@ -105,8 +106,8 @@ func PerturbLocal(ctx context.Context, c Config) error {
 		return &ExitError{Tool: "perturb", Code: code}
 	}
 	switch {
-	case opts.Mechanism != release.MechanismBitflip:
-		return cli.Usagef("pramkit-beam perturb runs --mechanism bitflip and gamma-diagonal; run the perturb tool for %s", opts.Mechanism)
+	case opts.Mechanism != release.MechanismBitflip && opts.Mechanism != release.MechanismDDPS:
+		return cli.Usagef("internal error: PerturbLocal on --mechanism %s", opts.Mechanism)
 	case len(opts.Inputs) != 1 || opts.Inputs[0] != "-":
 		return cli.Usagef("unexpected %q: give the input as --input GLOB", opts.Inputs[0])
 	case opts.Output.Path != "":
@@ -122,12 +123,16 @@ func PerturbLocal(ctx context.Context, c Config) error {
 	if err != nil {
 		return err
 	}
-	meta, names, err := opts.BitflipRelease(first)
+	release := opts.BitflipRelease
+	if opts.Mechanism == releaseDDPS {
+		release = opts.DDPSRelease
+	}
+	meta, names, err := release(first)
 	first.Close()
 	if err != nil {
 		return err
 	}
-	release.Stamp(meta, version.String())
+	stampRelease(meta)
 	if len(names) > 64 {
 		return cli.Usagef("--columns make L = %d bits: pramkit-beam perturb randomizes at most 64 bits a row; run the perturb tool, or release fewer columns", len(names))
 	}
@@ -138,7 +143,7 @@ func PerturbLocal(ctx context.Context, c Config) error {
 	if err := refuseOverwrite(c.Output, ext, files); err != nil {
 		return err
 	}
-	key := rng.RunKey(opts.Seed.Value, cmd.Flags().Changed("seed") && opts.Seed.Insecure, "pramkit-beam/perturb-bitflip")
+	key := rng.RunKey(opts.Seed.Value, cmd.Flags().Changed("seed") && opts.Seed.Insecure, "pramkit-beam/perturb-"+opts.Mechanism)
 	shardRows := c.ShardRows
 	if shardRows <= 0 {
 		shardRows = DefaultShardRows
@@ -163,6 +168,12 @@ func PerturbLocal(ctx context.Context, c Config) error {
 		return writeBitShard(tmp, ext, i, nil, meta, names)
 	})
 }
+
+// releaseDDPS names ddps where a local variable hides package release.
+const releaseDDPS = release.MechanismDDPS
+
+// stampRelease stamps the version as the tools' writers do.
+func stampRelease(meta table.Meta) { release.Stamp(meta, version.String()) }
 
 // refuseOverwrite refuses an --output prefix whose shards would be inputs.
 func refuseOverwrite(prefix, ext string, files []string) error {
@@ -292,6 +303,9 @@ type bitSource struct {
 }
 
 func (f *bitflipSplitFn) ProcessElement(ctx context.Context, sp anonSplit, emit func(int, bitBatch)) error {
+	if f.Meta[release.KeyMechanism] == release.MechanismDDPS {
+		return ddpsSplit(f.Key, f.Meta, f.Shards, sp, emit)
+	}
 	var md release.Bitflip
 	if err := md.Decode(table.Meta(f.Meta), "the release metadata"); err != nil {
 		return err
@@ -443,6 +457,9 @@ type bitRow struct{ Hi, Lo, Bits uint64 }
 // under dir: int32 0/1 columns named as the tool names them.
 func writeBitShard(dir, ext string, i int, rows []bitRow, meta map[string]string, names []string) error {
 	slices.SortFunc(rows, func(a, b bitRow) int { return cmp.Or(cmp.Compare(a.Hi, b.Hi), cmp.Compare(a.Lo, b.Lo)) })
+	if meta[release.KeyMechanism] == release.MechanismDDPS {
+		return writeDDPSShard(dir, ext, i, rows, meta, names)
+	}
 	schema := table.Int32Schema(names)
 	w, err := table.Create(filepath.Join(dir, shardName("part", i, ext)), schema, table.Meta(meta).Clone(), table.WriteOptions{})
 	if err != nil {

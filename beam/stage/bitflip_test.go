@@ -225,13 +225,19 @@ func TestPerturbLocalRefuses(t *testing.T) {
 			t.Errorf("%v: got %v, want a usage error", extra, err)
 		}
 	}
-	if got := LocalMechanism([]string{"--mechanism", "ddps"}); got != release.MechanismDDPS {
-		t.Errorf("LocalMechanism(ddps) = %q", got)
+	for _, a := range [][]string{{"--epsilon", "1"}, {"--mechanism", "gamma-diagonal"}, {"--", "--mechanism", "bitflip"}} {
+		if got := LocalMechanism(a); got != "" {
+			t.Errorf("LocalMechanism(%q) = %q, want none", a, got)
+		}
 	}
-	err := PerturbLocal(context.Background(), Config{Input: f("a-*.parquet"), Output: f("bad"), Runner: "prism", Args: []string{"--mechanism", "ddps", "--column", "sex", "--codebook", cb, "--pi-s", "0.5"}, Streams: quiet()})
+	if got := LocalMechanism([]string{"--mechanism=ddps"}); got != release.MechanismDDPS {
+		t.Errorf("LocalMechanism(--mechanism=ddps) = %q", got)
+	}
+	// ddps without its --column is perturb's usage error.
+	err := PerturbLocal(context.Background(), Config{Input: f("a-*.parquet"), Output: f("bad"), Runner: "prism", Args: []string{"--mechanism", "ddps", "--codebook", cb, "--pi-s", "0.5"}, Streams: quiet()})
 	var ue *cli.UsageError
-	if !asUsage(err, &ue) || !strings.Contains(err.Error(), "ddps") {
-		t.Errorf("ddps: got %v, want a usage error naming it", err)
+	if !asUsage(err, &ue) || !strings.Contains(err.Error(), "--column") {
+		t.Errorf("ddps without --column: got %v, want a usage error naming it", err)
 	}
 	// A category sex's codebook does not list: the tool's encoder refuses it.
 	w, err := table.Create(f("odd.csv"), table.StringSchema([]string{"sex"}), nil, table.WriteOptions{})

@@ -42,8 +42,8 @@ perturb   joins the curators' encrypted shards (all matched by --input) by
           row and perturbs them as "perturb [--ledger L|--no-ledger]
           [--noise-key K] --epsilon E|--gamma G" into
           PREFIX-SSSSS-of-NNNNN.EXT (first releases only). With
-          -- --mechanism bitflip (--columns --codebook --lie|--epsilon) it
-          randomizes plaintext shards row by row into PREFIX-00000.EXT, …
+          -- --mechanism bitflip|ddps (and that mechanism's perturb flags)
+          it randomizes plaintext shards row by row into PREFIX-00000.EXT, …
           (a random order, the tool's metadata: estimate reads them as parts).
 decrypt   joins a release's shards with the keys (-- --key FILE|GLOB …) by
           row and decrypts them as "decrypt" into PREFIX-SSSSS-of-NNNNN.EXT.
