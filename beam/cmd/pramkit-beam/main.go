@@ -45,7 +45,10 @@ encrypt   encrypts a sample's shards into PREFIX-SSSSS-of-NNNNN.EXT and writes
 perturb   joins the curators' encrypted shards (all matched by --input) by
           row and perturbs them as "perturb [--ledger L|--no-ledger]
           [--noise-key K] --epsilon E|--gamma G" into
-          PREFIX-SSSSS-of-NNNNN.EXT (first releases only).
+          PREFIX-SSSSS-of-NNNNN.EXT (first releases only). With
+          -- --mechanism bitflip|ddps (and that mechanism's perturb flags)
+          it randomizes plaintext shards row by row into PREFIX-00000.EXT, …
+          (a random order, the tool's metadata: estimate reads them as parts).
 decrypt   joins a release's shards with the keys (-- --key FILE|GLOB …) by
           row and decrypts them as "decrypt" into PREFIX-SSSSS-of-NNNNN.EXT.
           Shards are parts (first_row, rows): the tools read them too.
@@ -93,7 +96,11 @@ func run() int {
 	case "encrypt":
 		err = stage.Encrypt(context.Background(), c)
 	case "perturb":
-		err = stage.Perturb(context.Background(), c)
+		if stage.LocalMechanism(c.Args) != "" {
+			err = stage.PerturbLocal(context.Background(), c)
+		} else {
+			err = stage.Perturb(context.Background(), c)
+		}
 	case "decrypt":
 		err = stage.Decrypt(context.Background(), c)
 	case "anonymize":

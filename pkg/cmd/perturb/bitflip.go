@@ -87,58 +87,19 @@ type bitflipColumn struct {
 }
 
 func runBitflip(o *Options) error {
-	f := o.cmd.Flags()
-	lieGiven, epsGiven := f.Changed("lie"), f.Changed("epsilon")
-	switch {
-	case lieGiven == epsGiven:
-		return cli.Usagef("give the privacy level of bitflip: either --lie Q or --epsilon E")
-	case lieGiven && !lieRange.Contains(o.bitflipOpts().Lie):
-		why := "q = 0 would release the bits unchanged"
-		if o.bitflipOpts().Lie >= 0.5 {
-			why = "at q = 1/2 the reports are independent of the data, and above it they mostly invert it"
-		}
-		return cli.Usagef("%v: %s", cli.CheckProbability("lie", o.bitflipOpts().Lie, lieRange), why)
-	case epsGiven && !cli.Positive.Contains(o.Epsilon):
-		return cli.CheckEpsilon("epsilon", o.Epsilon)
-	case len(o.Columns) == 0:
-		return cli.Usagef("bitflip needs --columns a,b: the columns that become bits")
+	if err := o.checkBitflipFlags(); err != nil {
+		return err
 	}
 	in, err := o.openOne("bitflip", o.Columns)
 	if err != nil {
 		return err
 	}
 	defer in.Close()
-	var cb *codebook.Codebook
-	if o.Codebook != "" {
-		if cb, err = codebook.Load(o.Codebook); err != nil {
-			return err
-		}
-	}
-	groups, cols, used, err := o.bitflipLayout(in, cb)
+	su, err := o.bitflipSetup(in)
 	if err != nil {
 		return err
 	}
-	layout, err := bitflip.NewLayout(groups)
-	if err != nil {
-		return err
-	}
-	L := layout.Width()
-	q := o.bitflipOpts().Lie
-	if epsGiven {
-		// ε_record = L·ln((1 − q)/q) solved for q.
-		q = 1 / (1 + math.Exp(o.Epsilon/float64(L)))
-		if q < 0x1p-64 {
-			return cli.Usagef("--epsilon %v over L = %d bits needs a lie probability q = %.3g below 2^-64, which cannot be drawn; give a smaller --epsilon", o.Epsilon, L, q)
-		}
-	}
-	mech, err := bitflip.New(bitflip.Options{LieProbability: q, Bits: L})
-	if err != nil {
-		return cli.Usagef("--lie %v: %v", q, err)
-	}
-	meta, names, err := bitflipMeta(layout, mech, cb, used)
-	if err != nil {
-		return err
-	}
+	cb, cols, layout, mech, meta, names := su.cb, su.cols, su.layout, su.mech, su.meta, su.names
 	o.markInsecureSeed(meta, in)
 	schema := table.Int32Schema(names)
 	o.Order.Record(meta)
@@ -156,6 +117,77 @@ func runBitflip(o *Options) error {
 		return err
 	}
 	return w.Commit()
+}
+
+// checkBitflipFlags refuses bitflip flags out of range.
+func (o *Options) checkBitflipFlags() error {
+	f := o.cmd.Flags()
+	lieGiven, epsGiven := f.Changed("lie"), f.Changed("epsilon")
+	switch {
+	case lieGiven == epsGiven:
+		return cli.Usagef("give the privacy level of bitflip: either --lie Q or --epsilon E")
+	case lieGiven && !lieRange.Contains(o.bitflipOpts().Lie):
+		why := "q = 0 would release the bits unchanged"
+		if o.bitflipOpts().Lie >= 0.5 {
+			why = "at q = 1/2 the reports are independent of the data, and above it they mostly invert it"
+		}
+		return cli.Usagef("%v: %s", cli.CheckProbability("lie", o.bitflipOpts().Lie, lieRange), why)
+	case epsGiven && !cli.Positive.Contains(o.Epsilon):
+		return cli.CheckEpsilon("epsilon", o.Epsilon)
+	case len(o.Columns) == 0:
+		return cli.Usagef("bitflip needs --columns a,b: the columns that become bits")
+	}
+	return nil
+}
+
+// bitflipRun is what bitflipSetup builds.
+type bitflipRun struct {
+	cb     *codebook.Codebook
+	cols   []bitflipColumn
+	layout *bitflip.Layout
+	mech   *bitflip.Mechanism
+	meta   table.Meta
+	names  []string
+}
+
+// bitflipSetup loads the codebook and builds the layout, the mechanism
+// and the release's metadata and bit column names for the input in (the
+// flags already checked); pramkit-beam reaches it through BitflipRelease.
+func (o *Options) bitflipSetup(in table.Reader) (*bitflipRun, error) {
+	epsGiven := o.cmd.Flags().Changed("epsilon")
+	var err error
+	var cb *codebook.Codebook
+	if o.Codebook != "" {
+		if cb, err = codebook.Load(o.Codebook); err != nil {
+			return nil, err
+		}
+	}
+	groups, cols, used, err := o.bitflipLayout(in, cb)
+	if err != nil {
+		return nil, err
+	}
+	layout, err := bitflip.NewLayout(groups)
+	if err != nil {
+		return nil, err
+	}
+	L := layout.Width()
+	q := o.bitflipOpts().Lie
+	if epsGiven {
+		// ε_record = L·ln((1 − q)/q) solved for q.
+		q = 1 / (1 + math.Exp(o.Epsilon/float64(L)))
+		if q < 0x1p-64 {
+			return nil, cli.Usagef("--epsilon %v over L = %d bits needs a lie probability q = %.3g below 2^-64, which cannot be drawn; give a smaller --epsilon", o.Epsilon, L, q)
+		}
+	}
+	mech, err := bitflip.New(bitflip.Options{LieProbability: q, Bits: L})
+	if err != nil {
+		return nil, cli.Usagef("--lie %v: %v", q, err)
+	}
+	meta, names, err := bitflipMeta(layout, mech, cb, used)
+	if err != nil {
+		return nil, err
+	}
+	return &bitflipRun{cb, cols, layout, mech, meta, names}, nil
 }
 
 // bitflipLayout decides how each --columns column becomes bits. It returns

@@ -86,40 +86,11 @@ func addDDPSFlags(cmd *cobra.Command, opts *Options) {
 }
 
 func runDDPS(o *Options) error {
-	d := o.ddpsOpts()
-	f := o.cmd.Flags()
-	piGiven, epsGiven := f.Changed("pi-s"), f.Changed("epsilon")
-	switch {
-	case d.Column == "":
-		return cli.Usagef("ddps needs --column COLUMN: the column whose value each row reports")
-	case o.Codebook == "":
-		return cli.Usagef("ddps needs --codebook FILE: the categories of --column %s are the outputs ⊥1..⊥V", d.Column)
-	case piGiven == epsGiven:
-		return cli.Usagef("give the privacy level of ddps: either --pi-s S or --epsilon E")
-	case piGiven && !cli.OpenUnit.Contains(d.PiS):
-		return cli.CheckProbability("pi-s", d.PiS, cli.OpenUnit)
-	case epsGiven && !cli.Positive.Contains(o.Epsilon):
-		return cli.CheckEpsilon("epsilon", o.Epsilon)
-	case epsGiven && f.Changed("pi-bot"):
-		return cli.Usagef("--epsilon chooses π_s for the default uniform --pi-bot; with your own --pi-bot give --pi-s")
-	}
-	cb, err := codebook.Load(o.Codebook)
+	su, err := o.ddpsSetup()
 	if err != nil {
 		return err
 	}
-	sel, err := cb.Select([]string{d.Column})
-	if err != nil {
-		return fmt.Errorf("%s: %w", o.Codebook, err)
-	}
-	col := &sel.Columns[0]
-	plan, err := o.ddpsPlan(col)
-	if err != nil {
-		return err
-	}
-	mech, err := ddps.New(plan.opts)
-	if err != nil {
-		return err
-	}
+	col, plan, mech, meta := su.col, su.plan, su.mech, su.meta
 	in, err := o.openOne("ddps", []string{col.Name()})
 	if err != nil {
 		return err
@@ -134,16 +105,6 @@ func runDDPS(o *Options) error {
 		return err
 	}
 
-	// The items estimate decodes with release.DDPS.
-	md := release.DDPS{Column: col.Name(), NoneToken: NoneToken, NonParticipant: d.NonParticipant,
-		Values: plan.labels[1:], PiS: mech.PiS(), PiBottom: mech.PiBottom(), Epsilon: mech.Epsilon()}
-	meta := table.Meta{release.KeyStage: release.StagePerturb}
-	if err := md.Encode(meta); err != nil {
-		return err
-	}
-	if err := meta.SetJSON(release.KeyCodebook, sel); err != nil {
-		return err
-	}
 	o.markInsecureSeed(meta, in)
 	// The reports are codes over plan.labels (table.Labels): the shuffle
 	// carries a varint a cell and the writer no string a row.
@@ -163,6 +124,65 @@ func runDDPS(o *Options) error {
 		return err
 	}
 	return w.Commit()
+}
+
+// ddpsRun is what ddpsSetup builds.
+type ddpsRun struct {
+	col  *codebook.Column
+	plan ddpsPlan
+	mech *ddps.Mechanism
+	meta table.Meta
+}
+
+// ddpsSetup checks ddps's flags and builds the plan, the mechanism and the
+// release's metadata (but for the insecure-seed marks, which depend on the
+// input); pramkit-beam reaches it through DDPSRelease.
+func (o *Options) ddpsSetup() (*ddpsRun, error) {
+	d := o.ddpsOpts()
+	f := o.cmd.Flags()
+	piGiven, epsGiven := f.Changed("pi-s"), f.Changed("epsilon")
+	switch {
+	case d.Column == "":
+		return nil, cli.Usagef("ddps needs --column COLUMN: the column whose value each row reports")
+	case o.Codebook == "":
+		return nil, cli.Usagef("ddps needs --codebook FILE: the categories of --column %s are the outputs ⊥1..⊥V", d.Column)
+	case piGiven == epsGiven:
+		return nil, cli.Usagef("give the privacy level of ddps: either --pi-s S or --epsilon E")
+	case piGiven && !cli.OpenUnit.Contains(d.PiS):
+		return nil, cli.CheckProbability("pi-s", d.PiS, cli.OpenUnit)
+	case epsGiven && !cli.Positive.Contains(o.Epsilon):
+		return nil, cli.CheckEpsilon("epsilon", o.Epsilon)
+	case epsGiven && f.Changed("pi-bot"):
+		return nil, cli.Usagef("--epsilon chooses π_s for the default uniform --pi-bot; with your own --pi-bot give --pi-s")
+	}
+	cb, err := codebook.Load(o.Codebook)
+	if err != nil {
+		return nil, err
+	}
+	sel, err := cb.Select([]string{d.Column})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", o.Codebook, err)
+	}
+	col := &sel.Columns[0]
+	plan, err := o.ddpsPlan(col)
+	if err != nil {
+		return nil, err
+	}
+	mech, err := ddps.New(plan.opts)
+	if err != nil {
+		return nil, err
+	}
+	// The items estimate decodes with release.DDPS.
+	md := release.DDPS{Column: col.Name(), NoneToken: NoneToken, NonParticipant: d.NonParticipant,
+		Values: plan.labels[1:], PiS: mech.PiS(), PiBottom: mech.PiBottom(), Epsilon: mech.Epsilon()}
+	meta := table.Meta{release.KeyStage: release.StagePerturb}
+	if err := md.Encode(meta); err != nil {
+		return nil, err
+	}
+	if err := meta.SetJSON(release.KeyCodebook, sel); err != nil {
+		return nil, err
+	}
+	return &ddpsRun{col, plan, mech, meta}, nil
 }
 
 // ddpsPlan is what runDDPS decided from the codebook and the flags.

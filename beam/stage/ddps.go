@@ -1,0 +1,164 @@
+package stage
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"path/filepath"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/pramkit/pramkit/pkg/codebook"
+	"github.com/pramkit/pramkit/pkg/release"
+	"github.com/pramkit/pramkit/pkg/rng"
+	"github.com/pramkit/pramkit/pkg/table"
+)
+
+// DDPS (Lin–Wang–Rane's data-dependent privacy sampling, pkg/ddps) on Beam:
+// "pramkit-beam perturb -- --mechanism ddps …", the bitflip pipeline
+// (bitflip.go) with a row's two reports in place of its bits. Row r =
+// (file, row number) draws them with the tool's ddps.Mechanism.Report from
+// its own stream (tag "DDPS", r) of the run key, so a retried bundle
+// redraws them; the rows are shuffled into shards by the order key
+// PRF("BORD", r). The metadata is the tool's (DDPSRelease); a ddps release
+// records no row count either, so estimate reads the shards as parts.
+
+var tagDDPS = rng.Tag("DDPS") // the tool's tag for the reports
+
+// ddpsSplit draws one split's reports: a row's two outputs packed in a
+// word (round one in the high half).
+func ddpsSplit(key []byte, meta map[string]string, shards int, sp anonSplit, emit func(int, bitBatch)) error {
+	var md release.DDPS
+	if err := md.Decode(table.Meta(meta), "the release metadata"); err != nil {
+		return err
+	}
+	mech, err := md.Mechanism()
+	if err != nil {
+		return err
+	}
+	cb, err := codebook.Parse([]byte(meta[release.KeyCodebook]))
+	if err != nil {
+		return fmt.Errorf("the release metadata's codebook: %v", err)
+	}
+	col, ok := cb.Column(md.Column)
+	if !ok {
+		return fmt.Errorf("the release metadata's codebook has no column %q", md.Column)
+	}
+	enc, err := col.Encoder(codebook.Policy{})
+	if err != nil {
+		return err
+	}
+	// value[i] is codebook category i's true value: 0 for the
+	// non-participant category, else its output 1..V.
+	value := make([]int, col.K())
+	out := map[string]int{}
+	for o, lab := range md.Values {
+		out[lab] = o + 1
+	}
+	for i, lab := range col.Labels() {
+		if md.NonParticipant != "" && lab == md.NonParticipant {
+			continue
+		}
+		o, ok := out[lab]
+		if !ok {
+			return fmt.Errorf("internal error: category %q of %s is not an output of the release", lab, md.Column)
+		}
+		value[i] = o
+	}
+	opt := table.ReadOptions{Columns: []string{md.Column}}
+	if sp.Split.Group >= 0 {
+		opt.RowGroups = []int{sp.Split.Group}
+	}
+	rd, err := table.Open(sp.Split.Path, opt)
+	if err != nil {
+		return err
+	}
+	defer rd.Close()
+	ix := rd.Schema().FieldIndices(md.Column)
+	if len(ix) == 0 {
+		return fmt.Errorf("%s has no column %q: every input must be a shard of one table", sp.Split, md.Column)
+	}
+	keyed := rng.NewKeyed(rng.Key(key))
+	var st rng.Stream
+	r := rand.New(&st)
+	var blk [16]byte
+	batches := make([]bitBatch, shards)
+	n := sp.Split.FirstRow
+	for {
+		rec, err := rd.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		m := int(rec.NumRows())
+		if n+int64(m) > 1<<rowBits {
+			return fmt.Errorf("%s has more than 2^%d rows: split it into several files", sp.Split.Path, rowBits)
+		}
+		v := table.ValuesOf(rec.Column(ix[0]))
+		for i := range m {
+			x, err := enc.Index(v.String(i))
+			if err != nil {
+				return &table.DataError{File: sp.Split.Path, Row: n + 1, Column: md.Column, Err: err}
+			}
+			id := rowID(sp.File, n)
+			keyed.Reset(&st, tagDDPS, id)
+			one, two, err := mech.Report(r, value[x])
+			if err != nil {
+				return err
+			}
+			keyed.Block(&blk, tagBitflipOrder, 0, id)
+			hi, lo := binary.BigEndian.Uint64(blk[:8]), binary.BigEndian.Uint64(blk[8:])
+			shard := int(hi % uint64(shards))
+			b := &batches[shard]
+			b.Hi, b.Lo, b.Bits = append(b.Hi, hi), append(b.Lo, lo), append(b.Bits, uint64(one)<<32|uint64(two))
+			if len(b.Hi) == pubBatchRows {
+				emit(shard, *b)
+				*b = bitBatch{}
+			}
+			n++
+		}
+	}
+	for shard, b := range batches {
+		if len(b.Hi) > 0 {
+			emit(shard, b)
+		}
+	}
+	return nil
+}
+
+// writeDDPSShard writes rows (sorted by order key) as shard i under dir:
+// the two report columns over the labels ⊥0 (the none token), ⊥1..⊥V, as
+// the tool writes them.
+func writeDDPSShard(dir, ext string, i int, rows []bitRow, meta map[string]string, names []string) error {
+	var md release.DDPS
+	if err := md.Decode(table.Meta(meta), "the release metadata"); err != nil {
+		return err
+	}
+	labels := table.NewLabels(append([]string{md.NoneToken}, md.Values...))
+	schema := arrow.NewSchema([]arrow.Field{table.DictField(names[0]), table.DictField(names[1])}, nil)
+	w, err := table.Create(filepath.Join(dir, shardName("part", i, ext)), schema, table.Meta(meta).Clone(), table.WriteOptions{})
+	if err != nil {
+		return err
+	}
+	defer w.Abort()
+	const batch = 1 << 16
+	for len(rows) > 0 {
+		part := rows[:min(batch, len(rows))]
+		rows = rows[len(part):]
+		one, two := make([]uint32, len(part)), make([]uint32, len(part))
+		for r, row := range part {
+			one[r], two[r] = uint32(row.Bits>>32), uint32(row.Bits)
+		}
+		rec := table.CodesBatch(schema, [][]uint32{one, two}, []*table.Labels{labels, labels}, len(part))
+		err := w.Write(rec)
+		rec.Release()
+		if err != nil {
+			return err
+		}
+	}
+	return w.Commit()
+}
