@@ -177,6 +177,16 @@ func (a *atomicFile) open() error {
 
 func (a *atomicFile) Write(p []byte) (int, error) { return a.out.Write(p) }
 
+// blockSink is a sink that takes whole blocks of bytes, filled by the
+// caller, without copying them (fileSink.takeBlock, handBlock).
+type blockSink interface {
+	takeBlock() []byte
+	handBlock(b []byte) error
+}
+
+func (a *atomicFile) takeBlock() []byte        { return a.out.takeBlock() }
+func (a *atomicFile) handBlock(b []byte) error { return a.out.handBlock(b) }
+
 // Close does nothing: format writers close their sink when they finish,
 // and the file must stay until commit or abort decides its fate.
 func (a *atomicFile) Close() error { return nil }

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unicode"
 	"unicode/utf8"
 
@@ -15,9 +16,16 @@ import (
 )
 
 type csvWriter struct {
-	buf   *bufio.Writer
-	ncols int
-	parts [][]byte // per worker: the formatted rows of its share of a batch
+	buf *bufio.Writer // the header; the rows too when the sink takes no blocks
+	// blocks, when the sink is a file, takes the formatted rows in blocks
+	// the writer fills itself: no copy between formatting and write(2).
+	blocks blockSink
+	ncols  int
+	parts  [][]byte // per piece of a batch: its formatted rows
+	// rowBytes is the mean size of a row of the last batch (0 before
+	// the first), which sizes the next batch's pieces to fit a block.
+	rowBytes int
+	started  bool // the header has gone to blocks' sink
 }
 
 // newCSVWriter writes the header row, preceded by a "#pramkit" metadata line
@@ -42,7 +50,9 @@ func newCSVWriter(s sink, schema *arrow.Schema, meta Meta, metaLine bool) (*csvW
 		return nil, err
 	}
 	w.Flush()
-	return &csvWriter{buf: buf, ncols: len(header)}, w.Error()
+	c := &csvWriter{buf: buf, ncols: len(header)}
+	c.blocks, _ = s.(blockSink)
+	return c, w.Error()
 }
 
 // minParallelRows is the batch size from which formatting is shared
@@ -50,10 +60,9 @@ func newCSVWriter(s sink, schema *arrow.Schema, meta Meta, metaLine bool) (*csvW
 const minParallelRows = 4096
 
 // write formats the batch's rows exactly as encoding/csv.Writer would
-// (appendCSVField), on up to GOMAXPROCS goroutines, each a contiguous
-// share of the rows, and writes the shares in order. It returns when the
-// batch is written: callers may reuse the batch's memory (Int32Batch,
-// CodesBatch) as soon as Write returns.
+// (appendCSVField), on up to GOMAXPROCS goroutines, and writes them in
+// order. It returns when the batch is formatted: callers may reuse the
+// batch's memory (Int32Batch, CodesBatch) as soon as Write returns.
 func (c *csvWriter) write(rec arrow.RecordBatch) error {
 	n := int(rec.NumRows())
 	if n == 0 {
@@ -62,6 +71,9 @@ func (c *csvWriter) write(rec arrow.RecordBatch) error {
 	cols := make([]csvColumn, c.ncols)
 	for j := range cols {
 		cols[j] = newCSVColumn(rec.Column(j))
+	}
+	if c.blocks != nil {
+		return c.writeBlocks(cols, n)
 	}
 	workers := min(runtime.GOMAXPROCS(0), max(1, n/minParallelRows))
 	if len(c.parts) < workers {
@@ -86,6 +98,63 @@ func (c *csvWriter) write(rec arrow.RecordBatch) error {
 		}
 	}
 	return nil
+}
+
+// writeBlocks formats the rows into pieces of about three quarters of a
+// sink block, each into a block of the sink's (takeBlock), taken in turn
+// by the caller and up to GOMAXPROCS-1 goroutines, and hands the blocks
+// to the sink in row order. The sink writes and hashes them on goroutines
+// of its own while the next batch is formatted: nothing of a batch is
+// copied, and the pieces, smaller than a half of the batch, leave no core
+// waiting on the last one for long.
+func (c *csvWriter) writeBlocks(cols []csvColumn, n int) error {
+	if !c.started {
+		// The header, through Write, before the first block.
+		if err := c.buf.Flush(); err != nil {
+			return err
+		}
+		c.started = true
+	}
+	pieces := 1
+	if n >= minParallelRows {
+		per := minParallelRows
+		if c.rowBytes > 0 {
+			per = max(256, sinkBlockSize*3/4/c.rowBytes)
+		}
+		pieces = min((n+per-1)/per, handBlocks/2)
+	}
+	if cap(c.parts) < pieces {
+		c.parts = make([][]byte, pieces)
+	}
+	parts := c.parts[:pieces]
+	var next atomic.Int64
+	format := func() {
+		for k := int(next.Add(1) - 1); k < pieces; k = int(next.Add(1) - 1) {
+			parts[k] = formatCSVRows(c.blocks.takeBlock(), cols, n*k/pieces, n*(k+1)/pieces)
+		}
+	}
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), pieces) - 1 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			format()
+		}()
+	}
+	format()
+	wg.Wait()
+	var err error
+	size := 0
+	for k, p := range parts {
+		size += len(p)
+		// Every block goes back to the sink, also after an error.
+		if e := c.blocks.handBlock(p); e != nil && err == nil {
+			err = e
+		}
+		parts[k] = nil
+	}
+	c.rowBytes = max(1, size/n)
+	return err
 }
 
 // formatCSVRows appends rows [from, to) to dst.
