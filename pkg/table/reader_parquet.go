@@ -59,6 +59,7 @@ type parquetResult struct {
 type parquetColumn struct {
 	arr arrow.Array
 	err error // io.EOF at the end
+	bad error // validateArray(arr), run on the column's goroutine
 }
 
 func openParquet(name string, f *os.File, br *bufio.Reader, opt ReadOptions) (rd Reader, err error) {
@@ -219,8 +220,16 @@ func (p *parquetReader) decodeColumn(cr *pqarrow.ColumnReader, out chan<- parque
 	defer close(out)
 	for {
 		arr, err := p.nextColumnBatch(cr)
+		var bad error
+		if err == nil {
+			// A panic is reported as gather's own would be.
+			if bad, err = p.validateColumn(arr); err != nil {
+				arr.Release()
+				arr = nil
+			}
+		}
 		select {
-		case out <- parquetColumn{arr, err}:
+		case out <- parquetColumn{arr, err, bad}:
 		case <-p.quit:
 			if arr != nil {
 				arr.Release()
@@ -231,6 +240,12 @@ func (p *parquetReader) decodeColumn(cr *pqarrow.ColumnReader, out chan<- parque
 			return
 		}
 	}
+}
+
+// validateColumn is validateArray(arr); a panic is turned into panicked.
+func (p *parquetReader) validateColumn(arr arrow.Array) (bad, panicked error) {
+	defer recovered(p.name, &panicked)
+	return validateArray(arr), nil
 }
 
 // nextColumnBatch is the column's next batch as one array (pqarrow hands
@@ -283,6 +298,7 @@ func (p *parquetReader) assemble(in []chan parquetColumn) {
 func (p *parquetReader) gather(in []chan parquetColumn, rows int64) (out arrow.RecordBatch, err error) {
 	defer recovered(p.name, &err)
 	arrs := make([]arrow.Array, len(in))
+	bad := make([]error, len(in))
 	defer func() {
 		for _, a := range arrs {
 			if a != nil {
@@ -302,7 +318,7 @@ func (p *parquetReader) gather(in []chan parquetColumn, rows int64) (out arrow.R
 				colErr = c.err
 			}
 		default:
-			arrs[j] = c.arr
+			arrs[j], bad[j] = c.arr, c.bad
 		}
 	}
 	if colErr != nil {
@@ -323,7 +339,7 @@ func (p *parquetReader) gather(in []chan parquetColumn, rows int64) (out arrow.R
 	}
 	rec := array.NewRecordBatch(p.colSch, arrs, -1)
 	defer rec.Release()
-	if err := validateBatch(rec); err != nil {
+	if err := validateChecked(rec, bad); err != nil {
 		return nil, corruptBatch(p.name, rows, err)
 	}
 	// Drop the schema metadata so callers see the same schema as Schema().

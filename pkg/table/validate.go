@@ -24,7 +24,13 @@ import (
 // UTF-8: the CSV reader takes bytes as they come, so a Latin-1 CSV turned
 // into Arrow by an earlier tool must read back, and a wrong byte in a value
 // is no memory-safety risk.
-func validateBatch(rec arrow.RecordBatch) error {
+func validateBatch(rec arrow.RecordBatch) error { return validateChecked(rec, nil) }
+
+// validateChecked is validateBatch where arrErrs, when not nil, holds
+// validateArray's result for each column, computed beforehand (the Parquet
+// reader checks each column on its decoding goroutine, so that the
+// O(rows) checks run on all cores); the error is validateBatch's.
+func validateChecked(rec arrow.RecordBatch, arrErrs []error) error {
 	s := rec.Schema()
 	if rec.NumRows() < 0 || rec.NumRows() > math.MaxInt32 {
 		return fmt.Errorf("the batch claims %d rows", rec.NumRows())
@@ -39,7 +45,13 @@ func validateBatch(rec arrow.RecordBatch) error {
 		if !arrow.TypeEqual(col.DataType(), s.Field(j).Type) {
 			return fmt.Errorf("column %s is %s but the schema says %s", QuoteCell(s.Field(j).Name), col.DataType(), s.Field(j).Type)
 		}
-		if err := validateArray(col); err != nil {
+		var err error
+		if arrErrs != nil {
+			err = arrErrs[j]
+		} else {
+			err = validateArray(col)
+		}
+		if err != nil {
 			return fmt.Errorf("column %s: %v", QuoteCell(s.Field(j).Name), err)
 		}
 	}
