@@ -31,15 +31,32 @@ type pramChunk struct {
 	lines int64             // rows before the batch
 }
 
-// pramCounted is a counted batch: the joint value of each row (a dense
-// tally, K ≤ pramDenseCounts) or the batch's counts by joint value (a
-// sparse one), or the first bad cell's error.
+// pramCounted is a counted batch: its counts by joint value (counts, a
+// dense tally with K ≤ pramChunkCounts; sparse, a sparse one) or the joint
+// value of each row (gs, a dense tally of a larger K), or the first bad
+// cell's error. scratch goes back to the pool once emitted.
 type pramCounted struct {
-	rec    arrow.RecordBatch
-	gs     []uint64
-	sparse map[uint64]int64
-	err    error
+	rec     arrow.RecordBatch
+	gs      []uint64
+	counts  []int64
+	sparse  map[uint64]int64
+	err     error
+	scratch *pramScratch
 }
+
+// pramScratch is a worker's buffers for one batch, reused batch after
+// batch: at 10M rows allocating them anew was ~110 MB of garbage.
+type pramScratch struct {
+	codes  []uint32
+	gs     []uint64
+	counts []int64
+}
+
+// pramChunkCounts is the largest K for which a worker counts its batch
+// into K counters, which the ordered emit step adds to the tally (K adds
+// per batch instead of one per row, ≤ the rows of a dictionary batch).
+// Tests set it to 0 to count row by row in emit, as a larger K is.
+var pramChunkCounts = pramDictBatch
 
 // countRows counts the rows of a release row file (not a count table) into
 // t, in parallel; index[j] maps column j's labels to their codes.
@@ -74,12 +91,26 @@ func (rel *pramRelease) countRows(o *Options, in table.Reader, t *pramTally, ind
 		}
 		return cs
 	}}
+	scratch := sync.Pool{New: func() any { return new(pramScratch) }}
+	chunkCounts := t.dense != nil && len(t.dense) <= pramChunkCounts
 	work := func(c pramChunk) (pramCounted, error) {
-		out := pramCounted{rec: c.rec}
+		sc := scratch.Get().(*pramScratch)
+		out := pramCounted{rec: c.rec, scratch: sc}
 		cs := coders.Get().([]*table.Coder)
-		out.gs, out.err = rel.jointValues(c, cs, stride)
+		out.gs, out.err = rel.jointValues(c, cs, stride, sc)
 		coders.Put(cs)
-		if out.err == nil && t.dense == nil {
+		switch {
+		case out.err != nil:
+		case chunkCounts:
+			if len(sc.counts) != len(t.dense) {
+				sc.counts = make([]int64, len(t.dense))
+			}
+			clear(sc.counts)
+			for _, g := range out.gs {
+				sc.counts[g]++
+			}
+			out.counts, out.gs = sc.counts, nil
+		case t.dense == nil:
 			out.sparse = make(map[uint64]int64)
 			for _, g := range out.gs {
 				out.sparse[g]++
@@ -90,11 +121,16 @@ func (rel *pramRelease) countRows(o *Options, in table.Reader, t *pramTally, ind
 	var rows int64
 	emit := func(c pramCounted) error {
 		defer c.rec.Release()
+		defer scratch.Put(c.scratch)
 		if c.err != nil {
 			return c.err
 		}
 		n := c.rec.NumRows()
-		if t.dense != nil {
+		if c.counts != nil {
+			for g, k := range c.counts {
+				t.dense[g] += k
+			}
+		} else if t.dense != nil {
 			for _, g := range c.gs {
 				t.dense[g]++
 			}
@@ -113,12 +149,16 @@ func (rel *pramRelease) countRows(o *Options, in table.Reader, t *pramTally, ind
 }
 
 // jointValues returns the joint value g = Σ_j x_j·w_j of every row of the
-// chunk, or the error for its first cell (in row order, then column order,
-// as the sequential path finds it) that is not a label of its column.
-func (rel *pramRelease) jointValues(c pramChunk, coders []*table.Coder, stride []uint64) ([]uint64, error) {
+// chunk (in sc.gs), or the error for its first cell (in row order, then
+// column order, as the sequential path finds it) that is not a label of
+// its column.
+func (rel *pramRelease) jointValues(c pramChunk, coders []*table.Coder, stride []uint64, sc *pramScratch) ([]uint64, error) {
 	n := int(c.rec.NumRows())
-	gs := make([]uint64, n)
-	codes := make([]uint32, n)
+	if cap(sc.gs) < n {
+		sc.gs, sc.codes = make([]uint64, n), make([]uint32, n)
+	}
+	gs, codes := sc.gs[:n], sc.codes[:n]
+	clear(gs)
 	bad, badCol := n, -1
 	for j, cd := range coders {
 		if i, _ := cd.Codes(codes, c.rec.Column(rel.fileCol[j]), 0); i >= 0 {

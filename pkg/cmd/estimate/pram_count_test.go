@@ -19,13 +19,16 @@ import (
 
 // pramCountModes runs f under every way of counting that must agree: the
 // sequential path, and the parallel one on 1 and 2 cores with the reader's
-// batches and with batches of 1000 and 4093 rows ($PRAMKIT_BATCH_ROWS).
+// batches and with batches of 1000 and 4093 rows ($PRAMKIT_BATCH_ROWS),
+// its workers counting each batch (pramChunkCounts), and once with emit
+// counting row by row, as for a K above pramChunkCounts.
 func pramCountModes(t *testing.T, f func(mode string) string) {
 	t.Helper()
-	defer func(p int, s bool) {
+	defer func(p int, s bool, c int) {
 		runtime.GOMAXPROCS(p)
 		pramCountSerial = s
-	}(runtime.GOMAXPROCS(0), pramCountSerial)
+		pramChunkCounts = c
+	}(runtime.GOMAXPROCS(0), pramCountSerial, pramChunkCounts)
 	pramCountSerial = true
 	want := f("serial")
 	pramCountSerial = false
@@ -38,6 +41,11 @@ func pramCountModes(t *testing.T, f func(mode string) string) {
 				t.Errorf("%s: output differs from the sequential count's:\n%s\nwant\n%s", mode, got, want)
 			}
 		}
+	}
+	pramChunkCounts = 0
+	setBatchRows(t, 1000)
+	if got := f("GOMAXPROCS=2 chunk=1000 counted by row"); got != want {
+		t.Errorf("counted row by row in emit: output differs from the sequential count's:\n%s\nwant\n%s", got, want)
 	}
 }
 
