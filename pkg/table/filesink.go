@@ -3,6 +3,7 @@ package table
 import (
 	"errors"
 	"io"
+	"os"
 	"sync"
 	"sync/atomic"
 )
@@ -25,6 +26,9 @@ import (
 type fileSink struct {
 	file io.Writer
 	sum  *digester // nil: no digest
+	// writeback, when not nil, is called by the writer goroutine with
+	// each range of about writebackBytes it wrote (startWriteback).
+	writeback func(off, n int64)
 
 	cur   []byte       // the block being filled
 	made  atomic.Int64 // blocks allocated
@@ -44,8 +48,11 @@ type fileSink struct {
 var errSinkClosed = errors.New("internal error: write to an output file after it was closed")
 
 const (
-	sinkBlockSize = 512 << 10
-	sinkBlocks    = 4
+	// writebackBytes is how much of a file is written before its disk
+	// write is started (startWriteback).
+	writebackBytes = 8 << 20
+	sinkBlockSize  = 512 << 10
+	sinkBlocks     = 4
 	// handBlocks bounds the blocks when a format writer fills them itself
 	// (takeBlock, handBlock): the CSV writer formats up to handBlocks/2
 	// pieces of a batch side by side while the previous batch's are still
@@ -53,13 +60,31 @@ const (
 	handBlocks = 16
 )
 
+// newFileSink starts the sink's goroutines. When file is an *os.File, the
+// writer starts each 8 MiB's write to the disk as soon as it has written
+// them (startWriteback), so that the disk writes while the stage goes on:
+// the fsync before a file is published then waits for the last few MiB
+// only. Without it, fsync wrote a 10M-row CSV (336 MB) after the rows were
+// all formatted, 0.10-0.15 s during which the stage did nothing else —
+// most of what kept decrypt -> CSV on 2 cores from being 1.7 times as fast
+// as on one.
 func newFileSink(file io.Writer, sum *digester) *fileSink {
+	var wb func(off, n int64)
+	if f, ok := file.(*os.File); ok {
+		wb = func(off, n int64) { startWriteback(f, off, n) }
+	}
+	return newFileSinkWriteback(file, sum, wb)
+}
+
+// newFileSinkWriteback is newFileSink with the writeback hook given.
+func newFileSinkWriteback(file io.Writer, sum *digester, writeback func(off, n int64)) *fileSink {
 	s := &fileSink{
-		file:  file,
-		sum:   sum,
-		free:  make(chan []byte, handBlocks),
-		write: make(chan []byte, handBlocks),
-		done:  make(chan struct{}),
+		file:      file,
+		sum:       sum,
+		writeback: writeback,
+		free:      make(chan []byte, handBlocks),
+		write:     make(chan []byte, handBlocks),
+		done:      make(chan struct{}),
 	}
 	if sum == nil {
 		go s.writer(s.free)
@@ -80,11 +105,17 @@ func newFileSink(file io.Writer, sum *digester) *fileSink {
 // writer writes the blocks and passes them on: to the hasher, or back to
 // the free list.
 func (s *fileSink) writer(next chan []byte) {
+	var synced, written int64 // bytes whose writeback was started; written
 	for b := range s.write {
 		if s.err == nil {
 			if _, err := s.file.Write(b); err != nil {
 				s.err = err
 				s.failed.Store(&err)
+			}
+			written += int64(len(b))
+			if s.writeback != nil && s.err == nil && written-synced >= writebackBytes {
+				s.writeback(synced, written-synced)
+				synced = written
 			}
 		}
 		next <- b
