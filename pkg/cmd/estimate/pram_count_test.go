@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"strings"
 	"testing"
 
@@ -187,4 +188,34 @@ func setBatchRows(t *testing.T, rows int) {
 		return
 	}
 	t.Setenv(table.BatchRowsEnv, fmt.Sprint(rows))
+}
+
+// gcPercent returns the current GOGC without changing it.
+func gcPercent() int {
+	p := debug.SetGCPercent(100)
+	debug.SetGCPercent(p)
+	return p
+}
+
+// While a Parquet release is read as dictionaries the collector runs at
+// dictReadGCPercent, and the caller's setting comes back afterwards; a
+// GOGC in the environment is left alone.
+func TestCollectLessSetsAndRestoresGOGC(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(137))
+	t.Setenv("GOGC", "")
+	restore := collectLess()
+	if got := gcPercent(); got != dictReadGCPercent {
+		t.Errorf("GOGC during the read: %d, want %d", got, dictReadGCPercent)
+	}
+	restore()
+	if got := gcPercent(); got != 137 {
+		t.Errorf("GOGC after the read: %d, want 137 back", got)
+	}
+	t.Setenv("GOGC", "137")
+	collectLess()()
+	restore = collectLess()
+	if got := gcPercent(); got != 137 {
+		t.Errorf("GOGC=137 in the environment: %d during the read", got)
+	}
+	restore()
 }
