@@ -423,8 +423,22 @@ func prepare(y []float64, w, l int, opt *Options) (fs []float64, n float64, err 
 	return fs, n, nil
 }
 
+// DefaultOptions are estimate's defaults for a release (--decoy exact,
+// --ibu-stop auto), kept here so that every reader of a release answers its
+// queries alike (estimate, the release report): the exact a01, and the
+// stopping rule measured best for the release's design on UCI Adult over
+// ℓ′ = 2..7 — the discrepancy principle (Options.Discrepancy, falling back
+// on the converged rule) when the decoy groups were drawn at random, the
+// paper's 1 % rule on Anatomy's groups.
+func DefaultOptions(randomGroups bool) Options {
+	if randomGroups {
+		return Options{Tolerance: ConvergedTolerance, MaxIter: ConvergedMaxIter, ExactDecoy: true, Discrepancy: true}
+	}
+	return Options{Tolerance: DefaultTolerance, MaxIter: DefaultMaxIter, ExactDecoy: true}
+}
+
 // The stopping rule of a converged update (estimate --ibu-stop converged,
-// the default on releases with randomized decoy groups): no state count
+// the fallback of the discrepancy rule): no state count
 // changes by more than ConvergedTolerance·max(x_i, 1) in one step, or
 // ConvergedMaxIter steps.
 const (

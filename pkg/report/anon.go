@@ -126,7 +126,9 @@ func (o *Options) anonymized(s *Section, in table.Reader) error {
 			return err
 		}
 	}
-	answers, err := plan.Answers(countquery.Options{ExactDecoy: true})
+	// estimate's defaults for this release, so the report's answers are
+	// estimate's (TestReportNumbersAreEstimates).
+	answers, err := plan.Answers(countquery.DefaultOptions(a.Grouping == release.GroupingRandom))
 	if err != nil {
 		return err
 	}

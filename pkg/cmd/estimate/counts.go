@@ -303,7 +303,7 @@ func (o *Options) stopRule(rel *countRelease) ibuStop {
 	rule := co.Stop
 	if rule == stopAuto {
 		rule = stopPaper
-		if rel.randomGroups {
+		if countquery.DefaultOptions(rel.randomGroups).Discrepancy {
 			rule = stopDiscrepancy
 		}
 	}
