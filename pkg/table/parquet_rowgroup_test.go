@@ -2,9 +2,7 @@ package table
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -72,11 +70,12 @@ func rowGroupTestBatch(n int) arrow.RecordBatch {
 	return array.NewRecordBatch(schema, append(append([]arrow.Array{}, rec.Columns()...), lab), int64(n))
 }
 
-// writeInBatches writes rec to a Parquet file as batches of the given
-// size (groupRows rows a row group, 0 for RowGroupRows) and returns the
-// file's path and bytes. Each batch is a copy the test scribbles over once
+// writeInBatches writes rec to a Parquet file as batches of sizes[0],
+// sizes[1]… rows, the last size repeated until the rows run out
+// (groupRows rows a row group, 0 for RowGroupRows), and returns the file's
+// path and bytes. Each batch is a copy the test scribbles over once
 // written, as stages reuse their batches' memory.
-func writeInBatches(t *testing.T, rec arrow.RecordBatch, size, groupRows int) (string, []byte) {
+func writeInBatches(t *testing.T, rec arrow.RecordBatch, sizes []int, groupRows int) (string, []byte) {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), "t.parquet")
 	w, err := Create(p, rec.Schema(), Meta{"k": "v"}, WriteOptions{RowGroupRows: groupRows})
@@ -85,8 +84,10 @@ func writeInBatches(t *testing.T, rec arrow.RecordBatch, size, groupRows int) (s
 	}
 	defer w.Abort()
 	n := int(rec.NumRows())
-	for off := 0; off < n; off += size {
+	for b, off := 0, 0; off < n; b++ {
+		size := sizes[min(b, len(sizes)-1)]
 		s := rec.NewSlice(int64(off), int64(min(n, off+size)))
+		off += size
 		c := copyBatchForTest(t, s)
 		s.Release()
 		if err := w.Write(c); err != nil {
@@ -136,9 +137,9 @@ func TestParquetBytesIgnoreBatchSizes(t *testing.T) {
 	for _, R := range []int{RowGroupRows, 100} {
 		n := 2*R + R/2 + 7
 		rec := rowGroupTestBatch(n)
-		_, want := writeInBatches(t, rec, n, R)
+		_, want := writeInBatches(t, rec, []int{n}, R)
 		for _, size := range []int{1, 3, 1000, R - 1, R + 1} {
-			p, got := writeInBatches(t, rec, size, R)
+			p, got := writeInBatches(t, rec, []int{size}, R)
 			if !bytes.Equal(got, want) {
 				t.Errorf("R %d: batches of %d rows give %d bytes, not the %d bytes of one batch", R, size, len(got), len(want))
 				continue
@@ -184,26 +185,21 @@ func readBackEquals(t *testing.T, p string, rec arrow.RecordBatch) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	row := 0
-	for {
-		b, err := r.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+	rows := 0
+	err = EachBatch(r, func(b arrow.RecordBatch, first int64) error {
 		for j := range int(b.NumCols()) {
 			for i := range int(b.NumRows()) {
-				got, want := b.Column(j).ValueStr(i), rec.Column(j).ValueStr(row+i)
+				row := int(first) - 1 + i
+				got, want := b.Column(j).ValueStr(i), rec.Column(j).ValueStr(row)
 				if got != want {
-					t.Fatalf("row %d column %s: read %q, wrote %q", row+i+1, rec.Schema().Field(j).Name, got, want)
+					return fmt.Errorf("row %d column %s: read %q, wrote %q", row+1, rec.Schema().Field(j).Name, got, want)
 				}
 			}
 		}
-		row += int(b.NumRows())
-	}
-	if row != int(rec.NumRows()) {
-		t.Fatalf("read %d rows, wrote %d", row, rec.NumRows())
+		rows += int(b.NumRows())
+		return nil
+	})
+	if err != nil || rows != int(rec.NumRows()) {
+		t.Fatalf("read %d rows (%v), wrote %d", rows, err, rec.NumRows())
 	}
 }
