@@ -203,3 +203,74 @@ func readBackEquals(t *testing.T, p string, rec arrow.RecordBatch) {
 		t.Fatalf("read %d rows (%v), wrote %d", rows, err, rec.NumRows())
 	}
 }
+
+// TestParquetRowGroupOfBatchesWithOtherDictionaries: a dictionary column
+// whose batches carry different dictionaries (none of the stages writes
+// one: a Labels column has one for the whole file, but an Arrow input may)
+// is gathered into a row group over their union: the labels read back, and
+// the bytes still depend only on each row's label and dictionary, not on
+// where the batches are cut.
+func TestParquetRowGroupOfBatchesWithOtherDictionaries(t *testing.T) {
+	schema := arrow.NewSchema([]arrow.Field{DictField("d")}, nil)
+	dicts := []*Labels{NewLabels([]string{"x", "y"}), NewLabels([]string{"z", "y", "w"})}
+	// 40 rows: the first 20 over dicts[0], the rest over dicts[1].
+	codes := make([]uint32, 40)
+	var want []string
+	for i := range codes {
+		codes[i] = uint32(i*7) % 2
+		want = append(want, []string{"x", "y"}[codes[i]])
+		if i >= 20 {
+			codes[i] = uint32(i*5) % 3
+			want[i] = []string{"z", "y", "w"}[codes[i]]
+		}
+	}
+	write := func(cuts []int) []byte {
+		p := filepath.Join(t.TempDir(), "t.parquet")
+		w, err := Create(p, schema, nil, WriteOptions{RowGroupRows: 30})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Abort()
+		for k := range len(cuts) - 1 {
+			lo, hi := cuts[k], cuts[k+1]
+			col := dicts[min(lo/20, 1)].Column(slices.Clone(codes[lo:hi]))
+			rec := array.NewRecordBatch(schema, []arrow.Array{col}, int64(hi-lo))
+			col.Release()
+			if err := w.Write(rec); err != nil {
+				t.Fatal(err)
+			}
+			rec.Release()
+		}
+		if err := w.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		r, err := Open(p, ReadOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		var got []string
+		if err := EachBatch(r, func(b arrow.RecordBatch, _ int64) error {
+			for i := range int(b.NumRows()) {
+				got = append(got, ValuesOf(b.Column(0)).String(i))
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("batches cut at %v: read %q, wrote %q", cuts, got, want)
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return data
+	}
+	a := write([]int{0, 20, 40})
+	for _, cuts := range [][]int{{0, 7, 20, 21, 33, 40}, {0, 3, 6, 9, 12, 15, 18, 20, 25, 29, 31, 40}} {
+		if b := write(cuts); !bytes.Equal(a, b) {
+			t.Errorf("batches cut at %v: %d bytes, not the %d of batches cut at [0 20 40]", cuts, len(b), len(a))
+		}
+	}
+}
