@@ -36,7 +36,7 @@ func writeParts(t *testing.T, in string, cuts []int, group int, names ...string)
 	for i, name := range names {
 		md := meta.Clone()
 		release.Part{First: int64(cuts[i]), Rows: int64(cuts[i+1] - cuts[i])}.Encode(md, m)
-		w, err := table.Create(name, schema, md, table.WriteOptions{})
+		w, err := table.Create(name, schema, md, table.WriteOptions{RowGroupRows: group})
 		if err != nil {
 			t.Fatal(err)
 		}

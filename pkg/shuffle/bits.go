@@ -245,29 +245,6 @@ func readRowBytes(words []uint64, data []byte, W, nb int) {
 	}
 }
 
-// emitBits emits the rows of a bit-mode Shuffler, shuffled.
-func (e *emitter) emitBits() error {
-	s := e.s
-	b := s.bits
-	if s.dir == "" {
-		if err := e.shuffledBits(b.chunks, b.n); err != nil {
-			return err
-		}
-		b.chunks = nil
-		s.acct.hold(0)
-	} else {
-		if err := s.flushBuckets(s.buckets); err != nil {
-			return err
-		}
-		for _, sf := range s.buckets {
-			if err := e.bucketBits(sf, 0); err != nil {
-				return err
-			}
-		}
-	}
-	return e.flushBits()
-}
-
 // shuffledBits Fisher–Yates shuffles the n rows held in chunks of
 // bitChunkRows rows (with the draws of the other rows' codec, r.IntN) and
 // emits them.
@@ -317,17 +294,7 @@ func (e *emitter) bucketBits(sf *spillFile, depth int) error {
 	}
 	n := int(size / int64(b.bytes))
 	if int64(n)*int64(8*b.words) > s.opt.Budget && n > 1 && depth < maxDepth {
-		subs, err := e.rescatterBits(sf, size)
-		if err != nil {
-			return err
-		}
-		s.acct.depth = max(s.acct.depth, depth+1)
-		for _, sub := range subs {
-			if err := e.bucketBits(sub, depth+1); err != nil {
-				return err
-			}
-		}
-		return nil
+		return e.scatterAgain(sf, size, depth, e.rescatterBits, e.bucketBits)
 	}
 	W := b.words
 	rows := make([]uint64, n*W)
@@ -445,13 +412,8 @@ func (e *emitter) flushBits() error {
 		arrs[j] = array.MakeFromData(d)
 		d.Release()
 	}
-	rec := array.NewRecordBatch(e.s.schema, arrs, int64(n))
-	for _, a := range arrs {
-		a.Release()
-	}
-	defer rec.Release()
 	e.bitBatch = e.bitBatch[:0]
-	return e.fn(rec)
+	return e.send(arrs, n)
 }
 
 // recycle keeps the column buffers of an emitted batch that fn is done

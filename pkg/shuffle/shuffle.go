@@ -595,29 +595,46 @@ func (s *Shuffler) Emit(fn func(arrow.RecordBatch) error) error {
 	return s.Close()
 }
 
-// emit decodes every row, shuffled, into batches for e.fn.
+// emit decodes every row, shuffled, into batches for e.fn: rows packed
+// as bits (Shuffler.bits) or encoded, each with its own shuffle, bucket
+// and flush.
 func (out *emitter) emit() error {
 	s := out.s
-	if s.bits != nil {
-		return out.emitBits()
+	if b := s.bits; b != nil {
+		return out.emitRows(func() error {
+			err := out.shuffledBits(b.chunks, b.n)
+			b.chunks = nil
+			return err
+		}, out.bucketBits, out.flushBits)
 	}
+	return out.emitRows(func() error {
+		err := out.shuffled(s.chunks, &s.refs)
+		s.chunks, s.refs = nil, refs{}
+		return err
+	}, out.bucket, out.flush)
+}
+
+// emitRows emits the rows held in memory (inMemory shuffles and emits
+// them, then drops them) or, once they spilled, the level-0 buckets one
+// after another (bucket), and then the last, partial batch (flush).
+func (out *emitter) emitRows(inMemory func() error, bucket func(sf *spillFile, depth int) error, flush func() error) error {
+	s := out.s
 	if s.dir == "" {
-		if err := out.shuffled(s.chunks, &s.refs); err != nil {
+		if err := inMemory(); err != nil {
 			return err
 		}
-		s.chunks, s.refs = nil, refs{}
 		s.acct.hold(0)
 	} else {
 		if err := s.flushBuckets(s.buckets); err != nil {
 			return err
 		}
 		for _, sf := range s.buckets {
-			if err := out.bucket(sf, 0); err != nil {
+			if err := bucket(sf, 0); err != nil {
 				return err
 			}
 		}
 	}
-	return out.flush()
+	return flush()
 }
 
 // Close removes the spill directory, if any. It is safe to call more than
@@ -717,17 +734,7 @@ func (e *emitter) bucket(sf *spillFile, depth int) error {
 	}
 	size := st.Size()
 	if size+8*sf.rows > s.opt.Budget && sf.rows > 1 && depth < maxDepth {
-		subs, err := e.rescatter(sf, size)
-		if err != nil {
-			return err
-		}
-		s.acct.depth = max(s.acct.depth, depth+1)
-		for _, sub := range subs {
-			if err := e.bucket(sub, depth+1); err != nil {
-				return err
-			}
-		}
-		return nil
+		return e.scatterAgain(sf, size, depth, e.rescatter, e.bucket)
 	}
 	data := make([]byte, size)
 	_, err = sf.f.ReadAt(data, 0)
@@ -749,6 +756,23 @@ func (e *emitter) bucket(sf *spillFile, depth int) error {
 		return err
 	}
 	s.acct.hold(0)
+	return nil
+}
+
+// scatterAgain emits a spill file (size bytes, at depth) too large to
+// shuffle in memory: rescatter spreads its rows over new files, and bucket
+// emits those, one after another, a level deeper.
+func (e *emitter) scatterAgain(sf *spillFile, size int64, depth int, rescatter func(*spillFile, int64) ([]*spillFile, error), bucket func(*spillFile, int) error) error {
+	subs, err := rescatter(sf, size)
+	if err != nil {
+		return err
+	}
+	e.s.acct.depth = max(e.s.acct.depth, depth+1)
+	for _, sub := range subs {
+		if err := bucket(sub, depth+1); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -854,13 +878,19 @@ func (e *emitter) flush() error {
 		arrs[j] = array.MakeFromData(d)
 		d.Release()
 	}
+	e.rows = 0
+	e.reset(e.s.opt.BatchRows)
+	return e.send(arrs, n)
+}
+
+// send hands fn the batch of n rows whose columns are arrs, which it
+// releases.
+func (e *emitter) send(arrs []arrow.Array, n int) error {
 	rec := array.NewRecordBatch(e.s.schema, arrs, int64(n))
 	for _, a := range arrs {
 		a.Release()
 	}
 	defer rec.Release()
-	e.rows = 0
-	e.reset(e.s.opt.BatchRows)
 	return e.fn(rec)
 }
 

@@ -29,11 +29,12 @@ func dictRows(n int) (cols []string, rows [][]string) {
 	return cols, rows
 }
 
+// writeParquetRows writes rows in batches, and row groups, of batch rows.
 func writeParquetRows(t testing.TB, cols []string, rows [][]string, batch int) string {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), "d.parquet")
 	schema := StringSchema(cols)
-	w, err := Create(p, schema, Meta{"n": strconv.Itoa(len(rows))}, WriteOptions{})
+	w, err := Create(p, schema, Meta{"n": strconv.Itoa(len(rows))}, WriteOptions{RowGroupRows: batch})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,11 +30,11 @@ func codesTable(n int) (schema *arrow.Schema, labels []*Labels, names [][]string
 	return
 }
 
-// writeCodes writes the table in batches of batch rows.
+// writeCodes writes the table in batches of batch rows, row groups of 1000.
 func writeCodes(t *testing.T, path string, batch int) {
 	t.Helper()
 	schema, labels, _, cols := codesTable(3000)
-	w, err := Create(path, schema, Meta{"n": "3000"}, WriteOptions{})
+	w, err := Create(path, schema, Meta{"n": "3000"}, WriteOptions{RowGroupRows: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}

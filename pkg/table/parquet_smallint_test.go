@@ -43,7 +43,8 @@ func TestParquetInt32ColumnsRoundTripThroughSmallIntDict(t *testing.T) {
 		valid[i] = i%9 != 0
 	}
 	p := filepath.Join(t.TempDir(), "t.parquet")
-	w, err := Create(p, schema, nil, WriteOptions{})
+	// Row groups of 1000 rows, across the batches.
+	w, err := Create(p, schema, nil, WriteOptions{RowGroupRows: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -51,6 +51,10 @@ type WriteOptions struct {
 	Key bool
 	// Flag is the flag that named the path, for messages; "" means -o.
 	Flag string
+	// RowGroupRows is the number of rows of a Parquet output's row groups;
+	// 0 means RowGroupRows, which every tool uses. Tests make small ones
+	// to get files of many row groups.
+	RowGroupRows int
 }
 
 // ResolveFormat is the format Create would write for path.
@@ -78,7 +82,7 @@ func Create(path string, schema *arrow.Schema, meta Meta, opt WriteOptions) (Wri
 		if out == nil {
 			out = os.Stdout
 		}
-		return newFormatWriter(format, "stdout", nopCloser{out}, schema, meta, nil)
+		return newFormatWriter(format, "stdout", nopCloser{out}, schema, meta, nil, opt.RowGroupRows)
 	}
 	af, err := createAtomic(path, opt, format == CSV)
 	if err != nil {
@@ -90,7 +94,7 @@ func Create(path string, schema *arrow.Schema, meta Meta, opt WriteOptions) (Wri
 		// stale one never describes a new file.
 		side = &atomicFile{dst: sidecarPath(path), perm: af.perm}
 	}
-	w, err := newFormatWriter(format, path, af, schema, meta, side)
+	w, err := newFormatWriter(format, path, af, schema, meta, side, opt.RowGroupRows)
 	if err != nil {
 		af.abort()
 		return nil, err
@@ -271,7 +275,7 @@ func (a *atomicFile) abort() {
 }
 
 // newFormatWriter builds the writer for one format over sink s.
-func newFormatWriter(format Format, name string, s sink, schema *arrow.Schema, meta Meta, side *atomicFile) (Writer, error) {
+func newFormatWriter(format Format, name string, s sink, schema *arrow.Schema, meta Meta, side *atomicFile, groupRows int) (Writer, error) {
 	var (
 		fw  formatWriter
 		err error
@@ -280,7 +284,7 @@ func newFormatWriter(format Format, name string, s sink, schema *arrow.Schema, m
 	case CSV:
 		fw, err = newCSVWriter(s, schema, meta, side == nil)
 	case Parquet:
-		fw, err = newParquetWriter(s, schema, meta)
+		fw, err = newParquetWriter(s, schema, meta, groupRows)
 	case Arrow:
 		fw, err = newArrowWriter(s, schema, meta)
 	default:

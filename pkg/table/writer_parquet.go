@@ -2,6 +2,7 @@ package table
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/base64"
 	"runtime"
@@ -19,17 +20,19 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 )
 
-// maxRowGroup caps a row group's rows.
-const maxRowGroup = 1 << 20
-
 // maxDictPage bounds a column chunk's dictionary page (see newParquetWriter).
 const maxDictPage = 64 << 10
 
 type parquetWriter struct {
 	fw     *file.Writer
+	schema *arrow.Schema
 	fields []arrow.Field
-	// Batches are encoded on a goroutine of their own (encode), beside the
-	// stage that makes them: write hands over a copy and returns.
+	// write copies the rows it is given into group until it holds
+	// groupRows rows, then queues them as one batch: one row group.
+	groupRows int
+	group     *rowGroupBuf
+	// Row groups are encoded on a goroutine of their own (encode), beside
+	// the stage that makes the rows.
 	queue  chan arrow.RecordBatch
 	done   chan error // encode's first error (or nil), once queue is closed
 	failed atomic.Pointer[error]
@@ -37,25 +40,28 @@ type parquetWriter struct {
 }
 
 // writerPool allocates the Parquet writer's buffers from pools of reused
-// buffers (poolAllocator). Pooling the batch copies (copyBatch) as well
-// saved no CPU that could be measured and added ~3 MB of peak RSS to
+// buffers (poolAllocator). Pooling the row groups' copies (rowGroupBuf,
+// then a batch's copy) as well saved no CPU that could be measured and added ~3 MB of peak RSS to
 // decrypt -> Parquet (95 MB against a 100 MB budget), so they stay plain.
 var writerPool = poolAllocator{memory.DefaultAllocator}
 
-// parquetQueue is the number of batches that may wait to be encoded.
+// parquetQueue is the number of row groups that may wait to be encoded.
 const parquetQueue = 1
 
-// newParquetWriter writes one row group per batch, which keeps memory at
-// one batch; Snappy, dictionary encoding on (categorical strings shrink to
+// newParquetWriter writes row groups of groupRows rows (RowGroupRows if
+// 0), the last one shorter, whatever batches it is given; Snappy, dictionary encoding on (categorical strings shrink to
 // their codes). The Arrow schema is stored in the file (WithStoreSchema) so
 // the pramkit metadata round-trips — with dictionary columns (Labels)
 // declared as strings, so that every reader sees the string columns it
 // would see had the stage written strings.
-func newParquetWriter(s sink, schema *arrow.Schema, meta Meta) (*parquetWriter, error) {
+func newParquetWriter(s sink, schema *arrow.Schema, meta Meta, groupRows int) (*parquetWriter, error) {
+	if groupRows <= 0 {
+		groupRows = RowGroupRows
+	}
 	opts := []parquet.WriterProperty{
 		parquet.WithCompression(compress.Codecs.Snappy),
 		parquet.WithDictionaryDefault(true),
-		parquet.WithMaxRowGroupLength(maxRowGroup),
+		parquet.WithMaxRowGroupLength(int64(groupRows)),
 		// A column of (nearly) unique values — an id — gains nothing from
 		// a dictionary, yet hashing each cell into one was a sixth of
 		// anonymize's CPU; past this many bytes of dictionary a column
@@ -86,7 +92,7 @@ func newParquetWriter(s sink, schema *arrow.Schema, meta Meta) (*parquetWriter, 
 	if err != nil {
 		return nil, err
 	}
-	p := &parquetWriter{fw: fw, fields: schema.Fields(), queue: make(chan arrow.RecordBatch, parquetQueue), done: make(chan error, 1)}
+	p := &parquetWriter{fw: fw, schema: schema, fields: schema.Fields(), groupRows: groupRows, queue: make(chan arrow.RecordBatch, parquetQueue), done: make(chan error, 1)}
 	go p.encode(p.queue)
 	return p, nil
 }
@@ -125,7 +131,8 @@ func (p *parquetWriter) encode(queue <-chan arrow.RecordBatch) {
 	p.done <- err
 }
 
-// write queues a copy of the batch (the caller may reuse the batch's
+// write copies the batch's rows into the row group being gathered and
+// queues the group once it is full (the caller may reuse the batch's
 // memory once write returns, see Int32Batch); an encoding error shows in a
 // later write or in close. Copying is a small price next to encoding:
 // codes and dictionary indices are 4 bytes a cell.
@@ -133,22 +140,45 @@ func (p *parquetWriter) write(rec arrow.RecordBatch) error {
 	if err := p.failed.Load(); err != nil {
 		return *err
 	}
-	if rec.NumRows() == 0 {
-		return nil
+	n := int(rec.NumRows())
+	for off := 0; off < n; {
+		if p.group == nil {
+			p.group = newRowGroupBuf(p.schema, p.groupRows)
+		}
+		k := min(n-off, p.groupRows-p.group.rows)
+		if err := p.group.appendRows(rec, off, k); err != nil {
+			return err
+		}
+		off += k
+		if p.group.rows == p.groupRows {
+			if err := p.queueGroup(); err != nil {
+				return err
+			}
+		}
 	}
-	p.queue <- copyBatch(rec)
 	return nil
 }
 
-// writeNow writes the batch as row groups of at most maxRowGroup rows. A
-// dictionary column goes to pqarrow's direct dictionary path: its
-// dictionary becomes the row group's dictionary page and its indices the
-// data pages, with no string hashed per row. The columns of a row group are
-// encoded on up to GOMAXPROCS goroutines, each into its own column chunk's
-// buffer; the row group's Close then writes the chunks in column order, so
-// the file's bytes do not depend on the goroutines' timing.
+// queueGroup hands the gathered row group to encode.
+func (p *parquetWriter) queueGroup() error {
+	g := p.group
+	p.group = nil
+	rec, err := g.batch()
+	if err != nil {
+		return err
+	}
+	p.queue <- rec
+	return nil
+}
+
+// writeNow writes the batch as one row group. A dictionary column goes to
+// pqarrow's direct dictionary path: its dictionary becomes the row group's
+// dictionary page and its indices the data pages, with no string hashed
+// per row. The columns are encoded on up to GOMAXPROCS goroutines, each
+// into its own column chunk's buffer; the row group's Close then writes the
+// chunks in column order, so the file's bytes do not depend on the
+// goroutines' timing.
 func (p *parquetWriter) writeNow(rec arrow.RecordBatch) error {
-	n := rec.NumRows()
 	cols := make([]arrow.Array, rec.NumCols())
 	for j, col := range rec.Columns() {
 		d, small := smallIntDict(col)
@@ -162,45 +192,37 @@ func (p *parquetWriter) writeNow(rec arrow.RecordBatch) error {
 			cols[j] = col
 		}
 	}
-	defer func() {
+	rgw, err := p.fw.AppendBufferedRowGroupChecked()
+	if err != nil {
 		for _, c := range cols {
 			c.Release()
 		}
-	}()
-	for off := int64(0); off < n; off += maxRowGroup {
-		size := min(maxRowGroup, n-off)
-		rgw, err := p.fw.AppendBufferedRowGroupChecked()
+		return err
+	}
+	errs := make([]error, len(cols))
+	next := atomic.Int64{}
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(cols)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx := pqarrow.NewArrowWriteContext(context.Background(), nil)
+			for j := int(next.Add(1) - 1); j < len(cols); j = int(next.Add(1) - 1) {
+				errs[j] = p.writeColumn(ctx, rgw, j, cols[j])
+			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
 		if err != nil {
 			return err
 		}
-		errs := make([]error, len(cols))
-		next := atomic.Int64{}
-		var wg sync.WaitGroup
-		for range min(runtime.GOMAXPROCS(0), len(cols)) {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				ctx := pqarrow.NewArrowWriteContext(context.Background(), nil)
-				for j := int(next.Add(1) - 1); j < len(cols); j = int(next.Add(1) - 1) {
-					errs[j] = p.writeColumn(ctx, rgw, j, array.NewSlice(cols[j], off, off+size))
-				}
-			}()
-		}
-		wg.Wait()
-		for _, err := range errs {
-			if err != nil {
-				return err
-			}
-		}
-		if err := rgw.Close(); err != nil {
-			return err
-		}
 	}
-	return nil
+	return rgw.Close()
 }
 
-// writeColumn writes a (flat) column's slice into column chunk j of rgw
-// and releases the slice. A nullable column's definition levels are the
+// writeColumn writes a (flat) column into column chunk j of rgw and
+// releases it. A nullable column's definition levels are the
 // slice's validity: 1 for a value, 0 for a null.
 func (p *parquetWriter) writeColumn(ctx context.Context, rgw file.BufferedRowGroupWriter, j int, a arrow.Array) error {
 	defer a.Release()
@@ -261,32 +283,23 @@ func flushDictPage(cw file.ColumnChunkWriter, a arrow.Array) error {
 
 func (p *parquetWriter) close() error {
 	if p.queue != nil {
+		var err error
+		if p.group != nil && p.failed.Load() == nil {
+			err = p.queueGroup()
+		}
+		p.group = nil
 		close(p.queue)
 		p.queue = nil
-		if err := <-p.done; err != nil {
+		if encErr := <-p.done; encErr != nil || err != nil {
 			p.fw.Close()
-			return err
+			return cmp.Or(encErr, err)
 		}
 	}
 	return p.fw.Close()
 }
 
-// copyBatch copies rec's buffers (dictionaries included) into a batch that
-// owns them.
-func copyBatch(rec arrow.RecordBatch) arrow.RecordBatch {
-	cols := make([]arrow.Array, rec.NumCols())
-	for j, c := range rec.Columns() {
-		d := copyData(c.Data())
-		cols[j] = array.MakeFromData(d)
-		d.Release()
-	}
-	out := array.NewRecordBatch(rec.Schema(), cols, rec.NumRows())
-	for _, c := range cols {
-		c.Release()
-	}
-	return out
-}
-
+// copyData copies d's buffers (dictionary included) into data that owns
+// them.
 func copyData(d arrow.ArrayData) arrow.ArrayData {
 	bufs := make([]*memory.Buffer, len(d.Buffers()))
 	for i, b := range d.Buffers() {

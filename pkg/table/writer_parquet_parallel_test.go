@@ -31,7 +31,7 @@ func TestParquetColumnsEncodedInParallelGiveTheSameBytes(t *testing.T) {
 	write := func(procs int) []byte {
 		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
 		p := filepath.Join(t.TempDir(), "t.parquet")
-		w, err := Create(p, schema, nil, WriteOptions{})
+		w, err := Create(p, schema, nil, WriteOptions{RowGroupRows: 4000})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -98,7 +98,7 @@ func Split(t *testing.T, in string, names ...string) {
 	cols, rows, meta := cmdtest.ReadTable(t, in)
 	schema := table.StringSchema(cols)
 	for i, name := range names {
-		w, err := table.Create(name, schema, meta, table.WriteOptions{})
+		w, err := table.Create(name, schema, meta, table.WriteOptions{RowGroupRows: 1000})
 		if err != nil {
 			t.Fatal(err)
 		}

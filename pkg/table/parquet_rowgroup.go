@@ -1,0 +1,299 @@
+package table
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/bitutil"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+)
+
+// RowGroupRows is the number of rows in each row group of a Parquet
+// output, the last one holding the rest: the writer cuts and joins the
+// batches it is given into groups of this size, so a file's layout, and
+// thus its bytes, depend on its rows only — not on the batch size of the
+// stage that wrote it ($PRAMKIT_BATCH_ROWS), its core count or how its
+// blocks were cut (issue 11: a seeded run gives the same bytes at any core
+// count and chunk size).
+//
+// Why this size: it is what the row groups were in practice when a group
+// was a batch (DefaultBatchSize). Measured on a 2M-row release (4
+// categorical columns; CPU = user+sys, mean of 5 alternated runs, 2 loaded
+// cores), decrypt → Parquet took 0.26 s and 88 MB at 64Ki rows, 0.26 s and
+// 84 MB at 128Ki, 0.34 s and 104 MB at 1Mi (the writer holds up to three
+// groups: one filling, one queued, one being encoded); estimate on the
+// output 0.10, 0.10 and 0.09 s. A group's fixed costs (a dictionary page
+// per column, its metadata) are small next to 64Ki rows, and readers and
+// workers split a file by row group: 64Ki rows keeps a 2M-row file in 31
+// pieces to share out, where 1Mi would leave two.
+const RowGroupRows = 64 * 1024
+
+// rowGroupBuf gathers rows for one row group: each column's cells are
+// copied from the written batches into one contiguous array (the one copy
+// write makes, which the caller's freedom to reuse its batch requires), so
+// the group is encoded as one batch of its rows whatever batches they came
+// in.
+type rowGroupBuf struct {
+	schema *arrow.Schema
+	cols   []colBuf
+	rows   int
+}
+
+func newRowGroupBuf(schema *arrow.Schema, capRows int) *rowGroupBuf {
+	b := &rowGroupBuf{schema: schema, cols: make([]colBuf, schema.NumFields())}
+	for j, f := range schema.Fields() {
+		b.cols[j].name = f.Name
+		b.cols[j].init(f.Type, capRows)
+	}
+	return b
+}
+
+// appendRows copies rows [off, off+n) of rec.
+func (b *rowGroupBuf) appendRows(rec arrow.RecordBatch, off, n int) error {
+	for j, c := range rec.Columns() {
+		if err := b.cols[j].appendSlice(c, off, n); err != nil {
+			return err
+		}
+	}
+	b.rows += n
+	return nil
+}
+
+// batch returns the gathered rows as a batch that owns their memory; b
+// must not be used after.
+func (b *rowGroupBuf) batch() (arrow.RecordBatch, error) {
+	arrs := make([]arrow.Array, len(b.cols))
+	defer func() {
+		for _, a := range arrs {
+			if a != nil {
+				a.Release()
+			}
+		}
+	}()
+	for j := range b.cols {
+		a, err := b.cols[j].finish()
+		if err != nil {
+			return nil, err
+		}
+		arrs[j] = a
+	}
+	return array.NewRecordBatch(b.schema, arrs, int64(b.rows)), nil
+}
+
+// colKind is how a column's cells are gathered.
+type colKind int
+
+const (
+	fixedCol    colKind = iota // values of width bytes each
+	boolCol                    // values as bits
+	binaryCol                  // int32 offsets and bytes (utf8, binary)
+	largeBinCol                // int64 offsets and bytes
+	dictCol                    // fixed-width indices over one dictionary
+	otherCol                   // anything else: compact copies, concatenated
+)
+
+// colBuf gathers one column. The validity bitmap is kept only once a null
+// has come (valid nil: every cell so far is valid).
+type colBuf struct {
+	name   string
+	typ    arrow.DataType
+	kind   colKind
+	width  int // bytes per value (fixedCol, dictCol)
+	n      int
+	valid  []byte
+	nulls  int
+	vals   []byte // values, bits (boolCol) or the bytes of binary cells
+	offs   []int32
+	offs64 []int64
+	// dict is the dictionary of a dictCol (a copy of the first batch's);
+	// a batch with another one turns the column into an otherCol whose
+	// pieces Concatenate then unifies (no stage writes such batches: a
+	// Labels column has one dictionary for the whole file).
+	dict   arrow.ArrayData
+	pieces []arrow.Array
+}
+
+func (c *colBuf) init(t arrow.DataType, capRows int) {
+	c.typ = t
+	switch tt := t.(type) {
+	case *arrow.BooleanType:
+		c.kind = boolCol
+	case *arrow.StringType, *arrow.BinaryType:
+		c.kind = binaryCol
+		c.offs = make([]int32, 1, capRows+1)
+	case *arrow.LargeStringType, *arrow.LargeBinaryType:
+		c.kind = largeBinCol
+		c.offs64 = make([]int64, 1, capRows+1)
+	case *arrow.DictionaryType:
+		c.kind, c.width = dictCol, tt.IndexType.(arrow.FixedWidthDataType).BitWidth()/8
+		c.vals = make([]byte, 0, capRows*c.width)
+	case arrow.FixedWidthDataType:
+		if w := tt.BitWidth(); w%8 == 0 && len(t.Layout().Buffers) == 2 {
+			c.kind, c.width = fixedCol, w/8
+			c.vals = make([]byte, 0, capRows*c.width)
+			return
+		}
+		c.kind = otherCol
+	default:
+		c.kind = otherCol
+	}
+}
+
+// appendSlice copies cells [off, off+n) of a.
+func (c *colBuf) appendSlice(a arrow.Array, off, n int) error {
+	if n == 0 {
+		return nil
+	}
+	d := a.Data()
+	if c.kind == dictCol {
+		switch {
+		case c.dict == nil:
+			c.dict = copyData(d.Dictionary())
+		case !dictEqual(c.dict, d.Dictionary()):
+			if err := c.toPieces(); err != nil {
+				return err
+			}
+		}
+	}
+	if c.kind == otherCol {
+		s := array.NewSlice(a, int64(off), int64(off+n))
+		defer s.Release()
+		p, err := array.Concatenate([]arrow.Array{s}, memory.DefaultAllocator)
+		if err != nil {
+			return err
+		}
+		c.pieces = append(c.pieces, p)
+		c.n += n
+		return nil
+	}
+	start := d.Offset() + off
+	c.appendValidity(d, start, n, a.NullN())
+	bufs := d.Buffers()
+	switch c.kind {
+	case fixedCol, dictCol:
+		c.vals = append(c.vals, bufs[1].Bytes()[start*c.width:(start+n)*c.width]...)
+	case boolCol:
+		c.vals = growBits(c.vals, c.n+n)
+		bitutil.CopyBitmap(bufs[1].Bytes(), start, n, c.vals, c.n)
+	case binaryCol:
+		src := arrow.Int32Traits.CastFromBytes(bufs[1].Bytes())[start : start+n+1]
+		if int64(len(c.vals))+int64(src[n]-src[0]) > math.MaxInt32 {
+			return fmt.Errorf("a row group holds more than 2 GiB of text in column %s; use shorter cells", QuoteCell(c.name))
+		}
+		shift := int32(len(c.vals)) - src[0]
+		for _, o := range src[1:] {
+			c.offs = append(c.offs, o+shift)
+		}
+		c.vals = append(c.vals, bufs[2].Bytes()[src[0]:src[n]]...)
+	case largeBinCol:
+		src := arrow.Int64Traits.CastFromBytes(bufs[1].Bytes())[start : start+n+1]
+		shift := int64(len(c.vals)) - src[0]
+		for _, o := range src[1:] {
+			c.offs64 = append(c.offs64, o+shift)
+		}
+		c.vals = append(c.vals, bufs[2].Bytes()[src[0]:src[n]]...)
+	}
+	c.n += n
+	return nil
+}
+
+// appendValidity copies the validity of cells [start, start+n) of d,
+// which has nullN nulls in all.
+func (c *colBuf) appendValidity(d arrow.ArrayData, start, n, nullN int) {
+	var src []byte
+	nulls := 0
+	if nullN > 0 && d.Buffers()[0] != nil {
+		src = d.Buffers()[0].Bytes()
+		nulls = n - bitutil.CountSetBits(src, start, n)
+	}
+	if nulls == 0 {
+		if c.valid != nil {
+			c.valid = growBits(c.valid, c.n+n)
+			bitutil.SetBitsTo(c.valid, int64(c.n), int64(n), true)
+		}
+		return
+	}
+	if c.valid == nil {
+		c.valid = growBits(nil, c.n)
+		bitutil.SetBitsTo(c.valid, 0, int64(c.n), true)
+	}
+	c.valid = growBits(c.valid, c.n+n)
+	bitutil.CopyBitmap(src, start, n, c.valid, c.n)
+	c.nulls += nulls
+}
+
+// growBits returns b with room for n bits, the new ones clear.
+func growBits(b []byte, n int) []byte {
+	need := int(bitutil.BytesForBits(int64(n)))
+	if need > len(b) {
+		b = append(b, make([]byte, need-len(b))...)
+	}
+	return b
+}
+
+// dictEqual tells whether two dictionaries hold the same values.
+func dictEqual(a, b arrow.ArrayData) bool {
+	if a == b {
+		return true
+	}
+	x, y := array.MakeFromData(a), array.MakeFromData(b)
+	defer x.Release()
+	defer y.Release()
+	return array.Equal(x, y)
+}
+
+// toPieces turns a dictCol into an otherCol, its cells so far one piece.
+func (c *colBuf) toPieces() error {
+	if c.n > 0 {
+		p, err := c.finish()
+		if err != nil {
+			return err
+		}
+		c.pieces = []arrow.Array{p}
+	}
+	c.kind = otherCol
+	return nil
+}
+
+// finish returns the gathered cells as an array that owns their memory.
+func (c *colBuf) finish() (arrow.Array, error) {
+	if c.kind == otherCol {
+		defer func() {
+			for _, p := range c.pieces {
+				p.Release()
+			}
+			c.pieces = nil
+		}()
+		switch len(c.pieces) {
+		case 0:
+			return array.MakeArrayOfNull(memory.DefaultAllocator, c.typ, 0), nil
+		case 1:
+			c.pieces[0].Retain()
+			return c.pieces[0], nil
+		}
+		return array.Concatenate(c.pieces, memory.DefaultAllocator)
+	}
+	var valid *memory.Buffer
+	if c.valid != nil {
+		valid = memory.NewBufferBytes(c.valid)
+	}
+	bufs := []*memory.Buffer{valid, memory.NewBufferBytes(c.vals)}
+	switch c.kind {
+	case boolCol:
+		bufs[1] = memory.NewBufferBytes(growBits(c.vals, c.n))
+	case binaryCol:
+		bufs = []*memory.Buffer{valid, memory.NewBufferBytes(arrow.Int32Traits.CastToBytes(c.offs)), memory.NewBufferBytes(c.vals)}
+	case largeBinCol:
+		bufs = []*memory.Buffer{valid, memory.NewBufferBytes(arrow.Int64Traits.CastToBytes(c.offs64)), memory.NewBufferBytes(c.vals)}
+	}
+	d := array.NewData(c.typ, c.n, bufs, nil, c.nulls, 0)
+	defer d.Release()
+	if c.kind == dictCol {
+		d.SetDictionary(c.dict)
+		c.dict.Release()
+		c.dict = nil
+	}
+	return array.MakeFromData(d), nil
+}
