@@ -13,24 +13,25 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/io/textio"
 	"github.com/spf13/cobra"
 
-	"github.com/pramkit/pramkit/pkg/anonymize"
 	"github.com/pramkit/pramkit/pkg/cli"
 	anonymizecmd "github.com/pramkit/pramkit/pkg/cmd/anonymize"
-	"github.com/pramkit/pramkit/pkg/codebook"
-	"github.com/pramkit/pramkit/pkg/mechanism"
 	"github.com/pramkit/pramkit/pkg/release"
 	"github.com/pramkit/pramkit/pkg/rng"
 	"github.com/pramkit/pramkit/pkg/table"
 	"github.com/pramkit/pramkit/pkg/version"
 )
 
-// Anonymize publishes the input's shards with mechanism A′ on the runner
-// (see anonymize.go for the design and the proof that the law is the
-// CLI's): c.Args are anonymize's own flags (--sensitive, --l, --grouping,
-// --codebook, --unknown, --missing, --seed --insecure-seed), parsed by the
-// anonymize command itself. The release is PREFIX-00000.EXT, PREFIX-00001.EXT
-// …, in the input's format, rows in a uniformly random order, each shard
-// with the metadata anonymize writes (N and dropped of the whole release).
+// Anonymize publishes the input's shards with mechanism A′ (the default),
+// global randomization or Anatomy on the runner (see anonymize.go,
+// anonymize_global.go and anonymize_anatomy.go for the designs and the
+// proofs that the laws are the CLI's): c.Args are anonymize's own flags
+// (--mechanism, --sensitive, --l, --p, --grouping, --groups,
+// --group-column, --codebook, --unknown, --missing, --seed
+// --insecure-seed), parsed and checked by the anonymize command itself. The
+// release is PREFIX-00000.EXT, PREFIX-00001.EXT …, in the input's format,
+// rows in a uniformly random order, each shard with the metadata anonymize
+// writes (N and dropped of the whole release), and for Anatomy the
+// sensitive table at --groups.
 func Anonymize(ctx context.Context, c Config) error {
 	streams := c.Streams
 	if streams == nil {
@@ -89,29 +90,26 @@ func Anonymize(ctx context.Context, c Config) error {
 		}
 	}
 
-	// The metadata as anonymize writes it; the writers fill in N, dropped
-	// and missing_dropped from the plan.
-	sel, err := cb.Select(opts.Sensitive)
-	if err != nil {
-		return err
-	}
-	meta := table.Meta{}
-	if insecureIn {
-		meta[release.KeyInsecureSeed] = "true"
-	}
-	opts.Seed.Mark(meta)
-	opts.Order.Record(meta)
-	a := release.Anonymized{Mechanism: release.MechanismDiverted, Grouping: opts.Grouping, L: opts.L,
-		Policy: codebook.Policy{Unknown: opts.Unknown, Missing: opts.Missing}, Sensitive: opts.Sensitive, Codebook: sel}
-	if err := a.Encode(meta); err != nil {
-		return err
-	}
-	release.Stamp(meta, version.String())
 	key := rng.RunKey(opts.Seed.Value, cmd.Flags().Changed("seed") && opts.Seed.Insecure, "pramkit-beam/anonymize")
 	shardRows := c.ShardRows
 	if shardRows <= 0 {
 		shardRows = DefaultShardRows
 	}
+	run := anonRun{c: c, opts: opts, streams: streams, files: files, columns: columns, cb: cb, insecureIn: insecureIn,
+		key: key[:], shardRows: shardRows, ext: ext}
+	switch opts.Mechanism {
+	case release.MechanismGlobal:
+		return run.global(ctx)
+	case release.MechanismAnatomy:
+		return run.anatomy(ctx)
+	}
+	// The metadata as anonymize writes it; the writers fill in N, dropped
+	// and missing_dropped from the plan.
+	meta, err := opts.ReleaseMeta(cb, &release.Anonymized{Mechanism: release.MechanismDiverted, Grouping: opts.Grouping, L: opts.L}, insecureIn)
+	if err != nil {
+		return err
+	}
+	release.Stamp(meta, version.String())
 
 	tmp, err := os.MkdirTemp(filepath.Dir(c.Output+"x"), ".pramkit-beam-anonymize-*")
 	if err != nil {
@@ -142,7 +140,7 @@ func Anonymize(ctx context.Context, c Config) error {
 		if _, err := os.Stat(src); err != nil {
 			// A shard no row went to (possible when shards are small): an
 			// empty table with the release's metadata.
-			if err := writeAnonShard(tmp, ext, i, nil, meta, columns, got); err != nil {
+			if err := writeAnonShard(tmp, ext, i, nil, meta, columns, &got); err != nil {
 				return err
 			}
 		}
@@ -181,7 +179,6 @@ func rowCount(n int64) string {
 // in its run function, which pramkit-beam replaces) and what the pipeline
 // does not do.
 func checkAnonymizeFlags(o *anonymizecmd.Options, cmd *cobra.Command) error {
-	f := cmd.Flags()
 	switch {
 	case o.Input != "":
 		return cli.Usagef("unexpected %q: give the input as --input GLOB", o.Input)
@@ -189,30 +186,18 @@ func checkAnonymizeFlags(o *anonymizecmd.Options, cmd *cobra.Command) error {
 		return cli.Usagef("give no -o after --: pramkit-beam anonymize writes PREFIX-NNNNN files (--output PREFIX)")
 	case len(o.Sensitive) == 0:
 		return cli.Usagef("name the sensitive column(s): --sensitive COL[,COL…]")
-	case o.Mechanism != release.MechanismDiverted:
-		return cli.Usagef("pramkit-beam anonymize publishes with --mechanism diverted (A′) only; run anonymize for %s", o.Mechanism)
 	case o.Check || o.Report || o.JSON:
 		return cli.Usagef("--check, --report and --json are the anonymize tool's: pramkit-beam anonymize only publishes")
 	case o.Order.Keep:
 		return cli.Usagef("--keep-order: shards on a cluster have no input order to keep; the release is written in a random order")
 	case o.Codebook.Infer || o.Codebook.Path == "":
 		return cli.Usagef("the sensitive columns need a codebook: give --codebook FILE")
-	case !f.Changed("l"):
-		return cli.Usagef("give ℓ′ with --l N (N ≥ 2); anonymize --check tells the largest feasible ℓ′")
-	case o.L < 2:
-		return cli.Usagef("--l must be at least 2 (a decoy group needs two values), got %d", o.L)
-	case !slices.Contains(anonymize.Groupings, anonymize.Grouping(o.Grouping)):
-		return cli.Usagef("unknown --grouping %q: choose anatomy or random", o.Grouping)
+	case o.Mechanism == release.MechanismAnatomy && o.Groups != "" && table.IsStdio(o.Groups):
+		return cli.Usagef("--groups -: pramkit-beam anonymize writes the sensitive table to a file; name it")
 	}
-	for i, s := range o.Sensitive {
-		if s == "" || slices.Contains(o.Sensitive[:i], s) {
-			return cli.Usagef("--sensitive names %q twice or is empty", s)
-		}
-	}
-	if msg := mechanism.Refuse(mechanism.Anonymize, o.Mechanism, f); msg != "" {
-		return cli.Usagef("%s", msg)
-	}
-	return nil
+	// The rest as the tool checks it: the mechanism and its flags (--l or
+	// --p, --groups, one sensitive column for anatomy), --grouping.
+	return o.Validate()
 }
 
 // AnonymizeParams are the anonymize pipeline's parameters.
