@@ -397,6 +397,9 @@ type anonSummary struct {
 	// Types is the schedule of the one sensitive column of an Anatomy
 	// release (its groups and sensitive table); nil for A′.
 	Types []anonymize.SetType `json:",omitempty"`
+	// Counts are the published rows' value counts per sensitive column
+	// (A′'s --report).
+	Counts [][]int64 `json:",omitempty"`
 }
 
 // planFn computes the drop, the schedules and the allotments (step 2 of
@@ -409,8 +412,10 @@ type planFn struct {
 	Grouping  string            `json:"grouping"`
 	ShardRows int64             `json:"shard_rows"`
 	Input     string            `json:"input"`
-	// Anatomy: the summary carries the schedule (anatomy.go).
+	// Anatomy: the summary carries the schedule (anatomy.go); Report:
+	// the published rows' counts.
 	Anatomy bool `json:"anatomy"`
+	Report  bool `json:"report"`
 }
 
 func (f *planFn) ProcessElement(ctx context.Context, acc planAcc, emit func(splitPlan), summary func(string)) error {
@@ -424,6 +429,9 @@ func (f *planFn) ProcessElement(ctx context.Context, acc planAcc, emit func(spli
 	}
 	if !f.Anatomy {
 		sum.Types = nil
+	}
+	if !f.Report {
+		sum.Counts = nil
 	}
 	for _, p := range plans {
 		emit(p)
@@ -488,6 +496,7 @@ func makePlan(acc planAcc, s *anonSetup, keyed *rng.Keyed, l int, g anonymize.Gr
 	}
 	sum.Dropped = int64(d)
 	sum.Rows -= sum.Dropped
+	sum.Counts = counts
 	sum.Shards = int(max(1, (sum.Rows+shardRows-1)/shardRows))
 	plans := make([]splitPlan, len(splits))
 	for i, sp := range splits {

@@ -358,3 +358,31 @@ func TestAnonymizeAnatomyOnPrism(t *testing.T) {
 		t.Error("estimate answered from one shard of four")
 	}
 }
+
+// TestAnonymizeReportOnPrism: --report (here --json) prints the tool's
+// report of the published rows, from the plan's counts: with --missing
+// drop Adult keeps 30718 rows, a multiple of ℓ′ = 2, so no row is left
+// out at random and the published rows' counts, hence the report, are
+// the tool's exactly.
+func TestAnonymizeReportOnPrism(t *testing.T) {
+	dir, cb, _ := adultAnonTable(t)
+	f := func(name string) string { return filepath.Join(dir, name) }
+	args := []string{"--sensitive", "occupation", "--l", "2", "--missing", "drop", "--codebook", cb, "--report", "--json", "--rel-error", "0.3",
+		"--seed", "7", "--insecure-seed"}
+	want := beamtest.MustRun(t, beamtest.Tool(anonymizecmd.NewCmd), append(slices.Clone(args), f("adult.csv"), "-o", f("want.csv"))...)
+	var stdout, stderr strings.Builder
+	streams := &cli.Streams{Out: &stdout, Err: &stderr}
+	if err := Anonymize(context.Background(), Config{Input: f("a-*.parquet"), Output: f("beam"), Runner: "prism", Args: args, Streams: streams}); err != nil {
+		t.Fatalf("%v: %s", err, stderr.String())
+	}
+	if !strings.Contains(want, `"count":`) || stdout.String() != want {
+		t.Errorf("report %q, the CLI's %q", stdout.String(), want)
+	}
+	if !strings.Contains(stderr.String(), "left out 1843 rows with a missing sensitive value") || strings.Contains(stderr.String(), "chosen at random") {
+		t.Errorf("stderr %q", stderr.String())
+	}
+	_, _, meta := cmdtest.ReadTable(t, f("beam-00000.parquet"))
+	if meta[release.KeyRows] != "30718" || meta[release.KeyDropped] != "0" {
+		t.Errorf("metadata %v", meta)
+	}
+}

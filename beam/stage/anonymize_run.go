@@ -119,7 +119,7 @@ func Anonymize(ctx context.Context, c Config) error {
 	summaryTxt := filepath.Join(tmp, "summary.txt")
 	p, s := beam.NewPipelineWithRoot()
 	sum := AnonymizePipeline(s, files, AnonymizeParams{Key: key[:], Meta: meta, Columns: columns, L: opts.L,
-		Grouping: opts.Grouping, ShardRows: shardRows, Input: c.Input, Dir: tmp, Ext: ext})
+		Grouping: opts.Grouping, ShardRows: shardRows, Input: c.Input, Dir: tmp, Ext: ext, Report: opts.Report})
 	textio.Write(s, summaryTxt, sum)
 	if _, err := beam.Run(ctx, c.Runner, p); err != nil {
 		return pipelineError(c.Runner, err)
@@ -164,6 +164,11 @@ func Anonymize(ctx context.Context, c Config) error {
 	if got.Dropped > 0 {
 		fmt.Fprintf(streams.Err, "anonymize: %s: left out %s chosen at random so that N = %d is a multiple of ℓ′ = %d\n", out, rowCount(got.Dropped), got.Rows, opts.L)
 	}
+	if opts.Report {
+		// The tool's report after publishing: from the plan's counts of
+		// the published rows.
+		return opts.PublishedReport(cb, got.Counts)
+	}
 	return nil
 }
 
@@ -186,8 +191,10 @@ func checkAnonymizeFlags(o *anonymizecmd.Options, cmd *cobra.Command) error {
 		return cli.Usagef("give no -o after --: pramkit-beam anonymize writes PREFIX-NNNNN files (--output PREFIX)")
 	case len(o.Sensitive) == 0:
 		return cli.Usagef("name the sensitive column(s): --sensitive COL[,COL…]")
-	case o.Check || o.Report || o.JSON:
-		return cli.Usagef("--check, --report and --json are the anonymize tool's: pramkit-beam anonymize only publishes")
+	case o.Check:
+		return cli.Usagef("--check is the anonymize tool's (it reads the counts once): pramkit-beam anonymize publishes")
+	case o.Report && o.Mechanism != release.MechanismDiverted:
+		return cli.Usagef("--report gives the guarantees of mechanism A′: it needs --mechanism diverted")
 	case o.Order.Keep:
 		return cli.Usagef("--keep-order: shards on a cluster have no input order to keep; the release is written in a random order")
 	case o.Codebook.Infer || o.Codebook.Path == "":
@@ -211,6 +218,7 @@ type AnonymizeParams struct {
 	Input     string // the input glob, for messages
 	Dir       string // where the shards are written (part-NNNNN.EXT)
 	Ext       string
+	Report    bool // the summary carries the published rows' counts (--report)
 }
 
 // AnonymizePipeline adds A′ over the files to s: it writes the shards under
@@ -226,7 +234,7 @@ func AnonymizePipeline(s beam.Scope, files []string, p AnonymizeParams) beam.PCo
 	counts := beam.ParDo(s, &countSplitFn{Key: p.Key, Meta: meta, Columns: p.Columns, L: p.L}, splits)
 	acc := beam.Combine(s, &mergePlanFn{L: p.L}, counts)
 	plans, summary := beam.ParDo2(s, &planFn{Key: p.Key, Meta: meta, Columns: p.Columns, L: p.L, Grouping: p.Grouping,
-		ShardRows: p.ShardRows, Input: p.Input}, acc)
+		ShardRows: p.ShardRows, Input: p.Input, Report: p.Report}, acc)
 	rows := beam.ParDo(s, &dealSplitFn{Key: p.Key, Meta: meta, Columns: p.Columns}, beam.Reshuffle(s, plans))
 	beam.ParDo0(s, &writeShardFn{Dir: p.Dir, Ext: p.Ext, Meta: meta, Columns: p.Columns}, beam.GroupByKey(s, rows),
 		beam.SideInput{Input: summary})

@@ -51,3 +51,22 @@ func (o *Options) AnatomyRelease(cb *codebook.Codebook, a *release.Anonymized, i
 	o.insecureIn = insecureIn
 	return o.anatomyMeta(cb, a)
 }
+
+// PublishedReport prints what --report prints after publishing with
+// --mechanism diverted (the table, or JSON with --json, on the streams'
+// output): each sensitive value's guarantees for counts, the published
+// rows' frequencies of each sensitive column (cb's codebooks).
+func (o *Options) PublishedReport(cb *codebook.Codebook, counts [][]int64) error {
+	d := &dataset{}
+	for _, name := range o.Sensitive {
+		col, ok := cb.Column(name)
+		if !ok {
+			return fmt.Errorf("the codebook has no column %q", name)
+		}
+		d.sens = append(d.sens, &sensitive{name: name, col: col})
+	}
+	if len(counts) != len(d.sens) {
+		return fmt.Errorf("internal error: %d columns of counts for %d sensitive columns", len(counts), len(d.sens))
+	}
+	return o.printReport(d, counts, "the published rows")
+}
