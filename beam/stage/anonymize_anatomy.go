@@ -244,6 +244,43 @@ type anaOut struct {
 // numberFn numbers one bucket's rows (step 2 above).
 type numberFn struct {
 	NSA int `json:"nsa"` // non-sensitive columns
+
+	// before[(t, v)][b] counts the rows of (t, v) in the buckets before
+	// b: computed once from the counts (the same side input for every
+	// bucket), so that a bucket costs O(its rows + Σ_t ℓ), not a pass over
+	// the (Σ_t ℓ)·B counts.
+	before map[anaTV][]int64
+}
+
+// anaTV is a (set type, value) pair.
+type anaTV struct {
+	t int32
+	v uint32
+}
+
+// prefix returns the rows of each (t, v) in the buckets before b.
+func (f *numberFn) prefix(counts anaCounts, buckets int) map[anaTV][]int64 {
+	if f.before != nil {
+		return f.before
+	}
+	f.before = map[anaTV][]int64{}
+	for _, e := range counts.Entries {
+		k := anaTV{e.T, e.V}
+		p := f.before[k]
+		if p == nil {
+			p = make([]int64, buckets+1)
+			f.before[k] = p
+		}
+		if int(e.B) < buckets {
+			p[e.B+1] += e.N
+		}
+	}
+	for _, p := range f.before {
+		for b := 1; b <= buckets; b++ {
+			p[b] += p[b-1]
+		}
+	}
+	return f.before
 }
 
 // anaRow is a dealt row in a bucket.
@@ -276,15 +313,13 @@ func (f *numberFn) ProcessElement(ctx context.Context, bucket int, batches func(
 	})
 	// The next group of each (t, v) in this bucket: the rows of (t, v) in
 	// the buckets before.
-	type tv struct {
-		t int32
-		v uint32
+	if bucket < 0 || bucket >= sum.Shards {
+		return fmt.Errorf("internal error: bucket %d of %d", bucket, sum.Shards)
 	}
-	next := map[tv]int64{}
-	for _, e := range counts.Entries {
-		if int(e.B) < bucket {
-			next[tv{e.T, e.V}] += e.N
-		}
+	before := f.prefix(counts, sum.Shards)
+	next := map[anaTV]int64{}
+	for k, p := range before {
+		next[k] = p[bucket]
 	}
 	sch := &anonymize.Schedule{Types: sum.Types}
 	base := anonymizecmd.GroupBase(sch)
@@ -293,7 +328,7 @@ func (f *numberFn) ProcessElement(ctx context.Context, bucket int, batches func(
 		if int(r.T) >= len(sch.Types) {
 			return fmt.Errorf("internal error: a row of set type %d, of %d", r.T, len(sch.Types))
 		}
-		k := tv{r.T, r.V}
+		k := anaTV{r.T, r.V}
 		j := next[k]
 		if j >= sch.Types[r.T].Groups {
 			return fmt.Errorf("internal error: set type %d has %d groups, and more rows of value %d", r.T, sch.Types[r.T].Groups, r.V)
