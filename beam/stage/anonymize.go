@@ -170,8 +170,15 @@ type anonSetup struct {
 }
 
 func newAnonSetup(meta map[string]string, columns []string) (*anonSetup, error) {
+	m := table.Meta(meta)
+	if m[release.KeyMechanism] == release.MechanismAnatomy {
+		// The row table's N and groups are the plan's, not known yet; the
+		// setup reads only the items every mechanism shares.
+		m = m.Clone()
+		m[release.KeyMechanism] = release.MechanismDiverted
+	}
 	var a release.Anonymized
-	if err := a.Decode(table.Meta(meta), "the release metadata"); err != nil {
+	if err := a.Decode(m, "the release metadata"); err != nil {
 		return nil, err
 	}
 	s := &anonSetup{sens: a.Sensitive, columns: columns}
@@ -370,6 +377,7 @@ type allotEntry struct {
 	Value uint32
 	Set   []uint32
 	N     int64
+	Type  int // the set's index in the schedule (Anatomy numbers its groups by type)
 }
 
 // splitPlan is pass 2's work on one split: its allotment per sensitive
@@ -386,6 +394,12 @@ type splitPlan struct {
 type anonSummary struct {
 	Read, Rows, Dropped, Missing int64
 	Shards                       int
+	// Types is the schedule of the one sensitive column of an Anatomy
+	// release (its groups and sensitive table); nil for A′.
+	Types []anonymize.SetType `json:",omitempty"`
+	// Counts are the published rows' value counts per sensitive column
+	// (A′'s --report).
+	Counts [][]int64 `json:",omitempty"`
 }
 
 // planFn computes the drop, the schedules and the allotments (step 2 of
@@ -398,6 +412,10 @@ type planFn struct {
 	Grouping  string            `json:"grouping"`
 	ShardRows int64             `json:"shard_rows"`
 	Input     string            `json:"input"`
+	// Anatomy: the summary carries the schedule (anatomy.go); Report:
+	// the published rows' counts.
+	Anatomy bool `json:"anatomy"`
+	Report  bool `json:"report"`
 }
 
 func (f *planFn) ProcessElement(ctx context.Context, acc planAcc, emit func(splitPlan), summary func(string)) error {
@@ -409,6 +427,12 @@ func (f *planFn) ProcessElement(ctx context.Context, acc planAcc, emit func(spli
 	if err != nil {
 		return err
 	}
+	if !f.Anatomy {
+		sum.Types = nil
+	}
+	if !f.Report {
+		sum.Counts = nil
+	}
 	for _, p := range plans {
 		emit(p)
 	}
@@ -418,6 +442,7 @@ func (f *planFn) ProcessElement(ctx context.Context, acc planAcc, emit func(spli
 }
 
 // makePlan is planFn without Beam (tests call it directly).
+// The summary's Types is the first sensitive column's schedule.
 func makePlan(acc planAcc, s *anonSetup, keyed *rng.Keyed, l int, g anonymize.Grouping, shardRows int64, input string) ([]splitPlan, anonSummary, error) {
 	var sum anonSummary
 	splits := slices.Clone(acc.Splits)
@@ -471,6 +496,7 @@ func makePlan(acc planAcc, s *anonSetup, keyed *rng.Keyed, l int, g anonymize.Gr
 	}
 	sum.Dropped = int64(d)
 	sum.Rows -= sum.Dropped
+	sum.Counts = counts
 	sum.Shards = int(max(1, (sum.Rows+shardRows-1)/shardRows))
 	plans := make([]splitPlan, len(splits))
 	for i, sp := range splits {
@@ -481,6 +507,9 @@ func makePlan(acc planAcc, s *anonSetup, keyed *rng.Keyed, l int, g anonymize.Gr
 		sch, err := anonymize.NewSchedule(c, l, g, rand.New(keyed.Stream(tagSchedule, uint64(k))))
 		if err != nil {
 			return nil, sum, ineligible(err, input, s.cols[k])
+		}
+		if k == 0 {
+			sum.Types = sch.Types
 		}
 		dealer := anonymize.NewDealer(sch)
 		r := rand.New(keyed.Stream(tagAllot, uint64(k)))
@@ -501,7 +530,7 @@ func makePlan(acc planAcc, s *anonSetup, keyed *rng.Keyed, l int, g anonymize.Gr
 				}
 				slices.Sort(types)
 				for _, t := range types {
-					plans[i].Allot[k] = append(plans[i].Allot[k], allotEntry{Value: uint32(v), Set: sch.Types[t].Values, N: got[t]})
+					plans[i].Allot[k] = append(plans[i].Allot[k], allotEntry{Value: uint32(v), Set: sch.Types[t].Values, N: got[t], Type: t})
 				}
 			}
 		}
@@ -564,14 +593,23 @@ var errNoAllottedSlot = errors.New("more rows of this value than in the first pa
 // divert deals a row of value x in column k a uniformly random remaining
 // slot and returns the slot's set and a uniform member of it.
 func (d *splitDealer) divert(k int, x uint32, r *rand.Rand) ([]uint32, uint32, error) {
+	e, err := d.deal(k, x, r)
+	if err != nil {
+		return nil, 0, err
+	}
+	return e.Set, e.Set[r.IntN(len(e.Set))], nil
+}
+
+// deal deals a row of value x in column k a uniformly random remaining
+// slot and returns the slot's entry (its set and type).
+func (d *splitDealer) deal(k int, x uint32, r *rand.Rand) (*allotEntry, error) {
 	t := d.trees[k][x]
 	if t == nil || t.total == 0 {
-		return nil, 0, errNoAllottedSlot
+		return nil, errNoAllottedSlot
 	}
 	i := t.find(r.Int64N(t.total))
 	t.add(i, -1)
-	set := d.entries[k][x][i].Set
-	return set, set[r.IntN(len(set))], nil
+	return &d.entries[k][x][i], nil
 }
 
 // done reports whether every allotted slot was dealt.
@@ -761,7 +799,7 @@ func (f *writeShardFn) ProcessElement(ctx context.Context, shard int, batches fu
 		}
 		b = pubBatch{}
 	}
-	return writeAnonShard(f.Dir, f.Ext, shard, all, f.Meta, f.Columns, sum)
+	return writeAnonShard(f.Dir, f.Ext, shard, all, f.Meta, f.Columns, &sum)
 }
 
 // shardName is output shard i's file name.
@@ -769,14 +807,18 @@ func shardName(prefix string, i int, ext string) string {
 	return fmt.Sprintf("%s-%05d%s", prefix, i, ext)
 }
 
-// writeAnonShard writes rows (any order) as shard i under dir.
-func writeAnonShard(dir, ext string, i int, rows []pubRow, meta map[string]string, columns []string, sum anonSummary) error {
+// writeAnonShard writes rows (any order) as shard i under dir, with the
+// metadata's N and dropped rows from the plan's summary sum (nil for a
+// global release, whose metadata records neither).
+func writeAnonShard(dir, ext string, i int, rows []pubRow, meta map[string]string, columns []string, sum *anonSummary) error {
 	slices.SortFunc(rows, func(a, b pubRow) int { return cmp.Or(cmp.Compare(a.Hi, b.Hi), cmp.Compare(a.Lo, b.Lo)) })
 	m := table.Meta(meta).Clone()
-	m.SetInt(release.KeyRows, sum.Rows)
-	m.SetInt(release.KeyDropped, sum.Dropped)
-	if sum.Missing > 0 {
-		m.SetInt(release.KeyMissingDropped, sum.Missing)
+	if sum != nil {
+		m.SetInt(release.KeyRows, sum.Rows)
+		m.SetInt(release.KeyDropped, sum.Dropped)
+		if sum.Missing > 0 {
+			m.SetInt(release.KeyMissingDropped, sum.Missing)
+		}
 	}
 	schema := table.StringSchema(columns)
 	path := filepath.Join(dir, shardName("part", i, ext))

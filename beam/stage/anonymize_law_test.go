@@ -312,7 +312,7 @@ func TestAnonymizeIsRecomputable(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if sb != sa || fmt.Sprint(b) != fmt.Sprint(a) {
+		if fmt.Sprint(sb) != fmt.Sprint(sa) || fmt.Sprint(b) != fmt.Sprint(a) {
 			t.Errorf("merge order %v changed the release", perm)
 		}
 	}

@@ -13,24 +13,25 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/io/textio"
 	"github.com/spf13/cobra"
 
-	"github.com/pramkit/pramkit/pkg/anonymize"
 	"github.com/pramkit/pramkit/pkg/cli"
 	anonymizecmd "github.com/pramkit/pramkit/pkg/cmd/anonymize"
-	"github.com/pramkit/pramkit/pkg/codebook"
-	"github.com/pramkit/pramkit/pkg/mechanism"
 	"github.com/pramkit/pramkit/pkg/release"
 	"github.com/pramkit/pramkit/pkg/rng"
 	"github.com/pramkit/pramkit/pkg/table"
 	"github.com/pramkit/pramkit/pkg/version"
 )
 
-// Anonymize publishes the input's shards with mechanism A′ on the runner
-// (see anonymize.go for the design and the proof that the law is the
-// CLI's): c.Args are anonymize's own flags (--sensitive, --l, --grouping,
-// --codebook, --unknown, --missing, --seed --insecure-seed), parsed by the
-// anonymize command itself. The release is PREFIX-00000.EXT, PREFIX-00001.EXT
-// …, in the input's format, rows in a uniformly random order, each shard
-// with the metadata anonymize writes (N and dropped of the whole release).
+// Anonymize publishes the input's shards with mechanism A′ (the default),
+// global randomization or Anatomy on the runner (see anonymize.go,
+// anonymize_global.go and anonymize_anatomy.go for the designs and the
+// proofs that the laws are the CLI's): c.Args are anonymize's own flags
+// (--mechanism, --sensitive, --l, --p, --grouping, --groups,
+// --group-column, --codebook, --unknown, --missing, --seed
+// --insecure-seed), parsed and checked by the anonymize command itself. The
+// release is PREFIX-00000.EXT, PREFIX-00001.EXT …, in the input's format,
+// rows in a uniformly random order, each shard with the metadata anonymize
+// writes (N and dropped of the whole release), and for Anatomy the
+// sensitive table at --groups.
 func Anonymize(ctx context.Context, c Config) error {
 	streams := c.Streams
 	if streams == nil {
@@ -89,29 +90,26 @@ func Anonymize(ctx context.Context, c Config) error {
 		}
 	}
 
-	// The metadata as anonymize writes it; the writers fill in N, dropped
-	// and missing_dropped from the plan.
-	sel, err := cb.Select(opts.Sensitive)
-	if err != nil {
-		return err
-	}
-	meta := table.Meta{}
-	if insecureIn {
-		meta[release.KeyInsecureSeed] = "true"
-	}
-	opts.Seed.Mark(meta)
-	opts.Order.Record(meta)
-	a := release.Anonymized{Mechanism: release.MechanismDiverted, Grouping: opts.Grouping, L: opts.L,
-		Policy: codebook.Policy{Unknown: opts.Unknown, Missing: opts.Missing}, Sensitive: opts.Sensitive, Codebook: sel}
-	if err := a.Encode(meta); err != nil {
-		return err
-	}
-	release.Stamp(meta, version.String())
 	key := rng.RunKey(opts.Seed.Value, cmd.Flags().Changed("seed") && opts.Seed.Insecure, "pramkit-beam/anonymize")
 	shardRows := c.ShardRows
 	if shardRows <= 0 {
 		shardRows = DefaultShardRows
 	}
+	run := anonRun{c: c, opts: opts, streams: streams, files: files, columns: columns, cb: cb, insecureIn: insecureIn,
+		key: key[:], shardRows: shardRows, ext: ext}
+	switch opts.Mechanism {
+	case release.MechanismGlobal:
+		return run.global(ctx)
+	case release.MechanismAnatomy:
+		return run.anatomy(ctx)
+	}
+	// The metadata as anonymize writes it; the writers fill in N, dropped
+	// and missing_dropped from the plan.
+	meta, err := opts.ReleaseMeta(cb, &release.Anonymized{Mechanism: release.MechanismDiverted, Grouping: opts.Grouping, L: opts.L}, insecureIn)
+	if err != nil {
+		return err
+	}
+	release.Stamp(meta, version.String())
 
 	tmp, err := os.MkdirTemp(filepath.Dir(c.Output+"x"), ".pramkit-beam-anonymize-*")
 	if err != nil {
@@ -121,7 +119,7 @@ func Anonymize(ctx context.Context, c Config) error {
 	summaryTxt := filepath.Join(tmp, "summary.txt")
 	p, s := beam.NewPipelineWithRoot()
 	sum := AnonymizePipeline(s, files, AnonymizeParams{Key: key[:], Meta: meta, Columns: columns, L: opts.L,
-		Grouping: opts.Grouping, ShardRows: shardRows, Input: c.Input, Dir: tmp, Ext: ext})
+		Grouping: opts.Grouping, ShardRows: shardRows, Input: c.Input, Dir: tmp, Ext: ext, Report: opts.Report})
 	textio.Write(s, summaryTxt, sum)
 	if _, err := beam.Run(ctx, c.Runner, p); err != nil {
 		return pipelineError(c.Runner, err)
@@ -142,7 +140,7 @@ func Anonymize(ctx context.Context, c Config) error {
 		if _, err := os.Stat(src); err != nil {
 			// A shard no row went to (possible when shards are small): an
 			// empty table with the release's metadata.
-			if err := writeAnonShard(tmp, ext, i, nil, meta, columns, got); err != nil {
+			if err := writeAnonShard(tmp, ext, i, nil, meta, columns, &got); err != nil {
 				return err
 			}
 		}
@@ -166,6 +164,11 @@ func Anonymize(ctx context.Context, c Config) error {
 	if got.Dropped > 0 {
 		fmt.Fprintf(streams.Err, "anonymize: %s: left out %s chosen at random so that N = %d is a multiple of ℓ′ = %d\n", out, rowCount(got.Dropped), got.Rows, opts.L)
 	}
+	if opts.Report {
+		// The tool's report after publishing: from the plan's counts of
+		// the published rows.
+		return opts.PublishedReport(cb, got.Counts)
+	}
 	return nil
 }
 
@@ -181,7 +184,6 @@ func rowCount(n int64) string {
 // in its run function, which pramkit-beam replaces) and what the pipeline
 // does not do.
 func checkAnonymizeFlags(o *anonymizecmd.Options, cmd *cobra.Command) error {
-	f := cmd.Flags()
 	switch {
 	case o.Input != "":
 		return cli.Usagef("unexpected %q: give the input as --input GLOB", o.Input)
@@ -189,30 +191,20 @@ func checkAnonymizeFlags(o *anonymizecmd.Options, cmd *cobra.Command) error {
 		return cli.Usagef("give no -o after --: pramkit-beam anonymize writes PREFIX-NNNNN files (--output PREFIX)")
 	case len(o.Sensitive) == 0:
 		return cli.Usagef("name the sensitive column(s): --sensitive COL[,COL…]")
-	case o.Mechanism != release.MechanismDiverted:
-		return cli.Usagef("pramkit-beam anonymize publishes with --mechanism diverted (A′) only; run anonymize for %s", o.Mechanism)
-	case o.Check || o.Report || o.JSON:
-		return cli.Usagef("--check, --report and --json are the anonymize tool's: pramkit-beam anonymize only publishes")
+	case o.Check:
+		return cli.Usagef("--check is the anonymize tool's (it reads the counts once): pramkit-beam anonymize publishes")
+	case o.Report && o.Mechanism != release.MechanismDiverted:
+		return cli.Usagef("--report gives the guarantees of mechanism A′: it needs --mechanism diverted")
 	case o.Order.Keep:
 		return cli.Usagef("--keep-order: shards on a cluster have no input order to keep; the release is written in a random order")
 	case o.Codebook.Infer || o.Codebook.Path == "":
 		return cli.Usagef("the sensitive columns need a codebook: give --codebook FILE")
-	case !f.Changed("l"):
-		return cli.Usagef("give ℓ′ with --l N (N ≥ 2); anonymize --check tells the largest feasible ℓ′")
-	case o.L < 2:
-		return cli.Usagef("--l must be at least 2 (a decoy group needs two values), got %d", o.L)
-	case !slices.Contains(anonymize.Groupings, anonymize.Grouping(o.Grouping)):
-		return cli.Usagef("unknown --grouping %q: choose anatomy or random", o.Grouping)
+	case o.Mechanism == release.MechanismAnatomy && o.Groups != "" && table.IsStdio(o.Groups):
+		return cli.Usagef("--groups -: pramkit-beam anonymize writes the sensitive table to a file; name it")
 	}
-	for i, s := range o.Sensitive {
-		if s == "" || slices.Contains(o.Sensitive[:i], s) {
-			return cli.Usagef("--sensitive names %q twice or is empty", s)
-		}
-	}
-	if msg := mechanism.Refuse(mechanism.Anonymize, o.Mechanism, f); msg != "" {
-		return cli.Usagef("%s", msg)
-	}
-	return nil
+	// The rest as the tool checks it: the mechanism and its flags (--l or
+	// --p, --groups, one sensitive column for anatomy), --grouping.
+	return o.Validate()
 }
 
 // AnonymizeParams are the anonymize pipeline's parameters.
@@ -226,6 +218,7 @@ type AnonymizeParams struct {
 	Input     string // the input glob, for messages
 	Dir       string // where the shards are written (part-NNNNN.EXT)
 	Ext       string
+	Report    bool // the summary carries the published rows' counts (--report)
 }
 
 // AnonymizePipeline adds A′ over the files to s: it writes the shards under
@@ -241,7 +234,7 @@ func AnonymizePipeline(s beam.Scope, files []string, p AnonymizeParams) beam.PCo
 	counts := beam.ParDo(s, &countSplitFn{Key: p.Key, Meta: meta, Columns: p.Columns, L: p.L}, splits)
 	acc := beam.Combine(s, &mergePlanFn{L: p.L}, counts)
 	plans, summary := beam.ParDo2(s, &planFn{Key: p.Key, Meta: meta, Columns: p.Columns, L: p.L, Grouping: p.Grouping,
-		ShardRows: p.ShardRows, Input: p.Input}, acc)
+		ShardRows: p.ShardRows, Input: p.Input, Report: p.Report}, acc)
 	rows := beam.ParDo(s, &dealSplitFn{Key: p.Key, Meta: meta, Columns: p.Columns}, beam.Reshuffle(s, plans))
 	beam.ParDo0(s, &writeShardFn{Dir: p.Dir, Ext: p.Ext, Meta: meta, Columns: p.Columns}, beam.GroupByKey(s, rows),
 		beam.SideInput{Input: summary})

@@ -260,7 +260,13 @@ func TestAnonymizeRefusesOnPrism(t *testing.T) {
 	}
 	for _, args := range [][]string{
 		{"--sensitive", "occupation", "--l", "5", "--codebook", cb, "--keep-order"},
-		{"--sensitive", "occupation", "--l", "5", "--codebook", cb, "--mechanism", "global"},
+		{"--sensitive", "occupation", "--l", "5", "--codebook", cb, "--mechanism", "anatomy"},
+		{"--sensitive", "occupation", "--l", "5", "--codebook", cb, "--mechanism", "global", "--p", "0.5"},
+		{"--sensitive", "occupation", "--codebook", cb, "--mechanism", "global", "--p", "1"},
+		{"--sensitive", "occupation", "--l", "5", "--codebook", cb, "--check"},
+		{"--sensitive", "occupation", "--l", "5", "--codebook", cb, "--mechanism", "global", "--report"},
+		{"--sensitive", "occupation", "--l", "5", "--codebook", cb, "--json"},
+		{"--sensitive", "occupation,sex", "--l", "2", "--codebook", cb, "--mechanism", "anatomy", "--groups", "g.csv"},
 		{"--sensitive", "occupation", "--l", "5", "--codebook", cb, "-o", "x.csv"},
 		{"--sensitive", "occupation", "--codebook", cb},
 	} {

@@ -38,11 +38,18 @@ func Randomize(s []uint32, v int, keep float64, r *rand.Rand) ([]uint32, error) 
 		if x >= uv {
 			return nil, fmt.Errorf("anonymize.Randomize: row %d has value index %d, outside the codebook of %d values", row, x, v)
 		}
-		if r.Float64() < keep {
-			out[row] = x
-		} else {
-			out[row] = r.Uint32N(uv)
-		}
+		out[row] = RandomizeValue(x, uv, keep, r)
 	}
 	return out, nil
+}
+
+// RandomizeValue is Randomize on one value x < v, already checked: x with
+// probability keep, else a value drawn uniformly from the v values. A run
+// that draws each row from a stream of its own (pramkit-beam anonymize,
+// where a retried bundle must redraw the same values) calls it per row.
+func RandomizeValue(x, v uint32, keep float64, r *rand.Rand) uint32 {
+	if r.Float64() < keep {
+		return x
+	}
+	return r.Uint32N(v)
 }

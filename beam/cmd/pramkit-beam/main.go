@@ -55,7 +55,9 @@ decrypt   joins a release's shards with the keys (-- --key FILE|GLOB …) by
 anonymize publishes the shards with mechanism A′ as "anonymize --sensitive
           COLS --l N --codebook FILE" does (the same flags after --, same
           law), into PREFIX-00000.EXT, PREFIX-00001.EXT, … (--shard-rows
-          rows each, in a random order) with anonymize's metadata.
+          rows each, in a random order) with anonymize's metadata; after --
+          also --mechanism global (--p P or --l N) and --mechanism anatomy
+          --groups FILE (the sensitive table to FILE).
 `
 
 var (

@@ -216,8 +216,7 @@ func (o *Options) runAnatomyInMemory(in table.Reader, cb *codebook.Codebook) err
 // table (group, value, count) at --groups: it is written in full before
 // the rows. It returns the rows' metadata, the table's writer and schema.
 func (o *Options) createGroupsTable(in table.Reader, cb *codebook.Codebook, a *release.Anonymized, sensitive string) (table.Meta, table.Writer, *arrow.Schema, error) {
-	a.GroupColumn, a.ReleaseID, a.GroupsTable = o.GroupCol, releaseID(), table.DisplayName(o.Groups)
-	meta, err := o.meta(cb, a)
+	meta, err := o.anatomyMeta(cb, a)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -225,16 +224,69 @@ func (o *Options) createGroupsTable(in table.Reader, cb *codebook.Codebook, a *r
 	if err := a.GroupsTableMeta(meta[release.KeyInsecureSeed] == "true").Encode(stMeta); err != nil {
 		return nil, nil, nil, err
 	}
-	stSchema := arrow.NewSchema([]arrow.Field{
-		{Name: o.GroupCol, Type: arrow.PrimitiveTypes.Int64},
-		{Name: sensitive, Type: arrow.BinaryTypes.String},
-		{Name: "count", Type: arrow.PrimitiveTypes.Int64},
-	}, nil)
+	stSchema := GroupsSchema(o.GroupCol, sensitive)
 	gw, err := o.Streams.Create(cli.Output{Path: o.Groups, Format: o.Output.Format, Flag: "--groups"}, stSchema, stMeta, in.Format(), append(o.inputs(), o.Output.Path))
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	return meta, gw, stSchema, nil
+}
+
+// anatomyMeta completes Anatomy's metadata a with the group column, a
+// fresh release id and the sensitive table's name, and returns the row
+// table's metadata.
+func (o *Options) anatomyMeta(cb *codebook.Codebook, a *release.Anonymized) (table.Meta, error) {
+	a.GroupColumn, a.ReleaseID, a.GroupsTable = o.GroupCol, releaseID(), table.DisplayName(o.Groups)
+	return o.meta(cb, a)
+}
+
+// GroupsSchema is the schema of Anatomy's sensitive table: the group id,
+// the sensitive value, the count.
+func GroupsSchema(groupCol, sensitive string) *arrow.Schema {
+	return arrow.NewSchema([]arrow.Field{
+		{Name: groupCol, Type: arrow.PrimitiveTypes.Int64},
+		{Name: sensitive, Type: arrow.BinaryTypes.String},
+		{Name: "count", Type: arrow.PrimitiveTypes.Int64},
+	}, nil)
+}
+
+// GroupBase numbers Anatomy's groups from the schedule: the groups of set
+// type t are GroupBase(sch)[t], GroupBase(sch)[t]+1, … (Types[t].Groups of
+// them), the types in the schedule's order.
+func GroupBase(sch *anonymize.Schedule) []int64 {
+	base := make([]int64, len(sch.Types))
+	var next int64
+	for t, ty := range sch.Types {
+		base[t] = next
+		next += ty.Groups
+	}
+	return base
+}
+
+// WriteSchedule writes Anatomy's sensitive table from the schedule (the
+// groups numbered as GroupBase says, each listing its ℓ values with count
+// 1) to w, a batch at a time: memory does not grow with the groups.
+func WriteSchedule(w table.Writer, schema *arrow.Schema, sch *anonymize.Schedule, labels []string) error {
+	var st []anonymize.AnatomyEntry
+	flush := func() error {
+		err := writeST(w, schema, st, labels)
+		st = st[:0]
+		return err
+	}
+	base := GroupBase(sch)
+	for t, ty := range sch.Types {
+		for g := range ty.Groups {
+			for _, v := range ty.Values {
+				st = append(st, anonymize.AnatomyEntry{Group: uint32(base[t] + g), Value: v, Count: 1})
+			}
+			if len(st) >= table.DefaultBatchSize {
+				if err := flush(); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return flush()
 }
 
 // writeST writes Anatomy's sensitive table.
@@ -263,24 +315,10 @@ func (o *Options) runGlobal(in table.Reader, cb *codebook.Codebook) error {
 		return err
 	}
 	keep, names := g.keep, g.names
-	meta, err := o.meta(cb, &release.Anonymized{Mechanism: global})
+	meta, err := o.globalMeta(cb, keep)
 	if err != nil {
 		return err
 	}
-	// Rows stream through, and the metadata goes first on a pipe, so N is
-	// not known in time: global leaves it out (estimate counts the rows;
-	// mechanism A needs no N). No row is left out for group sizes.
-	// p (p_per_column when different codebook sizes give different p for
-	// retention 1/ℓ′) and ℓ′: the items estimate decodes with
-	// release.Global.
-	md := release.Global{Sensitive: o.Sensitive, P: keep}
-	if o.cmd.Flags().Changed("l") {
-		md.L = o.L
-	}
-	if err := md.Encode(meta); err != nil {
-		return err
-	}
-	delete(meta, release.KeyRows)
 	outSchema := table.StringSchema(names)
 	w, err := o.Streams.Create(o.Output, outSchema, meta, in.Format(), o.inputs())
 	if err != nil {
@@ -327,6 +365,39 @@ func (o *Options) runGlobal(in table.Reader, cb *codebook.Codebook) error {
 	return w.Commit()
 }
 
+// globalMeta is the metadata of a global release with keep probabilities
+// keep (one per sensitive column).
+func (o *Options) globalMeta(cb *codebook.Codebook, keep []float64) (table.Meta, error) {
+	meta, err := o.meta(cb, &release.Anonymized{Mechanism: global})
+	if err != nil {
+		return nil, err
+	}
+	// Rows stream through, and the metadata goes first on a pipe, so N is
+	// not known in time: global leaves it out (estimate counts the rows;
+	// mechanism A needs no N). No row is left out for group sizes.
+	// p (p_per_column when different codebook sizes give different p for
+	// retention 1/ℓ′) and ℓ′: the items estimate decodes with
+	// release.Global.
+	md := release.Global{Sensitive: o.Sensitive, P: keep}
+	if o.cmd.Flags().Changed("l") {
+		md.L = o.L
+	}
+	if err := md.Encode(meta); err != nil {
+		return nil, err
+	}
+	delete(meta, release.KeyRows)
+	return meta, nil
+}
+
+// keepProbability is a global release's keep probability p for a column
+// of v values: --p, or retention 1/ℓ′ (p + (1 − p)/V = 1/ℓ′) from --l.
+func (o *Options) keepProbability(v int) float64 {
+	if o.cmd.Flags().Changed("p") {
+		return o.P
+	}
+	return release.KeepForRetention(v, o.L)
+}
+
 // globalRun is mechanism A's state over the batches of one input: which
 // input columns are sensitive, their encoders and keep probabilities, and
 // the buffers reused from batch to batch.
@@ -366,11 +437,7 @@ func (o *Options) globalColumns(in table.Reader, cb *codebook.Codebook) (*global
 			return nil, err
 		}
 		which[j], sens[k] = k, sv
-		keep[k] = o.P
-		if !o.cmd.Flags().Changed("p") {
-			// Retention 1/ℓ′: p + (1 − p)/V = 1/ℓ′.
-			keep[k] = release.KeepForRetention(sv.col.K(), o.L)
-		}
+		keep[k] = o.keepProbability(sv.col.K())
 	}
 	return &globalRun{which: which, sens: sens, keep: keep, names: names,
 		idx: make([][]uint32, len(sens)), pub: make([][]uint32, len(sens)),

@@ -455,31 +455,10 @@ func (o *Options) runAnatomy(in table.Reader, cb *codebook.Codebook) error {
 		return err
 	}
 	defer gw.Abort()
-	base := make([]int64, len(sch.Types)) // first group id of each type
-	var st []anonymize.AnatomyEntry
-	flushST := func() error {
-		err := writeST(gw, stSchema, st, sv.col.Labels())
-		st = st[:0]
+	if err := WriteSchedule(gw, stSchema, sch, sv.col.Labels()); err != nil {
 		return err
 	}
-	var next int64
-	for t, ty := range sch.Types {
-		base[t] = next
-		for range ty.Groups {
-			for _, v := range ty.Values {
-				st = append(st, anonymize.AnatomyEntry{Group: uint32(next), Value: v, Count: 1})
-			}
-			next++
-			if len(st) >= table.DefaultBatchSize {
-				if err := flushST(); err != nil {
-					return err
-				}
-			}
-		}
-	}
-	if err := flushST(); err != nil {
-		return err
-	}
+	base := GroupBase(sch)
 
 	// The rows: pass 2 → shuffle → numbering → shuffle → -o.
 	var nsa []int // input columns published as they are
