@@ -61,54 +61,29 @@ func oneLine(err error) error {
 }
 
 // openTable opens path with table.Open, through a local copy when the path
-// is remote (with its CSV sidecar, if there is one). Closing the reader
-// removes the copy. Messages name path, never the copy.
+// is remote (with its CSV sidecar, if there is one), taken from the
+// process's cache of fetched files (fetchcache.go). Closing the reader
+// releases the copy. Messages name path, never the copy.
 func openTable(path string, opt table.ReadOptions) (table.Reader, error) {
 	if !isRemote(path) {
 		return table.Open(path, opt)
 	}
-	ctx := context.Background()
-	dir, err := os.MkdirTemp("", "pramkit-beam-in-*")
+	e, err := remoteCache.acquire(context.Background(), path)
 	if err != nil {
 		return nil, err
 	}
-	local := filepath.Join(dir, remoteBase(path))
-	if err := fetch(ctx, path, local); err != nil {
-		os.RemoveAll(dir)
-		return nil, err
-	}
-	if table.FormatFromPath(path) == table.CSV {
-		side := path + ".meta.json"
-		if exists(ctx, side) {
-			if err := fetch(ctx, side, local+".meta.json"); err != nil {
-				os.RemoveAll(dir)
-				return nil, err
-			}
-		}
-	}
-	r, err := table.Open(local, opt)
+	r, err := table.Open(e.local, opt)
 	if err != nil {
-		os.RemoveAll(dir)
-		return nil, renamed(err, local, path)
+		remoteCache.release(e)
+		return nil, renamed(err, e.local, path)
 	}
-	return &fetchedReader{Reader: r, dir: dir, local: local, path: path}, nil
+	return &fetchedReader{Reader: r, copy: e, local: e.local, path: path}, nil
 }
 
 // remoteBase is the last element of a remote path, which keeps its
 // extension (the format) and a name for the sidecar.
 func remoteBase(path string) string {
 	return path[strings.LastIndex(path, "/")+1:]
-}
-
-// exists reports whether the remote file exists.
-func exists(ctx context.Context, path string) bool {
-	fs, err := filesystem.New(ctx, path)
-	if err != nil {
-		return false
-	}
-	defer fs.Close()
-	_, err = fs.Size(ctx, path)
-	return err == nil
 }
 
 // fetch copies the remote file src to the local file dst.
@@ -137,7 +112,9 @@ func fetch(ctx context.Context, src, dst string) error {
 // fetchedReader reads the local copy of a remote file.
 type fetchedReader struct {
 	table.Reader
-	dir, local, path string
+	copy        *cachedCopy
+	local, path string
+	closed      bool
 }
 
 func (r *fetchedReader) Name() string { return r.path }
@@ -151,8 +128,12 @@ func (r *fetchedReader) Next() (arrow.RecordBatch, error) {
 }
 
 func (r *fetchedReader) Close() error {
+	if r.closed {
+		return nil
+	}
+	r.closed = true
 	err := r.Reader.Close()
-	os.RemoveAll(r.dir)
+	remoteCache.release(r.copy)
 	return err
 }
 

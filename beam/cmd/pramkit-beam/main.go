@@ -88,6 +88,9 @@ func run() int {
 		// Prism logs its progress, and a failure as the bundles stack.
 		slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError + 1})))
 	}
+	// The driver's copies of remote inputs (and, on Prism, the in-process
+	// workers') go with it.
+	defer stage.PurgeFetched()
 	c := stage.Config{Input: *input, Output: *output, Runner: *runner, Args: flag.Args(), Streams: cli.StdStreams(), ShardRows: *shards}
 	var err error
 	switch sub {
