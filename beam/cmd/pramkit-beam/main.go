@@ -15,10 +15,12 @@ import (
 	"os"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
-	// gs:// inputs and outputs (the Dataflow runner links it too; named
-	// here so that no runner choice drops it). s3:// is not linked: its
-	// package needs aws-sdk-go-v2.
+	// gs:// and s3:// inputs and outputs (the Dataflow runner links gcs
+	// too; named here so that no runner choice drops it). s3 takes the AWS
+	// SDK's default configuration: credentials, AWS_REGION,
+	// AWS_ENDPOINT_URL.
 	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem/gcs"
+	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem/s3"
 	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/runners/dataflow"
 	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/runners/flink"
 	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/runners/prism"
@@ -61,8 +63,8 @@ anonymize publishes the shards with mechanism A′ as "anonymize --sensitive
 `
 
 var (
-	input   = flag.String("input", "", "the input shards, a glob `GLOB` (CSV with sidecars, or Parquet): a local path or gs://BUCKET/…")
-	output  = flag.String("output", "", "output `PREFIX`: a local path or gs://BUCKET/… (sample, anonymize: local only)")
+	input   = flag.String("input", "", "the input shards, a glob `GLOB` (CSV with sidecars, or Parquet): a local path, gs://BUCKET/… or s3://BUCKET/…")
+	output  = flag.String("output", "", "output `PREFIX`: a local path, gs://BUCKET/… or s3://BUCKET/… (sample, anonymize: local only)")
 	runner  = flag.String("runner", "prism", "Beam runner `R`: prism (in-process, the default), flink, spark, dataflow or universal, with the runner's own flags (--endpoint, --environment_type, --project…)")
 	verbose = flag.Bool("verbose", false, "print the runner's log")
 	shards  = flag.Int64("shard-rows", 0, "encrypt, perturb, decrypt, anonymize: about `N` rows per output shard (default 262144)")
