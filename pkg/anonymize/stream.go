@@ -117,7 +117,7 @@ func (d *Dealer) Deal(v uint32, r *rand.Rand) (int, error) {
 	if len(d.slots[v]) > 1 {
 		i = u.find(r.Int64N(u.total()))
 	}
-	u.set(i, u.sum[u.size+i]-1)
+	u.set(i, u.weight(i)-1)
 	return d.slots[v][i], nil
 }
 
