@@ -23,11 +23,8 @@ const (
 	GroupingRandom Grouping = "random"
 )
 
-// Groupings lists the groupings, anonymize's default for A′ first (random:
-// with estimate's auto stopping rule it is the more accurate at every
-// ℓ′ ≤ 6 on Adult, with the same guarantees; --mechanism anatomy keeps
-// Anatomy's own group creation by default).
-var Groupings = []Grouping{GroupingRandom, GroupingAnatomy}
+// Groupings lists the groupings, the default first.
+var Groupings = []Grouping{GroupingAnatomy, GroupingRandom}
 
 // SetType is one value set that decoy groups have, and how many have it.
 type SetType struct {
