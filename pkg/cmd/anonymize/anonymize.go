@@ -235,7 +235,7 @@ func NewCmd(s *cli.Streams, runF func(*Options) error) *cobra.Command {
 	f.StringSliceVar(&opts.Sensitive, "sensitive", nil, "sensitive `COL`umns to randomize (comma-separated or repeated)")
 	f.IntVar(&opts.L, "l", 0, "ℓ′ `N` ≥ 2: decoy group size, the number of values each row may take (ℓ for anatomy)")
 	f.StringVar(&opts.Mechanism, "mechanism", diverted, "`MECH`anism: diverted (A′), anatomy or global (mechanism A)")
-	f.StringVar(&opts.Grouping, "grouping", string(anonymize.GroupingAnatomy), "diverted, anatomy: how decoy groups' values are chosen, `G` = anatomy (the ℓ′ largest remaining) or random (in proportion to remaining counts)")
+	f.StringVar(&opts.Grouping, "grouping", string(anonymize.GroupingAnatomy), "diverted, anatomy: how decoy groups' values are chosen, `G` = anatomy (the ℓ′ largest remaining) or random (in proportion to remaining counts; its schedule keeps every distinct value set, so with many values its memory grows with the rows)")
 	f.Float64Var(&opts.P, "p", 0, "global: keep each value with probability `P` in [0, 1), else draw it uniformly (default: retention 1/ℓ′)")
 	f.StringVar(&opts.Groups, "groups", "", "anatomy: write the sensitive table (group, value, count) to `FILE`")
 	f.StringVar(&opts.GroupCol, "group-column", "group", "anatomy: `NAME` of the group id column")
