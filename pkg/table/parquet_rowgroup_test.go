@@ -77,7 +77,14 @@ func rowGroupTestBatch(n int) arrow.RecordBatch {
 // written, as stages reuse their batches' memory.
 func writeInBatches(t *testing.T, rec arrow.RecordBatch, sizes []int, groupRows int) (string, []byte) {
 	t.Helper()
-	p := filepath.Join(t.TempDir(), "t.parquet")
+	return writeFileInBatches(t, "t.parquet", rec, sizes, groupRows)
+}
+
+// writeFileInBatches is writeInBatches to a file of the given name, whose
+// extension picks the format.
+func writeFileInBatches(t *testing.T, name string, rec arrow.RecordBatch, sizes []int, groupRows int) (string, []byte) {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
 	w, err := Create(p, rec.Schema(), Meta{"k": "v"}, WriteOptions{RowGroupRows: groupRows})
 	if err != nil {
 		t.Fatal(err)

@@ -51,9 +51,9 @@ type WriteOptions struct {
 	Key bool
 	// Flag is the flag that named the path, for messages; "" means -o.
 	Flag string
-	// RowGroupRows is the number of rows of a Parquet output's row groups;
-	// 0 means RowGroupRows, which every tool uses. Tests make small ones
-	// to get files of many row groups.
+	// RowGroupRows is the number of rows of a Parquet output's row groups
+	// and of an Arrow output's record batches; 0 means RowGroupRows, which
+	// every tool uses. Tests make small ones to get files of many groups.
 	RowGroupRows int
 }
 
@@ -286,7 +286,7 @@ func newFormatWriter(format Format, name string, s sink, schema *arrow.Schema, m
 	case Parquet:
 		fw, err = newParquetWriter(s, schema, meta, groupRows)
 	case Arrow:
-		fw, err = newArrowWriter(s, schema, meta)
+		fw, err = newArrowWriter(s, schema, meta, groupRows)
 	default:
 		err = fmt.Errorf("no writer for format %v", format)
 	}
@@ -427,7 +427,11 @@ func (w *writer) Abort() {
 		return
 	}
 	w.closed = true
-	w.fw.close()
+	if a, ok := w.fw.(interface{ abort() }); ok {
+		a.abort()
+	} else {
+		w.fw.close()
+	}
 	w.abortFiles()
 }
 

@@ -5,22 +5,80 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 )
 
-type arrowWriter struct {
-	w      *ipc.Writer
-	schema *arrow.Schema
-}
-
-// newArrowWriter writes the Arrow IPC stream format, the fastest way to pipe
+// arrowWriter writes the Arrow IPC stream format, the fastest way to pipe
 // a table from one pramkit tool to the next.
-func newArrowWriter(s sink, schema *arrow.Schema, meta Meta) (*arrowWriter, error) {
-	full := withMeta(schema, meta)
-	return &arrowWriter{w: ipc.NewWriter(s, ipc.WithSchema(full)), schema: full}, nil
+//
+// Like the Parquet writer's row groups, its record batches hold exactly
+// batchRows rows (RowGroupRows unless a test asks otherwise), the last one
+// the rest: the rows are copied into a rowGroupBuf, once each, so the
+// stream's bytes depend on its rows only, not on the batches the stage
+// wrote (issue 11: a seeded run gives the same bytes at any core count and
+// chunk size). A dictionary column's dictionary goes out once, before the
+// first batch, and again only where it changes by value (ipc.Writer
+// compares each batch's with the last sent): every group of a Labels
+// column carries a copy of the same labels, so a stage's stream has one.
+type arrowWriter struct {
+	w         *ipc.Writer
+	schema    *arrow.Schema
+	batchRows int
+	group     *rowGroupBuf
 }
 
+func newArrowWriter(s sink, schema *arrow.Schema, meta Meta, batchRows int) (*arrowWriter, error) {
+	if batchRows <= 0 {
+		batchRows = RowGroupRows
+	}
+	full := withMeta(schema, meta)
+	return &arrowWriter{w: ipc.NewWriter(s, ipc.WithSchema(full)), schema: full, batchRows: batchRows}, nil
+}
+
+// write copies rec's rows into the batch being gathered and writes each
+// batch once full; the caller may reuse rec's memory once write returns.
 func (a *arrowWriter) write(rec arrow.RecordBatch) error {
-	rb := rebatch(a.schema, rec)
+	n := int(rec.NumRows())
+	for off := 0; off < n; {
+		if a.group == nil {
+			a.group = newRowGroupBuf(a.schema, a.batchRows)
+		}
+		k := min(n-off, a.batchRows-a.group.rows)
+		if err := a.group.appendRows(rec, off, k); err != nil {
+			return err
+		}
+		off += k
+		if a.group.rows == a.batchRows {
+			if err := a.flush(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// flush writes the gathered rows as one record batch.
+func (a *arrowWriter) flush() error {
+	g := a.group
+	a.group = nil
+	rb, err := g.batch()
+	if err != nil {
+		return err
+	}
 	defer rb.Release()
 	return a.w.Write(rb)
 }
 
-func (a *arrowWriter) close() error { return a.w.Close() }
+func (a *arrowWriter) close() error {
+	if a.group != nil && a.group.rows > 0 {
+		if err := a.flush(); err != nil {
+			a.w.Close()
+			return err
+		}
+	}
+	return a.w.Close()
+}
+
+// abort drops the rows not yet written, so a failed run does not write
+// them after its error (to standard output, where nothing is undone).
+func (a *arrowWriter) abort() {
+	a.group = nil
+	a.w.Close()
+}
