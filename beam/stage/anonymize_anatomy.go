@@ -445,11 +445,7 @@ type AnatomyParams struct {
 // line, with the schedule's set types).
 func AnatomyPipeline(s beam.Scope, files []string, p AnatomyParams) beam.PCollection {
 	s = s.Scope("anatomy")
-	list := make([]anonFile, len(files))
-	for i, f := range files {
-		list[i] = anonFile{Index: i, Path: f}
-	}
-	splits := beam.Reshuffle(s, beam.ParDo(s, splitAnonFile, beam.CreateList(s, list)))
+	splits := fileSplits(s, files)
 	meta := map[string]string(p.Meta)
 	counts := beam.ParDo(s, &countSplitFn{Key: p.Key, Meta: meta, Columns: p.Columns, L: p.L}, splits)
 	acc := beam.Combine(s, &mergePlanFn{L: p.L}, counts)

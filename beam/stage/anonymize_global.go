@@ -190,11 +190,7 @@ type GlobalParams struct {
 // line, a globalCount).
 func GlobalPipeline(s beam.Scope, files []string, p GlobalParams) beam.PCollection {
 	s = s.Scope("global")
-	list := make([]anonFile, len(files))
-	for i, f := range files {
-		list[i] = anonFile{Index: i, Path: f}
-	}
-	splits := beam.Reshuffle(s, beam.ParDo(s, splitAnonFile, beam.CreateList(s, list)))
+	splits := fileSplits(s, files)
 	meta := map[string]string(p.Meta)
 	rows, counts := beam.ParDo2(s, &globalSplitFn{Key: p.Key, Meta: meta, Columns: p.Columns, Keep: p.Keep, Shards: p.Shards}, splits)
 	beam.ParDo0(s, &writeGlobalShardFn{Dir: p.Dir, Ext: p.Ext, Meta: meta, Columns: p.Columns}, beam.GroupByKey(s, rows))

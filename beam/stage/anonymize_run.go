@@ -225,11 +225,7 @@ type AnonymizeParams struct {
 // p.Dir and returns the plan's summary (one JSON line).
 func AnonymizePipeline(s beam.Scope, files []string, p AnonymizeParams) beam.PCollection {
 	s = s.Scope("anonymize")
-	list := make([]anonFile, len(files))
-	for i, f := range files {
-		list[i] = anonFile{Index: i, Path: f}
-	}
-	splits := beam.Reshuffle(s, beam.ParDo(s, splitAnonFile, beam.CreateList(s, list)))
+	splits := fileSplits(s, files)
 	meta := map[string]string(p.Meta)
 	counts := beam.ParDo(s, &countSplitFn{Key: p.Key, Meta: meta, Columns: p.Columns, L: p.L}, splits)
 	acc := beam.Combine(s, &mergePlanFn{L: p.L}, counts)
@@ -239,4 +235,15 @@ func AnonymizePipeline(s beam.Scope, files []string, p AnonymizeParams) beam.PCo
 	beam.ParDo0(s, &writeShardFn{Dir: p.Dir, Ext: p.Ext, Meta: meta, Columns: p.Columns}, beam.GroupByKey(s, rows),
 		beam.SideInput{Input: summary})
 	return summary
+}
+
+// fileSplits is the splits of the files (each file, a Parquet file's row
+// groups), spread over the workers by a Reshuffle: the per-row stages'
+// first step.
+func fileSplits(s beam.Scope, files []string) beam.PCollection {
+	list := make([]anonFile, len(files))
+	for i, f := range files {
+		list[i] = anonFile{Index: i, Path: f}
+	}
+	return beam.Reshuffle(s, beam.ParDo(s, splitAnonFile, beam.CreateList(s, list)))
 }

@@ -273,11 +273,7 @@ type BitflipParams struct {
 // under p.Dir.
 func BitflipPipeline(s beam.Scope, files []string, p BitflipParams) {
 	s = s.Scope("bitflip")
-	list := make([]anonFile, len(files))
-	for i, f := range files {
-		list[i] = anonFile{Index: i, Path: f}
-	}
-	splits := beam.Reshuffle(s, beam.ParDo(s, splitAnonFile, beam.CreateList(s, list)))
+	splits := fileSplits(s, files)
 	meta := map[string]string(p.Meta)
 	rows := beam.ParDo(s, &bitflipSplitFn{Key: p.Key, Meta: meta, Shards: p.Shards}, splits)
 	beam.ParDo0(s, &writeBitShardFn{Dir: p.Dir, Ext: p.Ext, Meta: meta, Names: p.Names}, beam.GroupByKey(s, rows))
