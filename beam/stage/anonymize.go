@@ -679,6 +679,38 @@ type pubBatch struct {
 
 const pubBatchRows = 4096
 
+// shardBatch is a batch of rows bound for one shard (or bucket): a
+// pointer to B that counts its rows.
+type shardBatch[B any] interface {
+	*B
+	size() int
+}
+
+// handFull hands batch k over once it holds pubBatchRows rows and starts
+// it afresh: called after each row added to it.
+func handFull[B any, P shardBatch[B]](batches []B, k int, emit func(int, B)) {
+	if P(&batches[k]).size() == pubBatchRows {
+		emit(k, batches[k])
+		var empty B
+		batches[k] = empty
+	}
+}
+
+// handRest hands over, after a split's last row, the batches that hold
+// rows.
+func handRest[B any, P shardBatch[B]](batches []B, emit func(int, B)) {
+	for k := range batches {
+		if P(&batches[k]).size() > 0 {
+			emit(k, batches[k])
+		}
+	}
+}
+
+func (b *pubBatch) size() int { return len(b.Hi) }
+func (b *bitBatch) size() int { return len(b.Hi) }
+func (b *anaBatch) size() int { return len(b.NHi) }
+func (b *anaOut) size() int   { return len(b.Hi) }
+
 // add appends a row to the batch.
 func (b *pubBatch) add(r pubRow) {
 	b.Hi, b.Lo, b.Cells = append(b.Hi, r.Hi), append(b.Lo, r.Lo), append(b.Cells, r.Cells...)
@@ -756,20 +788,13 @@ func (f *dealSplitFn) ProcessElement(ctx context.Context, p splitPlan, emit func
 		shard := int(row.Hi % uint64(p.Shards))
 		b := &batches[shard]
 		b.add(row)
-		if len(b.Hi) == pubBatchRows {
-			emit(shard, *b)
-			*b = pubBatch{}
-		}
+		handFull(batches, shard, emit)
 		return nil
 	})
 	if err != nil {
 		return err
 	}
-	for shard, b := range batches {
-		if len(b.Hi) > 0 {
-			emit(shard, b)
-		}
-	}
+	handRest(batches, emit)
 	if next != len(p.Dropped) || !dealer.done() {
 		return fmt.Errorf("%s: the second pass has fewer rows of some value than the first (did the input change between the passes?)", p.Split.Split)
 	}

@@ -206,20 +206,13 @@ func (f *anatomyDealFn) ProcessElement(ctx context.Context, p splitPlan, emit fu
 			}
 		}
 		count[anaCount{T: int32(e.Type), V: vals[0], B: int32(bk)}]++
-		if len(b.NHi) == pubBatchRows {
-			emit(bk, *b)
-			*b = anaBatch{}
-		}
+		handFull(batches, bk, emit)
 		return nil
 	})
 	if err != nil {
 		return err
 	}
-	for bk, b := range batches {
-		if len(b.NHi) > 0 {
-			emit(bk, b)
-		}
-	}
+	handRest(batches, emit)
 	if next != len(p.Dropped) || !dealer.done() {
 		return fmt.Errorf("%s: the second pass has fewer rows of some value than the first (did the input change between the passes?)", p.Split.Split)
 	}
@@ -337,16 +330,9 @@ func (f *numberFn) ProcessElement(ctx context.Context, bucket int, batches func(
 		shard := int(r.OHi % uint64(sum.Shards))
 		o := &out[shard]
 		o.Hi, o.Lo, o.Group, o.Cells = append(o.Hi, r.OHi), append(o.Lo, r.OLo), append(o.Group, base[r.T]+j), append(o.Cells, r.Cells...)
-		if len(o.Hi) == pubBatchRows {
-			emit(shard, *o)
-			*o = anaOut{}
-		}
+		handFull(out, shard, emit)
 	}
-	for shard, o := range out {
-		if len(o.Hi) > 0 {
-			emit(shard, o)
-		}
-	}
+	handRest(out, emit)
 	return nil
 }
 

@@ -134,20 +134,13 @@ func (f *globalSplitFn) ProcessElement(ctx context.Context, sp anonSplit, emit f
 		shard := int(row.Hi % uint64(f.Shards))
 		b := &batches[shard]
 		b.add(row)
-		if len(b.Hi) == pubBatchRows {
-			emit(shard, *b)
-			*b = pubBatch{}
-		}
+		handFull(batches, shard, emit)
 		return nil
 	})
 	if err != nil {
 		return err
 	}
-	for shard, b := range batches {
-		if len(b.Hi) > 0 {
-			emit(shard, b)
-		}
-	}
+	handRest(batches, emit)
 	count(c)
 	return nil
 }

@@ -395,18 +395,11 @@ func (f *bitflipSplitFn) ProcessElement(ctx context.Context, sp anonSplit, emit 
 			shard := int(hi % uint64(f.Shards))
 			b := &batches[shard]
 			b.Hi, b.Lo, b.Bits = append(b.Hi, hi), append(b.Lo, lo), append(b.Bits, w)
-			if len(b.Hi) == pubBatchRows {
-				emit(shard, *b)
-				*b = bitBatch{}
-			}
+			handFull(batches, shard, emit)
 		}
 		n += int64(m)
 	}
-	for shard, b := range batches {
-		if len(b.Hi) > 0 {
-			emit(shard, b)
-		}
-	}
+	handRest(batches, emit)
 	return nil
 }
 

@@ -115,18 +115,11 @@ func ddpsSplit(key []byte, meta map[string]string, shards int, sp anonSplit, emi
 			shard := int(hi % uint64(shards))
 			b := &batches[shard]
 			b.Hi, b.Lo, b.Bits = append(b.Hi, hi), append(b.Lo, lo), append(b.Bits, uint64(one)<<32|uint64(two))
-			if len(b.Hi) == pubBatchRows {
-				emit(shard, *b)
-				*b = bitBatch{}
-			}
+			handFull(batches, shard, emit)
 			n++
 		}
 	}
-	for shard, b := range batches {
-		if len(b.Hi) > 0 {
-			emit(shard, b)
-		}
-	}
+	handRest(batches, emit)
 	return nil
 }
 
