@@ -30,6 +30,14 @@ func (p *Plan) Answers(opt Options) ([]Answer, error) {
 		return nil, errors.New("countquery: Answers needs the counts of ScanRelease")
 	}
 	rel := p.rel
+	shrink := opt.Shrink && rel.Mechanism == release.MechanismDiverted
+	switch {
+	case shrink && !p.allValues:
+		return nil, errors.New("countquery: Options.Shrink needs the counts of every value: make the plan with NewPlanFor and Shrink")
+	case shrink && (!opt.ExactDecoy || opt.UpdateFrequencies):
+		return nil, errors.New("countquery: Options.Shrink works with the exact a01 only (ExactDecoy, no UpdateFrequencies)")
+	}
+	shrunk := map[*group][]float64{} // ShrinkPredicate's estimates by local value
 	out := make([]Answer, len(p.queries))
 	for i := range p.queries {
 		g := p.groups[p.qGroup[i]]
@@ -56,6 +64,17 @@ func (p *Plan) Answers(opt Options) ([]Answer, error) {
 				a.Estimate = float64(g.all.counts[p.qTuple[i]]) // f′_s, Theorem 3
 				continue
 			}
+			if shrink && w == 1 {
+				x, ok := shrunk[g]
+				if !ok {
+					if x, err = p.shrink(g); err != nil {
+						return nil, fmt.Errorf("%s: %v", p.queries[i].Where(p.file), err)
+					}
+					shrunk[g] = x
+				}
+				a.Estimate = x[p.qLocal[i][0]]
+				continue
+			}
 			y := p.states(g, i)
 			var e Estimate
 			if w == 1 {
@@ -70,6 +89,25 @@ func (p *Plan) Answers(opt Options) ([]Answer, error) {
 		}
 	}
 	return out, nil
+}
+
+// shrink runs ShrinkPredicate on the counts of group g (one sensitive
+// column, every value numbered: NewPlanFor) and returns its estimates by
+// local value number (index 0, the values not numbered, is unused).
+func (p *Plan) shrink(g *group) ([]float64, error) {
+	if g.counts[0] != 0 || g.all.counts[0] != 0 {
+		return nil, fmt.Errorf("countquery: %d rows hold a value of %s outside its codebook", g.all.counts[0], p.slots[g.sens[0]].col)
+	}
+	yP := make([]float64, g.size-1)
+	f := make([]float64, g.size-1)
+	for t := 1; t < g.size; t++ {
+		yP[t-1], f[t-1] = float64(g.counts[t]), float64(g.all.counts[t])
+	}
+	x, err := ShrinkPredicate(yP, f, p.rel.L)
+	if err != nil {
+		return nil, err
+	}
+	return append([]float64{0}, x...), nil
 }
 
 // Rows is the number of rows of the release, after ScanRelease.

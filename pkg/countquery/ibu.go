@@ -58,6 +58,14 @@ type Options struct {
 	// within the noise the mechanism puts on them (FitsWithinNoise).
 	// Tolerance and MaxIter still apply when the fit is never reached.
 	Discrepancy bool
+	// Shrink answers a query of a predicate P and one sensitive value on
+	// an A′ release by ShrinkPredicate over every value of the column
+	// among P's rows instead of by the update (estimate --ibu-stop
+	// shrink): the converged estimates, shrunk toward independence by
+	// James–Stein. Plan.Answers only (the plan must count every value:
+	// NewPlanFor); it needs ExactDecoy. Queries of several sensitive
+	// values still run the update, stopped by the rules above.
+	Shrink bool
 }
 
 // Estimate is the result of the iterative Bayesian update.

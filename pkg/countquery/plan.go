@@ -355,6 +355,10 @@ type Plan struct {
 	predSlots []int
 	allGroups []uint64
 	acc       []uint64
+	// allValues: every value of a sensitive column is counted among the
+	// rows of each predicate of one sensitive column (NewPlanFor with
+	// Options.Shrink), not only the values queried.
+	allValues bool
 }
 
 // NewPlan checks the queries against the release (schema is the
@@ -362,10 +366,18 @@ type Plan struct {
 // (may be nil) declares are matched by category, others by their
 // published text. file names the queries' file in messages (Query.Where).
 func NewPlan(rel *Release, schema *arrow.Schema, nsaBook *codebook.Codebook, queries []Query, file string) (*Plan, error) {
+	return NewPlanFor(rel, schema, nsaBook, queries, file, Options{})
+}
+
+// NewPlanFor is NewPlan for the estimator opt will select in Answers:
+// with opt.Shrink on an A′ release, a predicate with one sensitive column
+// counts its rows by every value of the column (ShrinkPredicate reads
+// them all), not only by the values queried.
+func NewPlanFor(rel *Release, schema *arrow.Schema, nsaBook *codebook.Codebook, queries []Query, file string, opt Options) (*Plan, error) {
 	if err := rel.check(); err != nil {
 		return nil, err
 	}
-	p := &Plan{rel: rel, queries: queries, file: file}
+	p := &Plan{rel: rel, queries: queries, file: file, allValues: opt.Shrink && rel.Mechanism == release.MechanismDiverted}
 	slotOf := map[string]int{}
 	var names []string
 	for _, f := range schema.Fields() {
@@ -411,6 +423,18 @@ func NewPlan(rel *Release, schema *arrow.Schema, nsaBook *codebook.Codebook, que
 		}
 		slices.SortFunc(parsedQ[i].pred, func(a, b term) int { return a.slot - b.slot })
 		slices.SortFunc(parsedQ[i].sens, func(a, b term) int { return p.slots[a.slot].sens - p.slots[b.slot].sens })
+	}
+	if p.allValues { // number every category of the sensitive columns queried
+		for _, sl := range p.slots {
+			if sl.sens < 0 || sl.cb == nil {
+				continue
+			}
+			for _, label := range sl.cb.Labels() {
+				if _, err := sl.class(label); err != nil {
+					return nil, err
+				}
+			}
+		}
 	}
 	// Group the queries by (P, sensitive columns).
 	byKey := map[string]*group{}
@@ -485,6 +509,14 @@ func (p *Plan) addGroup(g *group, queries []int, sens func(int) []term) {
 			loc[k] = g.local[k][t.class+1]
 		}
 		p.qLocal[i] = loc
+	}
+	if p.allValues && w == 1 && len(g.pred) > 0 { // ShrinkPredicate's counts
+		for c := range g.local[0] {
+			if c > 0 && g.local[0][c] == 0 {
+				used[0]++
+				g.local[0][c] = used[0]
+			}
+		}
 	}
 	g.size = 1
 	g.radix = make([]int, w)

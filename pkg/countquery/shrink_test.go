@@ -2,11 +2,13 @@ package countquery
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/pramkit/pramkit/internal/adultquery"
 	"github.com/pramkit/pramkit/pkg/anonymize"
+	"github.com/pramkit/pramkit/pkg/release"
 	"github.com/pramkit/pramkit/pkg/rng"
 )
 
@@ -274,5 +276,94 @@ func TestAdultShrinkBeatsTheNoiseFloor(t *testing.T) {
 	t.Logf("sum over ℓ′ = 2..7: shrink %.3f, discrepancy %.3f (difference se %.3f)", sumShrink, sumDisc, math.Sqrt(sumSeDisc))
 	if sumShrink >= sumDisc {
 		t.Errorf("summed over ℓ′ = 2..7, shrink %.3f is not below discrepancy %.3f", sumShrink, sumDisc)
+	}
+}
+
+// The planner with Options.Shrink: a query of P and one sensitive value is
+// ShrinkPredicate on the counts of every value of the column among P's
+// rows, gathered row by row here, whichever values the queries name (one
+// query of P or several); a lone sensitive value is still f′_s and a query
+// of two sensitive values still the update. A plan made without the
+// counts of every value, or the paper's a01, is refused. Deterministic: no
+// false alarms.
+func TestPlanShrinkIsShrinkPredicateOnTheRows(t *testing.T) {
+	syn := newPlanSynth(t, 3000, release.MechanismDiverted)
+	opt := Options{Tolerance: ConvergedTolerance, MaxIter: ConvergedMaxIter, ExactDecoy: true, Shrink: true}
+	plan := func(queries []string, opt Options, shrinkCounts bool) *Plan {
+		in := syn.reader(t, syn.rows)
+		var qs []Query
+		for _, s := range queries {
+			conds, err := Parse(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			qs = append(qs, Query{Text: s, Conds: conds})
+		}
+		popt := opt
+		popt.Shrink = shrinkCounts
+		p, err := NewPlanFor(syn.rel, in.Schema(), nil, qs, "q.csv", popt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.ScanRelease(in, nil, nil); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	answer := func(queries []string) []Answer {
+		a, err := plan(queries, opt, true).Answers(opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	// brute: the shrunk estimate of query "P,s=v" from the rows.
+	labels := syn.rel.Columns[0].Labels()
+	brute := func(pred map[string]string, value string) float64 {
+		yP := make([]float64, len(labels))
+		f := make([]float64, len(labels))
+		for _, r := range syn.rows {
+			v := slices.Index(labels, r[2])
+			f[v]++
+			if (pred["a"] == "" || pred["a"] == r[0]) && (pred["b"] == "" || pred["b"] == r[1]) {
+				yP[v]++
+			}
+		}
+		x, err := ShrinkPredicate(yP, f, syn.rel.L)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return x[slices.Index(labels, value)]
+	}
+	queries := []string{"a=y,s=s1", "a=y,s=s2", "b=p,s=s1", "a=z,b=p,s=s3", "s=s1", "a=x,s=s0,u=u1"}
+	got := answer(queries)
+	for i, c := range []struct {
+		pred  map[string]string
+		value string
+	}{{map[string]string{"a": "y"}, "s1"}, {map[string]string{"a": "y"}, "s2"}, {map[string]string{"b": "p"}, "s1"}, {map[string]string{"a": "z", "b": "p"}, "s3"}} {
+		want := brute(c.pred, c.value)
+		if math.Abs(got[i].Estimate-want) > 1e-9*math.Max(1, want) {
+			t.Errorf("%q: plan %v, ShrinkPredicate on the rows %v", queries[i], got[i].Estimate, want)
+		}
+		if one := answer([]string{queries[i]})[0]; math.Abs(one.Estimate-got[i].Estimate) > 1e-9*math.Max(1, want) {
+			t.Errorf("%q: alone %v, among others %v", queries[i], one.Estimate, got[i].Estimate)
+		}
+	}
+	unshrunk := Options{Tolerance: ConvergedTolerance, MaxIter: ConvergedMaxIter, ExactDecoy: true}
+	for i := 4; i < 6; i++ {
+		if want := syn.brute(t, queries[i], unshrunk); math.Abs(got[i].Estimate-want) > 1e-9*math.Max(1, want) {
+			t.Errorf("%q: plan with Shrink %v, without %v", queries[i], got[i].Estimate, want)
+		}
+	}
+	if got[0].Estimate == syn.brute(t, queries[0], unshrunk) {
+		t.Errorf("%q: Shrink left the converged estimate %v unchanged", queries[0], got[0].Estimate)
+	}
+	if _, err := plan(queries[:1], opt, false).Answers(opt); err == nil || !strings.Contains(err.Error(), "NewPlanFor") {
+		t.Errorf("Shrink on a plan without every value's counts: %v", err)
+	}
+	paper := opt
+	paper.ExactDecoy = false
+	if _, err := plan(queries[:1], paper, true).Answers(paper); err == nil || !strings.Contains(err.Error(), "exact a01") {
+		t.Errorf("Shrink with the paper's a01: %v", err)
 	}
 }
