@@ -38,11 +38,12 @@ func newCountTable(a *adult) *countTable {
 // each decoy grouping × stopping rule of the Bayesian update, then the
 // baselines.
 const (
-	seriesExact       = iota // Anatomy's grouping, the paper's 1 % rule (anonymize's and estimate's behaviour before issue 12)
-	seriesAnatomyConv        // Anatomy's grouping, converged
-	seriesRandom             // random grouping, 1 % rule
-	seriesRandomConv         // random grouping, converged
-	seriesRandomDisc         // random grouping, discrepancy principle (estimate's default on such releases)
+	seriesExact        = iota // Anatomy's grouping, the paper's 1 % rule (anonymize's and estimate's behaviour before issue 12)
+	seriesAnatomyConv         // Anatomy's grouping, converged
+	seriesRandom              // random grouping, 1 % rule
+	seriesRandomConv          // random grouping, converged
+	seriesRandomDisc          // random grouping, discrepancy principle (estimate's default on such releases)
+	seriesRandomShrink        // random grouping, James–Stein shrinkage toward independence (--ibu-stop shrink)
 	seriesAnatomy
 	seriesGlobal
 	numSeries
@@ -51,15 +52,16 @@ const (
 var seriesNames = [numSeries]string{
 	"A′, Anatomy's groups, 1 % rule", "A′, Anatomy's groups, converged",
 	"A′, random groups, 1 % rule", "A′, random groups, converged", "A′, random groups, discrepancy",
+	"A′, random groups, shrink",
 	"Anatomy (ℓ = ℓ′)", "global randomization (retention 1/ℓ′)",
 }
 
 // seriesKeys name the series in the CSV.
-var seriesKeys = [numSeries]string{"aprime_exact", "aprime_exact_converged", "aprime_random", "aprime_random_converged", "aprime_random_discrepancy", "anatomy", "global"}
+var seriesKeys = [numSeries]string{"aprime_exact", "aprime_exact_converged", "aprime_random", "aprime_random_converged", "aprime_random_discrepancy", "aprime_random_shrink", "anatomy", "global"}
 
 // seriesStyle is each series' colour and glyph (a grouping's two rules
 // share one, the converged one dashed; the discrepancy rule has its own).
-var seriesStyle = [numSeries]int{0, 0, 2, 2, 4, 1, 3}
+var seriesStyle = [numSeries]int{0, 0, 2, 2, 4, 5, 1, 3}
 
 func seriesDashed(sr int) bool { return sr == seriesAnatomyConv || sr == seriesRandomConv }
 
@@ -132,7 +134,9 @@ func bounds(r int, n float64) (lo, hi float64) {
 // (countquery.PredicateMLE, the converged update's limit), as estimate
 // --ibu-stop paper|converged, and on random groups also stopped by the
 // discrepancy principle (countquery.Options.Discrepancy), as --ibu-stop
-// discrepancy (auto on such releases);
+// discrepancy (auto on such releases), and by James–Stein shrinkage of
+// the predicate's converged estimates toward independence
+// (countquery.ShrinkPredicate, --ibu-stop shrink);
 // Anatomy with Xiao and Tao's estimator; global randomization, with
 // keep = (V/ℓ′ − 1)/(V − 1) so that a row retains its value with
 // probability 1/ℓ′ as in §9.4, with the unbiased inverse.
@@ -152,6 +156,10 @@ func countRelease(t *countTable, preds []adultquery.Predicate, l int, seed uint6
 			return res, fmt.Errorf("countRelease: %w", err)
 		}
 		n := float64(len(pub) - anonymize.DropCount(len(pub), l))
+		var shrink shrinkCache
+		if g.seriesD >= 0 {
+			shrink = newShrinkCache(pub, t.V, l)
+		}
 		for rg := range numRanges {
 			lo, hi := bounds(rg, n)
 			for _, q := range adultquery.Observe(t, preds, pub, lo, hi) {
@@ -173,6 +181,11 @@ func countRelease(t *countTable, preds []adultquery.Predicate, l int, seed uint6
 						return res, fmt.Errorf("countRelease: %w", err)
 					}
 					res[rg][g.seriesD].add(d.Count, q.Truth)
+					est, err := shrink.estimate(preds, q.Pred)
+					if err != nil {
+						return res, fmt.Errorf("countRelease: %w", err)
+					}
+					res[rg][seriesRandomShrink].add(est[q.S], q.Truth)
 				}
 			}
 		}
@@ -237,6 +250,47 @@ func countRelease(t *countTable, preds []adultquery.Predicate, l int, seed uint6
 		}
 	}
 	return res, nil
+}
+
+// shrinkCache answers every value of a predicate at once, as estimate
+// --ibu-stop shrink does: ShrinkPredicate from the published counts of
+// each value among the predicate's rows and in the whole release.
+type shrinkCache struct {
+	pub  []uint32
+	l    int
+	f    []float64 // f′_v over the published rows
+	yP   []float64
+	last int
+	est  []float64
+}
+
+func newShrinkCache(pub []uint32, v, l int) shrinkCache {
+	c := shrinkCache{pub: pub, l: l, f: make([]float64, v), yP: make([]float64, v), last: -1}
+	for _, x := range pub {
+		if x != anonymize.NotPublished {
+			c.f[x]++
+		}
+	}
+	return c
+}
+
+// estimate returns the shrunk estimates of predicate k for every value.
+func (c *shrinkCache) estimate(preds []adultquery.Predicate, k int) ([]float64, error) {
+	if k == c.last {
+		return c.est, nil
+	}
+	clear(c.yP)
+	for _, row := range preds[k].Rows {
+		if x := c.pub[row]; x != anonymize.NotPublished {
+			c.yP[x]++
+		}
+	}
+	est, err := countquery.ShrinkPredicate(c.yP, c.f, c.l)
+	if err != nil {
+		return nil, err
+	}
+	c.last, c.est = k, est
+	return est, nil
 }
 
 // countPoint is anonymize_error_vs_l at one ℓ′: the error per range and

@@ -39,8 +39,9 @@ var (
 		color.RGBA{0, 158, 115, 255},   // green
 		color.RGBA{204, 121, 167, 255}, // purple
 		color.RGBA{230, 159, 0, 255},   // orange
+		color.RGBA{86, 180, 233, 255},  // sky blue
 	}
-	Glyphs = []draw.GlyphDrawer{draw.CircleGlyph{}, draw.SquareGlyph{}, draw.TriangleGlyph{}, draw.PlusGlyph{}, draw.CrossGlyph{}}
+	Glyphs = []draw.GlyphDrawer{draw.CircleGlyph{}, draw.SquareGlyph{}, draw.TriangleGlyph{}, draw.PlusGlyph{}, draw.CrossGlyph{}, draw.PyramidGlyph{}}
 	Black  = color.Gray{0}
 	Grey   = color.Gray{110}
 )
