@@ -82,7 +82,9 @@ func TestAnonymizeOnPrism(t *testing.T) {
 	dir, cb, rows := adultAnonTable(t)
 	f := func(name string) string { return filepath.Join(dir, name) }
 	const l = 5
-	args := []string{"--sensitive", "occupation", "--l", strconv.Itoa(l), "--codebook", cb, "--seed", "7", "--insecure-seed"}
+	// Anatomy's grouping: its schedule is a function of the counts, which
+	// the check below recomputes (random groups, the default, are not).
+	args := []string{"--sensitive", "occupation", "--l", strconv.Itoa(l), "--grouping", "anatomy", "--codebook", cb, "--seed", "7", "--insecure-seed"}
 	beamtest.MustRun(t, beamtest.Tool(anonymizecmd.NewCmd), append(slices.Clone(args), f("adult.csv"), "-o", f("want.csv"))...)
 	var stderr strings.Builder
 	streams := &cli.Streams{Out: &stderr, Err: &stderr}

@@ -19,12 +19,17 @@ const (
 	GroupingAnatomy Grouping = "anatomy"
 	// GroupingRandom draws each group's ℓ′ distinct values at random, in
 	// proportion to their remaining counts (issue 12): values that are
-	// always the largest no longer always share a group.
+	// always the largest no longer always share a group. Above 2^14 groups
+	// one draw serves a run of consecutive groups, so that the schedule's
+	// memory does not grow with the rows (randomSets).
 	GroupingRandom Grouping = "random"
 )
 
-// Groupings lists the groupings, the default first.
-var Groupings = []Grouping{GroupingAnatomy, GroupingRandom}
+// Groupings lists the groupings, anonymize's default for A′ first (random:
+// with estimate's auto stopping rule it is the more accurate at every
+// ℓ′ ≤ 6 on Adult, with the same guarantees; --mechanism anatomy keeps
+// Anatomy's own group creation by default).
+var Groupings = []Grouping{GroupingRandom, GroupingAnatomy}
 
 // SetType is one value set that decoy groups have, and how many have it.
 type SetType struct {
@@ -45,7 +50,8 @@ type SetType struct {
 // stream: count first, schedule, then give each row a random free slot.
 //
 // Memory: O(V) for the counts plus O(ℓ′) per distinct set, at most
-// min(C(V, ℓ′), groups) of them; nothing per row or per group.
+// min(C(V, ℓ′), groups) of them, and for the random grouping at most
+// T + 2V + 1 (randomRuns); nothing per row or per group.
 type Schedule struct {
 	// L is ℓ′.
 	L int
@@ -131,6 +137,7 @@ type setBag struct {
 	masks map[uint64]int // V ≤ 64: set type by bitmask
 	sets  []SetType
 	key   []uint32
+	adds  int64 // calls to add: the runs of groups recorded
 }
 
 func newSetBag(l, v int) *setBag {
@@ -143,6 +150,7 @@ func newSetBag(l, v int) *setBag {
 
 // add records k groups with the values of set (any order; set is not kept).
 func (b *setBag) add(set []uint32, k int64) {
+	b.adds++
 	if b.masks != nil {
 		var m uint64
 		for _, v := range set {
@@ -247,32 +255,72 @@ func anatomySets(counts []int64, l int, groups int64, b *setBag) error {
 	return nil
 }
 
-// randomSets draws the groups' sets one group at a time (issue 12): with n
-// groups still to form, every value whose remaining count is n is in the
-// group (it must be in every remaining group), and the other places are
-// filled by successive draws without replacement, each value drawn with
-// probability proportional to its remaining count among the values not yet
-// in the group.
+// randomRuns is T, the number of runs randomSets aims for: with more than
+// T groups to form, it draws one set per run of k = ⌈groups/T⌉ consecutive
+// groups, so a column has at most T + 2V + 1 set types whatever its rows.
+// Each type costs the schedule and pass 2's Dealer about 0.3 KB at ℓ′ = 5
+// (BenchmarkRandomScheduleTypes), so 2^14 runs keep a sensitive column's
+// schedule and dealer within a few MB; at or below 2^14 groups (Adult:
+// 6,512 at ℓ′ = 5) every run is one group, the per-group draw of issue 12.
+// A variable, not a constant, only so that tests can reach k > 1 cheaply.
+var randomRuns int64 = 1 << 14
+
+// randomSets draws the groups' sets (issue 12) in runs of consecutive
+// groups with the same set: with n groups still to form, every value whose
+// remaining count is n is in the set (it must be in every remaining
+// group), and the other places are filled by successive draws without
+// replacement, each value drawn with probability proportional to its
+// remaining count among the values not yet in the set. The set then
+// serves
 //
-// Why it never gets stuck: eligibility gives cnt(v) ≤ n for every value at
-// the start (n = N/ℓ′). If that holds before a group, the values at n (at
-// most ℓ′ of them, since Σ cnt = nℓ′) are all in it and go down to n − 1,
-// and every other value was already ≤ n − 1, so it holds again with n − 1
-// groups left. With f values forced, the others share n(ℓ′ − f) rows with
-// at most n − 1 each, so more than ℓ′ − f of them are non-empty and the
-// draws find ℓ′ − f distinct values. A value at n stays at n − 1 after the
-// group, so once forced it is forced in every later group; the forced set
-// only grows. Every count ends at 0.
+//	k′ = min(k, n, min_{v∈set} cnt(v), n − max_{v∉set} cnt(v))
 //
-// Cost: O(V) setup, then O(ℓ′ log V) per group (a tree over the counts of
+// groups, k = ⌈groups/T⌉ (T = randomRuns). With groups ≤ T, k = 1 and
+// every run is one group: the per-group draw, draw for draw. Above T it is
+// that draw coarsened into runs of up to k groups, which bounds the
+// distinct sets, hence the schedule's and the Dealer's memory, by a
+// constant (measured cost: TestRandomRunsDecoyProbability).
+//
+// Why it never gets stuck. Invariant: cnt(v) ≤ n for every value, with n
+// groups left; eligibility gives it at the start (n = N/ℓ′). Given it,
+// the values at n (at most ℓ′ of them, since Σ cnt = nℓ′) are all in the
+// set; with f of them forced, the others share n(ℓ′ − f) rows with at most
+// n − 1 each, so more than ℓ′ − f of them are non-empty and the draws find
+// ℓ′ − f distinct values: the set has ℓ′ distinct values. k′ ≥ 1: k ≥ 1,
+// n ≥ 1, every value in the set has cnt ≥ 1 (drawn values have positive
+// weight, forced ones have cnt = n), and every value outside it has
+// cnt ≤ n − 1 (the values at n are all forced in). After the run, with
+// n − k′ groups left, a value in the set has cnt(v) − k′ ≤ n − k′ and
+// cnt(v) − k′ ≥ 0, and a value outside has cnt(v) ≤ n − k′ by the last
+// term: the invariant holds again, and Σ cnt = (n − k′)ℓ′. A value at the
+// bound stays there (it loses one per group), so once forced it is forced
+// in every later group. Every count ends at 0.
+//
+// Runs: a run of k′ = k uses k of the groups ≤ kT, so there are at most T
+// of them. A shorter run has k′ = n (the last run), or k′ = cnt(v) for a
+// v in the set (v reaches 0 and is never drawn again), or k′ = n − cnt(v)
+// for a v outside it (v reaches the bound, and is in every later set,
+// never outside again): each value ends at most one run of either kind, so
+// there are at most T + 2V + 1 runs, and as many set types at most.
+//
+// Cost: O(V) setup, then O(ℓ′ log V) per run (a tree over the counts of
 // the values not forced, with sums for the draws and maxima for the values
-// reaching n).
+// reaching n; flat below 64 values).
 func randomSets(counts []int64, l int, groups int64, r *rand.Rand, b *setBag) error {
+	return randomSetsRuns(counts, l, groups, randomRuns, r, b)
+}
+
+// randomSetsRuns is randomSets with T = runs.
+func randomSetsRuns(counts []int64, l int, groups, runs int64, r *rand.Rand, b *setBag) error {
+	if runs < 1 {
+		return fmt.Errorf("%d runs", runs)
+	}
+	k := (groups + runs - 1) / runs
 	cnt := slices.Clone(counts)
 	free := newUrn(cnt)
 	set := make([]uint32, l)
 	f := 0
-	for n := groups; n > 0; n-- {
+	for n := groups; n > 0; {
 		for {
 			v, c := free.largest()
 			if c < n {
@@ -292,15 +340,25 @@ func randomSets(counts []int64, l int, groups int64, r *rand.Rand, b *setBag) er
 			}
 			v := free.find(r.Int64N(total))
 			set[i] = uint32(v)
-			free.set(v, 0) // out of the urn for the rest of this group
+			free.set(v, 0) // out of the urn for the rest of this set
 		}
-		b.add(set, 1)
+		run := int64(1)
+		if k > 1 {
+			// free now holds the values outside the set.
+			_, out := free.largest()
+			run = min(k, n, n-out)
+			for _, v := range set {
+				run = min(run, cnt[v])
+			}
+		}
+		b.add(set, run)
 		for _, v := range set {
-			cnt[v]--
+			cnt[v] -= run
 		}
 		for _, v := range set[f:] {
 			free.set(int(v), cnt[v])
 		}
+		n -= run
 	}
 	return nil
 }

@@ -187,6 +187,13 @@ func TestAnatomyScheduleIsThePartitionsSets(t *testing.T) {
 // of count n are in the group, the others drawn successively without
 // replacement in proportion to their counts.
 func exactRandomSchedules(counts []int64, l int) map[string]float64 {
+	return exactRunSchedules(counts, l, 1)
+}
+
+// exactRunSchedules is exactRandomSchedules for runs of up to k groups:
+// each drawn set serves k′ = min(k, n, min over the set of cnt, n − max
+// outside it of cnt) groups (randomSets).
+func exactRunSchedules(counts []int64, l int, k int64) map[string]float64 {
 	var n int64
 	for _, c := range counts {
 		n += c
@@ -209,13 +216,25 @@ func exactRandomSchedules(counts []int64, l int) map[string]float64 {
 		var draw func(in []int, p float64)
 		draw = func(in []int, p float64) {
 			if len(in) == l {
+				run := min(k, groups)
+				for v, c := range cnt {
+					if slices.Contains(in, v) {
+						run = min(run, c)
+					} else {
+						run = min(run, groups-c)
+					}
+				}
 				next := slices.Clone(cnt)
 				for _, v := range in {
-					next[v]--
+					next[v] -= run
 				}
 				set := slices.Clone(in)
 				slices.Sort(set)
-				rec(next, groups-1, append(sets, fmt.Sprint(set)), p)
+				more := slices.Clone(sets)
+				for range run {
+					more = append(more, fmt.Sprint(set))
+				}
+				rec(next, groups-run, more, p)
 				return
 			}
 			var total int64

@@ -85,11 +85,13 @@ const divertedHelp = `--mechanism diverted (the default) is the paper's mechanis
   2. the (id, sensitive value) pairs are split into decoy groups of exactly
      ℓ′ rows with ℓ′ distinct values: one bucket of rows per value, then
      repeatedly one row (the smallest id) from each of ℓ′ buckets, chosen
-     by --grouping: anatomy (the default) takes the ℓ′ currently largest
-     buckets (Anatomy's group creation); random draws them at random in
+     by --grouping: random (the default) draws them at random in
      proportion to their remaining sizes, always including a bucket that
      must be in every remaining group, so that the largest values do not
-     always share groups;
+     always share groups; anatomy takes the ℓ′ currently largest buckets
+     (Anatomy's group creation, the paper's; the default of --mechanism
+     anatomy). Both give the same guarantees; random groups make count
+     queries more accurate (estimate --help);
   3. each row publishes a value drawn uniformly from its group's ℓ′ values
      (p = q = 1/ℓ′, the only choice that gives ℓ′-diverted privacy,
      Theorems 1 and 2);
@@ -165,7 +167,9 @@ temporary file in $TMPDIR, removed at the end): the first pass counts each sensi
 value and the decoy groups' value sets are computed from the counts alone;
 the second gives each row a random free place among its value's groups and
 publishes it at once. They hold the counts and one entry per distinct
-value set (at most C(V, ℓ′) of them for V values). anatomy numbers the
+value set (at most C(V, ℓ′) of them for V values; with --grouping random
+also at most 2^14 + 2V + 1 whatever the rows, as above 2^14 groups one
+random draw serves a run of consecutive groups). anatomy numbers the
 groups of the rows after a first shuffle and shuffles them again; with
 --keep-order it holds the table instead (about 30 bytes per row) and
 builds Anatomy's groups only. The shuffle holds the published rows (their text plus about 10
@@ -235,7 +239,7 @@ func NewCmd(s *cli.Streams, runF func(*Options) error) *cobra.Command {
 	f.StringSliceVar(&opts.Sensitive, "sensitive", nil, "sensitive `COL`umns to randomize (comma-separated or repeated)")
 	f.IntVar(&opts.L, "l", 0, "ℓ′ `N` ≥ 2: decoy group size, the number of values each row may take (ℓ for anatomy)")
 	f.StringVar(&opts.Mechanism, "mechanism", diverted, "`MECH`anism: diverted (A′), anatomy or global (mechanism A)")
-	f.StringVar(&opts.Grouping, "grouping", string(anonymize.GroupingAnatomy), "diverted, anatomy: how decoy groups' values are chosen, `G` = anatomy (the ℓ′ largest remaining) or random (in proportion to remaining counts; its schedule keeps every distinct value set, so with many values its memory grows with the rows)")
+	f.StringVar(&opts.Grouping, "grouping", string(anonymize.GroupingRandom), "diverted, anatomy: how decoy groups' values are chosen, `G` = random (in proportion to remaining counts) or anatomy (the ℓ′ largest remaining; the default of --mechanism anatomy)")
 	f.Float64Var(&opts.P, "p", 0, "global: keep each value with probability `P` in [0, 1), else draw it uniformly (default: retention 1/ℓ′)")
 	f.StringVar(&opts.Groups, "groups", "", "anatomy: write the sensitive table (group, value, count) to `FILE`")
 	f.StringVar(&opts.GroupCol, "group-column", "group", "anatomy: `NAME` of the group id column")
@@ -276,6 +280,10 @@ func (o *Options) validate() error {
 	}
 	if msg := mechanism.Refuse(mechanism.Anonymize, o.Mechanism, f); msg != "" {
 		return cli.Usagef("%s", msg)
+	}
+	if o.Mechanism == anatomy && !f.Changed("grouping") {
+		// The Anatomy baseline keeps its own group creation.
+		o.Grouping = string(anonymize.GroupingAnatomy)
 	}
 	if !slices.Contains(anonymize.Groupings, anonymize.Grouping(o.Grouping)) {
 		return cli.Usagef("unknown --grouping %q: choose anatomy or random", o.Grouping)

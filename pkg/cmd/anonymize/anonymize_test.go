@@ -53,7 +53,7 @@ func TestFlagsFillOptions(t *testing.T) {
 			t.Fatalf("%v: exit %d", tc.args, code)
 		}
 		// Defaults not given in the case.
-		def := Options{Mechanism: diverted, Grouping: release.GroupingAnatomy, GroupCol: "group", RelError: 0.2, TE: 0.02}
+		def := Options{Mechanism: diverted, Grouping: release.GroupingRandom, GroupCol: "group", RelError: 0.2, TE: 0.02}
 		for _, f := range []struct {
 			zero bool
 			set  func()

@@ -110,8 +110,9 @@ func TestRandomGroupingRowLaw(t *testing.T) {
 	}
 }
 
-// TestGroupingRecordedAndChecked: the metadata records the grouping;
-// an unknown grouping and --grouping with global are usage errors.
+// TestGroupingRecordedAndChecked: the metadata records the grouping
+// (random by default for A′, anatomy for --mechanism anatomy); an unknown
+// grouping and --grouping with global are usage errors.
 func TestGroupingRecordedAndChecked(t *testing.T) {
 	dir, in, cb, _ := testTable(t, []int{30, 30, 30, 30})
 	for _, g := range []string{"anatomy", "random"} {
@@ -123,8 +124,13 @@ func TestGroupingRecordedAndChecked(t *testing.T) {
 	}
 	out := filepath.Join(dir, "default.csv")
 	mustAnon(t, "--sensitive", "s", "--l", "3", "--codebook", cb, in, "-o", out)
+	if got := readMeta(t, out)["grouping"]; got != "random" {
+		t.Errorf("default: metadata grouping %q, want random", got)
+	}
+	out = filepath.Join(dir, "anatomy-default.csv")
+	mustAnon(t, "--mechanism", "anatomy", "--sensitive", "s", "--l", "3", "--codebook", cb, in, "-o", out, "--groups", filepath.Join(dir, "g.csv"))
 	if got := readMeta(t, out)["grouping"]; got != "anatomy" {
-		t.Errorf("default: metadata grouping %q, want anatomy", got)
+		t.Errorf("--mechanism anatomy, default: metadata grouping %q, want anatomy", got)
 	}
 	for _, c := range []struct {
 		args []string

@@ -193,18 +193,21 @@ func (a *countAdult) countExperiment(t testing.TB, queries string, l int, runs i
 }
 
 // Paper §9.2–9.4 through the commands: Adult published by anonymize with
-// occupation sensitive at ℓ′ = 5, a pool of random NSA predicates combined
-// with every occupation, answered by estimate --queries --truth.
+// occupation sensitive at ℓ′ = 5 (A′ with its default random decoy groups,
+// so estimate's auto stopping rule is the discrepancy rule), a pool of
+// random NSA predicates combined with every occupation, answered by
+// estimate --queries --truth.
 //
 // Measured (1000 predicates, 3 releases; full Adult with "?" a value of its
 // own / cleaned Adult without "?" rows), mean relative error at selectivity
-// 2–5 %: A′ exact a01 0.257 / 0.258, A′ paper a01 (Eq. 12, a01 = (x1 +
-// x3)/N re-evaluated each step) 0.276 / 0.271, A′ paper-fixed a01 (f′_s/N)
-// 0.370 / 0.336, Anatomy 0.281 / 0.275, global 0.135 / 0.142; true counts
-// 1–10: A′ exact 3.45 / 3.72, paper 3.15 / 3.39, paper-fixed 2.60 / 2.73. The paper's ≈ 20 % (and the issue's ≤ 25 %) is
-// not met by A′ on Adult (pkg/countquery's
-// TestAdultGroupPairingExplainsTheError shows why); the guards below sit
-// just above the measured values, and the small-count privacy claim
+// 2–5 %: A′ exact a01 0.182 / 0.198, A′ paper a01 (Eq. 12, a01 = (x1 +
+// x3)/N re-evaluated each step) 0.240 / 0.249, A′ paper-fixed a01 (f′_s/N)
+// 0.544 / 0.527, Anatomy 0.281 / 0.274, global 0.135 / 0.142; true counts
+// 1–10: A′ exact 2.76 / 3.39, paper 2.48 / 3.06, paper-fixed 2.08 / 2.58.
+// With Anatomy's decoy groups (the default before) A′ exact measured 0.257
+// / 0.258 (pkg/countquery's TestAdultGroupPairingExplainsTheError shows
+// why); with random groups it meets the paper's ≈ 20 %. The guards below
+// sit just above the measured values, and the small-count privacy claim
 // (≥ 40 %) is asserted.
 func TestCountAdultAccuracyThroughTheCommands(t *testing.T) {
 	if testing.Short() {
@@ -215,8 +218,8 @@ func TestCountAdultAccuracyThroughTheCommands(t *testing.T) {
 		clean bool
 		guard map[string]float64 // mean relative error at selectivity 2–5 %
 	}{
-		{"Adult, ? kept as a value (32,561 rows)", false, map[string]float64{"A′ exact a01": 0.30, "A′ paper a01": 0.30, "A′ paper-fixed a01": 0.40, "Anatomy": 0.33, "global (retention 1/ℓ′)": 0.16}},
-		{"Adult without ? rows (30,162 rows)", true, map[string]float64{"A′ exact a01": 0.31, "A′ paper a01": 0.30, "A′ paper-fixed a01": 0.37, "Anatomy": 0.33, "global (retention 1/ℓ′)": 0.16}},
+		{"Adult, ? kept as a value (32,561 rows)", false, map[string]float64{"A′ exact a01": 0.21, "A′ paper a01": 0.27, "A′ paper-fixed a01": 0.58, "Anatomy": 0.33, "global (retention 1/ℓ′)": 0.16}},
+		{"Adult without ? rows (30,162 rows)", true, map[string]float64{"A′ exact a01": 0.23, "A′ paper a01": 0.28, "A′ paper-fixed a01": 0.56, "Anatomy": 0.33, "global (retention 1/ℓ′)": 0.16}},
 	} {
 		t.Run(v.name, func(t *testing.T) {
 			t.Parallel()
@@ -246,7 +249,7 @@ func TestCountAdultAccuracyThroughTheCommands(t *testing.T) {
 				}
 			}
 			slices.Sort(iters)
-			t.Logf("  Bayesian update steps at the 1 %% rule (A′ exact, selectivity 2–5 %%): median %d, 90th percentile %d, max %d",
+			t.Logf("  Bayesian update steps, auto rule (A′ exact, selectivity 2–5 %%): median %d, 90th percentile %d, max %d",
 				iters[len(iters)/2], iters[len(iters)*9/10], iters[len(iters)-1])
 		})
 	}
