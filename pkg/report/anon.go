@@ -99,7 +99,7 @@ func (o *Options) anonymized(s *Section, in table.Reader) error {
 			return err
 		}
 	}
-	plan, err := countquery.NewPlan(&rel, in.Schema(), nsa, queries, o.Queries)
+	plan, err := countquery.NewPlanFor(&rel, in.Schema(), nsa, queries, o.Queries, countquery.DefaultOptions(a.Grouping == release.GroupingRandom))
 	if err != nil {
 		return err
 	}

@@ -36,7 +36,7 @@ const (
 
 // Stopping rules of the Bayesian update (--ibu-stop).
 const (
-	stopAuto        = "auto"        // discrepancy on randomized-group releases, paper otherwise
+	stopAuto        = "auto"        // shrink on randomized-group releases (discrepancy with --decoy paper*), paper otherwise
 	stopPaper       = "paper"       // no count changes by more than 1 % in a step (§9.6)
 	stopConverged   = "converged"   // … by more than 1e-9: the maximum-likelihood estimate
 	stopDiscrepancy = "discrepancy" // P's published counts fitted within their noise (countquery.FitsWithinNoise), else converged
@@ -85,16 +85,17 @@ is about 0.26 for exact, 0.28 for paper and 0.37 for paper-fixed.
 1000000 steps: the maximum-likelihood estimate), discrepancy (stop at the
 first step whose expected counts of the P states match the published ones
 within their sampling noise, Pearson's χ² of the P states ≤ its degrees of
-freedom; else as converged), or auto (the default): discrepancy on a
-release whose decoy groups were drawn at random (anonymize --grouping
-random), paper on one grouped the Anatomy way. shrink (with --decoy
+freedom; else as converged), shrink, or auto (the default): shrink on
+a release whose decoy groups were drawn at random (anonymize --grouping
+random, the default; discrepancy with --decoy paper or paper-fixed),
+paper on one grouped the Anatomy way. shrink (with --decoy
 exact) answers a query of P and one sensitive value without iterating:
 the converged estimates x̂_v of every value v among P's rows are shrunk
 toward independence, x₀_v = n_P·f′_v/N, by James–Stein, x₀_v + w·(x̂_v −
 x₀_v) with w = max(0, 1 − (p − 3)/Σ_v (x̂_v − x₀_v)²/σ_v²), σ_v the
 estimates' sampling sd and p the values: biased toward independence,
 but with less error on average (queries of several sensitive values
-run the converged update). --ibu-tol and --ibu-max-iter replace the
+run the update with the discrepancy rule). --ibu-tol and --ibu-max-iter replace the
 chosen rule's numbers. On UCI Adult (ℓ′ = 5, selectivity 2–5 %) random
 groups give 0.17 with shrink, 0.19 with discrepancy and 0.20 converged,
 Anatomy's groups 0.25 at 1 % and 0.38 converged. iterations says how
@@ -147,7 +148,7 @@ func addCountFlags(cmd *cobra.Command, opts *Options) {
 	f.StringVar(&o.Query, "query", "", "anonymize releases: count query `Q` = 'col=value,col=value,…'")
 	f.StringVar(&o.Queries, "queries", "", "anonymize releases: CSV `FILE` of count queries (header \"query\"), answered in order")
 	f.StringVar(&o.Decoy, "decoy", decoyExact, "diverted: decoy probability `MODEL`: exact f_s(ℓ′−1)/(ℓ′(N−f_s)), paper (Figure 3's f_s/N, re-evaluated each step) or paper-fixed (f′_s/N)")
-	f.StringVar(&o.Stop, "ibu-stop", stopAuto, "diverted: the Bayesian update's stopping `RULE`: paper (1 %), converged (1e-9), discrepancy (fit within noise), shrink (converged, then James–Stein toward independence), or auto (discrepancy on randomly grouped releases, paper otherwise)")
+	f.StringVar(&o.Stop, "ibu-stop", stopAuto, "diverted: the Bayesian update's stopping `RULE`: paper (1 %), converged (1e-9), discrepancy (fit within noise), shrink (converged, then James–Stein toward independence), or auto (shrink on randomly grouped releases, paper otherwise)")
 	f.Float64Var(&o.Tol, "ibu-tol", 0, "diverted: stop the Bayesian update once no state count changes by more than `T` of itself (default: the --ibu-stop rule's, 0.01 or 1e-9)")
 	f.IntVar(&o.MaxIter, "ibu-max-iter", 0, "diverted: stop the Bayesian update after `N` steps (default: the --ibu-stop rule's, 10000 or 1000000)")
 	f.StringVar(&o.Groups, "groups", "", "anatomy: the sensitive table `FILE` (default: the one named in the release's metadata)")
@@ -284,7 +285,7 @@ func runCounts(o *Options, in table.Reader) error {
 	}
 	answers, err := plan.Answers(countquery.Options{Tolerance: stop.tol, MaxIter: stop.maxIter,
 		ExactDecoy: co.Decoy == decoyExact, UpdateFrequencies: co.Decoy == decoyPaper,
-		Discrepancy: stop.rule == stopDiscrepancy, Shrink: stop.rule == stopShrink})
+		Discrepancy: stop.rule == stopDiscrepancy || stop.rule == stopShrink, Shrink: stop.rule == stopShrink})
 	if err != nil {
 		return err
 	}
@@ -301,20 +302,26 @@ type ibuStop struct {
 	maxIter int
 }
 
-// stopRule resolves --ibu-stop for rel: auto is the discrepancy principle
-// on a release whose decoy groups were drawn at random and the paper's
-// rule otherwise (countquery's doc: measured on Adult for ℓ′ = 2..7, the
-// discrepancy rule is the better of the two on random groups over the
-// range of ℓ′, the 1 % rule on Anatomy's); discrepancy falls back on the
+// stopRule resolves --ibu-stop for rel: auto is countquery.DefaultOptions'
+// choice — shrink on a release whose decoy groups were drawn at random
+// (the discrepancy principle when --decoy is not exact, which shrink
+// needs) and the paper's rule otherwise (measured on Adult for ℓ′ = 2..7:
+// countquery's doc and the README); shrink runs queries of several
+// sensitive values with the discrepancy rule; discrepancy falls back on the
 // converged rule's numbers when the fit is never reached; --ibu-tol and
 // --ibu-max-iter, when given, replace the rule's numbers.
 func (o *Options) stopRule(rel *countRelease) ibuStop {
 	co := o.countOpts()
 	rule := co.Stop
 	if rule == stopAuto {
-		rule = stopPaper
-		if countquery.DefaultOptions(rel.randomGroups).Discrepancy {
-			rule = stopDiscrepancy
+		def := countquery.DefaultOptions(rel.randomGroups)
+		switch {
+		case def.Shrink && co.Decoy == decoyExact:
+			rule = stopShrink
+		case def.Discrepancy:
+			rule = stopDiscrepancy // shrink needs the exact a01
+		default:
+			rule = stopPaper
 		}
 	}
 	st := ibuStop{rule, countquery.DefaultTolerance, countquery.DefaultMaxIter}

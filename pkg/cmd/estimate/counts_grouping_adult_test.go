@@ -60,9 +60,9 @@ func TestCountAdultGroupingsAndStoppingRules(t *testing.T) {
 			}
 		}
 	}
-	// auto is the paper's rule on Anatomy's groups and the discrepancy
-	// principle on random ones.
-	for g, want := range map[string]string{"anatomy": "paper", "random": "discrepancy"} {
+	// auto is the paper's rule on Anatomy's groups and shrink on random
+	// ones.
+	for g, want := range map[string]string{"anatomy": "paper", "random": "shrink"} {
 		got, ref := res[g+"/auto"], res[g+"/"+want]
 		for i := range got {
 			if got[i].est != ref[i].est || got[i].iterations != ref[i].iterations {
