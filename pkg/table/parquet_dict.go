@@ -47,8 +47,10 @@ var errNotDictChunk = errors.New("a page is not a dictionary-encoded page of a r
 // readDictChunk reads the pages of one required column chunk of rows
 // rows: the dictionary page, which it hands to dict (its bytes are valid
 // during the call only), then the data pages, whose indices it writes to
-// idx[:rows] (checked against the dictionary's size).
-func readDictChunk(pr file.PageReader, rows int, idx []int32, dict func(data []byte, n int) error) error {
+// idx[:rows] (checked against the dictionary's size) — or, when values
+// is not nil, the entries of *values (which dict has filled) they point
+// to.
+func readDictChunk(pr file.PageReader, rows int, idx []int32, dict func(data []byte, n int) error, values *[]int32) error {
 	if len(idx) < rows {
 		return fmt.Errorf("internal error: %d indices for %d rows", len(idx), rows)
 	}
@@ -70,7 +72,7 @@ func readDictChunk(pr file.PageReader, rows int, idx []int32, dict func(data []b
 				return err
 			}
 		case *file.DataPageV1:
-			if err := dataPage(parquet.Encoding(pg.Encoding()), pg.Data(), int(pg.NumValues()), dictN, idx[:rows], &off); err != nil {
+			if err := dataPage(parquet.Encoding(pg.Encoding()), pg.Data(), int(pg.NumValues()), dictN, values, idx[:rows], &off); err != nil {
 				return err
 			}
 		case *file.DataPageV2:
@@ -79,7 +81,7 @@ func readDictChunk(pr file.PageReader, rows int, idx []int32, dict func(data []b
 			if pg.NumNulls() != 0 || skip < 0 || skip > int64(len(data)) {
 				return errNotDictChunk
 			}
-			if err := dataPage(parquet.Encoding(pg.Encoding()), data[skip:], int(pg.NumValues()), dictN, idx[:rows], &off); err != nil {
+			if err := dataPage(parquet.Encoding(pg.Encoding()), data[skip:], int(pg.NumValues()), dictN, values, idx[:rows], &off); err != nil {
 				return err
 			}
 		default:
@@ -95,9 +97,10 @@ func readDictChunk(pr file.PageReader, rows int, idx []int32, dict func(data []b
 	return nil
 }
 
-// dataPage decodes the n indices of a data page into idx[*off:], which
-// it advances.
-func dataPage(enc parquet.Encoding, data []byte, n, dictN int, idx []int32, off *int) error {
+// dataPage decodes the n indices of a data page (or, values not nil,
+// the entries of *values they point to) into idx[*off:], which it
+// advances.
+func dataPage(enc parquet.Encoding, data []byte, n, dictN int, values *[]int32, idx []int32, off *int) error {
 	if enc != parquet.Encodings.RLEDict && enc != parquet.Encodings.PlainDict {
 		return errNotDictChunk
 	}
@@ -107,7 +110,16 @@ func dataPage(enc parquet.Encoding, data []byte, n, dictN int, idx []int32, off 
 	if n < 0 || n > len(idx)-*off {
 		return fmt.Errorf("a data page declares %d values, more than the row group's %d rows", n, len(idx))
 	}
-	if err := decodeDictIndices(idx[*off:*off+n], data, dictN); err != nil {
+	var err error
+	if values != nil {
+		if len(*values) != dictN {
+			return fmt.Errorf("internal error: %d dictionary values for %d entries", len(*values), dictN)
+		}
+		err = decodeDictValues(idx[*off:*off+n], data, *values)
+	} else {
+		err = decodeDictIndices(idx[*off:*off+n], data, dictN)
+	}
+	if err != nil {
 		return err
 	}
 	*off += n
@@ -118,6 +130,19 @@ func dataPage(enc parquet.Encoding, data []byte, n, dictN int, idx []int32, off 
 // data page's bit width byte and RLE / bit-packed hybrid runs, and checks
 // each against the dictionary's n entries.
 func decodeDictIndices(dst []int32, data []byte, n int) error {
+	return decodeDict(dst, data, n, nil)
+}
+
+// decodeDictValues is decodeDictIndices writing the dictionary's values
+// (dict[index]) instead of the indices: an INT32 column's values in one
+// pass, not a pass of indices and one of look-ups.
+func decodeDictValues(dst []int32, data []byte, dict []int32) error {
+	return decodeDict(dst, data, len(dict), dict)
+}
+
+// decodeDict is decodeDictIndices, or decodeDictValues when lut is not
+// nil (n = len(lut)).
+func decodeDict(dst []int32, data []byte, n int, lut []int32) error {
 	if len(dst) == 0 {
 		return nil
 	}
@@ -153,9 +178,12 @@ func decodeDictIndices(dst []int32, data []byte, n int) error {
 			if count > 0 && v >= uint64(n) {
 				return fmt.Errorf("an index %d points past the dictionary's %d entries", v, n)
 			}
-			fill := dst[:count]
+			fill, out := dst[:count], int32(v)
+			if lut != nil && count > 0 {
+				out = lut[v]
+			}
 			for i := range fill {
-				fill[i] = int32(v)
+				fill[i] = out
 			}
 			dst = dst[count:]
 			continue
@@ -175,8 +203,13 @@ func decodeDictIndices(dst []int32, data []byte, n int) error {
 				}
 			}
 			d := dst[:8:8]
-			d[0], d[1], d[2], d[3] = int32(v0), int32(v1), int32(v2), int32(v3)
-			d[4], d[5], d[6], d[7] = int32(v4), int32(v5), int32(v6), int32(v7)
+			if lut != nil {
+				d[0], d[1], d[2], d[3] = lut[v0], lut[v1], lut[v2], lut[v3]
+				d[4], d[5], d[6], d[7] = lut[v4], lut[v5], lut[v6], lut[v7]
+			} else {
+				d[0], d[1], d[2], d[3] = int32(v0), int32(v1), int32(v2), int32(v3)
+				d[4], d[5], d[6], d[7] = int32(v4), int32(v5), int32(v6), int32(v7)
+			}
 			data, dst = data[w:], dst[8:]
 		}
 		for ; groups > 0 && len(dst) > 0; groups-- {
@@ -199,7 +232,11 @@ func decodeDictIndices(dst []int32, data []byte, n int) error {
 				if v >= uint64(n) {
 					return fmt.Errorf("an index %d points past the dictionary's %d entries", v, n)
 				}
-				dst[i] = int32(v)
+				if lut != nil {
+					dst[i] = lut[v]
+				} else {
+					dst[i] = int32(v)
+				}
 			}
 			dst = dst[m:]
 		}
@@ -405,6 +442,10 @@ func (p *parquetReader) dictGroup(j, g int, s *dictScratch, send func(parquetCol
 		}
 	}()
 	kind := p.fast[j]
+	var values *[]int32 // an INT32 column is decoded to its values
+	if kind == fastInt32 {
+		values = &s.vals
+	}
 	err = readDictChunk(pr, rows, idx, func(data []byte, n int) error {
 		var err error
 		if kind == fastInt32 {
@@ -421,7 +462,7 @@ func (p *parquetReader) dictGroup(j, g int, s *dictScratch, send func(parquetCol
 		dict = array.MakeFromData(d)
 		d.Release()
 		return nil
-	})
+	}, values)
 	if err != nil || rows == 0 {
 		if whole != nil {
 			p.mem.Free(whole)
@@ -435,19 +476,14 @@ func (p *parquetReader) dictGroup(j, g int, s *dictScratch, send func(parquetCol
 			b = allocNoClear(p.mem, 4*n)
 		}
 		dst := arrow.Int32Traits.CastFromBytes(b)[:n]
-		src := idx[from : from+n] // (dst itself for a whole group)
+		if whole == nil {
+			copy(dst, idx[from:from+n])
+		}
 		var d *array.Data
 		buf := memory.NewBufferWithAllocator(b, p.mem)
 		if kind == fastInt32 {
-			vals := s.vals
-			for i, k := range src {
-				dst[i] = vals[k]
-			}
 			d = array.NewData(arrow.PrimitiveTypes.Int32, n, []*memory.Buffer{nil, buf}, nil, 0, 0)
 		} else {
-			if whole == nil {
-				copy(dst, src)
-			}
 			d = array.NewData(p.colSch.Field(j).Type, n, []*memory.Buffer{nil, buf}, nil, 0, 0)
 			d.SetDictionary(dict.Data())
 		}

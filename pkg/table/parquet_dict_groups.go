@@ -65,7 +65,7 @@ func (d *DictGroups) Read(i, j int, s *DictScratch) (labels []string, idx []int3
 			s.labels = append(s.labels, string(s.strs[s.offs[k]:s.offs[k+1]]))
 		}
 		return nil
-	})
+	}, nil)
 	if err != nil {
 		return nil, nil, errorf(p.name, "reading row group %d: %v; the file is corrupt or truncated", g+1, err)
 	}

@@ -150,6 +150,21 @@ func TestDecodeDictIndicesMatchesEncoding(t *testing.T) {
 			if err != nil || !slices.Equal(ref, vals) {
 				t.Fatalf("w=%d trial %d: reference decoded %v (%v), encoded %v", w, trial, ref, err, vals)
 			}
+			// As values: the entries of a dictionary the indices point to.
+			if dictN <= 1<<12 {
+				dict := make([]int32, dictN)
+				for k := range dict {
+					dict[k] = rng.Int32() - 1<<30
+				}
+				if err := decodeDictValues(got, data, dict); err != nil {
+					t.Fatalf("w=%d trial %d: values: %v", w, trial, err)
+				}
+				for i, k := range vals {
+					if got[i] != dict[k] {
+						t.Fatalf("w=%d trial %d: value %d is %d, dictionary entry %d is %d", w, trial, i, got[i], k, dict[k])
+					}
+				}
+			}
 		}
 	}
 }
@@ -201,6 +216,22 @@ func FuzzDecodeDictIndices(f *testing.F) {
 		}
 		if err == nil && !slices.Equal(got, want) {
 			t.Fatalf("decoded %v, reference %v", got, want)
+		}
+		if n > 1<<12 {
+			return
+		}
+		dict := make([]int32, n)
+		for k := range dict {
+			dict[k] = int32(k)*7 - 3
+		}
+		if err := decodeDictValues(got, data, dict); (err != nil) != (werr != nil) {
+			t.Fatalf("values: error %v, reference's %v", err, werr)
+		} else if err == nil {
+			for i, k := range want {
+				if got[i] != dict[k] {
+					t.Fatalf("value %d is %d, dictionary entry %d is %d", i, got[i], k, dict[k])
+				}
+			}
 		}
 	})
 }
