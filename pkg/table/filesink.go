@@ -221,3 +221,22 @@ func (s *fileSink) flush() error {
 	<-s.done
 	return s.err
 }
+
+// streamSink is a CSV output to a stream (standard output) through a
+// fileSink, as a file's is: the CSV writer formats rows into the sink's
+// blocks (no copy into a bufio.Writer) and the sink writes them on its
+// own goroutine while the next batch is formatted. A write error (a
+// closed pipe: EPIPE) comes back from a later Write, handBlock or Close.
+type streamSink struct{ out *fileSink }
+
+func newStreamSink(w io.Writer) *streamSink {
+	return &streamSink{newFileSinkWriteback(w, nil, nil)}
+}
+
+func (s *streamSink) Write(p []byte) (int, error) { return s.out.Write(p) }
+func (s *streamSink) takeBlock() []byte           { return s.out.takeBlock() }
+func (s *streamSink) handBlock(b []byte) error    { return s.out.handBlock(b) }
+
+// Close writes what is buffered and waits until the stream has every
+// byte; it returns the stream's first error.
+func (s *streamSink) Close() error { return s.out.flush() }

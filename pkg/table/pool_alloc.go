@@ -29,7 +29,10 @@ const (
 
 var bufferPools [poolMaxShift + 1]sync.Pool
 
-func (a poolAllocator) Allocate(size int) []byte {
+func (a poolAllocator) Allocate(size int) []byte { return a.allocate(size, true) }
+
+// allocate is Allocate; zero false leaves a pooled buffer's old bytes.
+func (a poolAllocator) allocate(size int, zero bool) []byte {
 	if size < 1<<poolMinShift || size > 1<<poolMaxShift {
 		return a.small.Allocate(size)
 	}
@@ -37,7 +40,9 @@ func (a poolAllocator) Allocate(size int) []byte {
 	if p, _ := bufferPools[s].Get().(*[]byte); p != nil {
 		// Zeroed like GoAllocator's, up to the capacity, which a
 		// Reallocate within it hands out.
-		clear(*p)
+		if zero {
+			clear(*p)
+		}
 		return (*p)[:size]
 	}
 	return make([]byte, size, 1<<s)

@@ -39,8 +39,17 @@ type parquetReader struct {
 	meta   Meta
 	total  int64
 	rows   int64
-	cur    arrow.RecordBatch
-	err    error // the error Next returned, returned again
+	// leaves and groups are the file's leaf columns read and row groups;
+	// fast[j] says how column j is read without pqarrow (readDictChunk),
+	// fastNone for pqarrow.
+	leaves []int
+	groups []int
+	fast   []fastKind
+	// fastBatches: batches do not straddle row groups (batchesInGroups),
+	// so the fast columns are read by readDictChunk.
+	fastBatches bool
+	cur         arrow.RecordBatch
+	err         error // the error Next returned, returned again
 
 	ahead   chan parquetResult // nil until the first Next
 	quit    chan struct{}
@@ -150,6 +159,12 @@ func openParquet(name string, f *os.File, br *bufio.Reader, opt ReadOptions) (rd
 		schema: withMeta(projectSchema(schema, sel), nil),
 		meta:   metaFromSchema(schema),
 		total:  total,
+		leaves: leaves,
+		groups: groups,
+		fast:   fastColumns(pf, leaves, groups, colSch),
+		// (readDictChunk reads batches only when they line up with
+		// pqarrow's; DictGroups reads whole groups.)
+		fastBatches: batchesInGroups(pf, groups, opt.BatchSize),
 	}, nil
 }
 
@@ -207,7 +222,11 @@ func (p *parquetReader) start() {
 	for j, cr := range p.cols {
 		in[j] = make(chan parquetColumn, parquetAhead)
 		p.stopped.Add(1)
-		go p.decodeColumn(cr, in[j])
+		if p.fastBatches && p.fast[j] != fastNone {
+			go p.decodeDictColumn(j, in[j])
+		} else {
+			go p.decodeColumn(cr, in[j])
+		}
 	}
 	p.stopped.Add(1)
 	go p.assemble(in)

@@ -82,7 +82,11 @@ func Create(path string, schema *arrow.Schema, meta Meta, opt WriteOptions) (Wri
 		if out == nil {
 			out = os.Stdout
 		}
-		return newFormatWriter(format, "stdout", nopCloser{out}, schema, meta, nil, opt.RowGroupRows)
+		var s sink = nopCloser{out}
+		if format == CSV {
+			s = newStreamSink(out)
+		}
+		return newFormatWriter(format, "stdout", s, schema, meta, nil, opt.RowGroupRows)
 	}
 	af, err := createAtomic(path, opt, format == CSV)
 	if err != nil {
@@ -433,6 +437,9 @@ func (w *writer) Abort() {
 		w.fw.close()
 	}
 	w.abortFiles()
+	if s, ok := w.sink.(*streamSink); ok {
+		s.Close() // (its goroutine ends; the bytes given were written)
+	}
 }
 
 // WriteFileAtomic writes data to path through a temporary file and a

@@ -72,6 +72,7 @@ func (c *csvWriter) write(rec arrow.RecordBatch) error {
 	for j := range cols {
 		cols[j] = newCSVColumn(rec.Column(j))
 	}
+	fixedCells(cols)
 	if c.blocks != nil {
 		return c.writeBlocks(cols, n)
 	}
@@ -159,6 +160,9 @@ func (c *csvWriter) writeBlocks(cols []csvColumn, n int) error {
 
 // formatCSVRows appends rows [from, to) to dst.
 func formatCSVRows(dst []byte, cols []csvColumn, from, to int) []byte {
+	if len(cols) > 0 && cols[0].cells != nil {
+		return formatFixedRows(dst, cols, from, to)
+	}
 	for i := from; i < to; i++ {
 		for j := range cols {
 			if j > 0 {
@@ -179,13 +183,17 @@ func formatCSVRows(dst []byte, cols []csvColumn, from, to int) []byte {
 // csvColumn formats the cells of one column. A dictionary column's entries
 // are formatted once per batch: a row costs one copy of a few bytes.
 type csvColumn struct {
-	dict  *array.Dictionary
-	enc   [][]byte // dictionary entries, formatted
-	idx   []int32  // dict's indices, when int32 without nulls (CodesBatch)
-	str   *array.String
-	i32   *array.Int32
-	i64   *array.Int64
-	other Values
+	dict *array.Dictionary
+	enc  [][]byte // dictionary entries, formatted
+	idx  []int32  // dict's indices, when int32 without nulls (CodesBatch)
+	// cells and cellLen are enc's entries with their separator, padded
+	// to cellWidth bytes (fixedCells), or nil.
+	cells   [][cellWidth]byte
+	cellLen []uint8
+	str     *array.String
+	i32     *array.Int32
+	i64     *array.Int64
+	other   Values
 }
 
 func newCSVColumn(a arrow.Array) csvColumn {

@@ -72,6 +72,11 @@ func (rel *pramRelease) countRows(o *Options, in table.Reader, t *pramTally, ind
 	}
 	meter := o.Streams.Progress("estimate: read")
 	defer meter.Done()
+	if dg := table.ParquetDictGroups(in); dg != nil && t.dense != nil && !pramCountSerial {
+		if rows, ok := rel.countGroups(dg, t, index, stride, meter); ok {
+			return rows, nil
+		}
+	}
 	var lines int64
 	next := func() (pramChunk, bool, error) {
 		rec, err := in.Next()
