@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"cmp"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -352,7 +351,7 @@ func (f *bitflipSplitFn) ProcessElement(ctx context.Context, sp anonSplit, emit 
 	word := make([]uint64, layout.Words())
 	var ws []uint64
 	var blocks []byte
-	var blk [16]byte
+	keys := newRowKeys(keyed)
 	batches := make([]bitBatch, f.Shards)
 	n := sp.Split.FirstRow
 	for {
@@ -390,9 +389,7 @@ func (f *bitflipSplitFn) ProcessElement(ctx context.Context, sp anonSplit, emit 
 			return err
 		}
 		for i, w := range ws {
-			keyed.Block(&blk, tagBitflipOrder, 0, rowID(sp.File, n+int64(i)))
-			hi, lo := binary.BigEndian.Uint64(blk[:8]), binary.BigEndian.Uint64(blk[8:])
-			shard := int(hi % uint64(f.Shards))
+			hi, lo, shard := keys.order(tagBitflipOrder, rowID(sp.File, n+int64(i)), f.Shards)
 			b := &batches[shard]
 			b.Hi, b.Lo, b.Bits = append(b.Hi, hi), append(b.Lo, lo), append(b.Bits, w)
 			handFull(batches, shard, emit)

@@ -1,7 +1,6 @@
 package stage
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -83,7 +82,7 @@ func ddpsSplit(key []byte, meta map[string]string, shards int, sp anonSplit, emi
 	keyed := rng.NewKeyed(rng.Key(key))
 	var st rng.Stream
 	r := rand.New(&st)
-	var blk [16]byte
+	keys := newRowKeys(keyed)
 	batches := make([]bitBatch, shards)
 	n := sp.Split.FirstRow
 	for {
@@ -110,9 +109,7 @@ func ddpsSplit(key []byte, meta map[string]string, shards int, sp anonSplit, emi
 			if err != nil {
 				return err
 			}
-			keyed.Block(&blk, tagBitflipOrder, 0, id)
-			hi, lo := binary.BigEndian.Uint64(blk[:8]), binary.BigEndian.Uint64(blk[8:])
-			shard := int(hi % uint64(shards))
+			hi, lo, shard := keys.order(tagBitflipOrder, id, shards)
 			b := &batches[shard]
 			b.Hi, b.Lo, b.Bits = append(b.Hi, hi), append(b.Lo, lo), append(b.Bits, uint64(one)<<32|uint64(two))
 			handFull(batches, shard, emit)
