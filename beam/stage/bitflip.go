@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 
@@ -329,23 +330,6 @@ func (f *bitflipSplitFn) ProcessElement(ctx context.Context, sp anonSplit, emit 
 			}
 		}
 	}
-	opt := table.ReadOptions{Columns: names}
-	if sp.Split.Group >= 0 {
-		opt.RowGroups = []int{sp.Split.Group}
-	}
-	rd, err := table.Open(sp.Split.Path, opt)
-	if err != nil {
-		return err
-	}
-	defer rd.Close()
-	idx := make([]int, len(srcs))
-	for j, s := range srcs {
-		ix := rd.Schema().FieldIndices(s.name)
-		if len(ix) == 0 {
-			return fmt.Errorf("%s has no column %q: every input must be a shard of one table", sp.Split, s.name)
-		}
-		idx[j] = ix[0]
-	}
 	keyed := rng.NewKeyed(rng.Key(f.Key))
 	values := make([]int, len(srcs))
 	word := make([]uint64, layout.Words())
@@ -353,19 +337,8 @@ func (f *bitflipSplitFn) ProcessElement(ctx context.Context, sp anonSplit, emit 
 	var blocks []byte
 	keys := newRowKeys(keyed)
 	batches := make([]bitBatch, f.Shards)
-	n := sp.Split.FirstRow
-	for {
-		rec, err := rd.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return err
-		}
+	err = eachSplitBatch(sp, names, func(rec arrow.RecordBatch, idx []int, n int64) error {
 		m := int(rec.NumRows())
-		if n+int64(m) > 1<<rowBits {
-			return fmt.Errorf("%s has more than 2^%d rows: split it into several files", sp.Split.Path, rowBits)
-		}
 		cols := make([]table.Values, len(srcs))
 		for j := range srcs {
 			cols[j] = table.ValuesOf(rec.Column(idx[j]))
@@ -385,6 +358,7 @@ func (f *bitflipSplitFn) ProcessElement(ctx context.Context, sp anonSplit, emit 
 			ws[i] = word[0]
 		}
 		// Rows n … n+m−1 of the file are consecutive row identities.
+		var err error
 		if blocks, err = mech.RandomizeKeyed(ws, keyed, tagBitflip, rowID(sp.File, n), blocks); err != nil {
 			return err
 		}
@@ -394,10 +368,55 @@ func (f *bitflipSplitFn) ProcessElement(ctx context.Context, sp anonSplit, emit 
 			b.Hi, b.Lo, b.Bits = append(b.Hi, hi), append(b.Lo, lo), append(b.Bits, w)
 			handFull(batches, shard, emit)
 		}
-		n += int64(m)
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	handRest(batches, emit)
 	return nil
+}
+
+// eachSplitBatch reads columns cols of split sp batch by batch: fn gets
+// each batch, the columns' indexes in it and the batch's first row number
+// in its file. A file of more than 2^rowBits rows is refused: its rows
+// would have no identity (rowID).
+func eachSplitBatch(sp anonSplit, cols []string, fn func(rec arrow.RecordBatch, idx []int, first int64) error) error {
+	opt := table.ReadOptions{Columns: cols}
+	if sp.Split.Group >= 0 {
+		opt.RowGroups = []int{sp.Split.Group}
+	}
+	rd, err := table.Open(sp.Split.Path, opt)
+	if err != nil {
+		return err
+	}
+	defer rd.Close()
+	idx := make([]int, len(cols))
+	for j, name := range cols {
+		ix := rd.Schema().FieldIndices(name)
+		if len(ix) == 0 {
+			return fmt.Errorf("%s has no column %q: every input must be a shard of one table", sp.Split, name)
+		}
+		idx[j] = ix[0]
+	}
+	n := sp.Split.FirstRow
+	for {
+		rec, err := rd.Next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		m := rec.NumRows()
+		if n+m > 1<<rowBits {
+			return fmt.Errorf("%s has more than 2^%d rows: split it into several files", sp.Split.Path, rowBits)
+		}
+		if err := fn(rec, idx, n); err != nil {
+			return err
+		}
+		n += m
+	}
 }
 
 // srcValue is row i's value index in a group: its codebook index, or the
@@ -447,22 +466,30 @@ func writeBitShard(dir, ext string, i int, rows []bitRow, meta map[string]string
 		return writeDDPSShard(dir, ext, i, rows, meta, names)
 	}
 	schema := table.Int32Schema(names)
-	w, err := table.Create(filepath.Join(dir, shardName("part", i, ext)), schema, table.Meta(meta).Clone(), table.WriteOptions{})
-	if err != nil {
-		return err
-	}
-	defer w.Abort()
-	const batch = 1 << 16
-	for len(rows) > 0 {
-		part := rows[:min(batch, len(rows))]
-		rows = rows[len(part):]
+	return writeBitRows(dir, ext, i, rows, schema, meta, func(part []bitRow) arrow.RecordBatch {
 		block := table.Block(len(names), len(part))
 		for b, col := range block {
 			for r, row := range part {
 				col[r] = uint32(row.Bits >> uint(b) & 1)
 			}
 		}
-		rec := table.Int32Batch(schema, block, len(part))
+		return table.Int32Batch(schema, block, len(part))
+	})
+}
+
+// writeBitRows writes rows (sorted by order key) as shard i under dir, of
+// schema and metadata meta, 2^16 rows a batch, each batch made by batch.
+func writeBitRows(dir, ext string, i int, rows []bitRow, schema *arrow.Schema, meta map[string]string, batch func(part []bitRow) arrow.RecordBatch) error {
+	w, err := table.Create(filepath.Join(dir, shardName("part", i, ext)), schema, table.Meta(meta).Clone(), table.WriteOptions{})
+	if err != nil {
+		return err
+	}
+	defer w.Abort()
+	const batchRows = 1 << 16
+	for len(rows) > 0 {
+		part := rows[:min(batchRows, len(rows))]
+		rows = rows[len(part):]
+		rec := batch(part)
 		err := w.Write(rec)
 		rec.Release()
 		if err != nil {

@@ -1,11 +1,8 @@
 package stage
 
 import (
-	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
-	"path/filepath"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
@@ -66,39 +63,14 @@ func ddpsSplit(key []byte, meta map[string]string, shards int, sp anonSplit, emi
 		}
 		value[i] = o
 	}
-	opt := table.ReadOptions{Columns: []string{md.Column}}
-	if sp.Split.Group >= 0 {
-		opt.RowGroups = []int{sp.Split.Group}
-	}
-	rd, err := table.Open(sp.Split.Path, opt)
-	if err != nil {
-		return err
-	}
-	defer rd.Close()
-	ix := rd.Schema().FieldIndices(md.Column)
-	if len(ix) == 0 {
-		return fmt.Errorf("%s has no column %q: every input must be a shard of one table", sp.Split, md.Column)
-	}
 	keyed := rng.NewKeyed(rng.Key(key))
 	var st rng.Stream
 	r := rand.New(&st)
 	keys := newRowKeys(keyed)
 	batches := make([]bitBatch, shards)
-	n := sp.Split.FirstRow
-	for {
-		rec, err := rd.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return err
-		}
-		m := int(rec.NumRows())
-		if n+int64(m) > 1<<rowBits {
-			return fmt.Errorf("%s has more than 2^%d rows: split it into several files", sp.Split.Path, rowBits)
-		}
+	err = eachSplitBatch(sp, []string{md.Column}, func(rec arrow.RecordBatch, ix []int, n int64) error {
 		v := table.ValuesOf(rec.Column(ix[0]))
-		for i := range m {
+		for i := range int(rec.NumRows()) {
 			x, err := enc.Index(v.String(i))
 			if err != nil {
 				return &table.DataError{File: sp.Split.Path, Row: n + 1, Column: md.Column, Err: err}
@@ -115,6 +87,10 @@ func ddpsSplit(key []byte, meta map[string]string, shards int, sp anonSplit, emi
 			handFull(batches, shard, emit)
 			n++
 		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	handRest(batches, emit)
 	return nil
@@ -130,25 +106,11 @@ func writeDDPSShard(dir, ext string, i int, rows []bitRow, meta map[string]strin
 	}
 	labels := table.NewLabels(append([]string{md.NoneToken}, md.Values...))
 	schema := arrow.NewSchema([]arrow.Field{table.DictField(names[0]), table.DictField(names[1])}, nil)
-	w, err := table.Create(filepath.Join(dir, shardName("part", i, ext)), schema, table.Meta(meta).Clone(), table.WriteOptions{})
-	if err != nil {
-		return err
-	}
-	defer w.Abort()
-	const batch = 1 << 16
-	for len(rows) > 0 {
-		part := rows[:min(batch, len(rows))]
-		rows = rows[len(part):]
+	return writeBitRows(dir, ext, i, rows, schema, meta, func(part []bitRow) arrow.RecordBatch {
 		one, two := make([]uint32, len(part)), make([]uint32, len(part))
 		for r, row := range part {
 			one[r], two[r] = uint32(row.Bits>>32), uint32(row.Bits)
 		}
-		rec := table.CodesBatch(schema, [][]uint32{one, two}, []*table.Labels{labels, labels}, len(part))
-		err := w.Write(rec)
-		rec.Release()
-		if err != nil {
-			return err
-		}
-	}
-	return w.Commit()
+		return table.CodesBatch(schema, [][]uint32{one, two}, []*table.Labels{labels, labels}, len(part))
+	})
 }
