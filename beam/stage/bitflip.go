@@ -337,12 +337,7 @@ func (f *bitflipSplitFn) ProcessElement(ctx context.Context, sp anonSplit, emit 
 	var blocks []byte
 	keys := newRowKeys(keyed)
 	batches := make([]bitBatch, f.Shards)
-	err = eachSplitBatch(sp, names, func(rec arrow.RecordBatch, idx []int, n int64) error {
-		m := int(rec.NumRows())
-		cols := make([]table.Values, len(srcs))
-		for j := range srcs {
-			cols[j] = table.ValuesOf(rec.Column(idx[j]))
-		}
+	err = eachSplitBatch(sp, names, func(cols []table.Values, m int, n int64) error {
 		ws = slices.Grow(ws[:0], m)[:m]
 		for i := range m {
 			for j, s := range srcs {
@@ -378,10 +373,10 @@ func (f *bitflipSplitFn) ProcessElement(ctx context.Context, sp anonSplit, emit 
 }
 
 // eachSplitBatch reads columns cols of split sp batch by batch: fn gets
-// each batch, the columns' indexes in it and the batch's first row number
-// in its file. A file of more than 2^rowBits rows is refused: its rows
-// would have no identity (rowID).
-func eachSplitBatch(sp anonSplit, cols []string, fn func(rec arrow.RecordBatch, idx []int, first int64) error) error {
+// each batch's columns, its number of rows and its first row's number in
+// its file. A file of more than 2^rowBits rows is refused: its rows would
+// have no identity (rowID).
+func eachSplitBatch(sp anonSplit, cols []string, fn func(vals []table.Values, rows int, first int64) error) error {
 	opt := table.ReadOptions{Columns: cols}
 	if sp.Split.Group >= 0 {
 		opt.RowGroups = []int{sp.Split.Group}
@@ -400,23 +395,14 @@ func eachSplitBatch(sp anonSplit, cols []string, fn func(rec arrow.RecordBatch, 
 		idx[j] = ix[0]
 	}
 	n := sp.Split.FirstRow
-	for {
-		rec, err := rd.Next()
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		m := rec.NumRows()
-		if n+m > 1<<rowBits {
+	return eachValuesBatch(rd, idx, func(vals []table.Values, m int) error {
+		if n+int64(m) > 1<<rowBits {
 			return fmt.Errorf("%s has more than 2^%d rows: split it into several files", sp.Split.Path, rowBits)
 		}
-		if err := fn(rec, idx, n); err != nil {
-			return err
-		}
-		n += m
-	}
+		first := n
+		n += int64(m)
+		return fn(vals, m, first)
+	})
 }
 
 // srcValue is row i's value index in a group: its codebook index, or the

@@ -68,9 +68,9 @@ func ddpsSplit(key []byte, meta map[string]string, shards int, sp anonSplit, emi
 	r := rand.New(&st)
 	keys := newRowKeys(keyed)
 	batches := make([]bitBatch, shards)
-	err = eachSplitBatch(sp, []string{md.Column}, func(rec arrow.RecordBatch, ix []int, n int64) error {
-		v := table.ValuesOf(rec.Column(ix[0]))
-		for i := range int(rec.NumRows()) {
+	err = eachSplitBatch(sp, []string{md.Column}, func(vals []table.Values, m int, n int64) error {
+		v := vals[0]
+		for i := range m {
 			x, err := enc.Index(v.String(i))
 			if err != nil {
 				return &table.DataError{File: sp.Split.Path, Row: n + 1, Column: md.Column, Err: err}
