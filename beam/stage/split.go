@@ -1,11 +1,10 @@
 package stage
 
 import (
-	"errors"
 	"fmt"
-	"io"
 	"reflect"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 
@@ -76,23 +75,15 @@ func readSplits(s beam.Scope, files []string) beam.PCollection {
 	return beam.Reshuffle(s, beam.ParDo(s, splitFile, beam.CreateList(s, files)))
 }
 
-// eachValuesBatch reads r to its end: fn gets each batch's columns idx
-// (column indexes in r's schema) and its number of rows.
+// eachValuesBatch reads r to its end (table.EachBatch): fn gets each
+// batch's columns idx (column indexes in r's schema), valid only during
+// the call, and its number of rows.
 func eachValuesBatch(r table.Reader, idx []int, fn func(vals []table.Values, rows int) error) error {
-	for {
-		rec, err := r.Next()
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
+	return table.EachBatch(r, func(rec arrow.RecordBatch, _ int64) error {
 		vals := make([]table.Values, len(idx))
 		for j, c := range idx {
 			vals[j] = table.ValuesOf(rec.Column(c))
 		}
-		if err := fn(vals, int(rec.NumRows())); err != nil {
-			return err
-		}
-	}
+		return fn(vals, int(rec.NumRows()))
+	})
 }
