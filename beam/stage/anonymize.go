@@ -3,7 +3,6 @@ package stage
 import (
 	"cmp"
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -335,7 +334,7 @@ func (f *countSplitFn) ProcessElement(ctx context.Context, sp anonSplit, emit fu
 		sc.Counts[k] = make([]int64, c.K())
 	}
 	var cands []dropCand
-	var blk [16]byte
+	keys := newRowKeys(keyed)
 	err = s.scan(r, sp, func(n int64, _ []table.Values, _ int, vals []uint32, kept bool) error {
 		sc.Read++
 		if !kept {
@@ -346,8 +345,8 @@ func (f *countSplitFn) ProcessElement(ctx context.Context, sp anonSplit, emit fu
 		for k, x := range vals {
 			sc.Counts[k][x]++
 		}
-		keyed.Block(&blk, tagDrop, 0, rowID(sp.File, n))
-		c := dropCand{Hi: binary.BigEndian.Uint64(blk[:8]), Lo: binary.BigEndian.Uint64(blk[8:]), File: sp.File, Group: sp.Split.Group, Row: n}
+		c := dropCand{File: sp.File, Group: sp.Split.Group, Row: n}
+		c.Hi, c.Lo = keys.block(tagDrop, rowID(sp.File, n))
 		if len(cands) == f.L-1 && c.cmp(cands[len(cands)-1]) > 0 {
 			return nil
 		}
@@ -758,7 +757,7 @@ func (f *dealSplitFn) ProcessElement(ctx context.Context, p splitPlan, emit func
 		sensAt[j] = slices.Index(s.idx, j)
 	}
 	next := 0 // into p.Dropped
-	var blk [16]byte
+	keys := newRowKeys(keyed)
 	batches := make([]pubBatch, p.Shards)
 	err = s.scan(rd, p.Split, func(n int64, cells []table.Values, i int, vals []uint32, kept bool) error {
 		if !kept {
@@ -783,9 +782,8 @@ func (f *dealSplitFn) ProcessElement(ctx context.Context, p splitPlan, emit func
 				row.Cells[j] = strings.Clone(c.String(i))
 			}
 		}
-		keyed.Block(&blk, tagOrder, 0, rowID(p.Split.File, n))
-		row.Hi, row.Lo = binary.BigEndian.Uint64(blk[:8]), binary.BigEndian.Uint64(blk[8:])
-		shard := int(row.Hi % uint64(p.Shards))
+		var shard int
+		row.Hi, row.Lo, shard = keys.order(tagOrder, rowID(p.Split.File, n), p.Shards)
 		b := &batches[shard]
 		b.add(row)
 		handFull(batches, shard, emit)

@@ -3,7 +3,6 @@ package stage
 import (
 	"cmp"
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"math/bits"
@@ -177,7 +176,7 @@ func (f *anatomyDealFn) ProcessElement(ctx context.Context, p splitPlan, emit fu
 	buckets := p.Shards
 	count := map[anaCount]int64{}
 	next := 0 // into p.Dropped
-	var nb, ob [16]byte
+	keys := newRowKeys(keyed)
 	batches := make([]anaBatch, buckets)
 	err = s.scan(rd, p.Split, func(n int64, cells []table.Values, i int, vals []uint32, kept bool) error {
 		if !kept {
@@ -192,13 +191,12 @@ func (f *anatomyDealFn) ProcessElement(ctx context.Context, p splitPlan, emit fu
 			return &table.DataError{File: p.Split.Split.Path, Row: n + 1, Column: s.sens[0], Err: err}
 		}
 		id := rowID(p.Split.File, n)
-		keyed.Block(&nb, tagNumber, 0, id)
-		keyed.Block(&ob, tagOrder, 0, id)
-		nhi := binary.BigEndian.Uint64(nb[:8])
+		nhi, nlo := keys.block(tagNumber, id)
+		ohi, olo := keys.block(tagOrder, id)
 		bk := bucketOf(nhi, buckets)
 		b := &batches[bk]
-		b.NHi, b.NLo = append(b.NHi, nhi), append(b.NLo, binary.BigEndian.Uint64(nb[8:]))
-		b.OHi, b.OLo = append(b.OHi, binary.BigEndian.Uint64(ob[:8])), append(b.OLo, binary.BigEndian.Uint64(ob[8:]))
+		b.NHi, b.NLo = append(b.NHi, nhi), append(b.NLo, nlo)
+		b.OHi, b.OLo = append(b.OHi, ohi), append(b.OLo, olo)
 		b.Type, b.Value = append(b.Type, int32(e.Type)), append(b.Value, vals[0])
 		for j, c := range cells {
 			if j != s.idx[0] {
@@ -327,7 +325,7 @@ func (f *numberFn) ProcessElement(ctx context.Context, bucket int, batches func(
 			return fmt.Errorf("internal error: set type %d has %d groups, and more rows of value %d", r.T, sch.Types[r.T].Groups, r.V)
 		}
 		next[k] = j + 1
-		shard := int(r.OHi % uint64(sum.Shards))
+		shard := shardOf(r.OHi, sum.Shards)
 		o := &out[shard]
 		o.Hi, o.Lo, o.Group, o.Cells = append(o.Hi, r.OHi), append(o.Lo, r.OLo), append(o.Group, base[r.T]+j), append(o.Cells, r.Cells...)
 		handFull(out, shard, emit)

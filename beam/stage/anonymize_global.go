@@ -2,7 +2,6 @@ package stage
 
 import (
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -108,7 +107,7 @@ func (f *globalSplitFn) ProcessElement(ctx context.Context, sp anonSplit, emit f
 		sensAt[j] = slices.Index(s.idx, j)
 	}
 	var c globalCount
-	var blk [16]byte
+	keys := newRowKeys(keyed)
 	batches := make([]pubBatch, f.Shards)
 	err = s.scan(rd, sp, func(n int64, cells []table.Values, i int, vals []uint32, kept bool) error {
 		c.Read++
@@ -129,9 +128,8 @@ func (f *globalSplitFn) ProcessElement(ctx context.Context, sp anonSplit, emit f
 				row.Cells[j] = strings.Clone(cv.String(i))
 			}
 		}
-		keyed.Block(&blk, tagOrder, 0, id)
-		row.Hi, row.Lo = binary.BigEndian.Uint64(blk[:8]), binary.BigEndian.Uint64(blk[8:])
-		shard := int(row.Hi % uint64(f.Shards))
+		var shard int
+		row.Hi, row.Lo, shard = keys.order(tagOrder, id, f.Shards)
 		b := &batches[shard]
 		b.add(row)
 		handFull(batches, shard, emit)

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/pramkit/pramkit/beam/internal/beamtest"
 	"github.com/pramkit/pramkit/internal/stattest"
 	"github.com/pramkit/pramkit/pkg/anonymize"
 	"github.com/pramkit/pramkit/pkg/codebook"
@@ -45,29 +46,16 @@ func lawTable(t *testing.T, counts []int, parts []int, l int, g string) ([]strin
 		}
 	}
 	dir := t.TempDir()
-	schema := table.StringSchema([]string{"id", "s", "x"})
 	var files []string
 	at := 0
 	for i, n := range parts {
 		path := filepath.Join(dir, fmt.Sprintf("in-%d.csv", i))
-		w, err := table.Create(path, schema, nil, table.WriteOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		rw := table.NewRowWriter(w, schema, 0)
+		rows := make([][]string, 0, n)
 		for range n {
-			if err := rw.AppendStrings([]string{strconv.Itoa(at), fmt.Sprint("v", truth[at]), fmt.Sprint("x", at%7)}); err != nil {
-				t.Fatal(err)
-			}
+			rows = append(rows, []string{strconv.Itoa(at), fmt.Sprint("v", truth[at]), fmt.Sprint("x", at%7)})
 			at++
 		}
-		if err := rw.Flush(); err != nil {
-			t.Fatal(err)
-		}
-		rw.Release()
-		if err := w.Commit(); err != nil {
-			t.Fatal(err)
-		}
+		beamtest.WriteRows(t, path, []string{"id", "s", "x"}, nil, 0, rows)
 		files = append(files, path)
 	}
 	if at != len(truth) {

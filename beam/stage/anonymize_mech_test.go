@@ -73,16 +73,11 @@ func sameMetaExcept(t *testing.T, what string, got, want map[string]string, exce
 //   - with --shard-rows 10000 the release is 4 shards with the same
 //     metadata holding every row once, which estimate reads as parts.
 func TestAnonymizeGlobalOnPrism(t *testing.T) {
-	dir, cb, rows := adultAnonTable(t)
-	f := func(name string) string { return filepath.Join(dir, name) }
 	const l = 5
-	args := []string{"--mechanism", "global", "--sensitive", "occupation", "--l", strconv.Itoa(l), "--codebook", cb, "--seed", "7", "--insecure-seed"}
-	beamtest.MustRun(t, beamtest.Tool(anonymizecmd.NewCmd), append(slices.Clone(args), f("adult.csv"), "-o", f("want.csv"))...)
-	var stderr strings.Builder
-	streams := &cli.Streams{Out: &stderr, Err: &stderr}
-	if err := Anonymize(context.Background(), Config{Input: f("a-*.parquet"), Output: f("beam"), Runner: "prism", Args: args, Streams: streams}); err != nil {
-		t.Fatalf("%v: %s", err, stderr.String())
-	}
+	a := newAnonPrism(t, "global", l)
+	f, cb, rows := a.f, a.cb, a.rows
+	a.tool(t)
+	a.beam(t, "beam", 0)
 	cols, got, meta := cmdtest.ReadTable(t, f("beam-00000.parquet"))
 	wantCols, want, wantMeta := cmdtest.ReadTable(t, f("want.csv"))
 	if !slices.Equal(cols, wantCols) {
@@ -100,28 +95,13 @@ func TestAnonymizeGlobalOnPrism(t *testing.T) {
 	col, index := occupationIndex(t, cb)
 	V := col.K()
 	keep := release.KeepForRetention(V, l)
-	seen := make([]bool, len(rows))
-	var own, inPlace int64
+	ids := a.inputIDs(t, got)
+	a.checkOthersUnchanged(t, cols, got, ids, occ)
+	var own int64
 	for i, r := range got {
-		id, err := strconv.Atoi(r[0])
-		if err != nil || id < 0 || id >= len(rows) || seen[id] {
-			t.Fatalf("row %d: id %q unknown or repeated", i, r[0])
-		}
-		seen[id] = true
-		for j := range r {
-			if j != occ && r[j] != rows[id][j] {
-				t.Fatalf("row id %d: column %s is %q, the input's %q", id, cols[j], r[j], rows[id][j])
-			}
-		}
-		if id == i {
-			inPlace++
-		}
-		if index(r[occ]) == index(rows[id][occ]) {
+		if index(r[occ]) == index(rows[ids[i]][occ]) {
 			own++
 		}
-	}
-	if inPlace > 20 {
-		t.Errorf("%d rows at their input position: not shuffled", inPlace)
 	}
 	stattest.AssertBinomial(t, "rows publishing their true value", own, int64(len(got)), 1.0/l, 1e-6)
 
@@ -144,36 +124,15 @@ func TestAnonymizeGlobalOnPrism(t *testing.T) {
 			t.Errorf("%s: estimate of occupation=Sales: %v, truth %d (sd %.1f)", file, e, truth, sd)
 		}
 	}
-	var females int64
-	for _, r := range rows {
-		if r[4] == "Female" {
-			females++
-		}
-	}
+	females := countRows(rows, 4, "Female")
 	out := beamtest.MustRun(t, est, "--query", "sex=Female", f("beam-00000.parquet"))
 	if e := answer(t, out); e != float64(females) {
 		t.Errorf("estimate of sex=Female: %v, truth %d", e, females)
 	}
 
 	// Several shards, read by estimate as parts of one release.
-	if err := Anonymize(context.Background(), Config{Input: f("a-*.parquet"), Output: f("many"), Runner: "prism", Args: args, Streams: streams, ShardRows: 10000}); err != nil {
-		t.Fatalf("%v: %s", err, stderr.String())
-	}
-	shards, _ := filepath.Glob(f("many-*.parquet"))
-	if len(shards) != 4 {
-		t.Fatalf("shards %v, want 4", shards)
-	}
-	ids := map[string]bool{}
-	for _, s := range shards {
-		_, part, m := cmdtest.ReadTable(t, s)
-		sameMetaExcept(t, s, m, meta)
-		for _, r := range part {
-			ids[r[0]] = true
-		}
-	}
-	if len(ids) != len(rows) {
-		t.Errorf("the shards hold %d distinct rows, want %d", len(ids), len(rows))
-	}
+	a.beam(t, "many", 10000)
+	shards := a.shards(t, "many", meta, len(rows))
 	out = beamtest.MustRun(t, est, append([]string{"--query", "sex=Female"}, shards...)...)
 	if e := answer(t, out); e != float64(females) {
 		t.Errorf("estimate of sex=Female over the shards: %v, truth %d", e, females)
@@ -210,20 +169,12 @@ func TestAnonymizeGlobalOnPrism(t *testing.T) {
 // hypergeometric, independently across v: E X = Σ_v F_v·s_v/c_v, and the
 // variances add up.
 func TestAnonymizeAnatomyOnPrism(t *testing.T) {
-	dir, cb, rows := adultAnonTable(t)
-	f := func(name string) string { return filepath.Join(dir, name) }
 	const l = 5
-	flags := []string{"--mechanism", "anatomy", "--sensitive", "occupation", "--l", strconv.Itoa(l), "--codebook", cb, "--seed", "7", "--insecure-seed"}
-	beamtest.MustRun(t, beamtest.Tool(anonymizecmd.NewCmd), append(slices.Clone(flags), f("adult.csv"), "-o", f("want.csv"), "--groups", f("want.groups.csv"))...)
-	var stderr strings.Builder
-	streams := &cli.Streams{Out: &stderr, Err: &stderr}
-	args := append(slices.Clone(flags), "--groups", f("beam.groups.parquet"))
-	if err := Anonymize(context.Background(), Config{Input: f("a-*.parquet"), Output: f("beam"), Runner: "prism", Args: args, Streams: streams, ShardRows: 10000}); err != nil {
-		t.Fatalf("%v: %s", err, stderr.String())
-	}
-	if !strings.Contains(stderr.String(), "left out 1 row chosen at random so that N = 32560 is a multiple of ℓ′ = 5") {
-		t.Errorf("stderr %q", stderr.String())
-	}
+	a := newAnonPrism(t, "anatomy", l)
+	f, cb, rows := a.f, a.cb, a.rows
+	a.tool(t, "--groups", f("want.groups.csv"))
+	a.beam(t, "beam", 10000, "--groups", f("beam.groups.parquet"))
+	a.checkDroppedOne(t)
 	shards, _ := filepath.Glob(f("beam-*.parquet"))
 	if len(shards) != 4 {
 		t.Fatalf("shards %v, want 4", shards)
@@ -257,17 +208,8 @@ func TestAnonymizeAnatomyOnPrism(t *testing.T) {
 	occ := 3 // in the input's rows
 	G := 32560 / l
 	members := make([][]int, G) // group → true values of its rows
-	seen := make([]bool, len(rows))
-	var inPlace int
-	for i, r := range got {
-		id, err := strconv.Atoi(r[0])
-		if err != nil || id < 0 || id >= len(rows) || seen[id] {
-			t.Fatalf("row %d: id %q unknown or repeated", i, r[0])
-		}
-		seen[id] = true
-		if id == i {
-			inPlace++
-		}
+	for i, id := range a.inputIDs(t, got) {
+		r := got[i]
 		in := slices.Delete(slices.Clone(rows[id]), occ, occ+1)
 		if !slices.Equal(r[:len(r)-1], in) {
 			t.Fatalf("row id %d: %v, the input's %v", id, r, rows[id])
@@ -277,9 +219,6 @@ func TestAnonymizeAnatomyOnPrism(t *testing.T) {
 			t.Fatalf("row id %d: group %q, not in 0…%d", id, r[len(r)-1], G-1)
 		}
 		members[g] = append(members[g], index(rows[id][occ]))
-	}
-	if inPlace > 20 {
-		t.Errorf("%d rows at their input position: not shuffled", inPlace)
 	}
 	stValues := make([][]int, G)
 	for _, e := range st {

@@ -3,7 +3,6 @@ package stage
 import (
 	"context"
 	"errors"
-	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -18,10 +17,7 @@ import (
 	"github.com/pramkit/pramkit/internal/stattest"
 	"github.com/pramkit/pramkit/pkg/anonymize"
 	"github.com/pramkit/pramkit/pkg/cli"
-	anonymizecmd "github.com/pramkit/pramkit/pkg/cmd/anonymize"
 	estimatecmd "github.com/pramkit/pramkit/pkg/cmd/estimate"
-	"github.com/pramkit/pramkit/pkg/codebook"
-	"github.com/pramkit/pramkit/pkg/table"
 )
 
 // adultAnonTable writes Adult's id, age, education, occupation, sex and
@@ -32,28 +28,12 @@ func adultAnonTable(t *testing.T) (string, string, [][]string) {
 	t.Helper()
 	root := beamtest.MainRoot(t)
 	dir := t.TempDir()
-	schema := table.StringSchema([]string{"id", "age", "education", "occupation", "sex", "income"})
-	w, err := table.Create(filepath.Join(dir, "adult.csv"), schema, nil, table.WriteOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rw := table.NewRowWriter(w, schema, 0)
 	var rows [][]string
 	for i, r := range adulttest.Load(t, "data") {
-		row := []string{strconv.Itoa(i), r[0], r[3], r[6], r[9], r[14]}
-		rows = append(rows, row)
-		if err := rw.AppendStrings(row); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := rw.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	rw.Release()
-	if err := w.Commit(); err != nil {
-		t.Fatal(err)
+		rows = append(rows, []string{strconv.Itoa(i), r[0], r[3], r[6], r[9], r[14]})
 	}
 	f := func(name string) string { return filepath.Join(dir, name) }
+	beamtest.WriteRows(t, f("adult.csv"), []string{"id", "age", "education", "occupation", "sex", "income"}, nil, 0, rows)
 	beamtest.Split(t, f("adult.csv"), f("a-0.parquet"), f("a-1.parquet"), f("a-2.parquet"))
 	return dir, filepath.Join(root, "testdata", "adult", "codebook.json"), rows
 }
@@ -79,21 +59,15 @@ func adultAnonTable(t *testing.T) (string, string, [][]string) {
 // Then with --shard-rows 10000 the release is 4 shards with the same
 // metadata whose union is the input's rows but one.
 func TestAnonymizeOnPrism(t *testing.T) {
-	dir, cb, rows := adultAnonTable(t)
-	f := func(name string) string { return filepath.Join(dir, name) }
 	const l = 5
+	a := newAnonPrism(t, "", l)
 	// Anatomy's grouping: its schedule is a function of the counts, which
 	// the check below recomputes (random groups, the default, are not).
-	args := []string{"--sensitive", "occupation", "--l", strconv.Itoa(l), "--grouping", "anatomy", "--codebook", cb, "--seed", "7", "--insecure-seed"}
-	beamtest.MustRun(t, beamtest.Tool(anonymizecmd.NewCmd), append(slices.Clone(args), f("adult.csv"), "-o", f("want.csv"))...)
-	var stderr strings.Builder
-	streams := &cli.Streams{Out: &stderr, Err: &stderr}
-	if err := Anonymize(context.Background(), Config{Input: f("a-*.parquet"), Output: f("beam"), Runner: "prism", Args: args, Streams: streams}); err != nil {
-		t.Fatalf("%v: %s", err, stderr.String())
-	}
-	if !strings.Contains(stderr.String(), "left out 1 row chosen at random so that N = 32560 is a multiple of ℓ′ = 5") {
-		t.Errorf("stderr %q", stderr.String())
-	}
+	a.flags = append(a.flags, "--grouping", "anatomy")
+	f, cb, rows := a.f, a.cb, a.rows
+	a.tool(t)
+	a.beam(t, "beam", 0)
+	a.checkDroppedOne(t)
 	cols, got, meta := cmdtest.ReadTable(t, f("beam-00000.parquet"))
 	wantCols, want, wantMeta := cmdtest.ReadTable(t, f("want.csv"))
 	if !slices.Equal(cols, wantCols) {
@@ -112,54 +86,26 @@ func TestAnonymizeOnPrism(t *testing.T) {
 	}
 
 	occ := slices.Index(cols, "occupation")
-	cbook, err := codebook.Load(cb)
-	if err != nil {
-		t.Fatal(err)
-	}
-	col, _ := cbook.Column("occupation")
-	enc, _ := col.Encoder(codebook.Policy{})
-	index := func(label string) int {
-		x, err := enc.Index(label)
-		if err != nil {
-			t.Fatalf("label %q: %v", label, err)
-		}
-		return int(x)
-	}
-	seen := make([]bool, len(rows))
+	col, index := occupationIndex(t, cb)
+	ids := a.inputIDs(t, got)
+	a.checkOthersUnchanged(t, cols, got, ids, occ)
 	counts := make([]int64, col.K())
-	var own, inPlace int64
+	var own int64
 	pub := make([]int64, col.K())
 	for i, r := range got {
-		id, err := strconv.Atoi(r[0])
-		if err != nil || id < 0 || id >= len(rows) || seen[id] {
-			t.Fatalf("row %d: id %q unknown or repeated", i, r[0])
-		}
-		seen[id] = true
-		for j := range r {
-			if j != occ && r[j] != rows[id][j] {
-				t.Fatalf("row id %d: column %s is %q, the input's %q", id, cols[j], r[j], rows[id][j])
-			}
-		}
-		if id == i {
-			inPlace++
-		}
-		v, w := index(rows[id][occ]), index(r[occ])
+		v, w := index(rows[ids[i]][occ]), index(r[occ])
 		counts[v]++
 		pub[w]++
 		if v == w {
 			own++
 		}
 	}
-	if inPlace > 20 {
-		t.Errorf("%d rows at their input position: not shuffled", inPlace)
-	}
 	sch, err := anonymize.NewSchedule(counts, l, anonymize.GroupingAnatomy, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for id, r := range got {
-		_ = id
-		i, _ := strconv.Atoi(r[0])
+	for k, r := range got {
+		i := ids[k]
 		v, w := uint32(index(rows[i][occ])), uint32(index(r[occ]))
 		if !slices.ContainsFunc(sch.Types, func(st anonymize.SetType) bool {
 			return slices.Contains(st.Values, v) && slices.Contains(st.Values, w)
@@ -180,38 +126,15 @@ func TestAnonymizeOnPrism(t *testing.T) {
 	if e := answer(t, out); math.Abs(e-float64(sales)) > 6*math.Sqrt(float64(sales)*(l-1)/l) {
 		t.Errorf("estimate of occupation=Sales: %v, truth %d", e, sales)
 	}
-	var females int64
-	for _, r := range rows {
-		if r[4] == "Female" {
-			females++
-		}
-	}
+	females := countRows(rows, 4, "Female")
 	out = beamtest.MustRun(t, est, "--query", "sex=Female", f("beam-00000.parquet"))
 	if e := answer(t, out); e != float64(females) && e != float64(females-1) {
 		t.Errorf("estimate of sex=Female: %v, truth %d (one row dropped)", e, females)
 	}
 
 	// Several shards.
-	if err := Anonymize(context.Background(), Config{Input: f("a-*.parquet"), Output: f("many"), Runner: "prism", Args: args, Streams: streams, ShardRows: 10000}); err != nil {
-		t.Fatalf("%v: %s", err, stderr.String())
-	}
-	shards, _ := filepath.Glob(f("many-*.parquet"))
-	if len(shards) != 4 {
-		t.Fatalf("shards %v, want 4", shards)
-	}
-	ids := map[string]bool{}
-	for _, s := range shards {
-		_, part, m := cmdtest.ReadTable(t, s)
-		if fmt.Sprint(m) != fmt.Sprint(meta) {
-			t.Errorf("%s: metadata %v, want %v", s, m, meta)
-		}
-		for _, r := range part {
-			ids[r[0]] = true
-		}
-	}
-	if len(ids) != 32560 {
-		t.Errorf("the shards hold %d distinct rows, want 32560", len(ids))
-	}
+	a.beam(t, "many", 10000)
+	shards := a.shards(t, "many", meta, 32560)
 	// The estimate tool reads the shards as parts of one release: a
 	// non-sensitive count is exact, and one shard alone is refused.
 	out = beamtest.MustRun(t, est, append([]string{"--query", "sex=Female"}, shards...)...)

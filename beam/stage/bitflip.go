@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"cmp"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +13,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 
@@ -330,47 +330,14 @@ func (f *bitflipSplitFn) ProcessElement(ctx context.Context, sp anonSplit, emit 
 			}
 		}
 	}
-	opt := table.ReadOptions{Columns: names}
-	if sp.Split.Group >= 0 {
-		opt.RowGroups = []int{sp.Split.Group}
-	}
-	rd, err := table.Open(sp.Split.Path, opt)
-	if err != nil {
-		return err
-	}
-	defer rd.Close()
-	idx := make([]int, len(srcs))
-	for j, s := range srcs {
-		ix := rd.Schema().FieldIndices(s.name)
-		if len(ix) == 0 {
-			return fmt.Errorf("%s has no column %q: every input must be a shard of one table", sp.Split, s.name)
-		}
-		idx[j] = ix[0]
-	}
 	keyed := rng.NewKeyed(rng.Key(f.Key))
 	values := make([]int, len(srcs))
 	word := make([]uint64, layout.Words())
 	var ws []uint64
 	var blocks []byte
-	var blk [16]byte
+	keys := newRowKeys(keyed)
 	batches := make([]bitBatch, f.Shards)
-	n := sp.Split.FirstRow
-	for {
-		rec, err := rd.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return err
-		}
-		m := int(rec.NumRows())
-		if n+int64(m) > 1<<rowBits {
-			return fmt.Errorf("%s has more than 2^%d rows: split it into several files", sp.Split.Path, rowBits)
-		}
-		cols := make([]table.Values, len(srcs))
-		for j := range srcs {
-			cols[j] = table.ValuesOf(rec.Column(idx[j]))
-		}
+	err = eachSplitBatch(sp, names, func(cols []table.Values, m int, n int64) error {
 		ws = slices.Grow(ws[:0], m)[:m]
 		for i := range m {
 			for j, s := range srcs {
@@ -386,21 +353,56 @@ func (f *bitflipSplitFn) ProcessElement(ctx context.Context, sp anonSplit, emit 
 			ws[i] = word[0]
 		}
 		// Rows n … n+m−1 of the file are consecutive row identities.
+		var err error
 		if blocks, err = mech.RandomizeKeyed(ws, keyed, tagBitflip, rowID(sp.File, n), blocks); err != nil {
 			return err
 		}
 		for i, w := range ws {
-			keyed.Block(&blk, tagBitflipOrder, 0, rowID(sp.File, n+int64(i)))
-			hi, lo := binary.BigEndian.Uint64(blk[:8]), binary.BigEndian.Uint64(blk[8:])
-			shard := int(hi % uint64(f.Shards))
+			hi, lo, shard := keys.order(tagBitflipOrder, rowID(sp.File, n+int64(i)), f.Shards)
 			b := &batches[shard]
 			b.Hi, b.Lo, b.Bits = append(b.Hi, hi), append(b.Lo, lo), append(b.Bits, w)
 			handFull(batches, shard, emit)
 		}
-		n += int64(m)
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	handRest(batches, emit)
 	return nil
+}
+
+// eachSplitBatch reads columns cols of split sp batch by batch: fn gets
+// each batch's columns, its number of rows and its first row's number in
+// its file. A file of more than 2^rowBits rows is refused: its rows would
+// have no identity (rowID).
+func eachSplitBatch(sp anonSplit, cols []string, fn func(vals []table.Values, rows int, first int64) error) error {
+	opt := table.ReadOptions{Columns: cols}
+	if sp.Split.Group >= 0 {
+		opt.RowGroups = []int{sp.Split.Group}
+	}
+	rd, err := table.Open(sp.Split.Path, opt)
+	if err != nil {
+		return err
+	}
+	defer rd.Close()
+	idx := make([]int, len(cols))
+	for j, name := range cols {
+		ix := rd.Schema().FieldIndices(name)
+		if len(ix) == 0 {
+			return fmt.Errorf("%s has no column %q: every input must be a shard of one table", sp.Split, name)
+		}
+		idx[j] = ix[0]
+	}
+	n := sp.Split.FirstRow
+	return eachValuesBatch(rd, idx, func(vals []table.Values, m int) error {
+		if n+int64(m) > 1<<rowBits {
+			return fmt.Errorf("%s has more than 2^%d rows: split it into several files", sp.Split.Path, rowBits)
+		}
+		first := n
+		n += int64(m)
+		return fn(vals, m, first)
+	})
 }
 
 // srcValue is row i's value index in a group: its codebook index, or the
@@ -450,22 +452,30 @@ func writeBitShard(dir, ext string, i int, rows []bitRow, meta map[string]string
 		return writeDDPSShard(dir, ext, i, rows, meta, names)
 	}
 	schema := table.Int32Schema(names)
-	w, err := table.Create(filepath.Join(dir, shardName("part", i, ext)), schema, table.Meta(meta).Clone(), table.WriteOptions{})
-	if err != nil {
-		return err
-	}
-	defer w.Abort()
-	const batch = 1 << 16
-	for len(rows) > 0 {
-		part := rows[:min(batch, len(rows))]
-		rows = rows[len(part):]
+	return writeBitRows(dir, ext, i, rows, schema, meta, func(part []bitRow) arrow.RecordBatch {
 		block := table.Block(len(names), len(part))
 		for b, col := range block {
 			for r, row := range part {
 				col[r] = uint32(row.Bits >> uint(b) & 1)
 			}
 		}
-		rec := table.Int32Batch(schema, block, len(part))
+		return table.Int32Batch(schema, block, len(part))
+	})
+}
+
+// writeBitRows writes rows (sorted by order key) as shard i under dir, of
+// schema and metadata meta, 2^16 rows a batch, each batch made by batch.
+func writeBitRows(dir, ext string, i int, rows []bitRow, schema *arrow.Schema, meta map[string]string, batch func(part []bitRow) arrow.RecordBatch) error {
+	w, err := table.Create(filepath.Join(dir, shardName("part", i, ext)), schema, table.Meta(meta).Clone(), table.WriteOptions{})
+	if err != nil {
+		return err
+	}
+	defer w.Abort()
+	const batchRows = 1 << 16
+	for len(rows) > 0 {
+		part := rows[:min(batchRows, len(rows))]
+		rows = rows[len(part):]
+		rec := batch(part)
 		err := w.Write(rec)
 		rec.Release()
 		if err != nil {

@@ -1,11 +1,8 @@
 package stage
 
 import (
-	"cmp"
 	"context"
-	"encoding/binary"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -17,11 +14,9 @@ import (
 	"github.com/pramkit/pramkit/pkg/bitflip"
 	"github.com/pramkit/pramkit/pkg/cli"
 	estimatecmd "github.com/pramkit/pramkit/pkg/cmd/estimate"
-	perturbcmd "github.com/pramkit/pramkit/pkg/cmd/perturb"
 	"github.com/pramkit/pramkit/pkg/codebook"
 	"github.com/pramkit/pramkit/pkg/release"
 	"github.com/pramkit/pramkit/pkg/rng"
-	"github.com/pramkit/pramkit/pkg/table"
 )
 
 // TestBitflipOnPrism randomizes Adult's sex, income and occupation
@@ -42,40 +37,11 @@ import (
 //     as the tool's release's is.
 func TestBitflipOnPrism(t *testing.T) {
 	dir, cb, rows := adultAnonTable(t)
-	f := func(name string) string { return filepath.Join(dir, name) }
 	const q = 0.2
 	args := []string{"--mechanism", "bitflip", "--lie", strconv.FormatFloat(q, 'g', -1, 64), "--columns", "sex,income,occupation",
 		"--codebook", cb, "--seed", "7", "--insecure-seed"}
-	beamtest.MustRun(t, beamtest.Tool(perturbcmd.NewCmd), append(slices.Clone(args), f("adult.csv"), "-o", f("want.csv"))...)
-	run := func(prefix string) {
-		t.Helper()
-		if LocalMechanism(args) != release.MechanismBitflip {
-			t.Fatalf("LocalMechanism(%q) = %q", args, LocalMechanism(args))
-		}
-		if err := PerturbLocal(context.Background(), Config{Input: f("a-*.parquet"), Output: f(prefix), Runner: "prism", Args: args, Streams: quiet(), ShardRows: 10000}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	run("beam")
-	wantCols, _, wantMeta := cmdtest.ReadTable(t, f("want.csv"))
-	shards, _ := filepath.Glob(f("beam-*.parquet"))
-	if len(shards) != 4 {
-		t.Fatalf("shards %v, want 4 (32561 rows at --shard-rows 10000)", shards)
-	}
-	var got [][][]string
-	total := 0
-	for _, s := range shards {
-		cols, r, meta := cmdtest.ReadTable(t, s)
-		if !slices.Equal(cols, wantCols) {
-			t.Fatalf("%s: columns %v, the tool's %v", s, cols, wantCols)
-		}
-		sameMeta(t, s, meta, wantMeta)
-		got = append(got, r)
-		total += len(r)
-	}
-	if total != len(rows) {
-		t.Fatalf("%d rows, the input %d", total, len(rows))
-	}
+	run := perturbLocalOnPrism(t, dir, len(rows), release.MechanismBitflip, args)
+	f, wantCols, wantMeta, got := run.f, run.wantCols, run.wantMeta, run.got
 
 	// The construction, recomputed here.
 	var md release.Bitflip
@@ -102,7 +68,7 @@ func TestBitflipOnPrism(t *testing.T) {
 	key := rng.RunKey(7, true, "pramkit-beam/perturb-bitflip")
 	keyed := rng.NewKeyed(key)
 	type out struct {
-		hi, lo   uint64
+		key      bordKey
 		in, bits uint64
 	}
 	want := make([][]out, 4)
@@ -129,17 +95,15 @@ func TestBitflipOnPrism(t *testing.T) {
 		if _, err := mech.RandomizeKeyed(ws, keyed, rng.Tag("BFLP"), rowID(file, 0), nil); err != nil {
 			t.Fatal(err)
 		}
-		var blk [16]byte
 		for n := range ws {
-			keyed.Block(&blk, rng.Tag("BORD"), 0, rowID(file, int64(n)))
-			o := out{hi: binary.BigEndian.Uint64(blk[:8]), lo: binary.BigEndian.Uint64(blk[8:]), in: in[n], bits: ws[n]}
-			want[o.hi%4] = append(want[o.hi%4], o)
+			o := out{key: newBordKey(keyed, rowID(file, int64(n))), in: in[n], bits: ws[n]}
+			want[o.key.hi%4] = append(want[o.key.hi%4], o)
 		}
 		next += len(part)
 	}
 	flips := make([]int64, md.Bits)
 	for s := range want {
-		slices.SortFunc(want[s], func(a, b out) int { return cmp.Or(cmp.Compare(a.hi, b.hi), cmp.Compare(a.lo, b.lo)) })
+		slices.SortFunc(want[s], func(a, b out) int { return a.key.cmp(b.key) })
 		if len(want[s]) != len(got[s]) {
 			t.Fatalf("shard %d: %d rows, the construction %d", s, len(got[s]), len(want[s]))
 		}
@@ -162,25 +126,12 @@ func TestBitflipOnPrism(t *testing.T) {
 	}
 
 	// Recomputable: the same key gives the same files.
-	run("again")
-	for i, s := range shards {
-		a, _ := os.ReadFile(s)
-		b, _ := os.ReadFile(f(shardName("again", i, ".parquet")))
-		if len(a) == 0 || string(a) != string(b) {
-			t.Errorf("%s and its rerun differ", s)
-		}
-	}
+	run.checkRerun(t)
 
 	// estimate reads the shards as parts of one release.
-	var female float64
-	for _, r := range rows {
-		if r[4] == "Female" {
-			female++
-		}
-	}
-	female /= N
+	female := float64(countRows(rows, 4, "Female")) / N
 	est := beamtest.Tool(estimatecmd.NewCmd)
-	for what, in := range map[string][]string{"the tool's release": {f("want.csv")}, "the Beam shards": shards} {
+	for what, in := range run.releases() {
 		e, lo, hi := bitflipEstimate(t, beamtest.MustRun(t, est, in...), "sex,Female,")
 		se := (hi - lo) / (2 * 1.959964)
 		if math.Abs(e-female) > 5*se {
@@ -240,23 +191,7 @@ func TestPerturbLocalRefuses(t *testing.T) {
 		t.Errorf("ddps without --column: got %v, want a usage error naming it", err)
 	}
 	// A category sex's codebook does not list: the tool's encoder refuses it.
-	w, err := table.Create(f("odd.csv"), table.StringSchema([]string{"sex"}), nil, table.WriteOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rw := table.NewRowWriter(w, table.StringSchema([]string{"sex"}), 0)
-	for _, v := range []string{"Male", "Female", "Other"} {
-		if err := rw.AppendStrings([]string{v}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := rw.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	rw.Release()
-	if err := w.Commit(); err != nil {
-		t.Fatal(err)
-	}
+	beamtest.WriteRows(t, f("odd.csv"), []string{"sex"}, nil, 0, [][]string{{"Male"}, {"Female"}, {"Other"}})
 	err = PerturbLocal(context.Background(), Config{Input: f("odd.csv"), Output: f("odd-out"), Runner: "prism", Args: base, Streams: quiet()})
 	if err == nil || !strings.Contains(err.Error(), "odd.csv") || !strings.Contains(err.Error(), "sex") {
 		t.Errorf("a value outside the codebook: got %v, want an error naming the file and column", err)

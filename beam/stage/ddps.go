@@ -1,12 +1,8 @@
 package stage
 
 import (
-	"encoding/binary"
-	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
-	"path/filepath"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
@@ -67,38 +63,13 @@ func ddpsSplit(key []byte, meta map[string]string, shards int, sp anonSplit, emi
 		}
 		value[i] = o
 	}
-	opt := table.ReadOptions{Columns: []string{md.Column}}
-	if sp.Split.Group >= 0 {
-		opt.RowGroups = []int{sp.Split.Group}
-	}
-	rd, err := table.Open(sp.Split.Path, opt)
-	if err != nil {
-		return err
-	}
-	defer rd.Close()
-	ix := rd.Schema().FieldIndices(md.Column)
-	if len(ix) == 0 {
-		return fmt.Errorf("%s has no column %q: every input must be a shard of one table", sp.Split, md.Column)
-	}
 	keyed := rng.NewKeyed(rng.Key(key))
 	var st rng.Stream
 	r := rand.New(&st)
-	var blk [16]byte
+	keys := newRowKeys(keyed)
 	batches := make([]bitBatch, shards)
-	n := sp.Split.FirstRow
-	for {
-		rec, err := rd.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return err
-		}
-		m := int(rec.NumRows())
-		if n+int64(m) > 1<<rowBits {
-			return fmt.Errorf("%s has more than 2^%d rows: split it into several files", sp.Split.Path, rowBits)
-		}
-		v := table.ValuesOf(rec.Column(ix[0]))
+	err = eachSplitBatch(sp, []string{md.Column}, func(vals []table.Values, m int, n int64) error {
+		v := vals[0]
 		for i := range m {
 			x, err := enc.Index(v.String(i))
 			if err != nil {
@@ -110,14 +81,16 @@ func ddpsSplit(key []byte, meta map[string]string, shards int, sp anonSplit, emi
 			if err != nil {
 				return err
 			}
-			keyed.Block(&blk, tagBitflipOrder, 0, id)
-			hi, lo := binary.BigEndian.Uint64(blk[:8]), binary.BigEndian.Uint64(blk[8:])
-			shard := int(hi % uint64(shards))
+			hi, lo, shard := keys.order(tagBitflipOrder, id, shards)
 			b := &batches[shard]
 			b.Hi, b.Lo, b.Bits = append(b.Hi, hi), append(b.Lo, lo), append(b.Bits, uint64(one)<<32|uint64(two))
 			handFull(batches, shard, emit)
 			n++
 		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	handRest(batches, emit)
 	return nil
@@ -133,25 +106,11 @@ func writeDDPSShard(dir, ext string, i int, rows []bitRow, meta map[string]strin
 	}
 	labels := table.NewLabels(append([]string{md.NoneToken}, md.Values...))
 	schema := arrow.NewSchema([]arrow.Field{table.DictField(names[0]), table.DictField(names[1])}, nil)
-	w, err := table.Create(filepath.Join(dir, shardName("part", i, ext)), schema, table.Meta(meta).Clone(), table.WriteOptions{})
-	if err != nil {
-		return err
-	}
-	defer w.Abort()
-	const batch = 1 << 16
-	for len(rows) > 0 {
-		part := rows[:min(batch, len(rows))]
-		rows = rows[len(part):]
+	return writeBitRows(dir, ext, i, rows, schema, meta, func(part []bitRow) arrow.RecordBatch {
 		one, two := make([]uint32, len(part)), make([]uint32, len(part))
 		for r, row := range part {
 			one[r], two[r] = uint32(row.Bits>>32), uint32(row.Bits)
 		}
-		rec := table.CodesBatch(schema, [][]uint32{one, two}, []*table.Labels{labels, labels}, len(part))
-		err := w.Write(rec)
-		rec.Release()
-		if err != nil {
-			return err
-		}
-	}
-	return w.Commit()
+		return table.CodesBatch(schema, [][]uint32{one, two}, []*table.Labels{labels, labels}, len(part))
+	})
 }

@@ -1,13 +1,8 @@
 package stage
 
 import (
-	"cmp"
-	"context"
-	"encoding/binary"
 	"math"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -16,7 +11,6 @@ import (
 	"github.com/pramkit/pramkit/beam/internal/beamtest"
 	"github.com/pramkit/pramkit/internal/cmdtest"
 	estimatecmd "github.com/pramkit/pramkit/pkg/cmd/estimate"
-	perturbcmd "github.com/pramkit/pramkit/pkg/cmd/perturb"
 	"github.com/pramkit/pramkit/pkg/codebook"
 	"github.com/pramkit/pramkit/pkg/release"
 	"github.com/pramkit/pramkit/pkg/rng"
@@ -39,39 +33,10 @@ import (
 //     (false alarm 6e-7), as the tool's release's is.
 func TestDDPSOnPrism(t *testing.T) {
 	dir, cb, rows := adultAnonTable(t)
-	f := func(name string) string { return filepath.Join(dir, name) }
 	const piS = 0.5
 	args := []string{"--mechanism", "ddps", "--column", "occupation", "--pi-s", "0.5", "--codebook", cb, "--seed", "7", "--insecure-seed"}
-	beamtest.MustRun(t, beamtest.Tool(perturbcmd.NewCmd), append(slices.Clone(args), f("adult.csv"), "-o", f("want.csv"))...)
-	run := func(prefix string) {
-		t.Helper()
-		if LocalMechanism(args) != release.MechanismDDPS {
-			t.Fatalf("LocalMechanism(%q) = %q", args, LocalMechanism(args))
-		}
-		if err := PerturbLocal(context.Background(), Config{Input: f("a-*.parquet"), Output: f(prefix), Runner: "prism", Args: args, Streams: quiet(), ShardRows: 10000}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	run("beam")
-	wantCols, _, wantMeta := cmdtest.ReadTable(t, f("want.csv"))
-	shards, _ := filepath.Glob(f("beam-*.parquet"))
-	if len(shards) != 4 {
-		t.Fatalf("shards %v, want 4", shards)
-	}
-	var got [][][]string
-	total := 0
-	for _, s := range shards {
-		cols, r, meta := cmdtest.ReadTable(t, s)
-		if !slices.Equal(cols, wantCols) {
-			t.Fatalf("%s: columns %v, the tool's %v", s, cols, wantCols)
-		}
-		sameMeta(t, s, meta, wantMeta)
-		got = append(got, r)
-		total += len(r)
-	}
-	if total != len(rows) {
-		t.Fatalf("%d rows, the input %d", total, len(rows))
-	}
+	run := perturbLocalOnPrism(t, dir, len(rows), release.MechanismDDPS, args)
+	f, wantMeta, got := run.f, run.wantMeta, run.got
 
 	var md release.DDPS
 	if err := md.Decode(wantMeta, "want.csv"); err != nil {
@@ -90,7 +55,7 @@ func TestDDPSOnPrism(t *testing.T) {
 	enc, _ := col.Encoder(codebook.Policy{})
 	keyed := rng.NewKeyed(rng.RunKey(7, true, "pramkit-beam/perturb-ddps"))
 	type out struct {
-		hi, lo          uint64
+		key             bordKey
 		truth, one, two int
 	}
 	want := make([][]out, 4)
@@ -111,16 +76,14 @@ func TestDDPSOnPrism(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var blk [16]byte
-			keyed.Block(&blk, rng.Tag("BORD"), 0, id)
-			o := out{hi: binary.BigEndian.Uint64(blk[:8]), lo: binary.BigEndian.Uint64(blk[8:]), truth: v, one: one, two: two}
-			want[o.hi%4] = append(want[o.hi%4], o)
+			o := out{key: newBordKey(keyed, id), truth: v, one: one, two: two}
+			want[o.key.hi%4] = append(want[o.key.hi%4], o)
 		}
 		next += len(part)
 	}
 	var kept, none int64
 	for s := range want {
-		slices.SortFunc(want[s], func(a, b out) int { return cmp.Or(cmp.Compare(a.hi, b.hi), cmp.Compare(a.lo, b.lo)) })
+		slices.SortFunc(want[s], func(a, b out) int { return a.key.cmp(b.key) })
 		if len(want[s]) != len(got[s]) {
 			t.Fatalf("shard %d: %d rows, the construction %d", s, len(got[s]), len(want[s]))
 		}
@@ -148,23 +111,11 @@ func TestDDPSOnPrism(t *testing.T) {
 		}
 	}
 
-	run("again")
-	for i, s := range shards {
-		a, _ := os.ReadFile(s)
-		b, _ := os.ReadFile(f(shardName("again", i, ".parquet")))
-		if len(a) == 0 || string(a) != string(b) {
-			t.Errorf("%s and its rerun differ", s)
-		}
-	}
+	run.checkRerun(t)
 
-	var truth float64
-	for _, r := range rows {
-		if r[3] == "Tech-support" {
-			truth++
-		}
-	}
+	truth := float64(countRows(rows, 3, "Tech-support"))
 	est := beamtest.Tool(estimatecmd.NewCmd)
-	for what, in := range map[string][]string{"the tool's release": {f("want.csv")}, "the Beam shards": shards} {
+	for what, in := range run.releases() {
 		out := beamtest.MustRun(t, est, in...)
 		var e, sd float64
 		for _, line := range strings.Split(out, "\n") {

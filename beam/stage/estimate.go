@@ -7,9 +7,7 @@ package stage
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"reflect"
 
@@ -69,25 +67,18 @@ func (f *countFileFn) ProcessElement(ctx context.Context, sp fileSplit, emit fun
 	}
 	counts := make(map[string]int64)
 	labels := make([]string, len(idx))
-	for {
-		rec, err := r.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return err
-		}
-		vals := make([]table.Values, len(idx))
-		for j, c := range idx {
-			vals[j] = table.ValuesOf(rec.Column(c))
-		}
-		for i := range int(rec.NumRows()) {
+	err = eachValuesBatch(r, idx, func(vals []table.Values, rows int) error {
+		for i := range rows {
 			for j := range vals {
 				labels[j] = vals[j].String(i)
 			}
 			key, _ := json.Marshal(labels)
 			counts[string(key)]++
 		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	for k, n := range counts {
 		emit(k, n)

@@ -14,7 +14,6 @@ import (
 	"github.com/pramkit/pramkit/internal/cmdtest"
 	"github.com/pramkit/pramkit/pkg/cli"
 	estimatecmd "github.com/pramkit/pramkit/pkg/cmd/estimate"
-	"github.com/pramkit/pramkit/pkg/table"
 )
 
 // TestEstimateOnPrismMatchesTheCLI: an Adult release split into shards
@@ -78,19 +77,9 @@ func TestEstimateRefusesShardsOfDifferentReleases(t *testing.T) {
 	beamtest.Split(t, rel, f("shard-0.csv"), f("shard-1.csv"))
 	cols, rows, meta := cmdtest.ReadTable(t, f("shard-1.csv"))
 	meta["gamma"] = "3"
-	schema := table.StringSchema(cols)
-	w, err := table.Create(f("shard-1.csv"), schema, meta, table.WriteOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rw := table.NewRowWriter(w, schema, 0)
-	for _, row := range rows {
-		rw.AppendStrings(row)
-	}
-	rw.Flush()
-	w.Commit()
+	beamtest.WriteRows(t, f("shard-1.csv"), cols, meta, 0, rows)
 	var stderr strings.Builder
-	err = Estimate(context.Background(), Config{Input: f("shard-*.csv"), Output: f("out"), Runner: "prism", Streams: &cli.Streams{Out: &stderr, Err: &stderr}})
+	err := Estimate(context.Background(), Config{Input: f("shard-*.csv"), Output: f("out"), Runner: "prism", Streams: &cli.Streams{Out: &stderr, Err: &stderr}})
 	if err == nil || !strings.Contains(err.Error(), "shard-1.csv") || !strings.Contains(err.Error(), "metadata differs") {
 		t.Fatalf("got %v", err)
 	}

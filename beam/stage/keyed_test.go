@@ -32,27 +32,10 @@ func writeParts(t *testing.T, in string, cuts []int, group int, names ...string)
 	if err != nil {
 		t.Fatal(err)
 	}
-	schema := table.StringSchema(cols)
 	for i, name := range names {
 		md := meta.Clone()
 		release.Part{First: int64(cuts[i]), Rows: int64(cuts[i+1] - cuts[i])}.Encode(md, m)
-		w, err := table.Create(name, schema, md, table.WriteOptions{RowGroupRows: group})
-		if err != nil {
-			t.Fatal(err)
-		}
-		rw := table.NewRowWriter(w, schema, group)
-		for _, row := range rows[cuts[i]:cuts[i+1]] {
-			if err := rw.AppendStrings(row); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := rw.Flush(); err != nil {
-			t.Fatal(err)
-		}
-		rw.Release()
-		if err := w.Commit(); err != nil {
-			t.Fatal(err)
-		}
+		beamtest.WriteRows(t, name, cols, md, group, rows[cuts[i]:cuts[i+1]])
 	}
 }
 
@@ -344,23 +327,10 @@ func TestEncryptRefusesValueOutsideTheCodebook(t *testing.T) {
 	writeKey(t, f("alice.prf"), 1)
 	cols, rows, meta := cmdtest.ReadTable(t, f("education.arrow"))
 	rows[3001][0] = "Nonsense"
-	schema := table.StringSchema(cols)
-	w, err := table.Create(f("bad.arrow"), schema, meta, table.WriteOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rw := table.NewRowWriter(w, schema, 0)
-	for _, r := range rows {
-		rw.AppendStrings(r)
-	}
-	rw.Flush()
-	rw.Release()
-	if err := w.Commit(); err != nil {
-		t.Fatal(err)
-	}
+	beamtest.WriteRows(t, f("bad.arrow"), cols, meta, 0, rows)
 	writeParts(t, f("bad.arrow"), []int{0, 3000, 5000}, 0, f("p-0.csv"), f("p-1.csv"))
 	os.MkdirAll(f("out"), 0o755)
-	err = Encrypt(context.Background(), Config{Input: f("p-*.csv"), Output: f("out/enc"), Runner: "prism", Streams: quiet(),
+	err := Encrypt(context.Background(), Config{Input: f("p-*.csv"), Output: f("out/enc"), Runner: "prism", Streams: quiet(),
 		Args: []string{"--codebook", cb, "--prf-key", f("alice.prf"), "--key-out", f("out/k.key")}})
 	if err == nil || !strings.Contains(err.Error(), "p-1.csv") || !strings.Contains(err.Error(), "row 2") || !strings.Contains(err.Error(), "Nonsense") || !strings.Contains(err.Error(), "education") {
 		t.Fatalf("got %v", err)

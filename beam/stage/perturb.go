@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pramkit/pramkit/pkg/cli"
+	perturbcmd "github.com/pramkit/pramkit/pkg/cmd/perturb"
 	"github.com/pramkit/pramkit/pkg/ledger"
 	"github.com/pramkit/pramkit/pkg/pram"
 	"github.com/pramkit/pramkit/pkg/release"
@@ -254,7 +255,7 @@ func Perturb(ctx context.Context, c Config) error {
 		key = pf.seed.Key(cmd, "perturb/gamma-diagonal/offsets")
 	}
 
-	led, err := openLedger(pf, streams)
+	led, err := perturbcmd.OpenLedger(pf.ledger, pf.noLedger, streams)
 	if err != nil {
 		return err
 	}
@@ -339,26 +340,6 @@ func Perturb(ctx context.Context, c Config) error {
 		return pipelineError(c.Runner, err)
 	}
 	return nil
-}
-
-// openLedger opens and locks the release ledger (--ledger, else the
-// tool's default path), or warns and returns nil with --no-ledger: the
-// tool's ledger, so that releases made by either are counted together.
-func openLedger(pf perturbFlags, streams *cli.Streams) (*ledger.Ledger, error) {
-	if pf.noLedger {
-		streams.Warnf("perturb", "--no-ledger: releases of this sample are not counted; release each sample once, or use a ledger")
-		return nil, nil
-	}
-	path := pf.ledger
-	if path == "" {
-		var err error
-		if path, err = ledger.DefaultPath(); err != nil {
-			return nil, fmt.Errorf("%v: pass --ledger FILE, or --no-ledger", err)
-		}
-	}
-	return ledger.Open(path, func() {
-		streams.Warnf("perturb", "waiting for another perturb to finish with the release ledger %s", path)
-	})
 }
 
 // perturbShardFn joins one shard's rows of every curator and perturbs them.

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"reflect"
 	"slices"
@@ -108,20 +107,9 @@ func (f *bottomFileFn) ProcessElement(ctx context.Context, sp fileSplit, emit fu
 	}
 	acc := bottomAcc{}
 	var bound *keptRow // the m-th best so far, once m rows were kept
-	for {
-		rec, err := r.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return err
-		}
-		vals := make([]table.Values, len(idx))
-		for j, c := range idx {
-			vals[j] = table.ValuesOf(rec.Column(c))
-		}
+	err = eachValuesBatch(r, idx, func(vals []table.Values, rows int) error {
 		ids := vals[len(vals)-1]
-		for i := range int(rec.NumRows()) {
+		for i := range rows {
 			acc.N++
 			id := ids.String(i)
 			if id == "" {
@@ -143,6 +131,10 @@ func (f *bottomFileFn) ProcessElement(ctx context.Context, sp fileSplit, emit fu
 				bound = &b
 			}
 		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	acc.trim(f.M)
 	if acc.Dup != "" {

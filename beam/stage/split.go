@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"reflect"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 
@@ -72,4 +73,17 @@ func splitFile(path string, emit func(fileSplit)) error {
 // that workers share them.
 func readSplits(s beam.Scope, files []string) beam.PCollection {
 	return beam.Reshuffle(s, beam.ParDo(s, splitFile, beam.CreateList(s, files)))
+}
+
+// eachValuesBatch reads r to its end (table.EachBatch): fn gets each
+// batch's columns idx (column indexes in r's schema), valid only during
+// the call, and its number of rows.
+func eachValuesBatch(r table.Reader, idx []int, fn func(vals []table.Values, rows int) error) error {
+	return table.EachBatch(r, func(rec arrow.RecordBatch, _ int64) error {
+		vals := make([]table.Values, len(idx))
+		for j, c := range idx {
+			vals[j] = table.ValuesOf(rec.Column(c))
+		}
+		return fn(vals, int(rec.NumRows()))
+	})
 }

@@ -78,23 +78,21 @@ func appendSpec(b []byte, s Spec) []byte {
 }
 
 func appendStrings(b []byte, ss []string, sep string) []byte {
-	b = append(b, '[')
-	for i, s := range ss {
-		if i > 0 {
-			b = append(b, sep...)
-		}
-		b = appendString(b, s)
-	}
-	return append(b, ']')
+	return appendArray(b, ss, sep, appendString)
 }
 
 func appendNumbers(b []byte, xs []float64, sep string) []byte {
+	return appendArray(b, xs, sep, appendNumber)
+}
+
+// appendArray appends xs as a JSON array, each item by item, sep between.
+func appendArray[T any](b []byte, xs []T, sep string, item func([]byte, T) []byte) []byte {
 	b = append(b, '[')
 	for i, x := range xs {
 		if i > 0 {
 			b = append(b, sep...)
 		}
-		b = appendNumber(b, x)
+		b = item(b, x)
 	}
 	return append(b, ']')
 }

@@ -165,16 +165,23 @@ func Int32Schema(names []string) *arrow.Schema {
 func Int32Batch(schema *arrow.Schema, cols [][]uint32, n int) arrow.RecordBatch {
 	arrs := make([]arrow.Array, len(cols))
 	for j, col := range cols {
-		buf := memory.NewBufferBytes(arrow.Uint32Traits.CastToBytes(col[:n]))
-		data := array.NewData(arrow.PrimitiveTypes.Int32, n, []*memory.Buffer{nil, buf}, nil, 0, 0)
-		arrs[j] = array.NewInt32Data(data)
-		data.Release()
+		arrs[j] = int32Column(col[:n])
 	}
 	rec := array.NewRecordBatch(schema, arrs, int64(n))
 	for _, a := range arrs {
 		a.Release()
 	}
 	return rec
+}
+
+// int32Column is col as an int32 column sharing its memory (no copy): the
+// values are below 2^31 (Int32Batch), so each uint32 reads as the same
+// int32.
+func int32Column(col []uint32) arrow.Array {
+	buf := memory.NewBufferBytes(arrow.Uint32Traits.CastToBytes(col))
+	data := array.NewData(arrow.PrimitiveTypes.Int32, len(col), []*memory.Buffer{nil, buf}, nil, 0, 0)
+	defer data.Release()
+	return array.NewInt32Data(data)
 }
 
 // Block is a reusable block of rows of d uint32 columns.

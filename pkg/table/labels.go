@@ -59,10 +59,7 @@ func CodesBatch(schema *arrow.Schema, cols [][]uint32, labels []*Labels, n int) 
 			arrs[j] = labels[j].Column(col[:n])
 			continue
 		}
-		buf := memory.NewBufferBytes(arrow.Uint32Traits.CastToBytes(col[:n]))
-		data := array.NewData(arrow.PrimitiveTypes.Int32, n, []*memory.Buffer{nil, buf}, nil, 0, 0)
-		arrs[j] = array.NewInt32Data(data)
-		data.Release()
+		arrs[j] = int32Column(col[:n])
 	}
 	rec := array.NewRecordBatch(schema, arrs, int64(n))
 	for _, a := range arrs {

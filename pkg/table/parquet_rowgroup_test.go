@@ -141,44 +141,59 @@ func copyBatchForTest(t *testing.T, rec arrow.RecordBatch) arrow.RecordBatch {
 // each row group's dictionary for the label column is the codebook's
 // labels, unused ones included, however many batches the group came in.
 func TestParquetBytesIgnoreBatchSizes(t *testing.T) {
+	eachBatchSizing(t, "t.parquet", func(rec arrow.RecordBatch, R, size int, p string, _ []byte) {
+		n := int(rec.NumRows())
+		r, err := Open(p, ReadOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g := ParquetRowGroups(r); !slices.Equal(g, []int64{int64(R), int64(R), int64(n - 2*R)}) {
+			t.Errorf("R %d: row groups %v", R, g)
+		}
+		r.Close()
+		for g := range 3 {
+			r, err := Open(p, ReadOptions{DictColumns: []string{"label"}, RowGroups: []int{g}, BatchSize: R + 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := r.Next()
+			if err != nil {
+				t.Fatal(err)
+			}
+			d := b.Column(9).(*array.Dictionary).Dictionary().(*array.String)
+			var got []string
+			for i := range d.Len() {
+				got = append(got, d.Value(i))
+			}
+			if !slices.Equal(got, rowGroupTestLabels) {
+				t.Errorf("R %d, batches of %d: row group %d's label dictionary is %q, want the codebook's %q", R, size, g, got, rowGroupTestLabels)
+			}
+			r.Close()
+		}
+	})
+}
+
+// eachBatchSizing writes rowGroupTestBatch(n), n = 2R + R/2 + 7, to a
+// file named name (its extension picks the format) with R rows a row
+// group or record batch, at R = RowGroupRows and at a small R = 100 (where
+// a group spans many batches and a batch many groups): whole, and as
+// batches of 1, 3, 1000, R−1 and R+1 rows. Each write must give the whole
+// write's bytes and read back as the rows written; check then looks at
+// the format's own structure of the file at p (bytes data).
+func eachBatchSizing(t *testing.T, name string, check func(rec arrow.RecordBatch, R, size int, p string, data []byte)) {
+	t.Helper()
 	for _, R := range []int{RowGroupRows, 100} {
 		n := 2*R + R/2 + 7
 		rec := rowGroupTestBatch(n)
-		_, want := writeInBatches(t, rec, []int{n}, R)
-		for _, size := range []int{1, 3, 1000, R - 1, R + 1} {
-			p, got := writeInBatches(t, rec, []int{size}, R)
+		_, want := writeFileInBatches(t, name, rec, []int{n}, R)
+		for _, size := range []int{n, 1, 3, 1000, R - 1, R + 1} {
+			p, got := writeFileInBatches(t, name, rec, []int{size}, R)
 			if !bytes.Equal(got, want) {
 				t.Errorf("R %d: batches of %d rows give %d bytes, not the %d bytes of one batch", R, size, len(got), len(want))
 				continue
 			}
-			r, err := Open(p, ReadOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if g := ParquetRowGroups(r); !slices.Equal(g, []int64{int64(R), int64(R), int64(n - 2*R)}) {
-				t.Errorf("R %d: row groups %v", R, g)
-			}
-			r.Close()
 			readBackEquals(t, p, rec)
-			for g := range 3 {
-				r, err := Open(p, ReadOptions{DictColumns: []string{"label"}, RowGroups: []int{g}, BatchSize: R + 1})
-				if err != nil {
-					t.Fatal(err)
-				}
-				b, err := r.Next()
-				if err != nil {
-					t.Fatal(err)
-				}
-				d := b.Column(9).(*array.Dictionary).Dictionary().(*array.String)
-				var got []string
-				for i := range d.Len() {
-					got = append(got, d.Value(i))
-				}
-				if !slices.Equal(got, rowGroupTestLabels) {
-					t.Errorf("R %d, batches of %d: row group %d's label dictionary is %q, want the codebook's %q", R, size, g, got, rowGroupTestLabels)
-				}
-				r.Close()
-			}
+			check(rec, R, size, p, got)
 		}
 		rec.Release()
 	}
@@ -218,9 +233,20 @@ func readBackEquals(t *testing.T, p string, rec arrow.RecordBatch) {
 // the bytes still depend only on each row's label and dictionary, not on
 // where the batches are cut.
 func TestParquetRowGroupOfBatchesWithOtherDictionaries(t *testing.T) {
+	sameBytesWhereverBatchesOfOtherDictionariesAreCut(t, "t.parquet", nil)
+}
+
+// sameBytesWhereverBatchesOfOtherDictionariesAreCut writes 40 rows of one
+// dictionary column, the first 20 over the dictionary [x y] and the rest
+// over [z y w], to a file named name (its extension picks the format) of
+// 30 rows a row group or record batch, as batches cut at [0 20 40] and at
+// two finer sets of cuts, each batch carrying its rows' dictionary. Every
+// file must read back as the labels written and be the same, byte for
+// byte; check (if any) looks at each file's bytes data too.
+func sameBytesWhereverBatchesOfOtherDictionariesAreCut(t *testing.T, name string, check func(cuts []int, data []byte, want []string)) {
+	t.Helper()
 	schema := arrow.NewSchema([]arrow.Field{DictField("d")}, nil)
 	dicts := []*Labels{NewLabels([]string{"x", "y"}), NewLabels([]string{"z", "y", "w"})}
-	// 40 rows: the first 20 over dicts[0], the rest over dicts[1].
 	codes := make([]uint32, 40)
 	var want []string
 	for i := range codes {
@@ -232,7 +258,7 @@ func TestParquetRowGroupOfBatchesWithOtherDictionaries(t *testing.T) {
 		}
 	}
 	write := func(cuts []int) []byte {
-		p := filepath.Join(t.TempDir(), "t.parquet")
+		p := filepath.Join(t.TempDir(), name)
 		w, err := Create(p, schema, nil, WriteOptions{RowGroupRows: 30})
 		if err != nil {
 			t.Fatal(err)
@@ -271,6 +297,9 @@ func TestParquetRowGroupOfBatchesWithOtherDictionaries(t *testing.T) {
 		data, err := os.ReadFile(p)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if check != nil {
+			check(cuts, data, want)
 		}
 		return data
 	}

@@ -96,24 +96,33 @@ func AdultRelease(t *testing.T) (string, string) {
 func Split(t *testing.T, in string, names ...string) {
 	t.Helper()
 	cols, rows, meta := cmdtest.ReadTable(t, in)
-	schema := table.StringSchema(cols)
 	for i, name := range names {
-		w, err := table.Create(name, schema, meta, table.WriteOptions{RowGroupRows: 1000})
-		if err != nil {
+		WriteRows(t, name, cols, meta, 1000, rows[i*len(rows)/len(names):(i+1)*len(rows)/len(names)])
+	}
+}
+
+// WriteRows writes rows of string columns cols as the table at path (the
+// format follows its name) with metadata meta, groupRows rows a Parquet
+// row group or Arrow batch (0 for the writer's default).
+func WriteRows(t *testing.T, path string, cols []string, meta table.Meta, groupRows int, rows [][]string) {
+	t.Helper()
+	schema := table.StringSchema(cols)
+	w, err := table.Create(path, schema, meta, table.WriteOptions{RowGroupRows: groupRows})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Abort()
+	rw := table.NewRowWriter(w, schema, groupRows)
+	for _, row := range rows {
+		if err := rw.AppendStrings(row); err != nil {
 			t.Fatal(err)
 		}
-		rw := table.NewRowWriter(w, schema, 1000)
-		for _, row := range rows[i*len(rows)/len(names) : (i+1)*len(rows)/len(names)] {
-			if err := rw.AppendStrings(row); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := rw.Flush(); err != nil {
-			t.Fatal(err)
-		}
-		rw.Release()
-		if err := w.Commit(); err != nil {
-			t.Fatal(err)
-		}
+	}
+	if err := rw.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	rw.Release()
+	if err := w.Commit(); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -25,14 +25,21 @@ import (
 // openLedger opens and locks the ledger, or returns nil with --no-ledger.
 func (o *Options) openLedger() (*ledger.Ledger, error) {
 	g := o.gammaOpts()
-	if g.NoLedger {
-		if o.cmd.Flags().Changed("ledger") {
-			return nil, cli.Usagef("--ledger and --no-ledger contradict each other: give one")
-		}
-		o.Streams.Warnf("perturb", "--no-ledger: releases of this sample are not counted; release each sample once, or use a ledger")
+	if g.NoLedger && o.cmd.Flags().Changed("ledger") {
+		return nil, cli.Usagef("--ledger and --no-ledger contradict each other: give one")
+	}
+	return OpenLedger(g.Ledger, g.NoLedger, o.Streams)
+}
+
+// OpenLedger opens and locks the release ledger at path (ledger's default
+// path when empty), or warns and returns nil under noLedger: perturb's
+// ledger, warnings and errors, which pramkit-beam perturb shares so that
+// the releases either makes are counted together.
+func OpenLedger(path string, noLedger bool, streams *cli.Streams) (*ledger.Ledger, error) {
+	if noLedger {
+		streams.Warnf("perturb", "--no-ledger: releases of this sample are not counted; release each sample once, or use a ledger")
 		return nil, nil
 	}
-	path := g.Ledger
 	if path == "" {
 		var err error
 		if path, err = ledger.DefaultPath(); err != nil {
@@ -40,7 +47,7 @@ func (o *Options) openLedger() (*ledger.Ledger, error) {
 		}
 	}
 	return ledger.Open(path, func() {
-		o.Streams.Warnf("perturb", "waiting for another perturb to finish with the release ledger %s", path)
+		streams.Warnf("perturb", "waiting for another perturb to finish with the release ledger %s", path)
 	})
 }
 

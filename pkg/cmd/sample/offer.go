@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"strings"
 	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -92,28 +91,10 @@ func (o *Options) offerRowsParallel(in table.Reader, secret []byte, idCol int, k
 	}
 	emit := func(c *offerChunk) error {
 		defer c.rec.Release()
-		cols := make([]table.Values, len(keep))
-		for j, col := range keep {
-			cols[j] = table.ValuesOf(c.rec.Column(col))
-		}
-		var ids table.Values
-		if idCol >= 0 {
-			ids = table.ValuesOf(c.rec.Column(idCol))
-		}
+		kc := newKeptCells(c.rec, keep, idCol)
 		var row int
 		// One closure per chunk: Offer calls it only for a kept row.
-		copyRow := func() []string {
-			// With --id the id rides along after the kept columns, to
-			// name it if it turns out to be repeated.
-			out := make([]string, len(cols), len(cols)+1)
-			for j := range cols {
-				out[j] = strings.Clone(cols[j].String(row))
-			}
-			if idCol >= 0 {
-				out = append(out, strings.Clone(ids.String(row)))
-			}
-			return out
-		}
+		copyRow := func() []string { return kc.row(row) }
 		for i, p := range c.pri {
 			row = i
 			k.Offer(p, copyRow)

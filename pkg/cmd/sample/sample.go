@@ -470,19 +470,12 @@ func (o *Options) offerRows(in table.Reader, secret []byte, prf *sample.PRF, idC
 	meter := o.Streams.Progress("sample: read")
 	var pos uint64
 	err := table.EachBatch(in, func(rec arrow.RecordBatch, _ int64) error {
-		cols := make([]table.Values, len(keep))
-		for j, c := range keep {
-			cols[j] = table.ValuesOf(rec.Column(c))
-		}
-		var ids table.Values
-		if idCol >= 0 {
-			ids = table.ValuesOf(rec.Column(idCol))
-		}
+		kc := newKeptCells(rec, keep, idCol)
 		rows := int(rec.NumRows())
 		for i := 0; i < rows; i++ {
 			var p sample.Priority
 			if idCol >= 0 {
-				id := ids.String(i)
+				id := kc.ids.String(i)
 				if id == "" {
 					return &table.DataError{File: in.Name(), Row: rowOf(in, int64(pos)), Column: o.ID, Err: errors.New("the row id is empty; every row needs an id, or omit --id to sample by position")}
 				}
@@ -492,18 +485,7 @@ func (o *Options) offerRows(in table.Reader, secret []byte, prf *sample.PRF, idC
 			}
 			pos++
 			row := i
-			k.Offer(p, func() []string {
-				// With --id the id rides along after the kept columns,
-				// to name it if it turns out to be repeated.
-				out := make([]string, len(cols), len(cols)+1)
-				for j := range cols {
-					out[j] = strings.Clone(cols[j].String(row))
-				}
-				if idCol >= 0 {
-					out = append(out, strings.Clone(ids.String(row)))
-				}
-				return out
-			})
+			k.Offer(p, func() []string { return kc.row(row) })
 		}
 		meter.Add(int64(rows))
 		return nil
@@ -684,4 +666,36 @@ func quoteID(id string) string {
 		return strconv.Quote(string(r[:80])) + "…"
 	}
 	return strconv.Quote(id)
+}
+
+// keptCells are a batch's kept columns and, with --id, its id column.
+type keptCells struct {
+	cols  []table.Values
+	ids   table.Values
+	hasID bool // --id given
+}
+
+func newKeptCells(rec arrow.RecordBatch, keep []int, idCol int) keptCells {
+	kc := keptCells{cols: make([]table.Values, len(keep))}
+	for j, c := range keep {
+		kc.cols[j] = table.ValuesOf(rec.Column(c))
+	}
+	if idCol >= 0 {
+		kc.ids, kc.hasID = table.ValuesOf(rec.Column(idCol)), true
+	}
+	return kc
+}
+
+// row copies row i's kept cells, which the reservoir keeps past the
+// batch. With --id the id rides along after them, to name it if it turns
+// out to be repeated.
+func (kc keptCells) row(i int) []string {
+	out := make([]string, len(kc.cols), len(kc.cols)+1)
+	for j, c := range kc.cols {
+		out[j] = strings.Clone(c.String(i))
+	}
+	if kc.hasID {
+		out = append(out, strings.Clone(kc.ids.String(i)))
+	}
+	return out
 }
