@@ -122,8 +122,8 @@
 //     of the set (at most once per value), or brings a value outside it to
 //     the bound, after which it is in every later set (at most ℓ′ values
 //     ever are), so there are at most T + V + ℓ′ + 1 ≤ T + 2V + 1 runs
-//     (randomSets' comment has the details). The
-//     drop of N mod ℓ′ rows is the same as for Anatomy's grouping.
+//     (randomSets' comment has the details). The drop of N mod ℓ′ rows is
+//     the same as for Anatomy's grouping.
 //  2. p = q = 1/ℓ′ and Theorem 1. A row publishes a uniform member of its
 //     group's ℓ′ distinct values: its own with probability p = 1/ℓ′, each
 //     of the ℓ′ − 1 others with q = 1/ℓ′ (Fact 1: all members of a group
@@ -146,7 +146,7 @@
 //     f_s(ℓ′ − 1)/ℓ′ (Inequality 3, hence Lemma 4's T_f), and Definition
 //     5's T_P is computed from that law (guarantee.go). The law depends on
 //     f_s and ℓ′ only, not on which values share s's groups, so it holds
-//     for each grouping and for the mixture over random ones. (The joint law
+//     for each grouping and for the mixture over random ones, runs or not. (The joint law
 //     of the f′_s across values does depend on the grouping; no guarantee
 //     uses it.)
 //  4. What changes is the law of (true, published) for a row without s:
