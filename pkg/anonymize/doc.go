@@ -85,7 +85,7 @@
 // column the schedule and the dealer's remaining slots, O(ℓ′) per distinct
 // value set (about 0.3 KB at ℓ′ = 5): at most min(C(V, ℓ′), N/ℓ′) of them
 // (C(15, 5) = 3003 for Adult's occupation at ℓ′ = 5), and for the random
-// grouping at most T + 2V + 1 whatever N (T = 2^14 runs, below).
+// grouping at most T + V + ℓ′ + 1 whatever N (T = 2^14 runs, below).
 //
 // The in-memory Anonymize, Anatomize and NewPartition stay: the figures
 // (scripts/figures) and countquery's Adult tests use them, and they are the
@@ -105,7 +105,7 @@
 // of them, n the groups left. Up to T groups (Adult: 6,512 at ℓ′ = 5)
 // every run is one group, the per-group draw of issue 12, draw for draw.
 // Above, it is that draw coarsened into runs, so that a column has at most
-// T + 2V + 1 distinct sets — a few MB of schedule and dealer whatever N,
+// T + V + ℓ′ + 1 distinct sets — a few MB of schedule and dealer whatever N,
 // where one draw per group kept up to min(C(V, ℓ′), G) sets (238 MB for
 // anonymize on 4M rows of a 60-value column at ℓ′ = 5).
 // Claim: every guarantee of SPEC §4 holds unchanged. Proof.
@@ -119,10 +119,11 @@
 //     value outside it would exceed the groups left, and k′ ≥ 1 because
 //     drawn values have cnt ≥ 1 and values outside the set have
 //     cnt ≤ n − 1). A run shorter than k ends the schedule, exhausts a value
-//     of the set, or brings a value outside it to the bound, after which it
-//     is in every later set: at most once per value and kind, so there are
-//     at most T + 2V + 1 runs (randomSets' comment has the details). The
-//     drop of N mod ℓ′ rows is the same as for Anatomy's grouping.
+//     of the set (at most once per value), or brings a value outside it to
+//     the bound, after which it is in every later set (at most ℓ′ values
+//     ever are), so there are at most T + V + ℓ′ + 1 ≤ T + 2V + 1 runs
+//     (randomSets' comment has the details). The drop of N mod ℓ′ rows is
+//     the same as for Anatomy's grouping.
 //  2. p = q = 1/ℓ′ and Theorem 1. A row publishes a uniform member of its
 //     group's ℓ′ distinct values: its own with probability p = 1/ℓ′, each
 //     of the ℓ′ − 1 others with q = 1/ℓ′ (Fact 1: all members of a group
@@ -145,7 +146,7 @@
 //     f_s(ℓ′ − 1)/ℓ′ (Inequality 3, hence Lemma 4's T_f), and Definition
 //     5's T_P is computed from that law (guarantee.go). The law depends on
 //     f_s and ℓ′ only, not on which values share s's groups, so it holds
-//     for each grouping and for the mixture over random ones. (The joint law
+//     for each grouping and for the mixture over random ones, runs or not. (The joint law
 //     of the f′_s across values does depend on the grouping; no guarantee
 //     uses it.)
 //  4. What changes is the law of (true, published) for a row without s:

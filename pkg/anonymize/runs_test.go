@@ -65,7 +65,7 @@ func sumCounts(c []int64) int64 {
 // TestRandomRunsProperties: with T (the runs aimed at) far below the
 // groups, so that runs are longer than one group, the random grouping
 // still gives groups of ℓ′ distinct values that use the counts exactly,
-// never gets stuck, and records at most T + 2V + 1 runs — over random
+// never gets stuck, and records at most T + V + ℓ′ + 1 runs — over random
 // count vectors including the extreme eligible ones, where up to ℓ′ values
 // have count N/ℓ′ and are forced into every group.
 func TestRandomRunsProperties(t *testing.T) {
@@ -91,8 +91,8 @@ func TestRandomRunsProperties(t *testing.T) {
 		}
 		s := &Schedule{L: l, V: v, Grouping: GroupingRandom, Types: b.types()}
 		checkSchedule(t, s, counts, l)
-		if bound := T + 2*int64(v) + 1; b.adds > bound || int64(len(s.Types)) > bound {
-			t.Fatalf("counts %v, ℓ′ = %d, T = %d: %d runs, %d types, more than T + 2V + 1 = %d", counts, l, T, b.adds, len(s.Types), bound)
+		if bound := T + int64(v+l) + 1; b.adds > bound || int64(len(s.Types)) > bound {
+			t.Fatalf("counts %v, ℓ′ = %d, T = %d: %d runs, %d types, more than T + V + ℓ′ + 1 = %d", counts, l, T, b.adds, len(s.Types), bound)
 		}
 		k := (groups + T - 1) / T
 		if k > 1 {
@@ -178,7 +178,7 @@ func col60(n int64, l int) []int64 {
 
 // TestRandomScheduleMemoryBounded: the random grouping's schedule and
 // pass 2's dealer for 4M rows of a 60-value column at ℓ′ = 5 (800,000
-// groups, C(60, 5) = 5.5M possible sets) hold at most T + 2V + 1 set types
+// groups, C(60, 5) = 5.5M possible sets) hold at most T + V + ℓ′ + 1 set types
 // and a few MB, not one type per group (the per-group draw kept ≈ 800,000
 // types, 238 MB for anonymize in all). The heap figure is measured, with
 // the collector run before each reading; the bound is 3× the measured
@@ -195,8 +195,8 @@ func TestRandomScheduleMemoryBounded(t *testing.T) {
 	used := int64(heapInUse()) - int64(before)
 	runtime.KeepAlive(d)
 	checkSchedule(t, s, counts, l)
-	if bound := randomRuns + 2*60 + 1; int64(len(s.Types)) > bound {
-		t.Errorf("%d set types, more than T + 2V + 1 = %d", len(s.Types), bound)
+	if bound := randomRuns + 60 + l + 1; int64(len(s.Types)) > bound {
+		t.Errorf("%d set types, more than T + V + ℓ′ + 1 = %d", len(s.Types), bound)
 	}
 	t.Logf("4M rows, V = 60, ℓ′ = 5: %d groups, %d set types, schedule + dealer %.1f MB (%.0f bytes per type)",
 		s.Groups(), len(s.Types), float64(used)/(1<<20), float64(used)/float64(len(s.Types)))

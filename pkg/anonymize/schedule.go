@@ -51,7 +51,7 @@ type SetType struct {
 //
 // Memory: O(V) for the counts plus O(ℓ′) per distinct set, at most
 // min(C(V, ℓ′), groups) of them, and for the random grouping at most
-// T + 2V + 1 (randomRuns); nothing per row or per group.
+// T + V + ℓ′ + 1 (randomRuns); nothing per row or per group.
 type Schedule struct {
 	// L is ℓ′.
 	L int
@@ -257,7 +257,7 @@ func anatomySets(counts []int64, l int, groups int64, b *setBag) error {
 
 // randomRuns is T, the number of runs randomSets aims for: with more than
 // T groups to form, it draws one set per run of k = ⌈groups/T⌉ consecutive
-// groups, so a column has at most T + 2V + 1 set types whatever its rows.
+// groups, so a column has at most T + V + ℓ′ + 1 set types whatever its rows.
 // Each type costs the schedule and pass 2's Dealer about 0.3 KB at ℓ′ = 5
 // (BenchmarkRandomScheduleTypes), so 2^14 runs keep a sensitive column's
 // schedule and dealer within a few MB; at or below 2^14 groups (Adult:
@@ -298,10 +298,12 @@ var randomRuns int64 = 1 << 14
 //
 // Runs: a run of k′ = k uses k of the groups ≤ kT, so there are at most T
 // of them. A shorter run has k′ = n (the last run), or k′ = cnt(v) for a
-// v in the set (v reaches 0 and is never drawn again), or k′ = n − cnt(v)
-// for a v outside it (v reaches the bound, and is in every later set,
-// never outside again): each value ends at most one run of either kind, so
-// there are at most T + 2V + 1 runs, and as many set types at most.
+// v in the set (v reaches 0 and is never drawn again: at most V such
+// runs), or k′ = n − cnt(v) for a v outside it (v reaches the bound and is
+// forced in every later set; forced values stay forced and are at most ℓ′
+// at a time, so at most ℓ′ values ever are: at most ℓ′ such runs). So
+// there are at most T + V + ℓ′ + 1 ≤ T + 2V + 1 runs, and as many set
+// types at most.
 //
 // Cost: O(V) setup, then O(ℓ′ log V) per run (a tree over the counts of
 // the values not forced, with sums for the draws and maxima for the values

@@ -81,7 +81,7 @@ func (r *Reservoir) Drop(d int, rnd *rand.Rand) (rows []int64, vals [][]uint32, 
 // each value one count per type (a tree when the value has several types).
 // Memory: O(ℓ′) per set type, about 0.3 KB at ℓ′ = 5
 // (BenchmarkRandomScheduleTypes); the random grouping has at most
-// 2^14 + 2V + 1 types whatever the rows (randomSets).
+// 2^14 + V + ℓ′ + 1 types whatever the rows (randomSets).
 type Dealer struct {
 	s     *Schedule
 	slots [][]int // per value: indexes of the types holding it
@@ -148,8 +148,8 @@ func (d *Dealer) Done() bool {
 // Plan is streaming A′ over one table (the two passes of the package doc):
 // Count every kept row in pass 1, Finish, then Divert every kept row again,
 // in the same order, in pass 2. Memory: O(V + distinct sets · ℓ′) per
-// sensitive column (distinct sets ≤ min(C(V, ℓ′), N/ℓ′), and ≤ 2^14 + 2V
-// + 1 for the random grouping) and O(ℓ′) for the drop, whatever the number
+// sensitive column (distinct sets ≤ min(C(V, ℓ′), N/ℓ′), and
+// ≤ 2^14 + V + ℓ′ + 1 for the random grouping) and O(ℓ′) for the drop, whatever the number
 // of rows.
 type Plan struct {
 	l        int

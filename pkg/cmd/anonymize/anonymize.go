@@ -168,7 +168,7 @@ value and the decoy groups' value sets are computed from the counts alone;
 the second gives each row a random free place among its value's groups and
 publishes it at once. They hold the counts and one entry per distinct
 value set (at most C(V, ℓ′) of them for V values; with --grouping random
-also at most 2^14 + 2V + 1 whatever the rows, as above 2^14 groups one
+also at most 2^14 + V + ℓ′ + 1 whatever the rows, as above 2^14 groups one
 random draw serves a run of consecutive groups). anatomy numbers the
 groups of the rows after a first shuffle and shuffles them again; with
 --keep-order it holds the table instead (about 30 bytes per row) and
