@@ -191,68 +191,101 @@ func (b *setBag) types() []SetType {
 // their order among themselves holds, and the set stays on top while its
 // last member a still ranks before the first other bucket b, that is for
 // cnt[a] − cnt[b] steps, one more when a < b wins the tie.
+//
+// The buckets wait in a heap ordered by that rank, so a run costs
+// O(ℓ′ log V): with many values and short runs (85k values: about one run
+// per group), re-sorting or merging all V buckets per run took minutes.
 func anatomySets(counts []int64, l int, groups int64, b *setBag) error {
 	cnt := slices.Clone(counts)
-	less := func(x, y uint32) bool { // bucket x ranks before bucket y
-		return cnt[x] > cnt[y] || (cnt[x] == cnt[y] && x < y)
-	}
-	order := make([]uint32, 0, len(cnt))
+	h := bucketHeap{cnt: cnt}
 	for v, c := range cnt {
 		if c > 0 {
-			order = append(order, uint32(v))
+			h.items = append(h.items, uint32(v))
 		}
 	}
-	cmp := func(x, y uint32) int {
-		switch {
-		case less(x, y):
-			return -1
-		case less(y, x):
-			return 1
-		}
-		return 0
-	}
-	slices.SortFunc(order, cmp)
-	tmp := make([]uint32, len(order))
+	h.init()
+	top := make([]uint32, l)
 	for groups > 0 {
-		if len(order) < l {
+		if len(h.items) < l {
 			return errGrouping
 		}
+		for i := range top {
+			top[i] = h.pop()
+		}
 		k := groups
-		if len(order) > l {
-			a, c := order[l-1], order[l]
+		if len(h.items) > 0 {
+			a, c := top[l-1], h.items[0]
 			run := cnt[a] - cnt[c]
 			if a < c {
 				run++
 			}
 			k = min(k, run)
 		}
-		b.add(order[:l], k)
-		for _, v := range order[:l] {
-			cnt[v] -= k
+		b.add(top, k)
+		for _, v := range top {
+			if cnt[v] -= k; cnt[v] > 0 {
+				h.push(v)
+			}
 		}
 		groups -= k
-		// Merge the decremented top run back into the untouched rest.
-		if len(order) > l && less(order[l], order[l-1]) {
-			i, j, m := 0, l, 0
-			for i < l && j < len(order) {
-				if less(order[j], order[i]) {
-					tmp[m] = order[j]
-					j++
-				} else {
-					tmp[m] = order[i]
-					i++
-				}
-				m++
-			}
-			m += copy(tmp[m:], order[i:l])
-			copy(tmp[m:], order[j:])
-			copy(order, tmp[:len(order)])
-		}
-		for len(order) > 0 && cnt[order[len(order)-1]] == 0 {
-			order = order[:len(order)-1]
-		}
 	}
 	return nil
+}
+
+// bucketHeap is a binary heap of value indexes, the first the bucket that
+// ranks first: the larger count, ties to the smaller index.
+type bucketHeap struct {
+	cnt   []int64
+	items []uint32
+}
+
+func (h *bucketHeap) before(i, j int) bool {
+	x, y := h.items[i], h.items[j]
+	return h.cnt[x] > h.cnt[y] || (h.cnt[x] == h.cnt[y] && x < y)
+}
+
+func (h *bucketHeap) init() {
+	for i := len(h.items)/2 - 1; i >= 0; i-- {
+		h.down(i)
+	}
+}
+
+func (h *bucketHeap) push(v uint32) {
+	h.items = append(h.items, v)
+	for i := len(h.items) - 1; i > 0; {
+		p := (i - 1) / 2
+		if !h.before(i, p) {
+			break
+		}
+		h.items[i], h.items[p] = h.items[p], h.items[i]
+		i = p
+	}
+}
+
+func (h *bucketHeap) pop() uint32 {
+	v := h.items[0]
+	last := len(h.items) - 1
+	h.items[0] = h.items[last]
+	h.items = h.items[:last]
+	h.down(0)
+	return v
+}
+
+func (h *bucketHeap) down(i int) {
+	for {
+		c := 2*i + 1
+		if c >= len(h.items) {
+			return
+		}
+		if c+1 < len(h.items) && h.before(c+1, c) {
+			c++
+		}
+		if !h.before(c, i) {
+			return
+		}
+		h.items[i], h.items[c] = h.items[c], h.items[i]
+		i = c
+	}
 }
 
 // randomRuns is T, the number of runs randomSets aims for: with more than

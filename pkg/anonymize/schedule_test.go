@@ -182,6 +182,73 @@ func TestAnatomyScheduleIsThePartitionsSets(t *testing.T) {
 	}
 }
 
+// TestAnatomyScheduleIsGroupByGroupCreation: with many values (up to 400,
+// where the runs are short), the anatomy schedule equals Anatomy's group
+// creation done one group at a time by re-sorting every bucket, the
+// definition, on random eligible counts including the extreme case.
+func TestAnatomyScheduleIsGroupByGroupCreation(t *testing.T) {
+	r := rng.NewSeeded(11)
+	for trial := range 200 {
+		l := 2 + r.IntN(6)
+		v := l + r.IntN(400)
+		counts := make([]int64, v)
+		var n int64
+		for i := range counts {
+			counts[i] = int64(r.IntN(1 + r.IntN(30)))
+			n += counts[i]
+		}
+		if trial%3 == 0 { // the extreme eligible case: a value at N/ℓ′
+			counts[r.IntN(v)] = 0
+			n = 0
+			for _, c := range counts {
+				n += c
+			}
+			counts[0] = n / int64(l-1)
+			n += counts[0]
+		}
+		for n%int64(l) != 0 { // trim to a multiple of ℓ′
+			if i := r.IntN(v); counts[i] > 0 && i != 0 {
+				counts[i]--
+				n--
+			}
+		}
+		if eligible(counts, l) != nil || n == 0 {
+			continue
+		}
+		want := map[string]int64{}
+		cnt := slices.Clone(counts)
+		order := make([]uint32, v)
+		for i := range order {
+			order[i] = uint32(i)
+		}
+		for range n / int64(l) {
+			slices.SortFunc(order, func(x, y uint32) int {
+				if cnt[x] != cnt[y] {
+					return int(cnt[y] - cnt[x])
+				}
+				return int(x) - int(y)
+			})
+			set := slices.Clone(order[:l])
+			for _, x := range set {
+				cnt[x]--
+			}
+			slices.Sort(set)
+			want[fmt.Sprint(set)]++
+		}
+		sch, err := NewSchedule(counts, l, GroupingAnatomy, nil)
+		if err != nil {
+			t.Fatalf("counts %v, ℓ′ = %d: %v", counts, l, err)
+		}
+		got := map[string]int64{}
+		for _, st := range sch.Types {
+			got[fmt.Sprint(st.Values)] += st.Groups
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("counts %v, ℓ′ = %d: schedule %v, group by group %v", counts, l, got, want)
+		}
+	}
+}
+
 // exactRandomSchedules returns the law of the random grouping's schedule
 // (as scheduleKey) by walking the draw tree: with n groups left, the values
 // of count n are in the group, the others drawn successively without

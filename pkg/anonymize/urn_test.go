@@ -64,3 +64,23 @@ func BenchmarkRandomSchedule10M(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkAnatomySchedule85kValues: Anatomy's schedule for 4M rows over
+// 85,000 values of 1–93 rows each, where nearly every run is one group
+// (the case where merging all V buckets per run took minutes).
+func BenchmarkAnatomySchedule85kValues(b *testing.B) {
+	const v = 85_000
+	r := rng.NewSeeded(1)
+	counts := make([]int64, v)
+	var n int64
+	for i := range counts {
+		counts[i] = 1 + int64(r.IntN(93))
+		n += counts[i]
+	}
+	counts[0] -= n % 5
+	for b.Loop() {
+		if _, err := NewSchedule(counts, 5, GroupingAnatomy, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
