@@ -25,10 +25,13 @@ help:
 
 # One multi-call binary (cmd/pramkit): every tool links Arrow's Parquet
 # stack, so six binaries took 333 MB and one takes ~55 MB. The links are
-# relative, so bin/ can be moved or copied with cp -a.
+# relative, so bin/ can be moved or copied with cp -a. CGO_ENABLED=0: a
+# static binary (cgo came only with net and os/user, linked through Arrow
+# Flight's gRPC and unused) starts without the dynamic loader, ~0.9 ms
+# less per run (--version, 4×100 alternated runs: 7.2 -> 6.3 ms wall).
 build:
 	@mkdir -p bin
-	$(GO) build -ldflags "$(LDFLAGS)" -o bin/pramkit ./cmd/pramkit
+	CGO_ENABLED=0 $(GO) build -ldflags "$(LDFLAGS)" -o bin/pramkit ./cmd/pramkit
 	@cd bin && for t in $(TOOLS); do ln -sfn pramkit $$t; done
 
 # cobra/doc lives in internal/cmd/genman, not in the installed binary.

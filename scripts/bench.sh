@@ -12,6 +12,10 @@
 # out/bench/node_modules, never a dependency of the tools) does the same
 # work next to each stage (scripts/bench/duckdb.mjs holds the SQL of each),
 # and a final table gives the ratio DuckDB time / pramkit time.
+# Every run starts from a clean slate: benchtool run removes the previous
+# run's output before it starts the clock (pramkit's -o FILE, Miller's
+# -out FILE, DuckDB's output files given with -rm), so no tool is timed
+# for the filesystem freeing a large file it replaces.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 B=$PWD/bin
@@ -49,7 +53,12 @@ duck() {
   local label=$1
   shift
   rm -f "$OUT/duck-time"
-  DUCKDB_TIME_FILE="$OUT/duck-time" "$T" run -rows "$n" -label "  duckdb: $label" -- \
+  # The query's outputs are its last files: two for encrypt (ciphertext and
+  # key), none for the baseline, else one.
+  local nout=1 rms=() f
+  case $1 in none) nout=0 ;; encrypt-*) nout=2 ;; esac
+  for f in "${@:$(($# - nout + 1))}"; do rms+=(-rm "$f"); done
+  DUCKDB_TIME_FILE="$OUT/duck-time" "$T" run -rows "$n" -label "  duckdb: $label" "${rms[@]}" -- \
     node "$PWD/scripts/bench/duckdb.mjs" "$1" "$OUT/gen.codebook.json" "${@:2}"
   # The query's own time (no start-up), for the summary only.
   echo "query|$n|duckdb: $label|$(cat "$OUT/duck-time")" >> "$log"

@@ -28,17 +28,20 @@ import (
 // decode on goroutines where a panic on a corrupt file escapes recovered
 // and kills the process.)
 type parquetReader struct {
-	name   string
-	f      *os.File
-	pf     *file.Reader
-	cols   []*pqarrow.ColumnReader
-	batch  int64
-	mem    memory.Allocator // the arrays' allocator
-	colSch *arrow.Schema    // the columns' schema as pqarrow reads it
-	schema *arrow.Schema
-	meta   Meta
-	total  int64
-	rows   int64
+	name string
+	f    *os.File
+	pf   *file.Reader
+	// borrowed: f and pf are another reader's (ParquetReopen), which
+	// closes f.
+	borrowed bool
+	cols     []*pqarrow.ColumnReader
+	batch    int64
+	mem      memory.Allocator // the arrays' allocator
+	colSch   *arrow.Schema    // the columns' schema as pqarrow reads it
+	schema   *arrow.Schema
+	meta     Meta
+	total    int64
+	rows     int64
 	// leaves and groups are the file's leaf columns read and row groups;
 	// fast[j] says how column j is read without pqarrow (readDictChunk),
 	// fastNone for pqarrow.
@@ -89,6 +92,17 @@ func openParquet(name string, f *os.File, br *bufio.Reader, opt ReadOptions) (rd
 	if err := checkStoredArrowSchema(pf); err != nil {
 		return nil, errorf(name, "cannot read the Parquet schema (%v)", err)
 	}
+	p, err := parquetFrom(name, sf, pf, opt)
+	if err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// parquetFrom reads the Parquet file sf, whose footer pf has parsed and
+// checked, with opt's columns, row groups and batches.
+func parquetFrom(name string, sf *os.File, pf *file.Reader, opt ReadOptions) (p *parquetReader, err error) {
+	defer recovered(name, &err)
 	props := pqarrow.ArrowReadProperties{BatchSize: int64(opt.BatchSize)}
 	for _, c := range opt.DictColumns {
 		if i := pf.MetaData().Schema.ColumnIndexByName(c); i >= 0 {
@@ -384,6 +398,9 @@ func (p *parquetReader) Close() error {
 		c.Release()
 	}
 	p.cols = nil
+	if p.borrowed {
+		return nil
+	}
 	return p.f.Close()
 }
 

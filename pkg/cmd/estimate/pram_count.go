@@ -218,7 +218,7 @@ func collectLess() func() {
 // machine).
 const pramDictBatch = 16 << 10
 
-// reopenWithDictionaries opens a Parquet release file again with its
+// reopenWithDictionaries reads a Parquet release file again with its
 // release columns read as dictionaries (table.ReadOptions.DictColumns):
 // Parquet stores categorical columns dictionary-encoded, and reading them
 // so costs one label lookup per dictionary page instead of one string per
@@ -232,8 +232,14 @@ func (rel *pramRelease) reopenWithDictionaries(o *Options, in table.Reader) (tab
 	if err != nil {
 		return nil, err
 	}
-	d, err := table.Open(in.Name(), table.ReadOptions{Stdin: o.Streams.In, DictColumns: rel.names, BatchSize: min(batch, pramDictBatch),
-		ReuseBuffers: true}) // (emit releases a batch once counted)
+	opt := table.ReadOptions{Stdin: o.Streams.In, DictColumns: rel.names, BatchSize: min(batch, pramDictBatch),
+		ReuseBuffers: true} // (emit releases a batch once counted)
+	// The file open already, its footer parsed once (table.ParquetReopen);
+	// opened anew only when in does not allow it.
+	if d, err := table.ParquetReopen(in, opt); d != nil || err != nil {
+		return d, err
+	}
+	d, err := table.Open(in.Name(), opt)
 	if err != nil {
 		return nil, err
 	}
