@@ -115,11 +115,14 @@ func PerturbLocal(ctx context.Context, c Config) error {
 	case opts.Order.Keep:
 		return cli.Usagef("--keep-order: shards on a cluster have no input order to keep; the release is written in a random order")
 	}
+	if err := c.localOutput("perturb"); err != nil {
+		return err
+	}
 	files, err := c.inputs()
 	if err != nil {
 		return err
 	}
-	first, err := table.Open(files[0], table.ReadOptions{})
+	first, err := openTable(files[0], table.ReadOptions{})
 	if err != nil {
 		return err
 	}
@@ -220,23 +223,18 @@ func estimateRows(files []string) (int64, error) {
 	var total int64
 	for _, f := range files {
 		if table.FormatFromPath(f) == table.Parquet {
-			r, err := table.Open(f, table.ReadOptions{})
+			r, err := openTable(f, table.ReadOptions{})
 			if err != nil {
 				return 0, err
 			}
-			for _, n := range table.ParquetRowGroups(r) {
+			for _, n := range rowGroups(r) {
 				total += n
 			}
 			r.Close()
 			continue
 		}
-		fh, err := os.Open(f)
+		fh, size, err := openSized(f)
 		if err != nil {
-			return 0, err
-		}
-		st, err := fh.Stat()
-		if err != nil {
-			fh.Close()
 			return 0, err
 		}
 		br := bufio.NewReader(io.LimitReader(fh, 1<<20))
@@ -253,7 +251,7 @@ func estimateRows(files []string) (int64, error) {
 		}
 		fh.Close()
 		if lines > 0 {
-			total += st.Size() * lines / bytes
+			total += size * lines / bytes
 		}
 	}
 	return total, nil
@@ -381,7 +379,7 @@ func eachSplitBatch(sp anonSplit, cols []string, fn func(vals []table.Values, ro
 	if sp.Split.Group >= 0 {
 		opt.RowGroups = []int{sp.Split.Group}
 	}
-	rd, err := table.Open(sp.Split.Path, opt)
+	rd, err := openTable(sp.Split.Path, opt)
 	if err != nil {
 		return err
 	}

@@ -280,7 +280,8 @@ func fetchLocal(path string) (string, func(), error) {
 // localOutput refuses a remote --output for the stages whose outputs are
 // still written through local paths only (their workers write intermediate
 // files next to --output; sample writes PREFIX.csv through
-// the CLI's writer; anonymize renames its shards into place).
+// the CLI's writer; anonymize and perturb's bitflip and ddps rename their
+// shards into place).
 func (c Config) localOutput(stage string) error {
 	if isRemote(c.Output) {
 		return cli.Usagef("pramkit-beam %s writes --output to a local path only (its input may be remote): give a PREFIX on storage the driver and every worker share, and copy the result", stage)
@@ -309,4 +310,50 @@ func (r *renamingWriter) Write(p []byte) (int, error) {
 		return 0, err
 	}
 	return len(p), nil
+}
+
+// openSized opens the file path, local or remote, for a sequential read
+// and returns its size: estimateRows reads a CSV's first lines only, so a
+// remote one is streamed rather than fetched whole.
+func openSized(path string) (io.ReadCloser, int64, error) {
+	if !isRemote(path) {
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, 0, err
+		}
+		st, err := f.Stat()
+		if err != nil {
+			f.Close()
+			return nil, 0, err
+		}
+		return f, st.Size(), nil
+	}
+	ctx := context.Background()
+	fs, err := filesystem.New(ctx, path)
+	if err != nil {
+		return nil, 0, oneLine(err)
+	}
+	size, err := fs.Size(ctx, path)
+	if err != nil {
+		fs.Close()
+		return nil, 0, fmt.Errorf("cannot read %s: %v", path, oneLine(err))
+	}
+	r, err := fs.OpenRead(ctx, path)
+	if err != nil {
+		fs.Close()
+		return nil, 0, fmt.Errorf("cannot read %s: %v", path, oneLine(err))
+	}
+	return &fsReadCloser{ReadCloser: r, fs: fs}, size, nil
+}
+
+// fsReadCloser closes its filesystem with the file.
+type fsReadCloser struct {
+	io.ReadCloser
+	fs filesystem.Interface
+}
+
+func (r *fsReadCloser) Close() error {
+	err := r.ReadCloser.Close()
+	r.fs.Close()
+	return err
 }

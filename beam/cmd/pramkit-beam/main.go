@@ -64,7 +64,7 @@ anonymize publishes the shards with mechanism A′ as "anonymize --sensitive
 
 var (
 	input   = flag.String("input", "", "the input shards, a glob `GLOB` (CSV with sidecars, or Parquet): a local path, gs://BUCKET/… or s3://BUCKET/…")
-	output  = flag.String("output", "", "output `PREFIX`: a local path, gs://BUCKET/… or s3://BUCKET/… (sample, anonymize: local only)")
+	output  = flag.String("output", "", "output `PREFIX`: a local path, gs://BUCKET/… or s3://BUCKET/… (sample, anonymize, perturb --mechanism bitflip|ddps: local only)")
 	runner  = flag.String("runner", "prism", "Beam runner `R`: prism (in-process, the default), flink, spark, dataflow or universal, with the runner's own flags (--endpoint, --environment_type, --project…)")
 	verbose = flag.Bool("verbose", false, "print the runner's log")
 	shards  = flag.Int64("shard-rows", 0, "encrypt, perturb, decrypt, anonymize: about `N` rows per output shard (default 262144)")
