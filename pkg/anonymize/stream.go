@@ -79,27 +79,56 @@ func (r *Reservoir) Drop(d int, rnd *rand.Rand) (rows []int64, vals [][]uint32, 
 // matters for the published value, so the dealer draws the type, with
 // probability proportional to v's remaining slots in it, and keeps for
 // each value one count per type (a tree when the value has several types).
-// Memory: O(ℓ′) per set type, about 0.3 KB at ℓ′ = 5
-// (BenchmarkRandomScheduleTypes); the random grouping has at most
-// 2^14 + V + ℓ′ + 1 types whatever the rows (randomSets).
+//
+// Memory: the (value, type) pairs live in flat arrays indexed by value
+// (compressed rows: off[v]..off[v+1]), 12 bytes a pair and 12 a value, so
+// that a codebook of 85k values costs about 1 MB plus 12 bytes per pair
+// instead of a slice and an urn per value (about 150 bytes a value before,
+// TestDealerBytesPerValue); only a value held by more than flatUrnMax
+// types gets a segment tree (urn) of its own. The random grouping has at
+// most 2^14 + V + ℓ′ + 1 types, so ℓ′ times that many pairs, whatever the
+// rows (randomSets).
 type Dealer struct {
-	s     *Schedule
-	slots [][]int // per value: indexes of the types holding it
-	left  []*urn  // per value: its remaining slots per type
+	s    *Schedule
+	off  []uint32        // value v's pairs are off[v]..off[v+1]−1
+	typ  []uint32        // per pair: the type, increasing within a value
+	left []int64         // per pair: the value's remaining slots in the type
+	tot  []int64         // per value: its remaining slots
+	tree map[uint32]*urn // values with more than flatUrnMax types
 }
 
 // NewDealer prepares to deal the slots of s.
 func NewDealer(s *Schedule) *Dealer {
-	d := &Dealer{s: s, slots: s.Slots(), left: make([]*urn, s.V)}
-	for v, ts := range d.slots {
-		if len(ts) == 0 {
-			continue
+	d := &Dealer{s: s, off: make([]uint32, s.V+1), tot: make([]int64, s.V)}
+	for _, st := range s.Types {
+		for _, v := range st.Values {
+			d.off[v+1]++
 		}
-		w := make([]int64, len(ts))
-		for i, t := range ts {
-			w[i] = s.Types[t].Groups
+	}
+	for v := range s.V {
+		d.off[v+1] += d.off[v]
+	}
+	d.typ = make([]uint32, d.off[s.V])
+	d.left = make([]int64, d.off[s.V])
+	next := slices.Clone(d.off[:s.V])
+	// Types in increasing order: each value's pairs come out sorted by type,
+	// the order of Schedule.Slots, which fixes the draws of a seeded run.
+	for t, st := range s.Types {
+		for _, v := range st.Values {
+			i := next[v]
+			next[v]++
+			d.typ[i] = uint32(t)
+			d.left[i] = st.Groups
+			d.tot[v] += st.Groups
 		}
-		d.left[v] = newUrn(w)
+	}
+	for v := range s.V {
+		if n := d.off[v+1] - d.off[v]; n > flatUrnMax {
+			if d.tree == nil {
+				d.tree = map[uint32]*urn{}
+			}
+			d.tree[uint32(v)] = newUrnMode(d.left[d.off[v]:d.off[v+1]], false)
+		}
 	}
 	return d
 }
@@ -111,16 +140,30 @@ var errNoSlot = errors.New("more rows of this value than in the first pass (did 
 // Deal gives a row of value v one of v's remaining slots, drawn uniformly,
 // and returns the slot's set type (an index into the schedule's Types).
 func (d *Dealer) Deal(v uint32, r *rand.Rand) (int, error) {
-	if int(v) >= len(d.left) || d.left[v] == nil || d.left[v].total() == 0 {
+	if int(v) >= len(d.tot) || d.tot[v] == 0 {
 		return 0, fmt.Errorf("value index %d: %w", v, errNoSlot)
 	}
-	u := d.left[v]
+	lo, hi := d.off[v], d.off[v+1]
+	w := d.left[lo:hi]
 	i := 0
-	if len(d.slots[v]) > 1 {
-		i = u.find(r.Int64N(u.total()))
+	if len(w) > 1 {
+		x := r.Int64N(d.tot[v])
+		if u := d.tree[v]; u != nil {
+			i = u.find(x)
+			u.set(i, u.weight(i)-1)
+		} else {
+			// The flat urn's scan (urn.find), on the value's own pairs.
+			for i = range w {
+				if x < w[i] {
+					break
+				}
+				x -= w[i]
+			}
+		}
 	}
-	u.set(i, u.weight(i)-1)
-	return d.slots[v][i], nil
+	w[i]--
+	d.tot[v]--
+	return int(d.typ[lo+uint32(i)]), nil
 }
 
 // Divert deals a slot to a row of value v and returns the value it
@@ -137,8 +180,8 @@ func (d *Dealer) Divert(v uint32, r *rand.Rand) (uint32, error) {
 
 // Done reports whether every slot has been dealt.
 func (d *Dealer) Done() bool {
-	for _, u := range d.left {
-		if u != nil && u.total() != 0 {
+	for _, t := range d.tot {
+		if t != 0 {
 			return false
 		}
 	}
