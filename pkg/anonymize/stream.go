@@ -81,9 +81,10 @@ func (r *Reservoir) Drop(d int, rnd *rand.Rand) (rows []int64, vals [][]uint32, 
 // each value one count per type (a tree when the value has several types).
 //
 // Memory: the (value, type) pairs live in flat arrays indexed by value
-// (compressed rows: off[v]..off[v+1]), 12 bytes a pair and 12 a value, so
-// that a codebook of 85k values costs about 1 MB plus 12 bytes per pair
-// instead of a slice and an urn per value (about 150 bytes a value before,
+// (compressed rows: off[v]..off[v+1]), 8 bytes a pair and 8 a value
+// (counts fit in uint32: at most MaxRows rows), so that a codebook of 85k
+// values costs under 1 MB plus 8 bytes per pair instead of a slice and an
+// urn per value (about 155 bytes a value before, 40 now at 4M rows,
 // TestDealerBytesPerValue); only a value held by more than flatUrnMax
 // types gets a segment tree (urn) of its own. The random grouping has at
 // most 2^14 + V + ℓ′ + 1 types, so ℓ′ times that many pairs, whatever the
@@ -92,14 +93,14 @@ type Dealer struct {
 	s    *Schedule
 	off  []uint32        // value v's pairs are off[v]..off[v+1]−1
 	typ  []uint32        // per pair: the type, increasing within a value
-	left []int64         // per pair: the value's remaining slots in the type
-	tot  []int64         // per value: its remaining slots
+	left []uint32        // per pair: the value's remaining slots in the type
+	tot  []uint32        // per value: its remaining slots
 	tree map[uint32]*urn // values with more than flatUrnMax types
 }
 
 // NewDealer prepares to deal the slots of s.
 func NewDealer(s *Schedule) *Dealer {
-	d := &Dealer{s: s, off: make([]uint32, s.V+1), tot: make([]int64, s.V)}
+	d := &Dealer{s: s, off: make([]uint32, s.V+1), tot: make([]uint32, s.V)}
 	for _, st := range s.Types {
 		for _, v := range st.Values {
 			d.off[v+1]++
@@ -109,7 +110,7 @@ func NewDealer(s *Schedule) *Dealer {
 		d.off[v+1] += d.off[v]
 	}
 	d.typ = make([]uint32, d.off[s.V])
-	d.left = make([]int64, d.off[s.V])
+	d.left = make([]uint32, d.off[s.V])
 	next := slices.Clone(d.off[:s.V])
 	// Types in increasing order: each value's pairs come out sorted by type,
 	// the order of Schedule.Slots, which fixes the draws of a seeded run.
@@ -118,8 +119,8 @@ func NewDealer(s *Schedule) *Dealer {
 			i := next[v]
 			next[v]++
 			d.typ[i] = uint32(t)
-			d.left[i] = st.Groups
-			d.tot[v] += st.Groups
+			d.left[i] = uint32(st.Groups)
+			d.tot[v] += uint32(st.Groups)
 		}
 	}
 	for v := range s.V {
@@ -127,7 +128,11 @@ func NewDealer(s *Schedule) *Dealer {
 			if d.tree == nil {
 				d.tree = map[uint32]*urn{}
 			}
-			d.tree[uint32(v)] = newUrnMode(d.left[d.off[v]:d.off[v+1]], false)
+			w := make([]int64, n)
+			for i, x := range d.left[d.off[v]:d.off[v+1]] {
+				w[i] = int64(x)
+			}
+			d.tree[uint32(v)] = newUrnMode(w, false)
 		}
 	}
 	return d
@@ -147,17 +152,17 @@ func (d *Dealer) Deal(v uint32, r *rand.Rand) (int, error) {
 	w := d.left[lo:hi]
 	i := 0
 	if len(w) > 1 {
-		x := r.Int64N(d.tot[v])
+		x := r.Int64N(int64(d.tot[v]))
 		if u := d.tree[v]; u != nil {
 			i = u.find(x)
 			u.set(i, u.weight(i)-1)
 		} else {
 			// The flat urn's scan (urn.find), on the value's own pairs.
 			for i = range w {
-				if x < w[i] {
+				if x < int64(w[i]) {
 					break
 				}
-				x -= w[i]
+				x -= int64(w[i])
 			}
 		}
 	}
