@@ -142,3 +142,39 @@ func TestDealerBytesPerValue(t *testing.T) {
 		t.Errorf("Dealer holds %.1f bytes a value on %d values, more than 60", per, v)
 	}
 }
+
+// TestScheduleSetsFromArena checks the schedule whose sets' values are cut
+// from shared chunks (setBag.keep) on an 85k-value column under Anatomy's
+// grouping (about one set per group there, 180k sets, many chunks): every
+// set must be its own, with no room to grow into the next (cap = len),
+// ascending, and the schedule must still give each value its count
+// (checkSchedule).
+func TestScheduleSetsFromArena(t *testing.T) {
+	const v, l, rows = 85_000, 5, 4_000_000
+	counts := make([]int64, v)
+	r := rand.New(rand.NewPCG(11, 12))
+	for range rows / 5 * 5 {
+		counts[r.IntN(v)]++
+	}
+	s, err := NewSchedule(counts, l, GroupingAnatomy, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Types) <= arenaSets {
+		t.Fatalf("%d sets fit one arena chunk of %d: the test needs more", len(s.Types), arenaSets)
+	}
+	if cap(s.Types) != len(s.Types) {
+		t.Errorf("Types has %d spare slots", cap(s.Types)-len(s.Types))
+	}
+	for i, st := range s.Types {
+		if len(st.Values) != l || cap(st.Values) != l {
+			t.Fatalf("set %d: len %d cap %d, want %d and %d", i, len(st.Values), cap(st.Values), l, l)
+		}
+		for j := 1; j < l; j++ {
+			if st.Values[j-1] >= st.Values[j] {
+				t.Fatalf("set %d: values %v not ascending", i, st.Values)
+			}
+		}
+	}
+	checkSchedule(t, s, counts, l)
+}

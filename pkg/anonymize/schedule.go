@@ -131,14 +131,24 @@ func NewSchedule(counts []int64, l int, g Grouping, r *rand.Rand) (*Schedule, er
 // is its bitmask (the values of a group are distinct), looked up without
 // sorting or hashing a string: a 10M-row schedule adds 2M groups one by
 // one, serially, between anonymize's two passes.
+//
+// Memory: with many values (anatomy at 85k values: about one set per
+// group) the sets dominate the schedule, so their values are cut from
+// shared chunks (arena) rather than allocated one slice each, and the map
+// keys are those values' own bytes, not a copy: a set costs its ℓ′ values,
+// its SetType and one map entry.
 type setBag struct {
 	l     int
 	index map[string]int
 	masks map[uint64]int // V ≤ 64: set type by bitmask
 	sets  []SetType
 	key   []uint32
-	adds  int64 // calls to add: the runs of groups recorded
+	arena []uint32 // the chunk new sets' values are cut from
+	adds  int64    // calls to add: the runs of groups recorded
 }
+
+// arenaSets is the number of sets a chunk of setBag.arena holds.
+const arenaSets = 4096
 
 func newSetBag(l, v int) *setBag {
 	b := &setBag{l: l, index: map[string]int{}, key: make([]uint32, l)}
@@ -146,6 +156,18 @@ func newSetBag(l, v int) *setBag {
 		b.masks = map[uint64]int{}
 	}
 	return b
+}
+
+// keep returns a copy of set cut from the arena, with no room to grow (a
+// later append cannot overwrite the next set).
+func (b *setBag) keep(set []uint32) []uint32 {
+	n := len(set)
+	if cap(b.arena)-len(b.arena) < n {
+		b.arena = make([]uint32, 0, max(arenaSets*b.l, n))
+	}
+	i := len(b.arena)
+	b.arena = append(b.arena, set...)
+	return b.arena[i : i+n : i+n]
 }
 
 // add records k groups with the values of set (any order; set is not kept).
@@ -161,7 +183,7 @@ func (b *setBag) add(set []uint32, k int64) {
 			return
 		}
 		b.masks[m] = len(b.sets)
-		key := slices.Clone(set)
+		key := b.keep(set)
 		slices.Sort(key)
 		b.sets = append(b.sets, SetType{Values: key, Groups: k})
 		return
@@ -174,14 +196,20 @@ func (b *setBag) add(set []uint32, k int64) {
 		b.sets[t].Groups += k
 		return
 	}
-	b.index[string(raw)] = len(b.sets)
-	b.sets = append(b.sets, SetType{Values: slices.Clone(b.key), Groups: k})
+	vals := b.keep(b.key)
+	// The key is the kept values' bytes, which never change (types sorts
+	// the SetTypes, not their values).
+	b.index[unsafe.String((*byte)(unsafe.Pointer(&vals[0])), 4*len(vals))] = len(b.sets)
+	b.sets = append(b.sets, SetType{Values: vals, Groups: k})
 }
 
-// types returns the sets in lexicographic order.
+// types returns the sets in lexicographic order, in a slice of their
+// exact number (append's spare capacity would stay live through pass 2).
 func (b *setBag) types() []SetType {
 	slices.SortFunc(b.sets, func(x, y SetType) int { return slices.Compare(x.Values, y.Values) })
-	return b.sets
+	out := make([]SetType, len(b.sets))
+	copy(out, b.sets)
+	return out
 }
 
 // anatomySets runs Anatomy's group creation on counts alone, exactly as
