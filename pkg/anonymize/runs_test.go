@@ -6,10 +6,8 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"slices"
-	"sort"
 	"testing"
 
-	"github.com/pramkit/pramkit/internal/stattest"
 	"github.com/pramkit/pramkit/pkg/rng"
 )
 
@@ -368,28 +366,7 @@ func TestRandomRunsScheduleLaw(t *testing.T) {
 	} {
 		groups := sumCounts(c.counts) / int64(c.l)
 		exact := exactRunSchedules(c.counts, c.l, (groups+1)/2)
-		keys := make([]string, 0, len(exact))
-		for k := range exact {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		probs := make([]float64, len(keys))
-		for i, k := range keys {
-			probs[i] = exact[k]
-		}
-		obs := make([]int64, len(keys))
-		for range 20000 {
-			s, err := NewSchedule(c.counts, c.l, GroupingRandom, r)
-			if err != nil {
-				t.Fatal(err)
-			}
-			i, ok := slices.BinarySearch(keys, scheduleKey(s))
-			if !ok {
-				t.Fatalf("counts %v: schedule %q has probability 0", c.counts, scheduleKey(s))
-			}
-			obs[i]++
-		}
-		stattest.AssertChiSquare(t, fmt.Sprintf("run schedule of %v, ℓ′ = %d, T = 2", c.counts, c.l), obs, probs, 1e-6)
+		assertScheduleLaw(t, fmt.Sprintf("run schedule of %v, ℓ′ = %d, T = 2", c.counts, c.l), c.counts, c.l, exact, r)
 	}
 }
 
@@ -409,17 +386,6 @@ func TestStreamMatchesMemoryWithRuns(t *testing.T) {
 		}
 	}
 	const l = 3
-	r := rng.NewSeeded(98)
-	a, b := map[string]int64{}, map[string]int64{}
-	for range 3000 {
-		sets, pub := streamRun(t, s, len(counts), l, GroupingRandom, r)
-		for row := range s {
-			a[fmt.Sprint(row, sets[row], pub[row])]++
-		}
-		sets, pub = memoryRun(t, s, len(counts), l, GroupingRandom, r)
-		for row := range s {
-			b[fmt.Sprint(row, sets[row], pub[row])]++
-		}
-	}
+	a, b := perRowLaws(t, s, len(counts), l, GroupingRandom, rng.NewSeeded(98))
 	twoSample(t, "random, T = 2: per row", a, b, 1e-4)
 }

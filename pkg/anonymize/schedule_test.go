@@ -348,30 +348,38 @@ func TestRandomScheduleLaw(t *testing.T) {
 		{[]int64{4, 2, 1, 1}, 2},       // value 0 forced in every group
 		{[]int64{2, 2, 1, 1, 1, 2}, 3}, // ℓ′ = 3
 	} {
-		exact := exactRandomSchedules(c.counts, c.l)
-		keys := make([]string, 0, len(exact))
-		for k := range exact {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		probs := make([]float64, len(keys))
-		for i, k := range keys {
-			probs[i] = exact[k]
-		}
-		obs := make([]int64, len(keys))
-		for range 20000 {
-			s, err := NewSchedule(c.counts, c.l, GroupingRandom, r)
-			if err != nil {
-				t.Fatal(err)
-			}
-			i, ok := slices.BinarySearch(keys, scheduleKey(s))
-			if !ok {
-				t.Fatalf("counts %v: schedule %q has probability 0", c.counts, scheduleKey(s))
-			}
-			obs[i]++
-		}
-		stattest.AssertChiSquare(t, fmt.Sprintf("random schedule of %v, ℓ′ = %d", c.counts, c.l), obs, probs, 1e-6)
+		assertScheduleLaw(t, fmt.Sprintf("random schedule of %v, ℓ′ = %d", c.counts, c.l), c.counts, c.l, exactRandomSchedules(c.counts, c.l), r)
 	}
+}
+
+// assertScheduleLaw draws 20,000 random-grouping schedules of counts at
+// ℓ′ = l and checks their frequencies against the exact law exact (by
+// scheduleKey) by chi-square at false-alarm rate 1e-6; a schedule outside
+// the law fails at once.
+func assertScheduleLaw(t *testing.T, name string, counts []int64, l int, exact map[string]float64, r *rand.Rand) {
+	t.Helper()
+	keys := make([]string, 0, len(exact))
+	for k := range exact {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	probs := make([]float64, len(keys))
+	for i, k := range keys {
+		probs[i] = exact[k]
+	}
+	obs := make([]int64, len(keys))
+	for range 20000 {
+		s, err := NewSchedule(counts, l, GroupingRandom, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		i, ok := slices.BinarySearch(keys, scheduleKey(s))
+		if !ok {
+			t.Fatalf("counts %v: schedule %q has probability 0", counts, scheduleKey(s))
+		}
+		obs[i]++
+	}
+	stattest.AssertChiSquare(t, name, obs, probs, 1e-6)
 }
 
 // TestUrnFind: find inverts the prefix sums, zero weights are never

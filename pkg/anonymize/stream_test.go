@@ -212,20 +212,28 @@ func TestStreamMatchesMemoryPerRow(t *testing.T) {
 	}
 	const l = 3
 	for _, g := range Groupings {
-		r := rng.NewSeeded(99)
-		a, b := map[string]int64{}, map[string]int64{}
-		for range 3000 {
-			sets, pub := streamRun(t, s, len(counts), l, g, r)
-			for row := range s {
-				a[fmt.Sprint(row, sets[row], pub[row])]++
-			}
-			sets, pub = memoryRun(t, s, len(counts), l, g, r)
-			for row := range s {
-				b[fmt.Sprint(row, sets[row], pub[row])]++
-			}
-		}
+		a, b := perRowLaws(t, s, len(counts), l, g, rng.NewSeeded(99))
 		twoSample(t, string(g)+": per row", a, b, 1e-4)
 	}
+}
+
+// perRowLaws publishes column s (v values) at ℓ′ = l with grouping g 3,000
+// times by streaming and 3,000 times in memory, alternately from r, and
+// returns the counts of (row, decoy set, published value) of each.
+func perRowLaws(t *testing.T, s []uint32, v, l int, g Grouping, r *rand.Rand) (stream, memory map[string]int64) {
+	t.Helper()
+	stream, memory = map[string]int64{}, map[string]int64{}
+	for range 3000 {
+		sets, pub := streamRun(t, s, v, l, g, r)
+		for row := range s {
+			stream[fmt.Sprint(row, sets[row], pub[row])]++
+		}
+		sets, pub = memoryRun(t, s, v, l, g, r)
+		for row := range s {
+			memory[fmt.Sprint(row, sets[row], pub[row])]++
+		}
+	}
+	return stream, memory
 }
 
 // TestReservoirDropIsUniform: the dropped rows are a uniformly random
