@@ -210,7 +210,7 @@ func run(args []string) error {
 	}
 	secs := time.Since(start).Seconds()
 	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
-	fmt.Printf("%-44s %12s %9.2f %12s %7.0f MB\n", *label, strconv.FormatInt(*rows, 10), secs,
+	fmt.Printf("%-44s %12s %9.3f %12s %7.0f MB\n", *label, strconv.FormatInt(*rows, 10), secs,
 		strconv.FormatFloat(float64(*rows)/secs, 'f', 0, 64), float64(ru.Maxrss)/1024)
 	return nil
 }
