@@ -30,6 +30,7 @@ func decodeDictAdd(dst []uint32, data []byte, lut []uint32) error {
 	data = data[1:]
 	mask := uint64(1)<<w - 1
 	var pad [48]byte
+	var lut256 *[256]uint32
 	for len(dst) > 0 {
 		h, k := binary.Uvarint(data)
 		if k <= 0 || h > 1<<33 {
@@ -65,25 +66,35 @@ func decodeDictAdd(dst []uint32, data []byte, lut []uint32) error {
 		// As in decodeDict: whole groups of up to 8-bit indices, one
 		// load and one check of the largest index per group.
 		check := uint64(n) <= mask
-		for ; w <= 8 && groups > 0 && len(dst) >= 8 && len(data) >= 8; groups-- {
-			word, s := binary.LittleEndian.Uint64(data), uint(w)
-			v0, v1, v2, v3 := word&mask, word>>s&mask, word>>(2*s)&mask, word>>(3*s)&mask
-			v4, v5, v6, v7 := word>>(4*s)&mask, word>>(5*s)&mask, word>>(6*s)&mask, word>>(7*s)&mask
-			if check {
-				if v := max(v0, v1, v2, v3, v4, v5, v6, v7); v >= uint64(n) {
-					return fmt.Errorf("an index %d points past the dictionary's %d entries", v, n)
-				}
+		if w <= 8 && groups > 0 && len(dst) >= 8 && len(data) >= 8 {
+			// lut padded to 256 entries, indexed by a byte: no bounds
+			// checks (an index past the dictionary is refused by check
+			// before it is used; with check off, every index is in it).
+			if lut256 == nil {
+				lut256 = new([256]uint32)
+				copy(lut256[:], lut)
 			}
-			d := dst[:8:8]
-			d[0] += lut[v0]
-			d[1] += lut[v1]
-			d[2] += lut[v2]
-			d[3] += lut[v3]
-			d[4] += lut[v4]
-			d[5] += lut[v5]
-			d[6] += lut[v6]
-			d[7] += lut[v7]
-			data, dst = data[w:], dst[8:]
+			t := lut256
+			for ; groups > 0 && len(dst) >= 8 && len(data) >= 8; groups-- {
+				word, s := binary.LittleEndian.Uint64(data), uint(w)
+				v0, v1, v2, v3 := word&mask, word>>s&mask, word>>(2*s)&mask, word>>(3*s)&mask
+				v4, v5, v6, v7 := word>>(4*s)&mask, word>>(5*s)&mask, word>>(6*s)&mask, word>>(7*s)&mask
+				if check {
+					if v := max(v0, v1, v2, v3, v4, v5, v6, v7); v >= uint64(n) {
+						return fmt.Errorf("an index %d points past the dictionary's %d entries", v, n)
+					}
+				}
+				d := dst[:8:8]
+				d[0] += t[uint8(v0)]
+				d[1] += t[uint8(v1)]
+				d[2] += t[uint8(v2)]
+				d[3] += t[uint8(v3)]
+				d[4] += t[uint8(v4)]
+				d[5] += t[uint8(v5)]
+				d[6] += t[uint8(v6)]
+				d[7] += t[uint8(v7)]
+				data, dst = data[w:], dst[8:]
+			}
 		}
 		for ; groups > 0 && len(dst) > 0; groups-- {
 			m := min(8, len(dst))

@@ -63,6 +63,19 @@ var pramChunkCounts = pramDictBatch
 // countRows counts the rows of a release row file (not a count table) into
 // t, in parallel; index[j] maps column j's labels to their codes.
 func (rel *pramRelease) countRows(o *Options, in table.Reader, t *pramTally, index []map[string]uint32, stride []uint64) (int64, error) {
+	// A Parquet release whose columns are all dictionary-encoded is
+	// counted row group by row group from the reader open already; only
+	// when that fails is it opened again to be read batch by batch.
+	grouped := false
+	if dg := table.ParquetDictGroupsOf(in, rel.fileCol); dg != nil && t.dense != nil && !pramCountSerial {
+		meter := o.Streams.Progress("estimate: read")
+		rows, ok := rel.countGroups(dg, t, index, stride, meter)
+		meter.Done()
+		if ok {
+			return rows, nil
+		}
+		grouped = true
+	}
 	if d, err := rel.reopenWithDictionaries(o, in); err != nil {
 		return 0, err
 	} else if d != nil {
@@ -72,7 +85,7 @@ func (rel *pramRelease) countRows(o *Options, in table.Reader, t *pramTally, ind
 	}
 	meter := o.Streams.Progress("estimate: read")
 	defer meter.Done()
-	if dg := table.ParquetDictGroups(in); dg != nil && t.dense != nil && !pramCountSerial {
+	if dg := table.ParquetDictGroups(in); dg != nil && t.dense != nil && !pramCountSerial && !grouped {
 		if rows, ok := rel.countGroups(dg, t, index, stride, meter); ok {
 			return rows, nil
 		}
