@@ -54,6 +54,24 @@ func readDictChunk(pr file.PageReader, rows int, idx []int32, dict func(data []b
 	if len(idx) < rows {
 		return fmt.Errorf("internal error: %d indices for %d rows", len(idx), rows)
 	}
+	return readDictPages(pr, rows, dict, func(data []byte, n, dictN, off int) error {
+		if values != nil {
+			if len(*values) != dictN {
+				return fmt.Errorf("internal error: %d dictionary values for %d entries", len(*values), dictN)
+			}
+			return decodeDictValues(idx[off:off+n], data, *values)
+		}
+		return decodeDictIndices(idx[off:off+n], data, dictN)
+	})
+}
+
+// readDictPages reads the pages of one required column chunk of rows
+// rows: it hands the dictionary page to dict, then each data page's
+// RLE_DICTIONARY data, its number of values n and the number of rows
+// before it (off) to page, having checked the page's encoding, that the
+// dictionary came first and that the page's values fit in the rows; and
+// it checks that the pages hold rows values in all.
+func readDictPages(pr file.PageReader, rows int, dict func(data []byte, n int) error, page func(data []byte, n, dictN, off int) error) error {
 	dictN, off := -1, 0
 	for pr.Next() {
 		switch pg := pr.Page().(type) {
@@ -72,7 +90,7 @@ func readDictChunk(pr file.PageReader, rows int, idx []int32, dict func(data []b
 				return err
 			}
 		case *file.DataPageV1:
-			if err := dataPage(parquet.Encoding(pg.Encoding()), pg.Data(), int(pg.NumValues()), dictN, values, idx[:rows], &off); err != nil {
+			if err := dataPage(parquet.Encoding(pg.Encoding()), pg.Data(), int(pg.NumValues()), dictN, rows, &off, page); err != nil {
 				return err
 			}
 		case *file.DataPageV2:
@@ -81,7 +99,7 @@ func readDictChunk(pr file.PageReader, rows int, idx []int32, dict func(data []b
 			if pg.NumNulls() != 0 || skip < 0 || skip > int64(len(data)) {
 				return errNotDictChunk
 			}
-			if err := dataPage(parquet.Encoding(pg.Encoding()), data[skip:], int(pg.NumValues()), dictN, values, idx[:rows], &off); err != nil {
+			if err := dataPage(parquet.Encoding(pg.Encoding()), data[skip:], int(pg.NumValues()), dictN, rows, &off, page); err != nil {
 				return err
 			}
 		default:
@@ -97,29 +115,19 @@ func readDictChunk(pr file.PageReader, rows int, idx []int32, dict func(data []b
 	return nil
 }
 
-// dataPage decodes the n indices of a data page (or, values not nil,
-// the entries of *values they point to) into idx[*off:], which it
-// advances.
-func dataPage(enc parquet.Encoding, data []byte, n, dictN int, values *[]int32, idx []int32, off *int) error {
+// dataPage checks a data page of n values against the chunk's rows rows
+// and hands it to page, then advances *off.
+func dataPage(enc parquet.Encoding, data []byte, n, dictN, rows int, off *int, page func(data []byte, n, dictN, off int) error) error {
 	if enc != parquet.Encodings.RLEDict && enc != parquet.Encodings.PlainDict {
 		return errNotDictChunk
 	}
 	if dictN < 0 {
 		return errors.New("a data page comes before its dictionary page")
 	}
-	if n < 0 || n > len(idx)-*off {
-		return fmt.Errorf("a data page declares %d values, more than the row group's %d rows", n, len(idx))
+	if n < 0 || n > rows-*off {
+		return fmt.Errorf("a data page declares %d values, more than the row group's %d rows", n, rows)
 	}
-	var err error
-	if values != nil {
-		if len(*values) != dictN {
-			return fmt.Errorf("internal error: %d dictionary values for %d entries", len(*values), dictN)
-		}
-		err = decodeDictValues(idx[*off:*off+n], data, *values)
-	} else {
-		err = decodeDictIndices(idx[*off:*off+n], data, dictN)
-	}
-	if err != nil {
+	if err := page(data, n, dictN, *off); err != nil {
 		return err
 	}
 	*off += n

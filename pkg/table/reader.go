@@ -232,7 +232,7 @@ func Open(path string, opt ReadOptions) (Reader, error) {
 		}
 		unlock()
 	}
-	br := bufio.NewReaderSize(src, 1<<20)
+	br := bufio.NewReaderSize(src, sniffBuffer(side, file))
 	head, err := br.Peek(8)
 	if len(head) == 0 {
 		if file != nil {
@@ -272,6 +272,21 @@ func Open(path string, opt ReadOptions) (Reader, error) {
 		return &slicingReader{Reader: r, max: int64(opt.BatchSize)}, nil
 	}
 	return openCSV(name, file, br, opt, side)
+}
+
+// sniffBuffer is the size of Open's buffered reader of file: 1 MiB, but
+// the smallest bufio allows for a regular file that starts with Parquet's
+// magic. A Parquet file is read at offsets (seekable), never through the
+// buffer, whose first fill read and hashed a whole MiB of it and cost
+// ~5 ms of estimate's serial start on a 10M-row release (~60 ms in all).
+func sniffBuffer(side *sidecarInput, file *os.File) int {
+	if side != nil && file != nil {
+		var magic [4]byte
+		if n, _ := file.ReadAt(magic[:], 0); n == len(magic) && sniff(magic[:]) == Parquet {
+			return 16
+		}
+	}
+	return 1 << 20
 }
 
 // sidecarInput is what Open read of a CSV file's sidecar, and the hashing

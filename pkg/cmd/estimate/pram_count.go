@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"os"
 	"runtime/debug"
 	"sync"
@@ -63,6 +64,21 @@ var pramChunkCounts = pramDictBatch
 // countRows counts the rows of a release row file (not a count table) into
 // t, in parallel; index[j] maps column j's labels to their codes.
 func (rel *pramRelease) countRows(o *Options, in table.Reader, t *pramTally, index []map[string]uint32, stride []uint64) (int64, error) {
+	// A Parquet release whose columns are all dictionary-encoded is
+	// counted row group by row group from the reader open already; only
+	// when that fails is it opened again to be read batch by batch.
+	grouped := false
+	if dg := table.ParquetDictGroupsOf(in, rel.fileCol); dg != nil && t.dense != nil && !pramCountSerial {
+		meter := o.Streams.Progress("estimate: read")
+		restore := collectNot()
+		rows, ok := rel.countGroups(dg, t, index, stride, meter)
+		restore()
+		meter.Done()
+		if ok {
+			return rows, nil
+		}
+		grouped = true
+	}
 	if d, err := rel.reopenWithDictionaries(o, in); err != nil {
 		return 0, err
 	} else if d != nil {
@@ -72,7 +88,7 @@ func (rel *pramRelease) countRows(o *Options, in table.Reader, t *pramTally, ind
 	}
 	meter := o.Streams.Progress("estimate: read")
 	defer meter.Done()
-	if dg := table.ParquetDictGroups(in); dg != nil && t.dense != nil && !pramCountSerial {
+	if dg := table.ParquetDictGroups(in); dg != nil && t.dense != nil && !pramCountSerial && !grouped {
 		if rows, ok := rel.countGroups(dg, t, index, stride, meter); ok {
 			return rows, nil
 		}
@@ -206,6 +222,21 @@ func collectLess() func() {
 		return func() {}
 	}
 	old := debug.SetGCPercent(dictReadGCPercent)
+	return func() { debug.SetGCPercent(old) }
+}
+
+// collectNot turns the collector off, unless GOGC is set in the
+// environment or no memory limit is in force (cli.SoftMemoryLimit sets
+// one), and returns the function that restores it. countGroups allocates
+// a few buffers per worker and nothing per row group, yet at the default
+// GOGC the collector ran once or twice in its ~40 ms on a 10M-row release
+// (the heap goal is 4 MB), its mark phase taking a share of the two
+// workers; should the heap grow, the memory limit still collects.
+func collectNot() func() {
+	if os.Getenv("GOGC") != "" || debug.SetMemoryLimit(-1) == math.MaxInt64 {
+		return func() {}
+	}
+	old := debug.SetGCPercent(-1)
 	return func() { debug.SetGCPercent(old) }
 }
 
