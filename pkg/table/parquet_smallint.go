@@ -23,15 +23,12 @@ const maxSmallInt = 1 << 12
 // and one-hot bits are such columns; readers still see int32.
 func smallIntDict(col arrow.Array) (arrow.Array, bool) {
 	a, ok := col.(*array.Int32)
-	if !ok || a.NullN() != 0 || a.Len() == 0 {
+	if !ok {
 		return nil, false
 	}
-	var hi int32
-	for _, v := range a.Int32Values() {
-		if uint32(v) >= maxSmallInt {
-			return nil, false
-		}
-		hi = max(hi, v)
+	hi, ok := smallIntMax(a)
+	if !ok {
+		return nil, false
 	}
 	dict := make([]int32, hi+1)
 	for i := range dict {
@@ -46,6 +43,22 @@ func smallIntDict(col arrow.Array) (arrow.Array, bool) {
 	defer d.Release()
 	d.SetDictionary(dd)
 	return array.MakeFromData(d), true
+}
+
+// smallIntMax returns the largest value of a, and true when a is not
+// empty, has no nulls and all its values lie in [0, maxSmallInt).
+func smallIntMax(a *array.Int32) (int32, bool) {
+	if a.NullN() != 0 || a.Len() == 0 {
+		return 0, false
+	}
+	var hi int32
+	for _, v := range a.Int32Values() {
+		if uint32(v) >= maxSmallInt {
+			return 0, false
+		}
+		hi = max(hi, v)
+	}
+	return hi, true
 }
 
 // stringDicts turns string columns into dictionary arrays for Parquet,

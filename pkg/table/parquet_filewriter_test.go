@@ -1,0 +1,181 @@
+package table
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+)
+
+type bufSink struct{ bytes.Buffer }
+
+func (*bufSink) Close() error { return nil }
+
+// legacyParquet writes recs, one row group each, as newParquetWriter did
+// before pqFile: through arrow-go's file.Writer with buffered row groups,
+// every column through pqarrow and arrow-go's encoders (int32 columns of
+// small values as smallIntDict's dictionary arrays, strings through
+// stringDicts, dictionary pages flushed early). The reference pqFile's
+// bytes are compared with.
+func legacyParquet(t *testing.T, schema *arrow.Schema, meta Meta, groupRows int, recs []arrow.RecordBatch) []byte {
+	t.Helper()
+	props := parquetProps(schema, groupRows)
+	sch := withMeta(plainSchema(schema), meta)
+	pqschema, err := pqarrow.ToParquet(sch, props, pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bufSink
+	fw, err := file.NewParquetWriterWithError(&buf, pqschema.Root(), file.WithWriterProps(props), file.WithWriteMetadata(fileKeyValues(sch, props)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var strs stringDicts
+	ctx := pqarrow.NewArrowWriteContext(context.Background(), nil)
+	for _, rec := range recs {
+		rgw, err := fw.AppendBufferedRowGroupChecked()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for j, col := range rec.Columns() {
+			a, ok := smallIntDict(col)
+			if !ok {
+				a, ok = strs.dict(j, col)
+			}
+			if !ok {
+				col.Retain()
+				a = col
+			}
+			cw, err := rgw.Column(j)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var def []int16
+			if cw.LevelInfo().DefLevel > 0 {
+				def = make([]int16, a.Len())
+				for i := range def {
+					if a.IsValid(i) {
+						def[i] = 1
+					}
+				}
+			}
+			if err := pqarrow.WriteArrowToColumn(ctx, cw, a, def, nil, schema.Field(j).Nullable); err != nil {
+				t.Fatal(err)
+			}
+			if err := flushDictPage(cw, a); err != nil {
+				t.Fatal(err)
+			}
+			a.Release()
+		}
+		if err := rgw.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := fw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// intPagesTestBatch is rowGroupTestBatch with more int32 columns: one-hot
+// bits in runs, an all-zero column (a one-entry dictionary), three
+// values, values up to maxSmallInt-1 (12-bit indices), and one whose
+// values pass maxSmallInt only in its second 1000 rows and one with
+// negative values (both then written by a column writer).
+func intPagesTestBatch(n int) arrow.RecordBatch {
+	base := rowGroupTestBatch(n)
+	defer base.Release()
+	fields := append([]arrow.Field(nil), base.Schema().Fields()...)
+	cols := append([]arrow.Array(nil), base.Columns()...)
+	extra := map[string]func(k int) int32{
+		"bit":   func(k int) int32 { return int32(k*k/7%23) % 2 },
+		"zero":  func(int) int32 { return 0 },
+		"three": func(k int) int32 { return int32(k / 9 % 3) },
+		"wide":  func(k int) int32 { return int32(k * 2654435761 % maxSmallInt) },
+		"mixed": func(k int) int32 {
+			if k >= 1000 && k < 2000 {
+				return maxSmallInt + 1
+			}
+			return int32(k % 5)
+		},
+		"neg": func(k int) int32 { return int32(k%4 - 1) },
+	}
+	for _, name := range []string{"bit", "zero", "three", "wide", "mixed", "neg"} {
+		b := array.NewInt32Builder(memory.DefaultAllocator)
+		for k := range n {
+			b.Append(extra[name](k))
+		}
+		fields = append(fields, arrow.Field{Name: name, Type: arrow.PrimitiveTypes.Int32})
+		a := b.NewArray()
+		defer a.Release()
+		cols = append(cols, a)
+		b.Release()
+	}
+	return array.NewRecordBatch(arrow.NewSchema(fields, nil), cols, int64(n))
+}
+
+// TestParquetFileWriterGivesArrowGoBytes: the file pqFile writes — int32
+// columns of small values as finished pages (intPages, appendRLEHybrid),
+// the other columns through column writers of its own row groups — is the
+// file arrow-go's file.Writer and encoders write for the same row groups,
+// byte for byte (legacyParquet), with intPages on and off, for row groups
+// of one row, of 1000 rows (the last shorter) and of 70,000 rows. It
+// reads back as written with this package's reader.
+func TestParquetFileWriterGivesArrowGoBytes(t *testing.T) {
+	for _, tc := range []struct{ n, group int }{{3, 1}, {3017, 1000}, {70_000, 70_000}} {
+		rec := intPagesTestBatch(tc.n)
+		var recs []arrow.RecordBatch
+		for off := 0; off < tc.n; off += tc.group {
+			recs = append(recs, rec.NewSlice(int64(off), int64(min(tc.n, off+tc.group))))
+		}
+		meta := Meta{"k": "v"}
+		want := legacyParquet(t, rec.Schema(), meta, tc.group, recs)
+		for _, own := range []bool{true, false} {
+			t.Run(fmt.Sprintf("rows=%d/group=%d/intPages=%v", tc.n, tc.group, own), func(t *testing.T) {
+				defer func(old bool) { ownIntPages = old }(ownIntPages)
+				ownIntPages = own
+				before := intPagesChunks.Load()
+				var buf bufSink
+				w, err := newParquetWriter(&buf, rec.Schema(), meta, tc.group)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, r := range recs {
+					if err := w.write(r); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if err := w.close(); err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(buf.Bytes(), want) {
+					t.Fatalf("%d bytes, arrow-go's file.Writer writes %d, not the same", buf.Len(), len(want))
+				}
+				p := filepath.Join(t.TempDir(), "t.parquet")
+				if err := os.WriteFile(p, buf.Bytes(), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				readBackEquals(t, p, rec)
+				// At least code, bit, zero, three and wide in every row
+				// group (null is nullable, big and neg take it only in
+				// row groups of one row).
+				chunks := intPagesChunks.Load() - before
+				if groups := int64(len(recs)); own && chunks < 5*groups || !own && chunks != 0 {
+					t.Errorf("intPages wrote %d column chunks of %d row groups", chunks, groups)
+				}
+			})
+		}
+		for _, r := range recs {
+			r.Release()
+		}
+		rec.Release()
+	}
+}
