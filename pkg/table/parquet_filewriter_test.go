@@ -179,3 +179,37 @@ func TestParquetFileWriterGivesArrowGoBytes(t *testing.T) {
 		rec.Release()
 	}
 }
+
+// TestSmallIntMaxIsTheLargestValueInRange: smallIntMax agrees with a plain
+// loop on slices of every length up to 13 and offsets, with the largest
+// value, a negative value or a value of maxSmallInt or more at every
+// position.
+func TestSmallIntMaxIsTheLargestValueInRange(t *testing.T) {
+	b := array.NewInt32Builder(memory.DefaultAllocator)
+	defer b.Release()
+	for n := 1; n <= 13; n++ {
+		for pos := range n {
+			for _, special := range []int32{maxSmallInt - 1, 4000, -1, maxSmallInt, 1 << 30, -1 << 31} {
+				vals := make([]int32, n+2)
+				for i := range vals {
+					vals[i] = int32(i * 37 % 900)
+				}
+				vals[1+pos] = special
+				b.AppendValues(vals, nil)
+				whole := b.NewInt32Array()
+				a := array.NewSlice(whole, 1, int64(n+1)).(*array.Int32)
+				want, wantOK := int32(0), true
+				for _, v := range a.Int32Values() {
+					wantOK = wantOK && v >= 0 && v < maxSmallInt
+					want = max(want, v)
+				}
+				got, ok := smallIntMax(a)
+				if ok != wantOK || ok && got != want {
+					t.Errorf("%v: smallIntMax = %d, %v; want %d, %v", a.Int32Values(), got, ok, want, wantOK)
+				}
+				a.Release()
+				whole.Release()
+			}
+		}
+	}
+}
