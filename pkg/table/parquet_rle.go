@@ -50,6 +50,23 @@ func appendRLEHybrid(dst []byte, vals []int32, width int) []byte {
 	for n-i >= 8 {
 		g := vals[i : i+8 : i+8]
 		v := g[0]
+		if width == 1 {
+			// One-hot bits: the group's byte tells a run (0x00, 0xff) from
+			// a literal group, and is the literal group.
+			b := byte(g[0] | g[1]<<1 | g[2]<<2 | g[3]<<3 | g[4]<<4 | g[5]<<5 | g[6]<<6 | g[7]<<7)
+			if b != 0 && b != 0xff {
+				if lit < 0 {
+					lit = len(dst)
+					dst = append(dst, 0)
+				}
+				dst = append(dst, b)
+				if groups++; groups >= 63 {
+					closeLit()
+				}
+				i += 8
+				continue
+			}
+		}
 		if g[1] == v && g[2] == v && g[3] == v && g[4] == v && g[5] == v && g[6] == v && g[7] == v {
 			closeLit()
 			j := i + 8
