@@ -40,6 +40,7 @@ type pqFile struct {
 	schema    *schema.Schema
 	meta      *metadata.FileMetaDataBuilder
 	rowGroups int
+	open      *pqRowGroup // appended and not closed (after a failure)
 	closed    bool
 }
 
@@ -113,8 +114,12 @@ type pqRowGroup struct {
 // appendRowGroup starts the next row group (the previous one must be
 // closed).
 func (f *pqFile) appendRowGroup() (*pqRowGroup, error) {
+	if f.open != nil {
+		return nil, fmt.Errorf("parquet writer: row group %d is not closed", f.open.ordinal)
+	}
 	rg := &pqRowGroup{f: f, ordinal: int16(f.rowGroups), meta: f.meta.AppendRowGroup()}
 	f.rowGroups++
+	f.open = rg
 	n := f.schema.NumColumns()
 	rg.colMeta = make([]*metadata.ColumnChunkMetaDataBuilder, n)
 	rg.pagers = make([]file.PageWriter, n)
@@ -261,17 +266,28 @@ func (rg *pqRowGroup) close() error {
 		written += w.TotalBytesWritten()
 	}
 	rg.meta.SetNumRows(max(rows, 0))
-	return rg.meta.Finish(written, rg.ordinal)
+	if err := rg.meta.Finish(written, rg.ordinal); err != nil {
+		return err
+	}
+	rg.f.open = nil
+	return nil
 }
 
 // close writes the footer (the file metadata, its length, the magic) and
-// closes the sink, even after an error.
+// closes the sink, even after an error. After a row group failed, the
+// file is broken: close writes no footer and says so (the writer's caller
+// discards the file).
 func (f *pqFile) close() error {
 	if f.closed {
 		return nil
 	}
 	f.closed = true
-	err := f.writeFooter()
+	var err error
+	if f.open != nil {
+		err = fmt.Errorf("parquet writer: row group %d was not finished; no footer written", f.open.ordinal)
+	} else {
+		err = f.writeFooter()
+	}
 	if cerr := f.sink.s.Close(); err == nil {
 		err = cerr
 	}

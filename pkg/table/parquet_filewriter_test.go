@@ -213,3 +213,38 @@ func TestSmallIntMaxIsTheLargestValueInRange(t *testing.T) {
 		}
 	}
 }
+
+type closeCounter struct {
+	bufSink
+	closed int
+}
+
+func (c *closeCounter) Close() error { c.closed++; return nil }
+
+// TestPQFileAfterAFailedRowGroup: a row group left unfinished (a column
+// failed) makes close refuse to write a footer over it — the file is
+// broken and its caller discards it — yet close still closes the sink,
+// once, and no further row group can be started.
+func TestPQFileAfterAFailedRowGroup(t *testing.T) {
+	schema := arrow.NewSchema([]arrow.Field{{Name: "a", Type: arrow.PrimitiveTypes.Int32}}, nil)
+	var s closeCounter
+	f, err := newPQFile(schema, &s, parquetProps(schema, 10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.appendRowGroup(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.appendRowGroup(); err == nil {
+		t.Error("a second row group started while the first is open")
+	}
+	if err := f.close(); err == nil || s.closed != 1 {
+		t.Errorf("close: %v, sink closed %d times; want an error and 1", err, s.closed)
+	}
+	if err := f.close(); err != nil || s.closed != 1 {
+		t.Errorf("second close: %v, sink closed %d times", err, s.closed)
+	}
+	if bytes.HasSuffix(s.Bytes(), []byte("PAR1")) && s.Len() > 4 {
+		t.Error("a footer was written")
+	}
+}
