@@ -89,7 +89,8 @@ func legacyParquet(t *testing.T, schema *arrow.Schema, meta Meta, groupRows int,
 // bits in runs, an all-zero column (a one-entry dictionary), three
 // values, values up to maxSmallInt-1 (12-bit indices), and one whose
 // values pass maxSmallInt only in its second 1000 rows and one with
-// negative values (both then written by a column writer).
+// negative values (both then written by a column writer), and a column
+// of codebook labels (DictType).
 func intPagesTestBatch(n int) arrow.RecordBatch {
 	base := rowGroupTestBatch(n)
 	defer base.Release()
@@ -119,6 +120,23 @@ func intPagesTestBatch(n int) arrow.RecordBatch {
 		cols = append(cols, a)
 		b.Release()
 	}
+	// A codebook column as stages write it: labels over codes.
+	labels := array.NewStringBuilder(memory.DefaultAllocator)
+	labels.AppendValues([]string{"Sales", "Tech", "Craft", "?"}, nil)
+	dict := labels.NewArray()
+	labels.Release()
+	defer dict.Release()
+	idx := array.NewInt32Builder(memory.DefaultAllocator)
+	for k := range n {
+		idx.Append(int32(k / 3 % 4))
+	}
+	ia := idx.NewArray()
+	idx.Release()
+	defer ia.Release()
+	da := array.NewDictionaryArray(DictType, ia, dict)
+	defer da.Release()
+	fields = append(fields, DictField("label"))
+	cols = append(cols, da)
 	return array.NewRecordBatch(arrow.NewSchema(fields, nil), cols, int64(n))
 }
 
