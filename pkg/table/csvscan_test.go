@@ -2,6 +2,7 @@ package table
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/csv"
 	"errors"
 	"io"
@@ -97,6 +98,10 @@ var csvSeeds = []string{
 	"a,b\n\"\",\"\"\n", "a\n\"\"\n\n", "a,b\n,\n", "a,b\n1,\"2\"\n3,4", "a,b\n\"a\"\"\",b\n",
 	"a,b\n1,2\n\"x\n", "a,b\nü,∑\n", "a,b\n\"a\nb\"\"\nc\",d\n1,2\n", "a,b\n1,\"\n\"\n",
 	"a,b\n1,2\n3,\"4\"\"\n\n\"\n5,6\n",
+	// Lines of several 8-byte words (splitPlain): commas at every offset,
+	// a word of commas only, a field across words, too many fields.
+	"a,b,c,d,e,f,g,h,i\n1,22,333,4444,55555,666666,7777777,88888888,999999999\n,,,,,,,,\n" +
+		"abcdefghijklmnopqrstuvwxyz,b,c,d,e,f,g,h,i\r\nx,y\n",
 }
 
 // FuzzCSVScannerMatchesEncodingCSV: on any input, the scanner returns the
@@ -106,4 +111,30 @@ func FuzzCSVScannerMatchesEncodingCSV(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) { checkAgainstOracle(t, data) })
+}
+
+// TestCommaMaskMarksExactlyTheCommas: every byte value at every position
+// of a word, beside commas and bytes next to ',' in value (0x2b, 0x2d,
+// 0xac), is marked iff it is a comma.
+func TestCommaMaskMarksExactlyTheCommas(t *testing.T) {
+	for _, fill := range []byte{',', 0x2b, 0x2d, 0xac, 0, 0xff, 'a'} {
+		for pos := range 8 {
+			for b := range 256 {
+				var w [8]byte
+				for k := range w {
+					w[k] = fill
+				}
+				w[pos] = byte(b)
+				var want uint64
+				for k, c := range w {
+					if c == ',' {
+						want |= 0x80 << (8 * k)
+					}
+				}
+				if got := commaMask(binary.LittleEndian.Uint64(w[:])); got != want {
+					t.Fatalf("% x: commaMask = %#x, want %#x", w, got, want)
+				}
+			}
+		}
+	}
 }

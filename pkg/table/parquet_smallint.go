@@ -23,15 +23,12 @@ const maxSmallInt = 1 << 12
 // and one-hot bits are such columns; readers still see int32.
 func smallIntDict(col arrow.Array) (arrow.Array, bool) {
 	a, ok := col.(*array.Int32)
-	if !ok || a.NullN() != 0 || a.Len() == 0 {
+	if !ok {
 		return nil, false
 	}
-	var hi int32
-	for _, v := range a.Int32Values() {
-		if uint32(v) >= maxSmallInt {
-			return nil, false
-		}
-		hi = max(hi, v)
+	hi, ok := smallIntMax(a)
+	if !ok {
+		return nil, false
 	}
 	dict := make([]int32, hi+1)
 	for i := range dict {
@@ -46,6 +43,35 @@ func smallIntDict(col arrow.Array) (arrow.Array, bool) {
 	defer d.Release()
 	d.SetDictionary(dd)
 	return array.MakeFromData(d), true
+}
+
+// smallIntMax returns the largest value of a, and true when a is not
+// empty, has no nulls and all its values lie in [0, maxSmallInt).
+func smallIntMax(a *array.Int32) (int32, bool) {
+	if a.NullN() != 0 || a.Len() == 0 {
+		return 0, false
+	}
+	// The largest value as unsigned: a negative value is then above
+	// maxSmallInt too, so one comparison a value decides both (four
+	// maxima side by side, for a column of 17 one-hot bits' worth of
+	// cells a row).
+	v := a.Int32Values()
+	var h0, h1, h2, h3 uint32
+	i := 0
+	for ; i+4 <= len(v); i += 4 {
+		h0 = max(h0, uint32(v[i]))
+		h1 = max(h1, uint32(v[i+1]))
+		h2 = max(h2, uint32(v[i+2]))
+		h3 = max(h3, uint32(v[i+3]))
+	}
+	for ; i < len(v); i++ {
+		h0 = max(h0, uint32(v[i]))
+	}
+	hi := max(h0, h1, h2, h3)
+	if hi >= maxSmallInt {
+		return 0, false
+	}
+	return int32(hi), true
 }
 
 // stringDicts turns string columns into dictionary arrays for Parquet,

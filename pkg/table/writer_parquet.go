@@ -4,19 +4,16 @@ import (
 	"bytes"
 	"cmp"
 	"context"
-	"encoding/base64"
 	"runtime"
 	"sync"
 	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/file"
-	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 )
 
@@ -24,7 +21,7 @@ import (
 const maxDictPage = 64 << 10
 
 type parquetWriter struct {
-	fw     *file.Writer
+	fw     *pqFile
 	schema *arrow.Schema
 	fields []arrow.Field
 	// write copies the rows it is given into group until it holds
@@ -58,6 +55,18 @@ func newParquetWriter(s sink, schema *arrow.Schema, meta Meta, groupRows int) (*
 	if groupRows <= 0 {
 		groupRows = RowGroupRows
 	}
+	props := parquetProps(schema, groupRows)
+	fw, err := newPQFile(withMeta(plainSchema(schema), meta), s, props)
+	if err != nil {
+		return nil, err
+	}
+	p := &parquetWriter{fw: fw, schema: schema, fields: schema.Fields(), groupRows: groupRows, queue: make(chan arrow.RecordBatch, parquetQueue), done: make(chan error, 1)}
+	go p.encode(p.queue)
+	return p, nil
+}
+
+// parquetProps are the writer properties of newParquetWriter's files.
+func parquetProps(schema *arrow.Schema, groupRows int) *parquet.WriterProperties {
 	opts := []parquet.WriterProperty{
 		parquet.WithCompression(compress.Codecs.Snappy),
 		parquet.WithDictionaryDefault(true),
@@ -87,34 +96,7 @@ func newParquetWriter(s sink, schema *arrow.Schema, meta Meta, groupRows int) (*
 			opts = append(opts, parquet.WithStatsFor(f.Name, false))
 		}
 	}
-	props := parquet.NewWriterProperties(opts...)
-	fw, err := newFileWriter(withMeta(plainSchema(schema), meta), s, props)
-	if err != nil {
-		return nil, err
-	}
-	p := &parquetWriter{fw: fw, schema: schema, fields: schema.Fields(), groupRows: groupRows, queue: make(chan arrow.RecordBatch, parquetQueue), done: make(chan error, 1)}
-	go p.encode(p.queue)
-	return p, nil
-}
-
-// newFileWriter is pqarrow.NewFileWriter with WithStoreSchema, minus its
-// row-group writer: pqarrow writes a row group's columns one after another
-// on one goroutine, while writeNow encodes them side by side through a
-// buffered row group (each column chunk has a page buffer of its own).
-// The schema holds flat fields only, so the stored Arrow schema needs none
-// of pqarrow's list-name normalization.
-func newFileWriter(schema *arrow.Schema, s sink, props *parquet.WriterProperties) (*file.Writer, error) {
-	pqschema, err := pqarrow.ToParquet(schema, props, pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
-	if err != nil {
-		return nil, err
-	}
-	md := schema.Metadata()
-	meta := make(metadata.KeyValueMetadata, 0, md.Len()+1)
-	for i, k := range md.Keys() {
-		meta.Append(k, md.Values()[i])
-	}
-	meta.Append("ARROW:schema", base64.StdEncoding.EncodeToString(flight.SerializeSchema(schema, props.Allocator())))
-	return file.NewParquetWriterWithError(s, pqschema.Root(), file.WithWriterProps(props), file.WithWriteMetadata(meta))
+	return parquet.NewWriterProperties(opts...)
 }
 
 // encode writes the queued batches; after a failure it drops the rest.
@@ -171,33 +153,29 @@ func (p *parquetWriter) queueGroup() error {
 	return nil
 }
 
-// writeNow writes the batch as one row group. A dictionary column goes to
-// pqarrow's direct dictionary path: its dictionary becomes the row group's
-// dictionary page and its indices the data pages, with no string hashed
-// per row. The columns are encoded on up to GOMAXPROCS goroutines, each
-// into its own column chunk's buffer; the row group's Close then writes the
-// chunks in column order, so the file's bytes do not depend on the
-// goroutines' timing.
+// writeNow writes the batch as one row group. An int32 column of small
+// values (codes, one-hot bits) is written as finished pages (intPages). A
+// dictionary column goes to pqarrow's direct dictionary path: its
+// dictionary becomes the row group's dictionary page and its indices the
+// data pages, with no string hashed per row. The columns are encoded on up
+// to GOMAXPROCS goroutines, each into its own column chunk's buffer; the
+// row group's close then writes the chunks in column order, so the file's
+// bytes do not depend on the goroutines' timing.
 func (p *parquetWriter) writeNow(rec arrow.RecordBatch) error {
+	rg, err := p.fw.appendRowGroup()
+	if err != nil {
+		return err
+	}
+	// String columns become dictionary arrays here: stringDicts' maps are
+	// shared by the columns. Int32 columns are left to writeColumn.
 	cols := make([]arrow.Array, rec.NumCols())
 	for j, col := range rec.Columns() {
-		d, small := smallIntDict(col)
-		if !small {
-			d, small = p.strs.dict(j, col)
-		}
-		if small {
+		if d, ok := p.strs.dict(j, col); ok {
 			cols[j] = d
 		} else {
 			col.Retain()
 			cols[j] = col
 		}
-	}
-	rgw, err := p.fw.AppendBufferedRowGroupChecked()
-	if err != nil {
-		for _, c := range cols {
-			c.Release()
-		}
-		return err
 	}
 	errs := make([]error, len(cols))
 	next := atomic.Int64{}
@@ -208,7 +186,7 @@ func (p *parquetWriter) writeNow(rec arrow.RecordBatch) error {
 			defer wg.Done()
 			ctx := pqarrow.NewArrowWriteContext(context.Background(), nil)
 			for j := int(next.Add(1) - 1); j < len(cols); j = int(next.Add(1) - 1) {
-				errs[j] = p.writeColumn(ctx, rgw, j, cols[j])
+				errs[j] = p.writeColumn(ctx, rg, j, cols[j])
 			}
 		}()
 	}
@@ -218,18 +196,29 @@ func (p *parquetWriter) writeNow(rec arrow.RecordBatch) error {
 			return err
 		}
 	}
-	return rgw.Close()
+	return rg.close()
 }
 
-// writeColumn writes a (flat) column into column chunk j of rgw and
-// releases it. A nullable column's definition levels are the
-// slice's validity: 1 for a value, 0 for a null.
-func (p *parquetWriter) writeColumn(ctx context.Context, rgw file.BufferedRowGroupWriter, j int, a arrow.Array) error {
-	defer a.Release()
-	cw, err := rgw.Column(j)
-	if err != nil {
-		return err
+// ownIntPages turns intPages on; tests turn it off to show that the file's
+// bytes are the same either way.
+var ownIntPages = true
+
+// writeColumn writes a (flat) column into column chunk j of rg and
+// releases it. A nullable column's definition levels are the slice's
+// validity: 1 for a value, 0 for a null.
+func (p *parquetWriter) writeColumn(ctx context.Context, rg *pqRowGroup, j int, col arrow.Array) error {
+	defer col.Release()
+	a := col
+	if c, ok := col.(*array.Int32); ok {
+		if hi, ok := smallIntMax(c); ok && ownIntPages && rg.canWriteIntPages(j, hi) {
+			return rg.intPages(j, c.Int32Values(), hi)
+		}
+		if d, ok := smallIntDict(c); ok {
+			defer d.Release()
+			a = d
+		}
 	}
+	cw := rg.writer(j)
 	var def []int16
 	if cw.LevelInfo().DefLevel > 0 {
 		def = make([]int16, a.Len())
@@ -291,11 +280,11 @@ func (p *parquetWriter) close() error {
 		close(p.queue)
 		p.queue = nil
 		if encErr := <-p.done; encErr != nil || err != nil {
-			p.fw.Close()
+			p.fw.close()
 			return cmp.Or(encErr, err)
 		}
 	}
-	return p.fw.Close()
+	return p.fw.close()
 }
 
 // copyData copies d's buffers (dictionary included) into data that owns

@@ -1,0 +1,311 @@
+package table
+
+import (
+	"encoding/base64"
+	"encoding/binary"
+	"fmt"
+	"math/bits"
+	"sync"
+	"sync/atomic"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/flight"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/compress"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/metadata"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/apache/arrow-go/v18/parquet/schema"
+)
+
+// pqFile writes a Parquet file as arrow-go's file.Writer does with
+// buffered row groups — the same bytes, from the same page writers and
+// metadata builders — except that an int32 column of small values
+// (smallIntMax) may be written as finished pages (intPages) instead of
+// through a column writer.
+//
+// Why: a column writer takes dictionary indices one value at a time
+// (dictEncoder.PutIndices, then RleEncoder.Put per value when the page is
+// flushed): a third of perturb --mechanism bitflip's CPU. arrow-go's
+// exported PageWriter takes finished pages, but only a row group writer of
+// its own making hands one out, so the file and row group bookkeeping
+// (magic, row group and column chunk metadata, footer) is done here, with
+// arrow-go's builders. The properties newParquetWriter sets need no bloom
+// filter, page index or encryption, which this writer does not write
+// (newPQFile refuses them).
+type pqFile struct {
+	sink      *tellSink
+	props     *parquet.WriterProperties
+	schema    *schema.Schema
+	meta      *metadata.FileMetaDataBuilder
+	rowGroups int
+	open      *pqRowGroup // appended and not closed (after a failure)
+	closed    bool
+}
+
+// tellSink counts the bytes written to a sink (arrow-go's page writers ask
+// where they are, to record offsets).
+type tellSink struct {
+	s sink
+	n int64
+}
+
+func (t *tellSink) Write(p []byte) (int, error) {
+	n, err := t.s.Write(p)
+	t.n += int64(n)
+	return n, err
+}
+
+func (t *tellSink) Tell() int64 { return t.n }
+
+// newPQFile starts a Parquet file of the given schema (stored in the file
+// as pqarrow.WithStoreSchema stores it, its metadata as the file's
+// key-value metadata) on s.
+func newPQFile(sch *arrow.Schema, s sink, props *parquet.WriterProperties) (*pqFile, error) {
+	if props.FileEncryptionProperties() != nil || props.PageIndexEnabled() {
+		return nil, fmt.Errorf("parquet writer: encryption and page indexes are not supported")
+	}
+	pqschema, err := pqarrow.ToParquet(sch, props, pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
+	if err != nil {
+		return nil, err
+	}
+	for i := range pqschema.NumColumns() {
+		if path := pqschema.Column(i).Path(); props.BloomFilterEnabledFor(path) || props.PageIndexEnabledFor(path) {
+			return nil, fmt.Errorf("parquet writer: column %s: bloom filters and page indexes are not supported", path)
+		}
+	}
+	f := &pqFile{sink: &tellSink{s: s}, props: props, schema: pqschema}
+	f.meta = metadata.NewFileMetadataBuilder(pqschema, props, fileKeyValues(sch, props))
+	if _, err := f.sink.Write(parquetMagic); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// fileKeyValues is the file's key-value metadata: the schema's, then the
+// Arrow schema as pqarrow.WithStoreSchema stores it.
+func fileKeyValues(sch *arrow.Schema, props *parquet.WriterProperties) metadata.KeyValueMetadata {
+	md := sch.Metadata()
+	kv := make(metadata.KeyValueMetadata, 0, md.Len()+1)
+	for i, k := range md.Keys() {
+		kv.Append(k, md.Values()[i])
+	}
+	kv.Append("ARROW:schema", base64.StdEncoding.EncodeToString(flight.SerializeSchema(sch, props.Allocator())))
+	return kv
+}
+
+// pqRowGroup is one row group being written: each column chunk is
+// written (by one goroutine per column at most) into a buffered page
+// writer of its own, and close copies the chunks to the file in column
+// order.
+type pqRowGroup struct {
+	f       *pqFile
+	ordinal int16
+	meta    *metadata.RowGroupMetaDataBuilder
+	colMeta []*metadata.ColumnChunkMetaDataBuilder
+	pagers  []file.PageWriter
+	writers []file.ColumnChunkWriter // column writers, made by writer
+	// For a column written by intPages: its rows and the bytes its pages took.
+	pageRows  []int
+	pageBytes []int64
+}
+
+// appendRowGroup starts the next row group (the previous one must be
+// closed).
+func (f *pqFile) appendRowGroup() (*pqRowGroup, error) {
+	if f.open != nil {
+		return nil, fmt.Errorf("parquet writer: row group %d is not closed", f.open.ordinal)
+	}
+	rg := &pqRowGroup{f: f, ordinal: int16(f.rowGroups), meta: f.meta.AppendRowGroup()}
+	f.rowGroups++
+	f.open = rg
+	n := f.schema.NumColumns()
+	rg.colMeta = make([]*metadata.ColumnChunkMetaDataBuilder, n)
+	rg.pagers = make([]file.PageWriter, n)
+	rg.writers = make([]file.ColumnChunkWriter, n)
+	rg.pageRows = make([]int, n)
+	rg.pageBytes = make([]int64, n)
+	for j := range n {
+		cm := rg.meta.NextColumnChunk()
+		path := cm.Descr().Path()
+		pager, err := file.NewPageWriter(f.sink, f.props.CompressionFor(path), f.props.CompressionLevelFor(path), cm,
+			rg.ordinal, int16(j), f.props.Allocator(), true, nil, nil)
+		if err != nil {
+			return nil, err
+		}
+		rg.colMeta[j], rg.pagers[j] = cm, pager
+	}
+	return rg, nil
+}
+
+// writer returns column j's column writer (for pqarrow), made on first
+// use.
+func (rg *pqRowGroup) writer(j int) file.ColumnChunkWriter {
+	if rg.writers[j] == nil {
+		rg.writers[j] = file.NewColumnChunkWriter(rg.colMeta[j], rg.pagers[j], rg.f.props)
+	}
+	return rg.writers[j]
+}
+
+// canWriteIntPages reports whether column j can take intPages with values
+// up to hi: a required, flat int32 column, dictionary-encoded, without
+// statistics, in V1 data pages — where a column writer given the same
+// values as a dictionary array over 0..hi (smallIntDict) writes one
+// dictionary page and one data page, which intPages writes alike.
+func (rg *pqRowGroup) canWriteIntPages(j int, hi int32) bool {
+	d := rg.colMeta[j].Descr()
+	p := rg.f.props
+	return d.PhysicalType() == parquet.Types.Int32 && d.MaxDefinitionLevel() == 0 && d.MaxRepetitionLevel() == 0 &&
+		uint32(hi) < maxSmallInt && p.DictionaryEnabledFor(d.Path()) && !p.StatisticsEnabledFor(d.Path()) &&
+		p.DataPageVersion() == parquet.DataPageV1 && 4*(int(hi)+1) < int(p.DictionaryPageSizeLimit()) &&
+		rg.writers[j] == nil && rg.pageRows[j] == 0
+}
+
+// smallDictBytes is the dictionary 0..maxSmallInt-1, PLAIN-encoded (int32
+// little-endian): a dictionary 0..hi is its first 4(hi+1) bytes.
+var smallDictBytes = func() []byte {
+	b := make([]byte, 4*maxSmallInt)
+	for i := range maxSmallInt {
+		binary.LittleEndian.PutUint32(b[4*i:], uint32(i))
+	}
+	return b
+}()
+
+// pageBufs holds the scratch of intPages (encoded indices, compressed
+// page), reused across columns and row groups.
+var pageBufs = sync.Pool{New: func() any { return new([2][]byte) }}
+
+// intPagesChunks counts the column chunks intPages wrote (for tests).
+var intPagesChunks atomic.Int64
+
+// intPages writes vals, all in [0, hi] (canWriteIntPages must hold), as
+// column j's whole chunk: the dictionary page 0..hi and one data page of
+// RLE/bit-packed indices (each value its own index) — the pages a column
+// writer writes for smallIntDict's array, byte for byte.
+func (rg *pqRowGroup) intPages(j int, vals []int32, hi int32) error {
+	p := rg.f.props
+	descr := rg.colMeta[j].Descr()
+	pager := rg.pagers[j]
+	entries := int(hi) + 1
+	dict := file.NewDictionaryPage(memory.NewBufferBytes(smallDictBytes[:4*entries]), int32(entries), p.DictionaryPageEncoding())
+	dn, err := pager.WriteDictionaryPage(dict)
+	if err != nil {
+		return err
+	}
+
+	// The data page: the indices' bit width in a byte, then the indices
+	// (dictEncoder.WriteIndices; a one-entry dictionary takes 1 bit).
+	width := max(1, bits.Len32(uint32(hi)))
+	bufs := pageBufs.Get().(*[2][]byte)
+	defer pageBufs.Put(bufs)
+	enc := append(bufs[0][:0], byte(width))
+	enc = appendRLEHybrid(enc, vals, width)
+	bufs[0] = enc
+	data := enc
+	if codec := p.CompressionFor(descr.Path()); codec != compress.Codecs.Uncompressed {
+		c, err := compress.GetCodec(codec)
+		if err != nil {
+			return err
+		}
+		bound := int(c.CompressBound(int64(len(enc))))
+		if cap(bufs[1]) < bound {
+			bufs[1] = make([]byte, bound)
+		}
+		data = c.EncodeLevel(bufs[1][:bound], enc, p.CompressionLevelFor(descr.Path()))
+	}
+	// The page statistics of a column without statistics: none, signed
+	// as the column's sort order says (columnWriter.buildDataPageV1).
+	var stats metadata.EncodedStatistics
+	stats.ApplyStatSizeLimits(int(p.MaxStatsSizeFor(descr.Path())))
+	stats.Signed = descr.SortOrder() == schema.SortSIGNED
+	page := file.NewDataPageV1WithConfig(memory.NewBufferBytes(data), parquet.Encodings.RLE, parquet.Encodings.RLE, file.DataPageConfig{
+		Num:              int32(len(vals)),
+		Encoding:         p.DictionaryIndexEncoding(),
+		UncompressedSize: int32(len(enc)),
+		Stats:            stats,
+		FirstRowIndex:    0,
+	})
+	pn, err := pager.WriteDataPage(page)
+	if err != nil {
+		return err
+	}
+	rg.pageRows[j], rg.pageBytes[j] = len(vals), dn+pn
+	intPagesChunks.Add(1)
+	return nil
+}
+
+// close checks that every column has the same number of rows, copies the
+// column chunks to the file in column order and records the row group's
+// metadata (rowGroupWriter.Close).
+func (rg *pqRowGroup) close() error {
+	rows := -1
+	for j := range rg.pagers {
+		n := rg.pageRows[j]
+		if w := rg.writer(j); rg.pageBytes[j] == 0 {
+			n = w.RowsWritten()
+		}
+		if rows >= 0 && n != rows {
+			return fmt.Errorf("parquet writer: row group %d: column %d has %d rows, column 0 has %d", rg.ordinal, j, n, rows)
+		}
+		rows = n
+	}
+	var written int64
+	for j, pager := range rg.pagers {
+		if rg.pageBytes[j] > 0 {
+			if err := pager.Close(true, false); err != nil {
+				return err
+			}
+			written += rg.pageBytes[j]
+			continue
+		}
+		w := rg.writers[j]
+		if err := w.Close(); err != nil {
+			return err
+		}
+		written += w.TotalBytesWritten()
+	}
+	rg.meta.SetNumRows(max(rows, 0))
+	if err := rg.meta.Finish(written, rg.ordinal); err != nil {
+		return err
+	}
+	rg.f.open = nil
+	return nil
+}
+
+// close writes the footer (the file metadata, its length, the magic) and
+// closes the sink, even after an error. After a row group failed, the
+// file is broken: close writes no footer and says so (the writer's caller
+// discards the file).
+func (f *pqFile) close() error {
+	if f.closed {
+		return nil
+	}
+	f.closed = true
+	var err error
+	if f.open != nil {
+		err = fmt.Errorf("parquet writer: row group %d was not finished; no footer written", f.open.ordinal)
+	} else {
+		err = f.writeFooter()
+	}
+	if cerr := f.sink.s.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+func (f *pqFile) writeFooter() error {
+	md, err := f.meta.Snapshot()
+	if err != nil {
+		return err
+	}
+	n, err := md.WriteTo(f.sink, nil)
+	if err != nil {
+		return err
+	}
+	var tail [8]byte
+	binary.LittleEndian.PutUint32(tail[:4], uint32(n))
+	copy(tail[4:], parquetMagic)
+	_, err = f.sink.Write(tail[:])
+	return err
+}
