@@ -168,7 +168,7 @@ func (g *globalRun) pass(in table.Reader, row func(rec arrow.RecordBatch, i int,
 		}
 		for j, k := range g.which {
 			if k >= 0 {
-				g.sensCols[k] = g.sens[k].in.column(rec.Column(j))
+				g.sensCols[k] = g.sens[k].column(rec.Column(j))
 			} else {
 				g.cells[j] = table.ValuesOf(rec.Column(j))
 			}
@@ -177,10 +177,9 @@ func (g *globalRun) pass(in table.Reader, row func(rec arrow.RecordBatch, i int,
 		if err != nil {
 			return err
 		}
-		for _, i := range kept {
-			for k, c := range g.sensCols {
-				code, _ := c.code(i)
-				vals[k] = uint32(g.sens[k].index[code])
+		for n, i := range kept {
+			for k := range g.sensCols {
+				vals[k] = g.idx[k][n]
 			}
 			if err := row(rec, i, vals); err != nil {
 				return err
