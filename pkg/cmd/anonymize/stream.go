@@ -266,6 +266,9 @@ func (o *Options) runDiverted(in table.Reader, cb *codebook.Codebook) error {
 	if err != nil {
 		return err
 	}
+	// Pass 2 only diverts: the Dealers' flat sets are all it needs of the
+	// schedules (half their memory on a high-cardinality column).
+	plan.DropSchedules()
 	n := plan.Rows() - int64(len(plan.Dropped))
 	o.notes(d, len(plan.Dropped), n)
 	meta, err := o.meta(cb, &release.Anonymized{Mechanism: diverted, Grouping: o.Grouping, Rows: n, Dropped: int64(len(plan.Dropped)), MissingDropped: d.missing, L: o.L})
