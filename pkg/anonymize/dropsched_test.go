@@ -8,7 +8,7 @@ import (
 )
 
 // A Plan whose schedules were dropped after Finish (its Dealers divert
-// from flat copies of the sets) publishes exactly what the Plan that keeps
+// from flat copies of the sets, which Sets returns) publishes exactly what the Plan that keeps
 // them publishes, draw for draw, on random count vectors of both
 // groupings, with and without a drop of N mod ℓ′ rows; Deal is unchanged
 // too.
@@ -60,7 +60,20 @@ func TestDropSchedulesSameDraws(t *testing.T) {
 				t.Fatalf("trial %d: %v", trial, err)
 			}
 			if drop {
+				var want [][]uint32
+				for _, sch := range p.Schedules {
+					var flat []uint32
+					for _, st := range sch.Types {
+						flat = append(flat, st.Values...)
+					}
+					want = append(want, flat)
+				}
 				p.DropSchedules()
+				for k := range want {
+					if !slices.Equal(p.Sets(k), want[k]) {
+						t.Fatalf("trial %d: column %d: Sets is not the schedule's sets, flat", trial, k)
+					}
+				}
 				if p.Schedules != nil {
 					t.Fatal("Schedules kept after DropSchedules")
 				}

@@ -337,6 +337,12 @@ func (p *Plan) DropSchedules() {
 	p.Schedules = nil
 }
 
+// Sets returns, after DropSchedules, sensitive column k's set types'
+// values, flat: type t's ℓ′ values, ascending, are Sets(k)[t·ℓ′ : (t+1)·ℓ′]
+// (Schedule.Types[t].Values before the drop). The caller must not change
+// them.
+func (p *Plan) Sets(k int) []uint32 { return p.dealers[k].sets }
+
 // nextRow advances pass 2 by one row: its number, and whether it is kept
 // (not one of the dropped rows). method names the caller in errors.
 func (p *Plan) nextRow(method string) (row int64, kept bool, err error) {
