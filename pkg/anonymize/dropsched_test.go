@@ -147,3 +147,48 @@ func TestDealerOwnSetsBytesPerType(t *testing.T) {
 		t.Errorf("a Dealer with its own sets holds %.1f bytes a set type, more than 70", perOwn)
 	}
 }
+
+// TestDealerBigPairs: pairs with 2^16 − 1 or more slots (a few values
+// and many rows: types of hundreds of thousands of groups) keep their
+// count in Dealer.big; the Dealer still deals exactly what the reference
+// deals, draw for draw, down to empty, under both groupings (the random
+// one with T = 4 runs, so that its runs are long).
+func TestDealerBigPairs(t *testing.T) {
+	defer func(T int64) { randomRuns = T }(randomRuns)
+	randomRuns = 4
+	for _, g := range Groupings {
+		const v, l, rows = 7, 3, 900_000
+		r := rand.New(rand.NewPCG(8, 9))
+		counts := make([]int64, v)
+		seq := make([]uint32, rows)
+		for i := range seq {
+			x := uint32(r.IntN(v))
+			if r.IntN(4) == 0 {
+				x %= 3 // uneven counts
+			}
+			seq[i] = x
+			counts[x]++
+		}
+		s, err := NewSchedule(counts, l, g, rand.New(rand.NewPCG(1, 2)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, ref := NewDealer(s), newRefDealer(s)
+		if len(d.big) == 0 {
+			t.Fatalf("%s: no pair with %d or more slots: the test needs bigger types", g, bigLeft)
+		}
+		r1, r2 := rand.New(rand.NewPCG(3, 4)), rand.New(rand.NewPCG(3, 4))
+		for i, x := range seq {
+			got, err := d.Deal(x, r1)
+			if err != nil {
+				t.Fatalf("%s: row %d: %v", g, i, err)
+			}
+			if want := ref.deal(x, r2); got != want {
+				t.Fatalf("%s: row %d (value %d): dealt type %d, the reference %d", g, i, x, got, want)
+			}
+		}
+		if !d.Done() || len(d.big) != 0 {
+			t.Fatalf("%s: slots left after dealing every row (%d big pairs)", g, len(d.big))
+		}
+	}
+}

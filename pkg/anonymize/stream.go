@@ -81,23 +81,25 @@ func (r *Reservoir) Drop(d int, rnd *rand.Rand) (rows []int64, vals [][]uint32, 
 // each value one count per type (a tree when the value has several types).
 //
 // Memory: the (value, type) pairs live in flat arrays indexed by value
-// (compressed rows: off[v]..off[v+1]), 8 bytes a pair and 8 a value
-// (counts fit in uint32: at most MaxRows rows), so that a codebook of 85k
-// values costs under 1 MB plus 8 bytes per pair instead of a slice and an
-// urn per value (about 155 bytes a value before, 40 now at 4M rows,
-// TestDealerBytesPerValue); only a value held by more than flatUrnMax
+// (compressed rows: off[v]..off[v+1]), 6 bytes a pair and 8 a value
+// (counts fit in uint32: at most MaxRows rows; a pair's remaining slots in
+// 16 bits, the rare pair with 2^16 − 1 or more in a map), so that a
+// codebook of 85k values costs under 1 MB plus 6 bytes per pair instead of
+// a slice and an urn per value (about 155 bytes a value before, 32 now at
+// 4M rows, TestDealerBytesPerValue); only a value held by more than flatUrnMax
 // types gets a segment tree (urn) of its own. The random grouping has at
 // most 2^14 + V + ℓ′ + 1 types, so ℓ′ times that many pairs, whatever the
 // rows (randomSets).
 type Dealer struct {
-	s    *Schedule       // nil once ownSets has copied the sets
-	sets []uint32        // after ownSets: set type t's values are sets[t·ℓ′ : (t+1)·ℓ′]
-	l    int             // ℓ′
-	off  []uint32        // value v's pairs are off[v]..off[v+1]−1
-	typ  []uint32        // per pair: the type, increasing within a value
-	left []uint32        // per pair: the value's remaining slots in the type
-	tot  []uint32        // per value: its remaining slots
-	tree map[uint32]*urn // values with more than flatUrnMax types
+	s    *Schedule         // nil once ownSets has copied the sets
+	sets []uint32          // after ownSets: set type t's values are sets[t·ℓ′ : (t+1)·ℓ′]
+	l    int               // ℓ′
+	off  []uint32          // value v's pairs are off[v]..off[v+1]−1
+	typ  []uint32          // per pair: the type, increasing within a value
+	left []uint16          // per pair: the value's remaining slots in the type, or bigLeft
+	big  map[uint32]uint32 // pairs with bigLeft or more slots left: how many
+	tot  []uint32          // per value: its remaining slots
+	tree map[uint32]*urn   // values with more than flatUrnMax types
 }
 
 // NewDealer prepares to deal the slots of s.
@@ -112,7 +114,7 @@ func NewDealer(s *Schedule) *Dealer {
 		d.off[v+1] += d.off[v]
 	}
 	d.typ = make([]uint32, d.off[s.V])
-	d.left = make([]uint32, d.off[s.V])
+	d.left = make([]uint16, d.off[s.V])
 	next := slices.Clone(d.off[:s.V])
 	// Types in increasing order: each value's pairs come out sorted by type,
 	// the order of Schedule.Slots, which fixes the draws of a seeded run.
@@ -121,7 +123,7 @@ func NewDealer(s *Schedule) *Dealer {
 			i := next[v]
 			next[v]++
 			d.typ[i] = uint32(t)
-			d.left[i] = uint32(st.Groups)
+			d.setLeft(i, uint32(st.Groups))
 			d.tot[v] += uint32(st.Groups)
 		}
 	}
@@ -131,13 +133,49 @@ func NewDealer(s *Schedule) *Dealer {
 				d.tree = map[uint32]*urn{}
 			}
 			w := make([]int64, n)
-			for i, x := range d.left[d.off[v]:d.off[v+1]] {
-				w[i] = int64(x)
+			for i := range w {
+				w[i] = d.slots(d.off[v] + uint32(i))
 			}
 			d.tree[uint32(v)] = newUrnMode(w, false)
 		}
 	}
 	return d
+}
+
+// bigLeft in Dealer.left marks a pair whose remaining slots are in
+// Dealer.big: 2^16 − 1 or more (a type of that many groups: at most
+// N/(ℓ′·65535) of them).
+const bigLeft = 1<<16 - 1
+
+// setLeft sets pair p's remaining slots to c.
+func (d *Dealer) setLeft(p, c uint32) {
+	if c < bigLeft {
+		d.left[p] = uint16(c)
+		delete(d.big, p)
+		return
+	}
+	if d.big == nil {
+		d.big = map[uint32]uint32{}
+	}
+	d.left[p] = bigLeft
+	d.big[p] = c
+}
+
+// slots returns pair p's remaining slots.
+func (d *Dealer) slots(p uint32) int64 {
+	if c := d.left[p]; c != bigLeft {
+		return int64(c)
+	}
+	return int64(d.big[p])
+}
+
+// take removes one of pair p's remaining slots (there is one).
+func (d *Dealer) take(p uint32) {
+	if d.left[p] != bigLeft {
+		d.left[p]--
+		return
+	}
+	d.setLeft(p, d.big[p]-1)
 }
 
 // errNoSlot: a row of a value whose slots are all dealt; the counts of
@@ -161,14 +199,18 @@ func (d *Dealer) Deal(v uint32, r *rand.Rand) (int, error) {
 		} else {
 			// The flat urn's scan (urn.find), on the value's own pairs.
 			for i = range w {
-				if x < int64(w[i]) {
+				c := int64(w[i])
+				if c == bigLeft {
+					c = int64(d.big[lo+uint32(i)])
+				}
+				if x < c {
 					break
 				}
-				x -= int64(w[i])
+				x -= c
 			}
 		}
 	}
-	w[i]--
+	d.take(lo + uint32(i))
 	d.tot[v]--
 	return int(d.typ[lo+uint32(i)]), nil
 }
