@@ -113,9 +113,9 @@ func TestDealerMatchesReference(t *testing.T) {
 // an 85k-value column (issue 11: peak RSS ≤ 100 MB whatever the columns'
 // cardinality). The per-value layout (a slice of types and an urn per
 // value) took about 150 bytes a value at 4M rows (~47 rows a value, ~6
-// types a value); the flat one takes 8 bytes a value and 8 a (value,
-// type) pair, 40 here. The guard, 60 bytes a value, sits well below the
-// old layout and above the new one's 40 (allocator rounding); the
+// types a value); the flat one takes 8 bytes a value and 6 a (value,
+// type) pair, 32 here (40 with 8-byte pairs). The guard, 60 bytes a value,
+// sits well below the old layout and above the new one's 32; the
 // measure is deterministic up to the allocator's size classes.
 func TestDealerBytesPerValue(t *testing.T) {
 	const v, l, rows = 85_000, 5, 4_000_000

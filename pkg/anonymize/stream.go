@@ -81,26 +81,30 @@ func (r *Reservoir) Drop(d int, rnd *rand.Rand) (rows []int64, vals [][]uint32, 
 // each value one count per type (a tree when the value has several types).
 //
 // Memory: the (value, type) pairs live in flat arrays indexed by value
-// (compressed rows: off[v]..off[v+1]), 8 bytes a pair and 8 a value
-// (counts fit in uint32: at most MaxRows rows), so that a codebook of 85k
-// values costs under 1 MB plus 8 bytes per pair instead of a slice and an
-// urn per value (about 155 bytes a value before, 40 now at 4M rows,
-// TestDealerBytesPerValue); only a value held by more than flatUrnMax
+// (compressed rows: off[v]..off[v+1]), 6 bytes a pair and 8 a value
+// (counts fit in uint32: at most MaxRows rows; a pair's remaining slots in
+// 16 bits, the rare pair with 2^16 − 1 or more in a map), so that a
+// codebook of 85k values costs under 1 MB plus 6 bytes per pair instead of
+// a slice and an urn per value (about 155 bytes a value before, 32 now at
+// 4M rows, TestDealerBytesPerValue); only a value held by more than flatUrnMax
 // types gets a segment tree (urn) of its own. The random grouping has at
 // most 2^14 + V + ℓ′ + 1 types, so ℓ′ times that many pairs, whatever the
 // rows (randomSets).
 type Dealer struct {
-	s    *Schedule
-	off  []uint32        // value v's pairs are off[v]..off[v+1]−1
-	typ  []uint32        // per pair: the type, increasing within a value
-	left []uint32        // per pair: the value's remaining slots in the type
-	tot  []uint32        // per value: its remaining slots
-	tree map[uint32]*urn // values with more than flatUrnMax types
+	s    *Schedule         // nil once ownSets has copied the sets
+	sets []uint32          // after ownSets: set type t's values are sets[t·ℓ′ : (t+1)·ℓ′]
+	l    int               // ℓ′
+	off  []uint32          // value v's pairs are off[v]..off[v+1]−1
+	typ  []uint32          // per pair: the type, increasing within a value
+	left []uint16          // per pair: the value's remaining slots in the type, or bigLeft
+	big  map[uint32]uint32 // pairs with bigLeft or more slots left: how many
+	tot  []uint32          // per value: its remaining slots
+	tree map[uint32]*urn   // values with more than flatUrnMax types
 }
 
 // NewDealer prepares to deal the slots of s.
 func NewDealer(s *Schedule) *Dealer {
-	d := &Dealer{s: s, off: make([]uint32, s.V+1), tot: make([]uint32, s.V)}
+	d := &Dealer{s: s, l: s.L, off: make([]uint32, s.V+1), tot: make([]uint32, s.V)}
 	for _, st := range s.Types {
 		for _, v := range st.Values {
 			d.off[v+1]++
@@ -110,7 +114,7 @@ func NewDealer(s *Schedule) *Dealer {
 		d.off[v+1] += d.off[v]
 	}
 	d.typ = make([]uint32, d.off[s.V])
-	d.left = make([]uint32, d.off[s.V])
+	d.left = make([]uint16, d.off[s.V])
 	next := slices.Clone(d.off[:s.V])
 	// Types in increasing order: each value's pairs come out sorted by type,
 	// the order of Schedule.Slots, which fixes the draws of a seeded run.
@@ -119,7 +123,7 @@ func NewDealer(s *Schedule) *Dealer {
 			i := next[v]
 			next[v]++
 			d.typ[i] = uint32(t)
-			d.left[i] = uint32(st.Groups)
+			d.setLeft(i, uint32(st.Groups))
 			d.tot[v] += uint32(st.Groups)
 		}
 	}
@@ -129,13 +133,49 @@ func NewDealer(s *Schedule) *Dealer {
 				d.tree = map[uint32]*urn{}
 			}
 			w := make([]int64, n)
-			for i, x := range d.left[d.off[v]:d.off[v+1]] {
-				w[i] = int64(x)
+			for i := range w {
+				w[i] = d.slots(d.off[v] + uint32(i))
 			}
 			d.tree[uint32(v)] = newUrnMode(w, false)
 		}
 	}
 	return d
+}
+
+// bigLeft in Dealer.left marks a pair whose remaining slots are in
+// Dealer.big: 2^16 − 1 or more (a type of that many groups: at most
+// N/(ℓ′·65535) of them).
+const bigLeft = 1<<16 - 1
+
+// setLeft sets pair p's remaining slots to c.
+func (d *Dealer) setLeft(p, c uint32) {
+	if c < bigLeft {
+		d.left[p] = uint16(c)
+		delete(d.big, p)
+		return
+	}
+	if d.big == nil {
+		d.big = map[uint32]uint32{}
+	}
+	d.left[p] = bigLeft
+	d.big[p] = c
+}
+
+// slots returns pair p's remaining slots.
+func (d *Dealer) slots(p uint32) int64 {
+	if c := d.left[p]; c != bigLeft {
+		return int64(c)
+	}
+	return int64(d.big[p])
+}
+
+// take removes one of pair p's remaining slots (there is one).
+func (d *Dealer) take(p uint32) {
+	if d.left[p] != bigLeft {
+		d.left[p]--
+		return
+	}
+	d.setLeft(p, d.big[p]-1)
 }
 
 // errNoSlot: a row of a value whose slots are all dealt; the counts of
@@ -159,14 +199,18 @@ func (d *Dealer) Deal(v uint32, r *rand.Rand) (int, error) {
 		} else {
 			// The flat urn's scan (urn.find), on the value's own pairs.
 			for i = range w {
-				if x < int64(w[i]) {
+				c := int64(w[i])
+				if c == bigLeft {
+					c = int64(d.big[lo+uint32(i)])
+				}
+				if x < c {
 					break
 				}
-				x -= int64(w[i])
+				x -= c
 			}
 		}
 	}
-	w[i]--
+	d.take(lo + uint32(i))
 	d.tot[v]--
 	return int(d.typ[lo+uint32(i)]), nil
 }
@@ -179,8 +223,30 @@ func (d *Dealer) Divert(v uint32, r *rand.Rand) (uint32, error) {
 	if err != nil {
 		return 0, err
 	}
-	vals := d.s.Types[t].Values
+	var vals []uint32
+	if d.sets != nil {
+		vals = d.sets[t*d.l : (t+1)*d.l]
+	} else {
+		vals = d.s.Types[t].Values
+	}
 	return vals[r.IntN(len(vals))], nil
+}
+
+// ownSets copies the schedule's sets into one flat array of ℓ′ values a
+// set type, in type order, and lets go of the schedule: 4ℓ′ bytes a type
+// instead of the schedule's SetType (32 bytes) plus its values (4ℓ′), so
+// that a Dealer that only diverts holds half as much per type once nothing
+// else holds the schedule (Plan.DropSchedules). Divert draws the same
+// values from it.
+func (d *Dealer) ownSets() {
+	if d.s == nil {
+		return
+	}
+	d.sets = make([]uint32, 0, d.l*len(d.s.Types))
+	for _, st := range d.s.Types {
+		d.sets = append(d.sets, st.Values...)
+	}
+	d.s = nil
 }
 
 // Done reports whether every slot has been dealt.
@@ -297,6 +363,27 @@ func (p *Plan) Finish(r *rand.Rand) error {
 	}
 	return nil
 }
+
+// DropSchedules lets the schedules go after Finish, for a caller that
+// only Diverts (anonymize's A′): each column's Dealer keeps the sets it
+// publishes from in a flat array of its own (Dealer.ownSets). With many
+// values the schedule is most of A′'s memory (at 80k values under the
+// anatomy grouping, 174k set types: 8.4 MB of schedule, of which the
+// flat sets keep 3.5 MB). Schedules is nil afterwards; Deal, which
+// returns indexes into it, is still allowed, and Divert draws the same
+// values as before.
+func (p *Plan) DropSchedules() {
+	for _, d := range p.dealers {
+		d.ownSets()
+	}
+	p.Schedules = nil
+}
+
+// Sets returns, after DropSchedules, sensitive column k's set types'
+// values, flat: type t's ℓ′ values, ascending, are Sets(k)[t·ℓ′ : (t+1)·ℓ′]
+// (Schedule.Types[t].Values before the drop). The caller must not change
+// them.
+func (p *Plan) Sets(k int) []uint32 { return p.dealers[k].sets }
 
 // nextRow advances pass 2 by one row: its number, and whether it is kept
 // (not one of the dropped rows). method names the caller in errors.

@@ -33,10 +33,10 @@ type Codebook struct {
 // category, if any, is one of the k labels.
 type Column struct {
 	name    string
-	labels  []string          // all k labels, the missing category included
-	cuts    []float64         // nil for a categorical column
-	missing int               // index of the missing category, -1 if none
-	index   map[string]uint32 // categorical: label → index
+	labels  []string   // all k labels, the missing category included
+	cuts    []float64  // nil for a categorical column
+	missing int        // index of the missing category, -1 if none
+	index   labelIndex // categorical: label → index
 }
 
 // Spec is a column as written in a codebook file: the JSON object
@@ -108,17 +108,17 @@ func newCategorical(s Spec) (Column, error) {
 		name:    s.Name,
 		labels:  make([]string, 0, k),
 		missing: -1,
-		index:   make(map[string]uint32, k),
+		index:   newLabelIndex(k),
 	}
 	for i, v := range s.Categories {
 		if err := checkValue(fmt.Sprintf("category #%d", i+1), v); err != nil {
 			return Column{}, err
 		}
-		if j, dup := c.index[v]; dup {
+		if j, dup := c.index.get(c.labels, v); dup {
 			return Column{}, fmt.Errorf("category %q appears twice (#%d and #%d); remove one, since each value needs one index", v, j+1, i+1)
 		}
-		c.index[v] = uint32(i)
 		c.labels = append(c.labels, v)
+		c.index.put(v, uint32(i))
 		if v == s.Missing {
 			c.missing = i
 		}
@@ -128,8 +128,8 @@ func newCategorical(s Spec) (Column, error) {
 	}
 	if s.Missing != "" && c.missing < 0 {
 		c.missing = len(c.labels)
-		c.index[s.Missing] = uint32(c.missing)
 		c.labels = append(c.labels, s.Missing)
+		c.index.put(s.Missing, uint32(c.missing))
 	}
 	return c, nil
 }

@@ -191,8 +191,9 @@ func (e *ValueError) Error() string {
 type Encoder struct {
 	col        *Column
 	policy     Policy
-	index      map[string]uint32 // categorical
-	cuts       []float64         // numeric
+	index      labelIndex // categorical
+	labels     []string
+	cuts       []float64 // numeric
 	missing    uint32
 	hasMissing bool
 	token      string
@@ -206,7 +207,7 @@ func (c *Column) Encoder(p Policy) (*Encoder, error) {
 	if int(p.Unknown) >= len(unknownNames) || int(p.Missing) >= len(missingNames) {
 		return nil, fmt.Errorf("codebook.Column.Encoder: column %q: invalid policy %v/%v", c.name, p.Unknown, p.Missing)
 	}
-	e := &Encoder{col: c, policy: p, index: c.index, cuts: c.cuts}
+	e := &Encoder{col: c, policy: p, index: c.index, labels: c.labels, cuts: c.cuts}
 	if i, ok := c.MissingIndex(); ok {
 		e.missing, e.hasMissing, e.token = uint32(i), true, c.labels[i]
 	}
@@ -239,7 +240,7 @@ func (e *Encoder) Column() *Column { return e.col }
 // are ErrDrop (drop the row) or a *ValueError.
 func (e *Encoder) Index(v string) (uint32, error) {
 	if e.cuts == nil {
-		if i, ok := e.index[v]; ok {
+		if i, ok := e.index.get(e.labels, v); ok {
 			if !e.hasMissing || i != e.missing {
 				return i, nil
 			}

@@ -412,9 +412,11 @@ type globalRun struct {
 	// batchDone, when set, is called by pass after each batch's rows.
 	batchDone func(rec arrow.RecordBatch) error
 
+	// idx[k] holds the value indexes of sensitive column k for the
+	// batch's kept rows (keptRows).
 	idx, pub [][]uint32
 	cells    []table.Values
-	sensCols []column
+	sensCols []sensColumn
 }
 
 // globalColumns finds the sensitive columns of in and their keep
@@ -441,7 +443,7 @@ func (o *Options) globalColumns(in table.Reader, cb *codebook.Codebook) (*global
 	}
 	return &globalRun{which: which, sens: sens, keep: keep, names: names,
 		idx: make([][]uint32, len(sens)), pub: make([][]uint32, len(sens)),
-		cells: make([]table.Values, len(names)), sensCols: make([]column, len(sens))}, nil
+		cells: make([]table.Values, len(names)), sensCols: make([]sensColumn, len(sens))}, nil
 }
 
 // randomize appends to bb the rows of one input batch (first is the row
@@ -451,7 +453,7 @@ func (o *Options) globalColumns(in table.Reader, cb *codebook.Codebook) (*global
 func (g *globalRun) randomize(rec arrow.RecordBatch, first int64, file string, bb *table.BatchBuilder) error {
 	for j, k := range g.which {
 		if k >= 0 {
-			g.sensCols[k] = g.sens[k].in.column(rec.Column(j))
+			g.sensCols[k] = g.sens[k].column(rec.Column(j))
 		} else {
 			g.cells[j] = table.ValuesOf(rec.Column(j))
 		}
@@ -460,12 +462,7 @@ func (g *globalRun) randomize(rec arrow.RecordBatch, first int64, file string, b
 	if err != nil {
 		return err
 	}
-	for k, c := range g.sensCols {
-		g.idx[k] = g.idx[k][:0]
-		for _, i := range kept {
-			code, _ := c.code(i)
-			g.idx[k] = append(g.idx[k], uint32(g.sens[k].index[code]))
-		}
+	for k := range g.sensCols {
 		if g.pub[k], err = anonymize.Randomize(g.idx[k], g.sens[k].col.K(), g.keep[k], g.r); err != nil {
 			return err
 		}
@@ -483,22 +480,28 @@ func (g *globalRun) randomize(rec arrow.RecordBatch, first int64, file string, b
 	return nil
 }
 
-// keptRows encodes the batch's new sensitive values and lists the rows
-// none of whose sensitive values is dropped.
+// keptRows lists the batch's rows none of whose sensitive values is
+// dropped, and leaves their value indexes in g.idx (one lookup per cell).
 func (g *globalRun) keptRows(rows int, first int64, file string) ([]int, error) {
 	kept := make([]int, 0, rows)
+	for k := range g.idx {
+		g.idx[k] = g.idx[k][:0]
+	}
 rows:
 	for i := range rows {
 		for k, c := range g.sensCols {
-			code, isNew := c.code(i)
-			x, err := g.sens[k].indexOf(code, isNew, file, first+int64(i))
+			x, err := c.index(i, file, first+int64(i))
 			if err != nil {
 				return nil, err
 			}
 			if x == dropped {
 				g.missing++
+				for k2 := range k {
+					g.idx[k2] = g.idx[k2][:len(kept)]
+				}
 				continue rows
 			}
+			g.idx[k] = append(g.idx[k], uint32(x))
 		}
 		kept = append(kept, i)
 	}

@@ -168,7 +168,7 @@ func (g *globalRun) pass(in table.Reader, row func(rec arrow.RecordBatch, i int,
 		}
 		for j, k := range g.which {
 			if k >= 0 {
-				g.sensCols[k] = g.sens[k].in.column(rec.Column(j))
+				g.sensCols[k] = g.sens[k].column(rec.Column(j))
 			} else {
 				g.cells[j] = table.ValuesOf(rec.Column(j))
 			}
@@ -177,10 +177,9 @@ func (g *globalRun) pass(in table.Reader, row func(rec arrow.RecordBatch, i int,
 		if err != nil {
 			return err
 		}
-		for _, i := range kept {
-			for k, c := range g.sensCols {
-				code, _ := c.code(i)
-				vals[k] = uint32(g.sens[k].index[code])
+		for n, i := range kept {
+			for k := range g.sensCols {
+				vals[k] = g.idx[k][n]
 			}
 			if err := row(rec, i, vals); err != nil {
 				return err
@@ -267,6 +266,9 @@ func (o *Options) runDiverted(in table.Reader, cb *codebook.Codebook) error {
 	if err != nil {
 		return err
 	}
+	// Pass 2 only diverts: the Dealers' flat sets are all it needs of the
+	// schedules (half their memory on a high-cardinality column).
+	plan.DropSchedules()
 	n := plan.Rows() - int64(len(plan.Dropped))
 	o.notes(d, len(plan.Dropped), n)
 	meta, err := o.meta(cb, &release.Anonymized{Mechanism: diverted, Grouping: o.Grouping, Rows: n, Dropped: int64(len(plan.Dropped)), MissingDropped: d.missing, L: o.L})
@@ -459,6 +461,11 @@ func (o *Options) runAnatomy(in table.Reader, cb *codebook.Codebook) error {
 		return err
 	}
 	base := GroupBase(sch)
+	groups := sch.Groups()
+	// Pass 2 and the numbering need the sets alone, flat: the schedule's
+	// SetTypes go (a third of the run's memory per set type on a
+	// high-cardinality column: 174k types at 80k values).
+	plan.DropSchedules()
 
 	// The rows: pass 2 → shuffle → numbering → shuffle → -o.
 	var nsa []int // input columns published as they are
@@ -487,8 +494,8 @@ func (o *Options) runAnatomy(in table.Reader, cb *codebook.Codebook) error {
 		return err
 	}
 	defer ow.Abort()
-	nb := &numberer{w: ow, rw: table.NewRowWriter(ow, schema, 0), sch: sch, base: base, nsa: len(nsa),
-		next: make([]int64, len(sch.Types)*o.L)}
+	nb := &numberer{w: ow, rw: table.NewRowWriter(ow, schema, 0), l: o.L, sets: plan.Sets(0), base: base, groups: groups,
+		nsa: len(nsa), next: make([]uint32, len(base)*o.L)}
 	defer nb.rw.Release()
 	shw, err := shuffle.NewWriter(nb, hiddenSchema, numberRand, shuffle.Options{})
 	if err != nil {
@@ -552,12 +559,25 @@ func (o *Options) runAnatomy(in table.Reader, cb *codebook.Codebook) error {
 // arrive gets the type's j-th group (see runAnatomy), then passes the row
 // on without its type and value.
 type numberer struct {
-	w    table.Writer // the output, behind its own shuffle
-	rw   *table.RowWriter
-	sch  *anonymize.Schedule
-	base []int64
-	next []int64 // per (type, place of the value in the type's set)
+	w      table.Writer // the output, behind its own shuffle
+	rw     *table.RowWriter
+	l      int
+	sets   []uint32 // set type t's values are sets[t·ℓ : (t+1)·ℓ] (Plan.Sets)
+	base   []int64  // GroupBase
+	groups int64    // the schedule's groups
+	// next counts, per (type, place of the value in the type's set), the
+	// rows numbered (fewer than the type's groups, at most MaxRows).
+	next []uint32
 	nsa  int
+}
+
+// groupsOf is the number of groups of set type t.
+func (nb *numberer) groupsOf(t int) int64 {
+	end := nb.groups
+	if t+1 < len(nb.base) {
+		end = nb.base[t+1]
+	}
+	return end - nb.base[t]
 }
 
 func (nb *numberer) Write(rec arrow.RecordBatch) error {
@@ -570,18 +590,21 @@ func (nb *numberer) Write(rec arrow.RecordBatch) error {
 	if !ok1 || !ok2 {
 		return errors.New("internal error: the shuffle changed the type and value columns' type")
 	}
-	l := nb.sch.L
+	l := nb.l
 	bb := nb.rw.BatchBuilder
 	for i := range int(rec.NumRows()) {
 		t := int(types.Value(i))
-		place, ok := slices.BinarySearch(nb.sch.Types[t].Values, uint32(vals.Value(i)))
-		if !ok || nb.next[t*l+place] >= nb.sch.Types[t].Groups {
+		if t < 0 || t >= len(nb.base) {
+			return errors.New("internal error: a row dealt to a set type the schedule does not have")
+		}
+		place, ok := slices.BinarySearch(nb.sets[t*l:(t+1)*l], uint32(vals.Value(i)))
+		if !ok || int64(nb.next[t*l+place]) >= nb.groupsOf(t) {
 			return errors.New("internal error: a row dealt to a set without its value, or to a full set")
 		}
 		for c, v := range cells {
 			bb.String(c, v.String(i))
 		}
-		bb.Int64(nb.nsa, nb.base[t]+nb.next[t*l+place])
+		bb.Int64(nb.nsa, nb.base[t]+int64(nb.next[t*l+place]))
 		nb.next[t*l+place]++
 		if err := nb.rw.EndRow(); err != nil {
 			return err

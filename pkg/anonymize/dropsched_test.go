@@ -1,0 +1,194 @@
+package anonymize
+
+import (
+	"math/rand/v2"
+	"runtime"
+	"slices"
+	"testing"
+)
+
+// A Plan whose schedules were dropped after Finish (its Dealers divert
+// from flat copies of the sets, which Sets returns) publishes exactly what the Plan that keeps
+// them publishes, draw for draw, on random count vectors of both
+// groupings, with and without a drop of N mod ℓ′ rows; Deal is unchanged
+// too.
+func TestDropSchedulesSameDraws(t *testing.T) {
+	gen := rand.New(rand.NewPCG(21, 22))
+	ran := 0
+	for trial := range 60 {
+		v := 2 + gen.IntN(90)
+		l := 2 + gen.IntN(min(v-1, 6))
+		g := Groupings[trial%len(Groupings)]
+		// Rows spread so that the table is eligible for ℓ′: each value
+		// at most N/ℓ′ times.
+		n := l * (1 + gen.IntN(400))
+		rows := make([][]uint32, n+gen.IntN(l))
+		for i := range rows {
+			rows[i] = []uint32{uint32(i % v), uint32(gen.IntN(v))}
+		}
+		if v < l {
+			continue
+		}
+		// Both columns must be eligible for ℓ′ after the drop of up to
+		// ℓ′ − 1 rows: each value at most N/ℓ′ − 1 times.
+		ok := true
+		for k := range 2 {
+			counts := make([]int64, v)
+			for _, row := range rows {
+				counts[row[k]]++
+			}
+			ok = ok && slices.Max(counts) < int64(len(rows)/l)
+		}
+		if !ok {
+			continue
+		}
+		ran++
+		var out [2][][]uint32
+		var types [2][][]int
+		for k, drop := range []bool{false, true} {
+			p, err := NewPlan([]int{v, v}, l, g)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := rand.New(rand.NewPCG(uint64(trial), 7))
+			for _, row := range rows {
+				if err := p.Count(row, r); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := p.Finish(r); err != nil {
+				t.Fatalf("trial %d: %v", trial, err)
+			}
+			if drop {
+				var want [][]uint32
+				for _, sch := range p.Schedules {
+					var flat []uint32
+					for _, st := range sch.Types {
+						flat = append(flat, st.Values...)
+					}
+					want = append(want, flat)
+				}
+				p.DropSchedules()
+				for k := range want {
+					if !slices.Equal(p.Sets(k), want[k]) {
+						t.Fatalf("trial %d: column %d: Sets is not the schedule's sets, flat", trial, k)
+					}
+				}
+				if p.Schedules != nil {
+					t.Fatal("Schedules kept after DropSchedules")
+				}
+			}
+			pub := make([]uint32, 2)
+			for i, row := range rows {
+				if i%3 == 2 {
+					ty := make([]int, 2)
+					ok, err := p.Deal(row, ty, r)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if ok {
+						types[k] = append(types[k], ty)
+					}
+					continue
+				}
+				ok, err := p.Divert(row, pub, r)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if ok {
+					out[k] = append(out[k], slices.Clone(pub))
+				}
+			}
+			if err := p.Done(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if !slices.EqualFunc(out[0], out[1], slices.Equal) || !slices.EqualFunc(types[0], types[1], slices.Equal) {
+			t.Fatalf("trial %d (V = %d, ℓ′ = %d, %s): the published values or dealt types differ once the schedules are dropped", trial, v, l, g)
+		}
+	}
+	if ran < 30 {
+		t.Fatalf("only %d of 60 trials had eligible tables", ran)
+	}
+}
+
+// TestDealerOwnSetsBytesPerType: on an 85k-value column under Anatomy's
+// grouping (about 2 set types a value), a Dealer with its own flat sets
+// holds at most 70 bytes a set type, where the schedule and the Dealer
+// together held about 93 (49 + 44). Deterministic up to the allocator's
+// size classes.
+func TestDealerOwnSetsBytesPerType(t *testing.T) {
+	const v, l, rows = 85_000, 5, 4_000_000
+	counts := make([]int64, v)
+	r := rand.New(rand.NewPCG(11, 12))
+	for range rows / 5 * 5 {
+		counts[r.IntN(v)]++
+	}
+	var before, with, own runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	s, err := NewSchedule(counts, l, GroupingAnatomy, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	types := len(s.Types)
+	d := NewDealer(s)
+	s = nil
+	runtime.GC()
+	runtime.ReadMemStats(&with)
+	d.ownSets()
+	runtime.GC()
+	runtime.ReadMemStats(&own)
+	runtime.KeepAlive(d)
+	perWith := float64(with.HeapAlloc-before.HeapAlloc) / float64(types)
+	perOwn := float64(own.HeapAlloc-before.HeapAlloc) / float64(types)
+	t.Logf("%d set types: schedule + Dealer %.1f bytes a type, Dealer with its own sets %.1f", types, perWith, perOwn)
+	if perOwn > 70 {
+		t.Errorf("a Dealer with its own sets holds %.1f bytes a set type, more than 70", perOwn)
+	}
+}
+
+// TestDealerBigPairs: pairs with 2^16 − 1 or more slots (a few values
+// and many rows: types of hundreds of thousands of groups) keep their
+// count in Dealer.big; the Dealer still deals exactly what the reference
+// deals, draw for draw, down to empty, under both groupings (the random
+// one with T = 4 runs, so that its runs are long).
+func TestDealerBigPairs(t *testing.T) {
+	defer func(T int64) { randomRuns = T }(randomRuns)
+	randomRuns = 4
+	for _, g := range Groupings {
+		const v, l, rows = 7, 3, 900_000
+		r := rand.New(rand.NewPCG(8, 9))
+		counts := make([]int64, v)
+		seq := make([]uint32, rows)
+		for i := range seq {
+			x := uint32(r.IntN(v))
+			if r.IntN(4) == 0 {
+				x %= 3 // uneven counts
+			}
+			seq[i] = x
+			counts[x]++
+		}
+		s, err := NewSchedule(counts, l, g, rand.New(rand.NewPCG(1, 2)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, ref := NewDealer(s), newRefDealer(s)
+		if len(d.big) == 0 {
+			t.Fatalf("%s: no pair with %d or more slots: the test needs bigger types", g, bigLeft)
+		}
+		r1, r2 := rand.New(rand.NewPCG(3, 4)), rand.New(rand.NewPCG(3, 4))
+		for i, x := range seq {
+			got, err := d.Deal(x, r1)
+			if err != nil {
+				t.Fatalf("%s: row %d: %v", g, i, err)
+			}
+			if want := ref.deal(x, r2); got != want {
+				t.Fatalf("%s: row %d (value %d): dealt type %d, the reference %d", g, i, x, got, want)
+			}
+		}
+		if !d.Done() || len(d.big) != 0 {
+			t.Fatalf("%s: slots left after dealing every row (%d big pairs)", g, len(d.big))
+		}
+	}
+}

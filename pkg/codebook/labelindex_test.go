@@ -1,0 +1,91 @@
+package codebook
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"strings"
+	"testing"
+)
+
+// A column above largeIndex labels (the open-addressing table) encodes
+// exactly as a small one (the Go map): every label to its position, the
+// missing token to the missing category, anything else refused, and a
+// repeated category is refused at build time.
+func TestLargeColumnIndex(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for _, k := range []int{largeIndex / 2, largeIndex + 1, 5000} {
+		seen := map[string]bool{"?": true}
+		var cats []string
+		for len(cats) < k {
+			s := fmt.Sprintf("%x", r.Uint64()>>r.IntN(60)) // short and long labels, many sharing prefixes
+			if !seen[s] {
+				seen[s] = true
+				cats = append(cats, s)
+			}
+		}
+		col, err := NewColumn(Spec{Name: "c", Categories: cats, Missing: "?"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (col.index.small == nil) != (k > largeIndex) {
+			t.Fatalf("k = %d: small map %v", k, col.index.small != nil)
+		}
+		enc, err := col.Encoder(Policy{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, s := range cats {
+			if x, err := enc.Index(s); err != nil || x != uint32(i) {
+				t.Fatalf("k = %d: label %q: index %d, %v; want %d", k, s, x, err, i)
+			}
+		}
+		for _, s := range []string{"?", ""} {
+			if x, err := enc.Index(s); err != nil || x != uint32(k) {
+				t.Fatalf("k = %d: %q: index %d, %v; want the missing category %d", k, s, x, err, k)
+			}
+		}
+		for range 2000 {
+			s := fmt.Sprintf("%x", r.Uint64()>>r.IntN(60))
+			if seen[s] {
+				continue
+			}
+			var ve *ValueError
+			if _, err := enc.Index(s); !errors.As(err, &ve) || ve.Kind != KindUnknown {
+				t.Fatalf("k = %d: unknown %q: %v, want an unknown-value error", k, s, err)
+			}
+		}
+		dup := append(cats[:k:k], cats[k/3])
+		if _, err := NewColumn(Spec{Name: "c", Categories: dup}); err == nil || !strings.Contains(err.Error(), "appears twice") {
+			t.Fatalf("k = %d: a repeated category: %v", k, err)
+		}
+	}
+}
+
+// TestLabelIndexBytesPerLabel: a 300k-label column's index takes at most
+// 16 bytes a label (a power of two of 4-byte slots, at least twice the
+// labels; 14 here), where a map[string]uint32 took about 50.
+func TestLabelIndexBytesPerLabel(t *testing.T) {
+	const k = 300_000
+	cats := make([]string, k)
+	for i := range cats {
+		cats[i] = fmt.Sprintf("v%06d", i)
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	col, err := NewColumn(Spec{Name: "c", Categories: cats})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	runtime.KeepAlive(col)
+	runtime.KeepAlive(cats)
+	per := float64(after.HeapAlloc-before.HeapAlloc)/k - 16 // less the labels' string headers
+	t.Logf("%d labels: index %.1f bytes a label", k, per)
+	if per > 16 {
+		t.Errorf("the index of %d labels takes %.1f bytes a label, more than 16", k, per)
+	}
+}
