@@ -4,6 +4,7 @@
 //
 //	benchtool gen -n ROWS -o FILE.csv [-codebook FILE.json] [-seed N] [-id]
 //	benchtool run -rows N -label NAME [-in FILE] [-out FILE] [-rm FILE]… -- CMD ARGS…
+//	benchtool xcore [-rounds N]
 //
 // Before it starts the clock, run removes the outputs of the previous run:
 // every -rm FILE, the -out file and the FILE after a -o or --output in CMD's
@@ -50,7 +51,7 @@ var columns = []column{
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: benchtool gen|run …")
+		fmt.Fprintln(os.Stderr, "usage: benchtool gen|run|xcore …")
 		os.Exit(2)
 	}
 	var err error
@@ -59,6 +60,8 @@ func main() {
 		err = gen(os.Args[2:])
 	case "run":
 		err = run(os.Args[2:])
+	case "xcore":
+		err = xcore(os.Args[2:])
 	default:
 		err = fmt.Errorf("unknown subcommand %q", os.Args[1])
 	}
