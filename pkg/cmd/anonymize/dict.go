@@ -24,17 +24,17 @@ func newInterner() *interner {
 	return &interner{strs: map[string]uint32{}}
 }
 
-// column reads the cells of one batch column through an interner.
-type column struct {
-	in  *interner
+// typedCells is one batch column with its typed view, if it has one:
+// string, int64 and int32 cells are read without going through Values.
+type typedCells struct {
 	str *array.String
 	i64 *array.Int64
 	i32 *array.Int32
 	any table.Values
 }
 
-func (in *interner) column(a arrow.Array) column {
-	c := column{in: in, any: table.ValuesOf(a)}
+func typedCellsOf(a arrow.Array) typedCells {
+	c := typedCells{any: table.ValuesOf(a)}
 	switch a := a.(type) {
 	case *array.String:
 		c.str = a
@@ -44,6 +44,16 @@ func (in *interner) column(a arrow.Array) column {
 		c.i32 = a
 	}
 	return c
+}
+
+// column reads the cells of one batch column through an interner.
+type column struct {
+	in *interner
+	typedCells
+}
+
+func (in *interner) column(a arrow.Array) column {
+	return column{in: in, typedCells: typedCellsOf(a)}
 }
 
 // code returns the code of cell i, and whether the value is new.

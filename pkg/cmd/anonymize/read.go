@@ -9,7 +9,6 @@ import (
 	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/pramkit/pramkit/pkg/anonymize"
 	"github.com/pramkit/pramkit/pkg/codebook"
@@ -36,24 +35,12 @@ type sensitive struct {
 
 // sensColumn reads the cells of one batch column of a sensitive column.
 type sensColumn struct {
-	sv  *sensitive
-	str *array.String
-	i64 *array.Int64
-	i32 *array.Int32
-	any table.Values
+	sv *sensitive
+	typedCells
 }
 
 func (sv *sensitive) column(a arrow.Array) sensColumn {
-	c := sensColumn{sv: sv, any: table.ValuesOf(a)}
-	switch a := a.(type) {
-	case *array.String:
-		c.str = a
-	case *array.Int64:
-		c.i64 = a
-	case *array.Int32:
-		c.i32 = a
-	}
-	return c
+	return sensColumn{sv: sv, typedCells: typedCellsOf(a)}
 }
 
 // index returns the codebook index of cell i (row row of file), or dropped
