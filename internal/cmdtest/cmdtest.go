@@ -185,3 +185,36 @@ func MechanismTable(t *testing.T, maker string, names []string, cmd *cobra.Comma
 		}
 	}
 }
+
+// CopyTable writes the table at src, with its metadata, to dst in the
+// format of dst's extension, and returns dst.
+func CopyTable(t *testing.T, src, dst string) string {
+	t.Helper()
+	in, err := table.Open(src, table.ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	w, err := table.Create(dst, in.Schema(), in.Meta(), table.WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		rec, err := in.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			w.Abort()
+			t.Fatal(err)
+		}
+		if err := w.Write(rec); err != nil {
+			w.Abort()
+			t.Fatal(err)
+		}
+	}
+	if err := w.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}

@@ -1,48 +1,13 @@
 package estimate
 
 import (
-	"errors"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/pramkit/pramkit/internal/cmdtest"
-	"github.com/pramkit/pramkit/pkg/table"
 )
-
-// cpToParquet writes the table src (rows and metadata) as Parquet to dst.
-func cpToParquet(t *testing.T, src, dst string) string {
-	t.Helper()
-	r, err := table.Open(src, table.ReadOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	w, err := table.Create(dst, r.Schema(), r.Meta(), table.WriteOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		rec, err := r.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			w.Abort()
-			t.Fatal(err)
-		}
-		if err := w.Write(rec); err != nil {
-			w.Abort()
-			t.Fatal(err)
-		}
-	}
-	if err := w.Commit(); err != nil {
-		t.Fatal(err)
-	}
-	return dst
-}
 
 // countPartsQueries are count queries on Adult's published columns: P
 // with one or two sensitive values, P alone, a sensitive value alone.
@@ -87,7 +52,7 @@ func TestCountPartsEstimateAsOneRun(t *testing.T) {
 			}
 			countRun(t, true, args...)
 			parts := lmSplitCSV(t, rel, "p1.csv", "p2.csv", "p3.csv")
-			p2 := cpToParquet(t, parts[1], filepath.Join(dir, "p2.parquet"))
+			p2 := cmdtest.CopyTable(t, parts[1], filepath.Join(dir, "p2.parquet"))
 			cols := "sex,race,income"
 			c1, c3, c23 := filepath.Join(dir, "c1.csv"), filepath.Join(dir, "c3.parquet"), filepath.Join(dir, "c23.arrow")
 			countRun(t, false, "--tabulate", "--columns", cols, parts[0], "-o", c1)

@@ -2,16 +2,14 @@ package perturb_test
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"testing"
 
+	"github.com/pramkit/pramkit/internal/cmdtest"
 	"github.com/pramkit/pramkit/internal/releasetest"
-	"github.com/pramkit/pramkit/pkg/table"
 )
 
 // TestParquetInputsReuseBuffers: perturb reads Parquet inputs with
@@ -51,7 +49,7 @@ func TestParquetInputsReuseBuffers(t *testing.T) {
 			t.Fatalf("encrypt: %s", res.Stderr)
 		}
 		pq = append(pq, enc)
-		arrow = append(arrow, copyTable(t, enc, filepath.Join(dir, fmt.Sprint("e", i, ".arrow"))))
+		arrow = append(arrow, cmdtest.CopyTable(t, enc, filepath.Join(dir, fmt.Sprint("e", i, ".arrow"))))
 	}
 	var ref []byte
 	for ci, cfg := range parallelConfigs[:2] {
@@ -75,37 +73,4 @@ func TestParquetInputsReuseBuffers(t *testing.T) {
 			}
 		}
 	}
-}
-
-// copyTable writes the table at src, with its metadata, to dst in the
-// format of dst's extension, and returns dst.
-func copyTable(t *testing.T, src, dst string) string {
-	t.Helper()
-	in, err := table.Open(src, table.ReadOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer in.Close()
-	w, err := table.Create(dst, in.Schema(), in.Meta(), table.WriteOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		rec, err := in.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			w.Abort()
-			t.Fatal(err)
-		}
-		if err := w.Write(rec); err != nil {
-			w.Abort()
-			t.Fatal(err)
-		}
-	}
-	if err := w.Commit(); err != nil {
-		t.Fatal(err)
-	}
-	return dst
 }
