@@ -218,6 +218,11 @@ func (p *parquetWriter) writeColumn(ctx context.Context, rg *pqRowGroup, j int, 
 			a = d
 		}
 	}
+	if d, ok := a.(*array.Dictionary); ok {
+		if done, err := rg.labelPages(j, d); done {
+			return err
+		}
+	}
 	cw := rg.writer(j)
 	var def []int16
 	if cw.LevelInfo().DefLevel > 0 {
