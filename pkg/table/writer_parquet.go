@@ -154,10 +154,11 @@ func (p *parquetWriter) queueGroup() error {
 }
 
 // writeNow writes the batch as one row group. An int32 column of small
-// values (codes, one-hot bits) is written as finished pages (intPages). A
-// dictionary column goes to pqarrow's direct dictionary path: its
-// dictionary becomes the row group's dictionary page and its indices the
-// data pages, with no string hashed per row. The columns are encoded on up
+// values (codes, one-hot bits) is written as finished pages (intPages), as
+// is a dictionary column of labels (labelPages): its dictionary becomes the
+// row group's dictionary page and its indices the data page, with no
+// string hashed per row. Other dictionary columns go to pqarrow's direct
+// dictionary path, which writes the same pages value by value. The columns are encoded on up
 // to GOMAXPROCS goroutines, each into its own column chunk's buffer; the
 // row group's close then writes the chunks in column order, so the file's
 // bytes do not depend on the goroutines' timing.
