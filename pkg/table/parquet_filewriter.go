@@ -154,12 +154,8 @@ func (rg *pqRowGroup) writer(j int) file.ColumnChunkWriter {
 // values as a dictionary array over 0..hi (smallIntDict) writes one
 // dictionary page and one data page, which intPages writes alike.
 func (rg *pqRowGroup) canWriteIntPages(j int, hi int32) bool {
-	d := rg.colMeta[j].Descr()
-	p := rg.f.props
-	return d.PhysicalType() == parquet.Types.Int32 && d.MaxDefinitionLevel() == 0 && d.MaxRepetitionLevel() == 0 &&
-		uint32(hi) < maxSmallInt && p.DictionaryEnabledFor(d.Path()) && !p.StatisticsEnabledFor(d.Path()) &&
-		p.DataPageVersion() == parquet.DataPageV1 && 4*(int(hi)+1) < int(p.DictionaryPageSizeLimit()) &&
-		rg.writers[j] == nil && rg.pageRows[j] == 0
+	return rg.canWriteDictPages(j, parquet.Types.Int32) && uint32(hi) < maxSmallInt &&
+		4*(int(hi)+1) < int(rg.f.props.DictionaryPageSizeLimit())
 }
 
 // smallDictBytes is the dictionary 0..maxSmallInt-1, PLAIN-encoded (int32
@@ -184,23 +180,36 @@ var intPagesChunks atomic.Int64
 // RLE/bit-packed indices (each value its own index) — the pages a column
 // writer writes for smallIntDict's array, byte for byte.
 func (rg *pqRowGroup) intPages(j int, vals []int32, hi int32) error {
+	if err := rg.dictPages(j, smallDictBytes[:4*(int(hi)+1)], int(hi)+1, vals); err != nil {
+		return err
+	}
+	intPagesChunks.Add(1)
+	return nil
+}
+
+// dictPages writes column j's whole chunk as a column writer fed a
+// dictionary array writes it (pqarrow's direct dictionary path, then
+// Close): the dictionary page, dict (entries values, PLAIN-encoded), then
+// one data page of the indices, RLE/bit-packed at the width the entries
+// need. The column must be required and flat, dictionary-encoded, without
+// statistics, in V1 data pages, and untouched so far; every index must be
+// below entries, and the width at most maxRLEWidth.
+func (rg *pqRowGroup) dictPages(j int, dict []byte, entries int, idx []int32) error {
 	p := rg.f.props
 	descr := rg.colMeta[j].Descr()
 	pager := rg.pagers[j]
-	entries := int(hi) + 1
-	dict := file.NewDictionaryPage(memory.NewBufferBytes(smallDictBytes[:4*entries]), int32(entries), p.DictionaryPageEncoding())
-	dn, err := pager.WriteDictionaryPage(dict)
+	dn, err := pager.WriteDictionaryPage(file.NewDictionaryPage(memory.NewBufferBytes(dict), int32(entries), p.DictionaryPageEncoding()))
 	if err != nil {
 		return err
 	}
 
 	// The data page: the indices' bit width in a byte, then the indices
 	// (dictEncoder.WriteIndices; a one-entry dictionary takes 1 bit).
-	width := max(1, bits.Len32(uint32(hi)))
+	width := max(1, bits.Len32(uint32(entries-1)))
 	bufs := pageBufs.Get().(*[2][]byte)
 	defer pageBufs.Put(bufs)
 	enc := append(bufs[0][:0], byte(width))
-	enc = appendRLEHybrid(enc, vals, width)
+	enc = appendRLEHybrid(enc, idx, width)
 	bufs[0] = enc
 	data := enc
 	if codec := p.CompressionFor(descr.Path()); codec != compress.Codecs.Uncompressed {
@@ -220,7 +229,7 @@ func (rg *pqRowGroup) intPages(j int, vals []int32, hi int32) error {
 	stats.ApplyStatSizeLimits(int(p.MaxStatsSizeFor(descr.Path())))
 	stats.Signed = descr.SortOrder() == schema.SortSIGNED
 	page := file.NewDataPageV1WithConfig(memory.NewBufferBytes(data), parquet.Encodings.RLE, parquet.Encodings.RLE, file.DataPageConfig{
-		Num:              int32(len(vals)),
+		Num:              int32(len(idx)),
 		Encoding:         p.DictionaryIndexEncoding(),
 		UncompressedSize: int32(len(enc)),
 		Stats:            stats,
@@ -230,8 +239,7 @@ func (rg *pqRowGroup) intPages(j int, vals []int32, hi int32) error {
 	if err != nil {
 		return err
 	}
-	rg.pageRows[j], rg.pageBytes[j] = len(vals), dn+pn
-	intPagesChunks.Add(1)
+	rg.pageRows[j], rg.pageBytes[j] = len(idx), dn+pn
 	return nil
 }
 

@@ -89,8 +89,8 @@ func legacyParquet(t *testing.T, schema *arrow.Schema, meta Meta, groupRows int,
 // bits in runs, an all-zero column (a one-entry dictionary), three
 // values, values up to maxSmallInt-1 (12-bit indices), and one whose
 // values pass maxSmallInt only in its second 1000 rows and one with
-// negative values (both then written by a column writer), and a column
-// of codebook labels (DictType).
+// negative values (both then written by a column writer), a column of
+// codebook labels (DictType) and labelTestColumns' label columns.
 func intPagesTestBatch(n int) arrow.RecordBatch {
 	base := rowGroupTestBatch(n)
 	defer base.Release()
@@ -137,14 +137,21 @@ func intPagesTestBatch(n int) arrow.RecordBatch {
 	defer da.Release()
 	fields = append(fields, DictField("label"))
 	cols = append(cols, da)
+	lf, lc := labelTestColumns(n)
+	for _, c := range lc {
+		defer c.Release()
+	}
+	fields = append(fields, lf...)
+	cols = append(cols, lc...)
 	return array.NewRecordBatch(arrow.NewSchema(fields, nil), cols, int64(n))
 }
 
 // TestParquetFileWriterGivesArrowGoBytes: the file pqFile writes — int32
-// columns of small values as finished pages (intPages, appendRLEHybrid),
-// the other columns through column writers of its own row groups — is the
-// file arrow-go's file.Writer and encoders write for the same row groups,
-// byte for byte (legacyParquet), with intPages on and off, for row groups
+// columns of small values and dictionary columns of labels as finished
+// pages (intPages, labelPages, appendRLEHybrid), the other columns through
+// column writers of its own row groups — is the file arrow-go's
+// file.Writer and encoders write for the same row groups, byte for byte
+// (legacyParquet), with intPages and labelPages on and off, for row groups
 // of one row, of 1000 rows (the last shorter) and of 70,000 rows. It
 // reads back as written with this package's reader.
 func TestParquetFileWriterGivesArrowGoBytes(t *testing.T) {
@@ -157,10 +164,10 @@ func TestParquetFileWriterGivesArrowGoBytes(t *testing.T) {
 		meta := Meta{"k": "v"}
 		want := legacyParquet(t, rec.Schema(), meta, tc.group, recs)
 		for _, own := range []bool{true, false} {
-			t.Run(fmt.Sprintf("rows=%d/group=%d/intPages=%v", tc.n, tc.group, own), func(t *testing.T) {
-				defer func(old bool) { ownIntPages = old }(ownIntPages)
-				ownIntPages = own
-				before := intPagesChunks.Load()
+			t.Run(fmt.Sprintf("rows=%d/group=%d/ownPages=%v", tc.n, tc.group, own), func(t *testing.T) {
+				defer func(old, oldLabels bool) { ownIntPages, ownLabelPages = old, oldLabels }(ownIntPages, ownLabelPages)
+				ownIntPages, ownLabelPages = own, own
+				before, beforeLabels := intPagesChunks.Load(), labelPagesChunks.Load()
 				var buf bufSink
 				w, err := newParquetWriter(&buf, rec.Schema(), meta, tc.group)
 				if err != nil {
@@ -188,6 +195,10 @@ func TestParquetFileWriterGivesArrowGoBytes(t *testing.T) {
 				chunks := intPagesChunks.Load() - before
 				if groups := int64(len(recs)); own && chunks < 5*groups || !own && chunks != 0 {
 					t.Errorf("intPages wrote %d column chunks of %d row groups", chunks, groups)
+				}
+				labelChunks := labelPagesChunks.Load() - beforeLabels
+				if groups := int64(len(recs)); own && labelChunks < labelPagesPerGroup*groups || !own && labelChunks != 0 {
+					t.Errorf("labelPages wrote %d column chunks of %d row groups, want at least %d a row group", labelChunks, groups, labelPagesPerGroup)
 				}
 			})
 		}

@@ -5,8 +5,10 @@ import (
 )
 
 // maxRLEWidth is the widest dictionary index appendRLEHybrid encodes: the
-// indices of smallIntDict's dictionaries (0..maxSmallInt-1) take 12 bits.
-const maxRLEWidth = 12
+// indices of smallIntDict's dictionaries (0..maxSmallInt-1) take 12 bits,
+// those of a dictionary of labels up to 16 (65,536 labels; wider columns
+// are left to arrow-go's encoder).
+const maxRLEWidth = 16
 
 // appendRLEHybrid appends vals, each in [0, 1<<width), to dst in Parquet's
 // RLE/bit-packed hybrid encoding (the dictionary indices of a data page,
@@ -117,7 +119,7 @@ func packGroup(dst []byte, g []int32, width int) []byte {
 	if width == 1 {
 		return append(dst, byte(g[0]|g[1]<<1|g[2]<<2|g[3]<<3|g[4]<<4|g[5]<<5|g[6]<<6|g[7]<<7))
 	}
-	// 8 values of at most maxRLEWidth bits: 96 bits, in two words.
+	// 8 values of at most maxRLEWidth bits: 128 bits, in two words.
 	var lo, hi uint64
 	for k, v := range g {
 		s := uint(k * width)

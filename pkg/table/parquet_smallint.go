@@ -52,10 +52,18 @@ func smallIntMax(a *array.Int32) (int32, bool) {
 		return 0, false
 	}
 	// The largest value as unsigned: a negative value is then above
-	// maxSmallInt too, so one comparison a value decides both (four
-	// maxima side by side, for a column of 17 one-hot bits' worth of
-	// cells a row).
-	v := a.Int32Values()
+	// maxSmallInt too, so one comparison a value decides both.
+	hi := maxUnsigned(a.Int32Values())
+	if hi >= maxSmallInt {
+		return 0, false
+	}
+	return int32(hi), true
+}
+
+// maxUnsigned returns the largest of v read as unsigned (0 for none):
+// four maxima side by side, for a column of 17 one-hot bits' worth of
+// cells a row.
+func maxUnsigned(v []int32) uint32 {
 	var h0, h1, h2, h3 uint32
 	i := 0
 	for ; i+4 <= len(v); i += 4 {
@@ -67,11 +75,7 @@ func smallIntMax(a *array.Int32) (int32, bool) {
 	for ; i < len(v); i++ {
 		h0 = max(h0, uint32(v[i]))
 	}
-	hi := max(h0, h1, h2, h3)
-	if hi >= maxSmallInt {
-		return 0, false
-	}
-	return int32(hi), true
+	return max(h0, h1, h2, h3)
 }
 
 // stringDicts turns string columns into dictionary arrays for Parquet,

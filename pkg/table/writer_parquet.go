@@ -154,10 +154,11 @@ func (p *parquetWriter) queueGroup() error {
 }
 
 // writeNow writes the batch as one row group. An int32 column of small
-// values (codes, one-hot bits) is written as finished pages (intPages). A
-// dictionary column goes to pqarrow's direct dictionary path: its
-// dictionary becomes the row group's dictionary page and its indices the
-// data pages, with no string hashed per row. The columns are encoded on up
+// values (codes, one-hot bits) is written as finished pages (intPages), as
+// is a dictionary column of labels (labelPages): its dictionary becomes the
+// row group's dictionary page and its indices the data page, with no
+// string hashed per row. Other dictionary columns go to pqarrow's direct
+// dictionary path, which writes the same pages value by value. The columns are encoded on up
 // to GOMAXPROCS goroutines, each into its own column chunk's buffer; the
 // row group's close then writes the chunks in column order, so the file's
 // bytes do not depend on the goroutines' timing.
@@ -216,6 +217,11 @@ func (p *parquetWriter) writeColumn(ctx context.Context, rg *pqRowGroup, j int, 
 		if d, ok := smallIntDict(c); ok {
 			defer d.Release()
 			a = d
+		}
+	}
+	if d, ok := a.(*array.Dictionary); ok {
+		if done, err := rg.labelPages(j, d); done {
+			return err
 		}
 	}
 	cw := rg.writer(j)
