@@ -242,11 +242,29 @@ func (d *Dealer) ownSets() {
 	if d.s == nil {
 		return
 	}
-	d.sets = make([]uint32, 0, d.l*len(d.s.Types))
-	for _, st := range d.s.Types {
-		d.sets = append(d.sets, st.Values...)
+	if d.s.flat(d.l) {
+		d.sets = d.s.values
+	} else {
+		d.sets = make([]uint32, 0, d.l*len(d.s.Types))
+		for _, st := range d.s.Types {
+			d.sets = append(d.sets, st.Values...)
+		}
 	}
 	d.s = nil
+}
+
+// flat tells whether s.Types' values are s.values, in order, ℓ′ a type,
+// as NewSchedule leaves them: ownSets then keeps s.values as they are.
+func (s *Schedule) flat(l int) bool {
+	if len(s.values) != l*len(s.Types) {
+		return false
+	}
+	for t, st := range s.Types {
+		if len(st.Values) != l || &st.Values[0] != &s.values[t*l] {
+			return false
+		}
+	}
+	return true
 }
 
 // Done reports whether every slot has been dealt.

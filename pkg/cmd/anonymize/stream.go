@@ -303,7 +303,7 @@ func (o *Options) runDiverted(in table.Reader, cb *codebook.Codebook) error {
 	// (asyncWriter), and encoding the output, which needs no asyncWriter of
 	// its own: the shuffle emits on a goroutine of its own, and Parquet
 	// encodes on one too (each queue held batches: 120 MB peak RSS).
-	ow, err := o.Order.Writer(fw, schema, shuffleRand)
+	ow, err := o.shuffled(fw, schema, shuffleRand, shuffleBudget(g.codebookSizes(), 1))
 	if err != nil {
 		return err
 	}
@@ -489,7 +489,8 @@ func (o *Options) runAnatomy(in table.Reader, cb *codebook.Codebook) error {
 	defer fw.Abort()
 	w := newAsyncWriter(fw)
 	defer w.Abort()
-	ow, err := o.Order.Writer(w, schema, shuffleRand)
+	budget := shuffleBudget(g.codebookSizes(), 2)
+	ow, err := o.shuffled(w, schema, shuffleRand, budget)
 	if err != nil {
 		return err
 	}
@@ -497,7 +498,7 @@ func (o *Options) runAnatomy(in table.Reader, cb *codebook.Codebook) error {
 	nb := &numberer{w: ow, rw: table.NewRowWriter(ow, schema, 0), l: o.L, sets: plan.Sets(0), base: base, groups: groups,
 		nsa: len(nsa), next: make([]uint32, len(base)*o.L)}
 	defer nb.rw.Release()
-	shw, err := shuffle.NewWriter(nb, hiddenSchema, numberRand, shuffle.Options{})
+	shw, err := shuffle.NewWriter(nb, hiddenSchema, numberRand, shuffle.Options{Budget: budget})
 	if err != nil {
 		return err
 	}
