@@ -190,12 +190,18 @@ func MechanismTable(t *testing.T, maker string, names []string, cmd *cobra.Comma
 // format of dst's extension, and returns dst.
 func CopyTable(t *testing.T, src, dst string) string {
 	t.Helper()
+	return CopyTableWith(t, src, dst, table.WriteOptions{})
+}
+
+// CopyTableWith is CopyTable writing with wo (row group sizes, say).
+func CopyTableWith(t *testing.T, src, dst string, wo table.WriteOptions) string {
+	t.Helper()
 	in, err := table.Open(src, table.ReadOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer in.Close()
-	w, err := table.Create(dst, in.Schema(), in.Meta(), table.WriteOptions{})
+	w, err := table.Create(dst, in.Schema(), in.Meta(), wo)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,8 +1,6 @@
 package estimate
 
 import (
-	"errors"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,30 +15,7 @@ import (
 // groupRows rows, metadata included.
 func csvToParquet(t *testing.T, src, dst string, groupRows int) {
 	t.Helper()
-	in, err := table.Open(src, table.ReadOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer in.Close()
-	w, err := table.Create(dst, in.Schema(), in.Meta(), table.WriteOptions{RowGroupRows: groupRows})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		rec, err := in.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := w.Write(rec); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := w.Commit(); err != nil {
-		t.Fatal(err)
-	}
+	cmdtest.CopyTableWith(t, src, dst, table.WriteOptions{RowGroupRows: groupRows})
 }
 
 // A Parquet release of many row groups is counted row group by row group
