@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/pramkit/pramkit/internal/cmdtest"
-	"github.com/pramkit/pramkit/pkg/cmd/decrypt"
 	"github.com/pramkit/pramkit/pkg/table"
 )
 
@@ -30,9 +29,7 @@ func TestPRAMGroupCountIsTheSequentialOnRowGroups(t *testing.T) {
 		t.Fatal(err)
 	}
 	run := filepath.Dir(rel)
-	csv := filepath.Join(run, "decrypted.csv")
-	pramMustRun(t, pramTool(decrypt.NewCmd), "--key", filepath.Join(run, "education.key.arrow"), "--key", filepath.Join(run, "income.key.arrow"),
-		filepath.Join(run, "release.arrow"), "-o", csv)
+	csv := p.decryptAs(t, rel, "csv")
 	pq := filepath.Join(run, "groups.parquet")
 	csvToParquet(t, csv, pq, 1024) // 20 row groups
 	before := pramGroupCounts.Load()

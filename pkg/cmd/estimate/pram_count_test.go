@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"os"
-	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"strings"
@@ -14,7 +13,6 @@ import (
 
 	"github.com/pramkit/pramkit/internal/cmdtest"
 	"github.com/pramkit/pramkit/pkg/cli"
-	"github.com/pramkit/pramkit/pkg/cmd/decrypt"
 	"github.com/pramkit/pramkit/pkg/table"
 )
 
@@ -59,13 +57,9 @@ func TestPRAMParallelCountIsTheSequentialOnAdult(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	run := filepath.Dir(rel)
 	files := []string{rel}
 	for _, ext := range []string{"csv", "parquet"} {
-		out := filepath.Join(run, "decrypted."+ext)
-		pramMustRun(t, pramTool(decrypt.NewCmd), "--key", filepath.Join(run, "education.key.arrow"), "--key", filepath.Join(run, "income.key.arrow"),
-			filepath.Join(run, "release.arrow"), "-o", out)
-		files = append(files, out)
+		files = append(files, p.decryptAs(t, rel, ext))
 	}
 	for _, file := range files {
 		for _, args := range [][]string{
@@ -94,10 +88,7 @@ func TestPRAMParallelCountReportsTheFirstBadCell(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	run := filepath.Dir(rel)
-	csv := filepath.Join(run, "decrypted.csv")
-	pramMustRun(t, pramTool(decrypt.NewCmd), "--key", filepath.Join(run, "education.key.arrow"), "--key", filepath.Join(run, "income.key.arrow"),
-		filepath.Join(run, "release.arrow"), "-o", csv)
+	csv := p.decryptAs(t, rel, "csv")
 	b, err := os.ReadFile(csv)
 	if err != nil {
 		t.Fatal(err)
@@ -135,10 +126,7 @@ func TestPRAMParquetReleaseIsReadAsDictionaries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	run := filepath.Dir(rel)
-	pq := filepath.Join(run, "decrypted.parquet")
-	pramMustRun(t, pramTool(decrypt.NewCmd), "--key", filepath.Join(run, "education.key.arrow"), "--key", filepath.Join(run, "income.key.arrow"),
-		filepath.Join(run, "release.arrow"), "-o", pq)
+	pq := p.decryptAs(t, rel, "parquet")
 	o := &Options{Streams: &cli.Streams{In: strings.NewReader("")}}
 	r := &pramRelease{names: []string{"education", "income"}}
 	in, err := table.Open(pq, table.ReadOptions{})

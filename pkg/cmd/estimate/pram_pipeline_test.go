@@ -334,3 +334,14 @@ func TestPRAMAdultErrorCurveThroughThePipeline(t *testing.T) {
 		}
 	}
 }
+
+// decryptAs decrypts the release next to rel (a file p.release returned)
+// once more, into decrypted.<ext> of the same run, and returns that path.
+func (p *pramAdultPipeline) decryptAs(t testing.TB, rel, ext string) string {
+	t.Helper()
+	run := filepath.Dir(rel)
+	out := filepath.Join(run, "decrypted."+ext)
+	pramMustRun(t, pramTool(decrypt.NewCmd), "--key", filepath.Join(run, "education.key.arrow"), "--key", filepath.Join(run, "income.key.arrow"),
+		filepath.Join(run, "release.arrow"), "-o", out)
+	return out
+}
