@@ -127,11 +127,69 @@ func TestDictionaryColumnMustKeepItsDictionary(t *testing.T) {
 	if err := write(table.NewLabels([]string{"y", "x"}), 1); err == nil || !strings.Contains(err.Error(), "changes its dictionary") {
 		t.Errorf("other labels: got %v", err)
 	}
+	if err := write(table.NewLabels([]string{"x"}), 0); err == nil || !strings.Contains(err.Error(), "changes its dictionary") {
+		t.Errorf("a shorter dictionary: got %v", err)
+	}
+	if err := write(table.NewLabels([]string{"x", "z", "y"}), 0); err == nil || !strings.Contains(err.Error(), "changes its dictionary") {
+		t.Errorf("a label inserted before the end: got %v", err)
+	}
 	if err := write(table.NewLabels([]string{"x", "y"}), 2); err == nil || !strings.Contains(err.Error(), "past its dictionary") {
 		t.Errorf("code past the labels: got %v", err)
 	}
 	other := arrow.NewSchema([]arrow.Field{{Name: "c", Type: &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int8, ValueType: arrow.BinaryTypes.String}}}, nil)
 	if _, err := New(other, rng.NewSeeded(1), Options{}); err == nil || !strings.Contains(err.Error(), "dictionary column must be") {
 		t.Errorf("int8 indices: got %v", err)
+	}
+}
+
+// TestDictionaryMayGrowAtItsEnd: a dictionary that later batches extend by
+// labels appended at its end (codes keep their labels) is taken, and every
+// row comes out over the last, longest one, with its own label, whether
+// the rows stayed in memory or spilled.
+func TestDictionaryMayGrowAtItsEnd(t *testing.T) {
+	sch := arrow.NewSchema([]arrow.Field{table.DictField("c")}, nil)
+	labels := []string{"a", "b", "c", "d", "e"}
+	for _, budget := range []int64{1 << 20, 1 << 10} {
+		s, err := New(sch, rng.NewSeeded(3), Options{Budget: budget, Buckets: 4, Dir: t.TempDir(), BatchRows: 50})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want []string
+		for n := 2; n <= len(labels); n++ {
+			l := table.NewLabels(labels[:n])
+			codes := make([]uint32, 200)
+			for i := range codes {
+				codes[i] = uint32(i % n)
+				want = append(want, labels[i%n])
+			}
+			rec := table.CodesBatch(sch, [][]uint32{codes}, []*table.Labels{l}, len(codes))
+			if err := s.Write(rec); err != nil {
+				t.Fatal(err)
+			}
+			rec.Release()
+		}
+		if s.Spilled() != (budget < 1<<20) {
+			t.Errorf("budget %d: spilled = %v", budget, s.Spilled())
+		}
+		var got []string
+		err = s.Emit(func(rec arrow.RecordBatch) error {
+			d := rec.Column(0).(*array.Dictionary)
+			if d.Dictionary().Len() != len(labels) {
+				t.Errorf("budget %d: a batch came out over %d labels, want the last dictionary's %d", budget, d.Dictionary().Len(), len(labels))
+			}
+			v := table.ValuesOf(d)
+			for i := range d.Len() {
+				got = append(got, v.String(i))
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		slices.Sort(got)
+		slices.Sort(want)
+		if !slices.Equal(got, want) {
+			t.Errorf("budget %d: the labels that came out are not those written", budget)
+		}
 	}
 }

@@ -104,7 +104,6 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/pramkit/pramkit/pkg/table"
 )
@@ -327,10 +326,14 @@ func (s *Shuffler) Write(rec arrow.RecordBatch) error {
 	return nil
 }
 
-// checkDict keeps the dictionary of column j's first batch, and checks that
+// checkDict keeps the dictionary of column j's batches, and checks that
 // d's is the same (the same labels; a dictionary shared by every batch, as
-// table.Labels makes them, costs one pointer comparison). Indices are
-// checked against it here, so that Emit never builds an index past it.
+// table.Labels makes them, costs one pointer comparison) or extends it: a
+// dictionary may grow between batches by labels appended at its end (a
+// stage numbering values as they come, anonymize's codes for values a
+// codebook lacks), since a code keeps its label; the rows come out over
+// the last, longest one. Indices are checked against it here, so that Emit
+// never builds an index past it.
 func (s *Shuffler) checkDict(j int, d *array.Dictionary) error {
 	if s.dicts == nil {
 		s.dicts = make([]arrow.Array, len(s.kinds))
@@ -340,10 +343,17 @@ func (s *Shuffler) checkDict(j int, d *array.Dictionary) error {
 	case prev == nil:
 		dict.Retain()
 		s.dicts[j] = dict
-	case prev.Data() != dict.Data() && !array.Equal(prev, dict):
-		return fmt.Errorf("shuffle: column %q changes its dictionary between batches", s.schema.Field(j).Name)
+	case prev.Data() == dict.Data():
+	case dict.Len() >= prev.Len() && array.SliceEqual(prev, 0, int64(prev.Len()), dict, 0, int64(prev.Len())):
+		if dict.Len() > prev.Len() {
+			dict.Retain()
+			prev.Release()
+			s.dicts[j] = dict
+		}
+	default:
+		return fmt.Errorf("shuffle: column %q changes its dictionary between batches (other than by labels added at its end)", s.schema.Field(j).Name)
 	}
-	n := s.dicts[j].Len()
+	n := dict.Len()
 	for i := range d.Len() {
 		if k := d.GetValueIndex(i); k < 0 || k >= n {
 			return fmt.Errorf("shuffle: column %q has code %d past its dictionary of %d entries", s.schema.Field(j).Name, k, n)
@@ -549,6 +559,12 @@ func (s *Shuffler) Emit(fn func(arrow.RecordBatch) error) error {
 		return errors.New("shuffle: Emit called twice")
 	}
 	s.emitted = true
+	if s.bits == nil {
+		if err := s.emitRowsParallel(fn); err != nil {
+			return err
+		}
+		return s.Close()
+	}
 	// Decoding the rows and writing them (fn, a Parquet encoder say) are
 	// the two costs of Emit: fn runs on its own goroutine, a batch behind,
 	// so that they overlap on two cores. The batches reach fn in order.
@@ -580,10 +596,7 @@ func (s *Shuffler) Emit(fn func(arrow.RecordBatch) error) error {
 		batches <- rec
 		return nil
 	}}
-	if s.bits == nil {
-		out.reset(s.opt.BatchRows)
-	}
-	err := out.emit()
+	err := out.emitBits()
 	close(batches)
 	<-done
 	if err == nil {
@@ -595,23 +608,15 @@ func (s *Shuffler) Emit(fn func(arrow.RecordBatch) error) error {
 	return s.Close()
 }
 
-// emit decodes every row, shuffled, into batches for e.fn: rows packed
-// as bits (Shuffler.bits) or encoded, each with its own shuffle, bucket
-// and flush.
-func (out *emitter) emit() error {
-	s := out.s
-	if b := s.bits; b != nil {
-		return out.emitRows(func() error {
-			err := out.shuffledBits(b.chunks, b.n)
-			b.chunks = nil
-			return err
-		}, out.bucketBits, out.flushBits)
-	}
+// emitBits decodes every row packed as bits (Shuffler.bits), shuffled,
+// into batches for e.fn.
+func (out *emitter) emitBits() error {
+	b := out.s.bits
 	return out.emitRows(func() error {
-		err := out.shuffled(s.chunks, &s.refs)
-		s.chunks, s.refs = nil, refs{}
+		err := out.shuffledBits(b.chunks, b.n)
+		b.chunks = nil
 		return err
-	}, out.bucket, out.flush)
+	}, out.bucketBits, out.flushBits)
 }
 
 // emitRows emits the rows held in memory (inMemory shuffles and emits
@@ -655,108 +660,13 @@ func (s *Shuffler) Close() error {
 	return nil
 }
 
-// emitter decodes shuffled rows into batches.
-//
-// It appends the cells to plain slices, a column each, and makes the
-// batch's arrays over them (no validity bitmaps: shuffled columns have no
-// nulls); the slices of the next batch are made at the same capacity, so
-// they do not grow by doubling. Arrow's builders cost about twice as much
-// per cell (bitflip's 17 int32 columns).
+// emitter decodes shuffled bit-mode rows into batches (the row codec's
+// are emit.go's rowEmitter).
 type emitter struct {
-	s    *Shuffler
-	fn   func(arrow.RecordBatch) error
-	rows int
-	cols []emitCol
+	s  *Shuffler
+	fn func(arrow.RecordBatch) error
 
-	bitBatch []uint64 // bit mode: the batch being built, packed
-}
-
-// emitCol is one column of the batch being built: ints (int32 cells and
-// dictionary indices), int64s, float64s, or a string's bytes and offsets.
-type emitCol struct {
-	i32  []int32
-	i64  []int64
-	f64  []float64
-	data []byte
-	offs []int32
-}
-
-// reset starts a batch of at most rows rows.
-func (e *emitter) reset(rows int) {
-	if e.cols == nil {
-		e.cols = make([]emitCol, len(e.s.kinds))
-	}
-	for j, kind := range e.s.kinds {
-		c := &e.cols[j]
-		switch kind {
-		case arrow.STRING:
-			// The last batch's text plus an eighth: a batch's text
-			// varies little, and a guess per cell (16 bytes) held 17 MB
-			// of anonymize's peak in unused capacity.
-			c.data = make([]byte, 0, max(len(c.data)+len(c.data)/8, 4<<10))
-			c.offs = make([]int32, 1, rows+1)
-		case arrow.INT32, arrow.DICTIONARY:
-			c.i32 = make([]int32, 0, rows)
-		case arrow.INT64:
-			c.i64 = make([]int64, 0, rows)
-		case arrow.FLOAT64:
-			c.f64 = make([]float64, 0, rows)
-		}
-	}
-}
-
-// shuffled Fisher–Yates shuffles refs and emits the rows they point to.
-func (e *emitter) shuffled(chunks [][]byte, refs *refs) error {
-	r := e.s.r
-	for i := refs.n - 1; i > 0; i-- {
-		j := r.IntN(i + 1)
-		a, b := refs.at(i), refs.at(j)
-		*a, *b = *b, *a
-	}
-	for k := range refs.n {
-		ref := *refs.at(k)
-		if err := e.decode(rowAt(chunks[ref>>40], int(ref&(1<<40-1)))); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// bucket emits the rows of one spill file in a uniformly random order, and
-// releases it. A file whose rows would take more than the budget in memory
-// (its bytes and 8 bytes per row, as when they were written) is scattered
-// again first, unless it holds a single row.
-func (e *emitter) bucket(sf *spillFile, depth int) error {
-	s := e.s
-	st, err := sf.f.Stat()
-	if err != nil {
-		return spillError(err)
-	}
-	size := st.Size()
-	if size+8*sf.rows > s.opt.Budget && sf.rows > 1 && depth < maxDepth {
-		return e.scatterAgain(sf, size, depth, e.rescatter, e.bucket)
-	}
-	data := make([]byte, size)
-	_, err = sf.f.ReadAt(data, 0)
-	s.release(sf)
-	if err != nil && !(errors.Is(err, io.EOF) && size == 0) {
-		return spillError(err)
-	}
-	var rs refs
-	for off := 0; off < len(data); {
-		n, k := binary.Uvarint(data[off:])
-		if k <= 0 || off+k+int(n) > len(data) {
-			return fmt.Errorf("shuffling the rows: a temporary file is corrupt at byte %d", off)
-		}
-		rs.add(uint64(off))
-		off += k + int(n)
-	}
-	s.acct.hold(size + rs.bytes())
-	if err := e.shuffled([][]byte{data}, &rs); err != nil {
-		return err
-	}
-	s.acct.hold(0)
-	return nil
+	bitBatch []uint64 // the batch being built, packed
 }
 
 // scatterAgain emits a spill file (size bytes, at depth) too large to
@@ -810,77 +720,6 @@ func (e *emitter) rescatter(sf *spillFile, size int64) ([]*spillFile, error) {
 		return nil, spillError(err)
 	}
 	return subs, nil
-}
-
-// decode appends one encoded row to the batch being built, and hands the
-// batch to fn once it is full.
-func (e *emitter) decode(row []byte) error {
-	off := 0
-	for j, kind := range e.s.kinds {
-		c := &e.cols[j]
-		switch kind {
-		case arrow.STRING:
-			n, k := binary.Uvarint(row[off:])
-			off += k
-			c.data = append(c.data, row[off:off+int(n)]...)
-			c.offs = append(c.offs, int32(len(c.data)))
-			off += int(n)
-		case arrow.INT32:
-			v, k := binary.Varint(row[off:])
-			off += k
-			c.i32 = append(c.i32, int32(v))
-		case arrow.DICTIONARY:
-			v, k := binary.Uvarint(row[off:])
-			off += k
-			c.i32 = append(c.i32, int32(v))
-		case arrow.INT64:
-			v, k := binary.Varint(row[off:])
-			off += k
-			c.i64 = append(c.i64, v)
-		case arrow.FLOAT64:
-			c.f64 = append(c.f64, math.Float64frombits(binary.LittleEndian.Uint64(row[off:])))
-			off += 8
-		}
-	}
-	if e.rows++; e.rows == e.s.opt.BatchRows {
-		return e.flush()
-	}
-	return nil
-}
-
-// flush hands the rows built so far to fn.
-func (e *emitter) flush() error {
-	if e.rows == 0 {
-		return nil
-	}
-	n := e.rows
-	arrs := make([]arrow.Array, len(e.cols))
-	for j, kind := range e.s.kinds {
-		c := &e.cols[j]
-		var d arrow.ArrayData
-		switch kind {
-		case arrow.STRING:
-			if len(c.data) > math.MaxInt32 {
-				return errors.New("shuffling the rows: a batch holds more than 2 GiB of text in one column")
-			}
-			d = array.NewData(arrow.BinaryTypes.String, n, []*memory.Buffer{nil,
-				memory.NewBufferBytes(arrow.Int32Traits.CastToBytes(c.offs)), memory.NewBufferBytes(c.data)}, nil, 0, 0)
-		case arrow.INT32:
-			d = array.NewData(arrow.PrimitiveTypes.Int32, n, []*memory.Buffer{nil, memory.NewBufferBytes(arrow.Int32Traits.CastToBytes(c.i32))}, nil, 0, 0)
-		case arrow.DICTIONARY:
-			d = array.NewData(table.DictType, n, []*memory.Buffer{nil, memory.NewBufferBytes(arrow.Int32Traits.CastToBytes(c.i32))}, nil, 0, 0)
-			d.(*array.Data).SetDictionary(e.s.dicts[j].Data())
-		case arrow.INT64:
-			d = array.NewData(arrow.PrimitiveTypes.Int64, n, []*memory.Buffer{nil, memory.NewBufferBytes(arrow.Int64Traits.CastToBytes(c.i64))}, nil, 0, 0)
-		case arrow.FLOAT64:
-			d = array.NewData(arrow.PrimitiveTypes.Float64, n, []*memory.Buffer{nil, memory.NewBufferBytes(arrow.Float64Traits.CastToBytes(c.f64))}, nil, 0, 0)
-		}
-		arrs[j] = array.MakeFromData(d)
-		d.Release()
-	}
-	e.rows = 0
-	e.reset(e.s.opt.BatchRows)
-	return e.send(arrs, n)
 }
 
 // send hands fn the batch of n rows whose columns are arrs, which it
