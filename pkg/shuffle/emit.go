@@ -427,6 +427,10 @@ func (d *decoder) decode(row []byte) {
 		case arrow.DICTIONARY:
 			v, k := binary.Uvarint(row[off:])
 			off += k
+			if m := d.s.remap; m != nil && m[j] != nil {
+				c.i32 = append(c.i32, m[j][v])
+				continue
+			}
 			c.i32 = append(c.i32, int32(v))
 		case arrow.INT64:
 			v, k := binary.Varint(row[off:])

@@ -37,6 +37,10 @@ func NewLabels(labels []string) *Labels {
 // Len is the number of labels.
 func (l *Labels) Len() int { return l.dict.Len() }
 
+// Dictionary is the labels as the dictionary of l's columns (l keeps its
+// reference: Retain it to keep it past l).
+func (l *Labels) Dictionary() arrow.Array { return l.dict }
+
 // Column returns codes as a DictType column over l, sharing codes' memory
 // (codes must not change until the batch is written and released). Every
 // code must be below l.Len(); writers check it.

@@ -63,6 +63,9 @@ type Options struct {
 	// spooled is the temporary copy of standard input that a two-pass run
 	// reads twice ("" when the input is a file).
 	spooled string
+	// dictCols are the columns the second pass reads as dictionaries
+	// when the file has them so (Parquet): the nsaCoder columns.
+	dictCols []string
 	// batchSize is the rows per input batch, 0 for the default (tests vary
 	// it: a seeded run must not depend on it).
 	batchSize int

@@ -65,9 +65,9 @@ func (g *globalRun) codebookSizes() []int {
 
 // shuffled is o.Order.Writer with the shuffle's budget given: w itself
 // under --keep-order, else w behind a shuffle drawing from r.
-func (o *Options) shuffled(w table.Writer, schema *arrow.Schema, r *rand.Rand, budget int64) (table.Writer, error) {
+func (o *Options) shuffled(w table.Writer, schema *arrow.Schema, r *rand.Rand, budget int64, relabel func(int, arrow.Array) (arrow.Array, []int32)) (table.Writer, error) {
 	if o.Order.Keep {
 		return w, nil
 	}
-	return shuffle.NewWriter(w, schema, r, shuffle.Options{Budget: budget})
+	return shuffle.NewWriter(w, schema, r, shuffle.Options{Budget: budget, Relabel: relabel})
 }

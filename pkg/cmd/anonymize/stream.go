@@ -102,9 +102,9 @@ func (r namedReader) Name() string { return r.name }
 // the columns cols when some are given (table.ReadOptions.Columns).
 func (o *Options) open(cols ...string) (table.Reader, error) {
 	if o.spooled == "" {
-		return table.Open(o.Input, table.ReadOptions{Stdin: o.Streams.In, BatchSize: o.batchSize, Columns: cols})
+		return table.Open(o.Input, table.ReadOptions{Stdin: o.Streams.In, BatchSize: o.batchSize, Columns: cols, DictColumns: o.dictCols})
 	}
-	in, err := table.Open(o.spooled, table.ReadOptions{BatchSize: o.batchSize, Columns: cols})
+	in, err := table.Open(o.spooled, table.ReadOptions{BatchSize: o.batchSize, Columns: cols, DictColumns: o.dictCols})
 	if err != nil {
 		return nil, err
 	}
@@ -275,6 +275,26 @@ func (o *Options) runDiverted(in table.Reader, cb *codebook.Codebook) error {
 	if err != nil {
 		return err
 	}
+	// The codebook's categorical columns travel as codes too (nsaCoder),
+	// through the shuffle: --keep-order writes the rows as they come,
+	// and strings need no dictionary that grows between batches.
+	coders := make([]*nsaCoder, len(g.which))
+	if !o.Order.Keep && o.Codebook.Path != "" {
+		// cb holds the sensitive columns alone (what the release
+		// declares); the file declares the others too.
+		all, err := codebook.Load(o.Codebook.Path)
+		if err != nil {
+			return err
+		}
+		if coders, err = nsaCoders(in.Schema(), g.which, all); err != nil {
+			return err
+		}
+		for j, c := range coders {
+			if c != nil {
+				o.dictCols = append(o.dictCols, g.names[j])
+			}
+		}
+	}
 	in2, err := o.open()
 	if err != nil {
 		return err
@@ -292,6 +312,9 @@ func (o *Options) runDiverted(in table.Reader, cb *codebook.Codebook) error {
 			labels[k] = table.NewLabels(g.sens[k].col.Labels())
 			fields[j] = table.DictField(g.names[j])
 		}
+		if coders[j] != nil {
+			fields[j] = table.DictField(g.names[j])
+		}
 	}
 	schema = arrow.NewSchema(fields, nil)
 	fw, err := o.Streams.Create(o.Output, schema, meta, in.Format(), o.inputs())
@@ -303,7 +326,13 @@ func (o *Options) runDiverted(in table.Reader, cb *codebook.Codebook) error {
 	// (asyncWriter), and encoding the output, which needs no asyncWriter of
 	// its own: the shuffle emits on a goroutine of its own, and Parquet
 	// encodes on one too (each queue held batches: 120 MB peak RSS).
-	ow, err := o.shuffled(fw, schema, shuffleRand, shuffleBudget(g.codebookSizes(), 1))
+	relabel := func(j int, dict arrow.Array) (arrow.Array, []int32) {
+		if c := coders[j]; c != nil {
+			return sortExtras(c.k, dict)
+		}
+		return dict, nil
+	}
+	ow, err := o.shuffled(fw, schema, shuffleRand, shuffleBudget(g.codebookSizes(), 1), relabel)
 	if err != nil {
 		return err
 	}
@@ -311,7 +340,7 @@ func (o *Options) runDiverted(in table.Reader, cb *codebook.Codebook) error {
 	sw := newAsyncWriter(ow)
 	defer sw.Abort()
 	meter := o.Streams.Progress("anonymize: publish")
-	pw := &publisher{g: g, schema: schema, w: sw, meter: meter, labels: make([][]uint32, len(g.sens)), dicts: labels}
+	pw := &publisher{g: g, schema: schema, w: sw, meter: meter, labels: make([][]uint32, len(g.sens)), dicts: labels, coders: coders, in: in2}
 	pub := make([]uint32, len(g.sens))
 	g.batchDone = pw.flush
 	err = g.pass(in2, func(rec arrow.RecordBatch, i int, vals []uint32) error {
@@ -355,6 +384,8 @@ type publisher struct {
 	rows   []int      // the input batch's published rows
 	labels [][]uint32 // per sensitive column, their published values
 	dicts  []*table.Labels
+	coders []*nsaCoder // per input column: the non-sensitive columns published as codes
+	in     table.Reader // the pass's input, for messages
 }
 
 // flush writes the published rows of input batch rec (globalRun.batchDone).
@@ -383,6 +414,23 @@ func (p *publisher) flush(rec arrow.RecordBatch) error {
 			// A copy: the batch waits in the writer's queue while
 			// p.labels fills with the next batch's codes.
 			cols[j] = p.dicts[k].Column(slices.Clone(p.labels[k]))
+			continue
+		}
+		if c := p.coders[j]; c != nil {
+			// Codes of their own: the batch waits in the writer's queue.
+			codes := make([]uint32, n)
+			rows := p.rows
+			if whole {
+				rows = nil
+			}
+			if err := c.codes(codes, rec.Column(j), rows); err != nil {
+				var at *cellError
+				if errors.As(err, &at) {
+					return &table.DataError{File: p.in.Name(), Row: p.in.RowsRead() - rec.NumRows() + 1 + int64(at.i), Column: c.name, Err: at.err}
+				}
+				return err
+			}
+			cols[j] = c.column(codes)
 			continue
 		}
 		if a, ok := rec.Column(j).(*array.String); ok && whole {
@@ -490,7 +538,7 @@ func (o *Options) runAnatomy(in table.Reader, cb *codebook.Codebook) error {
 	w := newAsyncWriter(fw)
 	defer w.Abort()
 	budget := shuffleBudget(g.codebookSizes(), 2)
-	ow, err := o.shuffled(w, schema, shuffleRand, budget)
+	ow, err := o.shuffled(w, schema, shuffleRand, budget, nil)
 	if err != nil {
 		return err
 	}
