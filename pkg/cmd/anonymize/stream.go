@@ -384,7 +384,7 @@ type publisher struct {
 	rows   []int      // the input batch's published rows
 	labels [][]uint32 // per sensitive column, their published values
 	dicts  []*table.Labels
-	coders []*nsaCoder // per input column: the non-sensitive columns published as codes
+	coders []*nsaCoder  // per input column: the non-sensitive columns published as codes
 	in     table.Reader // the pass's input, for messages
 }
 
