@@ -106,9 +106,11 @@ type pqRowGroup struct {
 	colMeta []*metadata.ColumnChunkMetaDataBuilder
 	pagers  []file.PageWriter
 	writers []file.ColumnChunkWriter // column writers, made by writer
-	// For a column written by intPages: its rows and the bytes its pages took.
+	// For a column written as finished pages (dictPages, plainPages): its
+	// rows, the bytes its pages took, and whether they have no dictionary.
 	pageRows  []int
 	pageBytes []int64
+	plain     []bool
 }
 
 // appendRowGroup starts the next row group (the previous one must be
@@ -126,6 +128,7 @@ func (f *pqFile) appendRowGroup() (*pqRowGroup, error) {
 	rg.writers = make([]file.ColumnChunkWriter, n)
 	rg.pageRows = make([]int, n)
 	rg.pageBytes = make([]int64, n)
+	rg.plain = make([]bool, n)
 	for j := range n {
 		cm := rg.meta.NextColumnChunk()
 		path := cm.Descr().Path()
@@ -261,7 +264,7 @@ func (rg *pqRowGroup) close() error {
 	var written int64
 	for j, pager := range rg.pagers {
 		if rg.pageBytes[j] > 0 {
-			if err := pager.Close(true, false); err != nil {
+			if err := pager.Close(!rg.plain[j], false); err != nil {
 				return err
 			}
 			written += rg.pageBytes[j]

@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 )
@@ -25,9 +27,9 @@ func (*bufSink) Close() error { return nil }
 // small values as smallIntDict's dictionary arrays, strings through
 // stringDicts, dictionary pages flushed early). The reference pqFile's
 // bytes are compared with.
-func legacyParquet(t *testing.T, schema *arrow.Schema, meta Meta, groupRows int, recs []arrow.RecordBatch) []byte {
+func legacyParquet(t *testing.T, schema *arrow.Schema, meta Meta, groupRows int, recs []arrow.RecordBatch, extra ...parquet.WriterProperty) []byte {
 	t.Helper()
-	props := parquetProps(schema, groupRows)
+	props := parquetProps(schema, groupRows, extra...)
 	sch := withMeta(plainSchema(schema), meta)
 	pqschema, err := pqarrow.ToParquet(sch, props, pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
 	if err != nil {
@@ -83,6 +85,76 @@ func legacyParquet(t *testing.T, schema *arrow.Schema, meta Meta, groupRows int,
 		t.Fatal(err)
 	}
 	return buf.Bytes()
+}
+
+// TestPlainPagesGiveArrowGoBytesWithoutDictionary: a string column that
+// stringDicts finds wide (unique ids) is written as finished PLAIN pages
+// (plainPages), the file arrow-go's file.Writer writes for the same row
+// groups with dictionary encoding off for that column, byte for byte: in
+// row groups of 1000 rows and of 70,000 (6 MB of ids: pages cut at
+// DataPageSize), beside a categorical column; it reads back as written.
+// With plainPages off the column writer writes the same bytes too, after
+// hashing the cells into a dictionary it drops when it falls back before
+// its first data page: plainPages saves the hashing.
+func TestPlainPagesGiveArrowGoBytesWithoutDictionary(t *testing.T) {
+	const n = 70_000
+	sch := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.BinaryTypes.String}, {Name: "sex", Type: arrow.BinaryTypes.String}}, nil)
+	ids, sexes := array.NewStringBuilder(memory.DefaultAllocator), array.NewStringBuilder(memory.DefaultAllocator)
+	for i := range n {
+		ids.Append(fmt.Sprintf("person-%08d-%s", i*7919%n, strings.Repeat("x", 60+i%31)))
+		sexes.Append([]string{"Male", "Female"}[i%3%2])
+	}
+	cols := []arrow.Array{ids.NewArray(), sexes.NewArray()}
+	rec := array.NewRecordBatch(sch, cols, n)
+	defer rec.Release()
+	for _, c := range cols {
+		c.Release()
+	}
+	for _, group := range []int{1000, n} {
+		var recs []arrow.RecordBatch
+		for off := 0; off < n; off += group {
+			recs = append(recs, rec.NewSlice(int64(off), int64(min(n, off+group))))
+		}
+		want := legacyParquet(t, sch, Meta{"k": "v"}, group, recs, parquet.WithDictionaryFor("id", false))
+		for _, own := range []bool{true, false} {
+			t.Run(fmt.Sprintf("group=%d/plainPages=%v", group, own), func(t *testing.T) {
+				defer func(old bool) { ownPlainPages = old }(ownPlainPages)
+				ownPlainPages = own
+				before := plainPagesChunks.Load()
+				var buf bufSink
+				w, err := newParquetWriter(&buf, sch, Meta{"k": "v"}, group)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, r := range recs {
+					if err := w.write(r); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if err := w.close(); err != nil {
+					t.Fatal(err)
+				}
+				chunks := plainPagesChunks.Load() - before
+				same := bytes.Equal(buf.Bytes(), want)
+				switch {
+				case !same:
+					t.Fatalf("%d bytes, arrow-go's file.Writer without a dictionary for id writes %d, not the same", buf.Len(), len(want))
+				case own && chunks != int64(len(recs)):
+					t.Errorf("plainPages wrote %d column chunks of %d row groups", chunks, len(recs))
+				case !own && chunks != 0:
+					t.Errorf("plainPages wrote %d chunks while off", chunks)
+				}
+				p := filepath.Join(t.TempDir(), "t.parquet")
+				if err := os.WriteFile(p, buf.Bytes(), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				readBackEquals(t, p, rec)
+			})
+		}
+		for _, r := range recs {
+			r.Release()
+		}
+	}
 }
 
 // intPagesTestBatch is rowGroupTestBatch with more int32 columns: one-hot

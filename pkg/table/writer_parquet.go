@@ -65,8 +65,9 @@ func newParquetWriter(s sink, schema *arrow.Schema, meta Meta, groupRows int) (*
 	return p, nil
 }
 
-// parquetProps are the writer properties of newParquetWriter's files.
-func parquetProps(schema *arrow.Schema, groupRows int) *parquet.WriterProperties {
+// parquetProps are the writer properties of newParquetWriter's files,
+// then extra (tests).
+func parquetProps(schema *arrow.Schema, groupRows int, extra ...parquet.WriterProperty) *parquet.WriterProperties {
 	opts := []parquet.WriterProperty{
 		parquet.WithCompression(compress.Codecs.Snappy),
 		parquet.WithDictionaryDefault(true),
@@ -96,7 +97,7 @@ func parquetProps(schema *arrow.Schema, groupRows int) *parquet.WriterProperties
 			opts = append(opts, parquet.WithStatsFor(f.Name, false))
 		}
 	}
-	return parquet.NewWriterProperties(opts...)
+	return parquet.NewWriterProperties(append(opts, extra...)...)
 }
 
 // encode writes the queued batches; after a failure it drops the rest.
@@ -221,6 +222,11 @@ func (p *parquetWriter) writeColumn(ctx context.Context, rg *pqRowGroup, j int, 
 	}
 	if d, ok := a.(*array.Dictionary); ok {
 		if done, err := rg.labelPages(j, d); done {
+			return err
+		}
+	}
+	if s, ok := a.(*array.String); ok && p.strs.wide[j] {
+		if done, err := rg.plainPages(j, s); done {
 			return err
 		}
 	}
