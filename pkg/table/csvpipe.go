@@ -8,6 +8,7 @@ import (
 	"io"
 	"runtime"
 	"sync"
+	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -54,8 +55,9 @@ type csvPipeline struct {
 	work   chan *csvChunk
 	quit   chan struct{}
 	once   sync.Once
-	hash   chan []byte   // bytes to hash, in order; nil without a sidecar
-	hashed chan struct{} // closed when every byte is hashed
+	hash   chan hashPiece // bytes to hash, in order; nil without a sidecar
+	hashed chan struct{}  // closed when every byte is hashed
+	bufs   bufPool        // read buffers to reuse
 
 	// Next's state.
 	cur      *csvChunk
@@ -64,8 +66,78 @@ type csvPipeline struct {
 	line     int   // lines before cur
 }
 
+// chunkBuf is a read buffer that chunks (and the hasher) share: the
+// last of them to be done with it gives it back for split to fill again.
+// Buffers are about a chunk's size and split always needs one: making
+// each afresh (zeroed, then collected) was a tenth of a CSV reading
+// stage's CPU, and put the collector to work for nothing.
+type chunkBuf struct {
+	b    []byte
+	refs atomic.Int32
+	pool *bufPool
+}
+
+// release drops one reference to b; the last one gives it back, unless
+// split has read the whole input (or enough are kept already).
+func (b *chunkBuf) release() {
+	if b.refs.Add(-1) == 0 && !b.pool.done.Load() {
+		select {
+		case b.pool.free <- b:
+		default: // enough kept: let the collector have it
+		}
+	}
+}
+
+// bufPool keeps a few read buffers for split. Kept buffers are live heap
+// under the tools' soft memory limit, and a stage that reads the whole
+// input before its output work (anonymize's shuffle) would hold them
+// past the reading: so at most freeBuffers, none once the input is read.
+type bufPool struct {
+	free chan *chunkBuf
+	done atomic.Bool
+}
+
+// freeBuffers is the number of read buffers kept: one being filled while
+// the workers parse, one being freed.
+const freeBuffers = 2
+
+// drain drops the kept buffers for good (split is done reading).
+func (p *bufPool) drain() {
+	p.done.Store(true)
+	for {
+		select {
+		case <-p.free:
+		default:
+			return
+		}
+	}
+}
+
+// hashPiece is bytes of the input for the hasher, in b's memory.
+type hashPiece struct {
+	data []byte
+	buf  *chunkBuf
+}
+
+// buffer returns a buffer holding at least size bytes, with one reference
+// (split's), reused when one is free.
+func (p *csvPipeline) buffer(size int) *chunkBuf {
+	select {
+	case b := <-p.bufs.free:
+		if cap(b.b) >= size {
+			b.refs.Store(1)
+			return b
+		}
+	default:
+	}
+	b := &chunkBuf{b: make([]byte, 0, size), pool: &p.bufs}
+	b.refs.Store(1)
+	return b
+}
+
 // csvChunk is whole records of the input, and what a worker made of them.
 type csvChunk struct {
+	buf     *chunkBuf // data's memory
 	data    []byte
 	last    bool  // data ends where the input ends
 	probe   bool  // data ends without a record boundary (maxCSVRecord)
@@ -85,6 +157,7 @@ func (c *csvReader) startPipeline() *csvPipeline {
 		order: make(chan *csvChunk, inFlight),
 		work:  make(chan *csvChunk, inFlight),
 		quit:  make(chan struct{}),
+		bufs:  bufPool{free: make(chan *chunkBuf, freeBuffers)},
 		line:  c.first,
 	}
 	// What br holds was hashed as it was read; the rest is hashed by the
@@ -93,18 +166,19 @@ func (c *csvReader) startPipeline() *csvPipeline {
 	io.ReadFull(c.br, pre)
 	if c.bind != nil {
 		c.hr.d = nil
-		p.hash = make(chan []byte, inFlight)
+		p.hash = make(chan hashPiece, inFlight)
 		p.hashed = make(chan struct{})
 		go func(d *digester) {
-			for b := range p.hash {
-				d.Write(b)
+			for h := range p.hash {
+				d.Write(h.data)
+				h.buf.release()
 			}
 			close(p.hashed)
 		}(c.bind.got)
 	}
 	go p.split(c.br, pre, csvChunkTarget(c.batch))
 	for range workers {
-		go p.worker(c.ncols, c.sel, c.batch, c.schema)
+		go p.worker(c.ncols, c.sel, c.labels, c.batch, c.schema)
 	}
 	return p
 }
@@ -117,13 +191,24 @@ func (p *csvPipeline) split(src io.Reader, pre []byte, target int) {
 	if p.hash != nil {
 		defer close(p.hash)
 	}
-	avail := pre // read, not yet sent; starts at a record boundary
+	avail := pre      // read, not yet sent; starts at a record boundary
+	var cur *chunkBuf // avail's memory (nil for pre)
+	defer func() {
+		p.bufs.drain()
+		if cur != nil {
+			cur.release()
+		}
+	}()
 	want := target
 	var err error // of the last read; io.EOF at the end
 	for {
 		if len(avail) < want && err == nil {
-			buf := make([]byte, len(avail), len(avail)+want)
-			copy(buf, avail)
+			nb := p.buffer(len(avail) + want)
+			buf := append(nb.b[:0], avail...)
+			if cur != nil {
+				cur.release()
+			}
+			cur = nb
 			fresh := len(buf) // avail was hashed with the read that brought it
 			for len(buf) < cap(buf) && err == nil {
 				var n int
@@ -131,8 +216,9 @@ func (p *csvPipeline) split(src io.Reader, pre []byte, target int) {
 				buf = buf[:len(buf)+n]
 			}
 			if p.hash != nil && len(buf) > fresh {
+				cur.refs.Add(1)
 				select {
-				case p.hash <- buf[fresh:]:
+				case p.hash <- hashPiece{buf[fresh:], cur}:
 				case <-p.quit:
 					return
 				}
@@ -144,7 +230,7 @@ func (p *csvPipeline) split(src io.Reader, pre []byte, target int) {
 			if !errors.Is(err, io.EOF) {
 				ch.readErr = err
 			}
-			p.dispatch(ch)
+			p.dispatch(ch, cur)
 			return
 		}
 		window := avail[:min(want, len(avail))]
@@ -153,20 +239,26 @@ func (p *csvPipeline) split(src io.Reader, pre []byte, target int) {
 			if len(window) >= maxCSVRecord {
 				// No record ends within maxCSVRecord bytes: the first
 				// record is broken or huge; its worker says which.
-				p.dispatch(&csvChunk{data: window, probe: true})
+				p.dispatch(&csvChunk{data: window, probe: true}, cur)
 				return
 			}
 			want = min(2*want, maxCSVRecord)
 			continue
 		}
-		if !p.dispatch(&csvChunk{data: avail[:cut]}) {
+		if !p.dispatch(&csvChunk{data: avail[:cut]}, cur) {
 			return
 		}
 		avail, want = avail[cut:], target
 	}
 }
 
-func (p *csvPipeline) dispatch(ch *csvChunk) bool {
+// dispatch sends ch, whose data is in buf's memory (nil: pre's), to the
+// workers and to Next.
+func (p *csvPipeline) dispatch(ch *csvChunk, buf *chunkBuf) bool {
+	if buf != nil {
+		buf.refs.Add(1)
+		ch.buf = buf
+	}
 	ch.done = make(chan struct{})
 	select {
 	case p.order <- ch:
@@ -205,9 +297,10 @@ func recordEnd(buf []byte) int {
 	}
 }
 
-func (p *csvPipeline) worker(ncols int, sel []int, batch int, schema *arrow.Schema) {
+func (p *csvPipeline) worker(ncols int, sel []int, labels []*Labels, batch int, schema *arrow.Schema) {
 	s := newCSVScanner(ncols)
 	s.project(sel)
+	s.code(labels)
 	for ch := range p.work {
 		select {
 		case <-p.quit:
@@ -218,6 +311,10 @@ func (p *csvPipeline) worker(ncols int, sel []int, batch int, schema *arrow.Sche
 		// (the scanner's reference too) while the chunk waits its turn.
 		ch.data = nil
 		s.setInput(nil, false)
+		if ch.buf != nil {
+			ch.buf.release()
+			ch.buf = nil
+		}
 		close(ch.done)
 	}
 }

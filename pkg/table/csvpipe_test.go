@@ -10,10 +10,14 @@ import (
 	"path/filepath"
 	"reflect"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"testing/iotest"
 	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 )
 
 // withChunkBytes runs fn with CSV chunks of n bytes (0: the default).
@@ -303,5 +307,98 @@ func TestParquetReaderClosedEarlyStopsDecoding(t *testing.T) {
 	}
 	if n := runtime.NumGoroutine(); n > before {
 		t.Errorf("%d goroutines after closing, %d before", n, before)
+	}
+}
+
+// TestCSVLabelsReadAsCodes reads pipeRows' table with its text and sex
+// columns coded (ReadOptions.Labels), at several chunk sizes, batch sizes
+// and GOMAXPROCS: every cell reads as the same string as without codes
+// (quoted cells with commas, quotes and line breaks included); a label's
+// code is its index; a batch whose cells are all labels has the labels'
+// own dictionary; other cells come after the labels, in order of first
+// appearance in their batch; the schema says DictType.
+func TestCSVLabelsReadAsCodes(t *testing.T) {
+	header, want, data := pipeRows(700)
+	dir := t.TempDir()
+	p := filepath.Join(dir, "t.csv")
+	if err := os.WriteFile(p, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	textLabels := []string{"plain", `say "hi"`, "line\nbreak", "never"} // "a,b" and others are not labels
+	labels := map[string]*Labels{"text": NewLabels(textLabels), "sex": NewLabels([]string{"Male", "Female"})}
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	for _, procs := range []int{1, 2} {
+		runtime.GOMAXPROCS(procs)
+		for _, n := range []int{1, 64, 0} {
+			withChunkBytes(t, n, func() {
+				for _, batch := range []int{1, 7, 1000} {
+					r, err := Open(p, ReadOptions{BatchSize: batch, Labels: labels})
+					if err != nil {
+						t.Fatal(err)
+					}
+					for _, f := range r.Schema().Fields() {
+						if coded := labels[f.Name] != nil; coded != arrow.TypeEqual(f.Type, DictType) {
+							t.Fatalf("column %s has type %s", f.Name, f.Type)
+						}
+					}
+					row, shared := 0, 0
+					for {
+						rec, err := r.Next()
+						if errors.Is(err, io.EOF) {
+							break
+						}
+						if err != nil {
+							t.Fatal(err)
+						}
+						for j, name := range header {
+							col := rec.Column(j)
+							vs := ValuesOf(col)
+							for i := range col.Len() {
+								if got := vs.String(i); got != want[row+i][j] {
+									t.Fatalf("procs %d chunk %d batch %d: row %d column %s reads %q, want %q", procs, n, batch, row+i+1, name, got, want[row+i][j])
+								}
+							}
+							d, ok := col.(*array.Dictionary)
+							if labels[name] == nil {
+								continue
+							}
+							if !ok {
+								t.Fatalf("column %s is a %T", name, col)
+							}
+							l := labels[name]
+							if d.Dictionary().Data() == l.dict.Data() {
+								shared++
+							}
+							dict := ValuesOf(d.Dictionary())
+							var extras []string
+							for k := l.Len(); k < d.Dictionary().Len(); k++ {
+								extras = append(extras, dict.String(k))
+							}
+							var firsts []string
+							for i := range col.Len() {
+								v := want[row+i][j]
+								if c := slices.Index(textLabels, v); name == "text" && c >= 0 && d.GetValueIndex(i) != c {
+									t.Fatalf("label %q has code %d, want %d", v, d.GetValueIndex(i), c)
+								}
+								if d.GetValueIndex(i) >= l.Len() && !slices.Contains(firsts, v) {
+									firsts = append(firsts, v)
+								}
+							}
+							if !slices.Equal(extras, firsts) {
+								t.Fatalf("column %s: the batch's other values are %q, want %q in order of first appearance", name, extras, firsts)
+							}
+						}
+						row += int(rec.NumRows())
+					}
+					r.Close()
+					if row != len(want) {
+						t.Fatalf("%d rows, want %d", row, len(want))
+					}
+					if shared == 0 {
+						t.Fatalf("procs %d chunk %d batch %d: no batch kept the labels' own dictionary", procs, n, batch)
+					}
+				}
+			})
+		}
 	}
 }

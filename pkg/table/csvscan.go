@@ -30,8 +30,36 @@ type csvScanner struct {
 	ncols   int
 	keep    []bool    // per column: whether it is read (project)
 	sel     []int     // the columns read, in order
-	data    [][]byte  // per column: the batch's value bytes
+	data    [][]byte  // per column: the batch's value bytes (a coded column's: the field being read)
 	offs    [][]int32 // per column: the batch's value offsets
+
+	// Columns read as codes (ReadOptions.Labels): per column, the labels
+	// (nil for text), the batch's codes, and the batch's cells that are
+	// no label, numbered after the labels in order of first appearance.
+	labels    []*Labels
+	codes     [][]int32
+	extra     []map[string]int32
+	extraData [][]byte
+	extraOffs [][]int32
+}
+
+// code reads the columns that labels names (per column, nil for text) as
+// codes over those labels.
+func (s *csvScanner) code(labels []*Labels) {
+	if labels == nil {
+		return
+	}
+	s.labels = labels
+	s.codes = make([][]int32, s.ncols)
+	s.extra = make([]map[string]int32, s.ncols)
+	s.extraData = make([][]byte, s.ncols)
+	s.extraOffs = make([][]int32, s.ncols)
+	for j, l := range labels {
+		if l != nil {
+			s.extra[j] = map[string]int32{}
+			s.extraOffs[j] = []int32{0}
+		}
+	}
 }
 
 func newCSVScanner(ncols int) *csvScanner {
@@ -123,8 +151,33 @@ func (s *csvScanner) field(j int, b []byte) {
 // endField closes column j's value.
 func (s *csvScanner) endField(j int) {
 	if j < s.ncols && s.keep[j] {
+		if s.labels != nil && s.labels[j] != nil {
+			s.endCode(j)
+			return
+		}
 		s.offs[j] = append(s.offs[j], int32(len(s.data[j])))
 	}
+}
+
+// endCode turns column j's value into its code: the label's, or one past
+// the labels for a value that is none.
+func (s *csvScanner) endCode(j int) {
+	v := s.data[j]
+	s.data[j] = v[:0]
+	l := s.labels[j]
+	if c, ok := l.code(v); ok {
+		s.codes[j] = append(s.codes[j], int32(c))
+		return
+	}
+	m := s.extra[j]
+	k, ok := m[string(v)]
+	if !ok {
+		k = int32(len(m))
+		m[string(v)] = k
+		s.extraData[j] = append(s.extraData[j], v...)
+		s.extraOffs[j] = append(s.extraOffs[j], int32(len(s.extraData[j])))
+	}
+	s.codes[j] = append(s.codes[j], int32(l.Len())+k)
 }
 
 // splitPlain appends the fields of a line without quotes or newline —
@@ -299,6 +352,10 @@ parseField:
 func (s *csvScanner) batch(rows int) ([]arrow.Array, error) {
 	cols := make([]arrow.Array, len(s.sel))
 	for i, j := range s.sel {
+		if s.labels != nil && s.labels[j] != nil {
+			cols[i] = s.codeColumn(j, rows)
+			continue
+		}
 		if len(s.data[j]) > math.MaxInt32 {
 			return nil, errors.New("a column holds more than 2 GiB of text in one batch; values this long are not categories")
 		}
@@ -313,10 +370,58 @@ func (s *csvScanner) batch(rows int) ([]arrow.Array, error) {
 	return cols, nil
 }
 
+// codeColumn hands out coded column j's rows as a dictionary array over
+// its labels — their own dictionary, shared, when every cell was a label;
+// else the labels followed by the batch's other values — and starts anew.
+func (s *csvScanner) codeColumn(j, rows int) arrow.Array {
+	l := s.labels[j]
+	dict := l.dict.Data()
+	if len(s.extra[j]) > 0 {
+		dict = withExtras(l.dict, s.extraData[j], s.extraOffs[j])
+		defer dict.Release()
+	}
+	codes := s.codes[j]
+	d := array.NewData(DictType, rows, []*memory.Buffer{nil, memory.NewBufferBytes(arrow.Int32Traits.CastToBytes(codes))}, nil, 0, 0)
+	d.SetDictionary(dict)
+	a := array.NewDictionaryData(d)
+	d.Release()
+	s.codes[j] = make([]int32, 0, cap(codes))
+	s.resetExtras(j)
+	return a
+}
+
+// withExtras is the labels of dict followed by the values whose bytes
+// and offsets are data and offs (offs[0] = 0).
+func withExtras(dict *array.String, data []byte, offs []int32) arrow.ArrayData {
+	n := dict.Len()
+	base := dict.ValueOffsets()
+	lo, hi := base[0], base[n]
+	vals := append(append(make([]byte, 0, int(hi-lo)+len(data)), dict.ValueBytes()[:hi-lo]...), data...)
+	all := make([]int32, 0, n+len(offs))
+	for _, o := range base[:n+1] {
+		all = append(all, o-lo)
+	}
+	for _, o := range offs[1:] {
+		all = append(all, hi-lo+o)
+	}
+	return array.NewData(arrow.BinaryTypes.String, n+len(offs)-1, []*memory.Buffer{nil,
+		memory.NewBufferBytes(arrow.Int32Traits.CastToBytes(all)), memory.NewBufferBytes(vals)}, nil, 0, 0)
+}
+
+func (s *csvScanner) resetExtras(j int) {
+	clear(s.extra[j])
+	s.extraData[j] = s.extraData[j][:0]
+	s.extraOffs[j] = s.extraOffs[j][:1]
+}
+
 // reset drops a partly scanned batch.
 func (s *csvScanner) reset() {
 	for j := range s.data {
 		s.data[j] = s.data[j][:0]
 		s.offs[j] = s.offs[j][:1]
+		if s.labels != nil && s.labels[j] != nil {
+			s.codes[j] = s.codes[j][:0]
+			s.resetExtras(j)
+		}
 	}
 }

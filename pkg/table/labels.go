@@ -1,7 +1,9 @@
 package table
 
 import (
+	"encoding/binary"
 	"fmt"
+	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -24,6 +26,94 @@ func DictField(name string) arrow.Field { return arrow.Field{Name: name, Type: D
 // still reads as plain string columns, for pramkit and other tools alike.
 type Labels struct {
 	dict *array.String
+
+	// The index of the labels for reading (ReadOptions.Labels), built on
+	// first use and read-only after.
+	once  sync.Once
+	index labelTable
+}
+
+// code returns the code of the label whose bytes are b, and whether b is
+// a label. It is safe for concurrent use and keeps no reference to b.
+func (l *Labels) code(b []byte) (uint32, bool) {
+	l.once.Do(func() { l.index = newLabelTable(l.dict) })
+	return l.index.get(b)
+}
+
+// labelTable finds a label by its bytes: an open-addressed table keyed by
+// a label's length and first 8 bytes, which are the whole label for most
+// categories (Male, Bachelors…: no comparison of bytes then), with the
+// rest compared for longer ones. A CSV reader codes every cell of a coded
+// column through it, on the parsing goroutines; labelCache's hash of the
+// whole string and its comparison cost about twice as much a cell.
+type labelTable struct {
+	slots []labelEntry
+	mask  uint64
+}
+
+type labelEntry struct {
+	head uint64 // the label's first 8 bytes, little-endian, zero-padded
+	n    int    // its length, -1 for an empty slot
+	code uint32
+	tail string // its bytes past the first 8
+}
+
+func newLabelTable(dict *array.String) labelTable {
+	size := 16
+	for size < 2*dict.Len() {
+		size *= 2
+	}
+	t := labelTable{slots: make([]labelEntry, size), mask: uint64(size - 1)}
+	for i := range t.slots {
+		t.slots[i].n = -1
+	}
+	for i := range dict.Len() {
+		v := dict.Value(i)
+		if _, dup := t.get([]byte(v)); dup {
+			continue // the first one's code, as a lookup by label finds
+		}
+		head := head8([]byte(v))
+		for k := t.hash(head, len(v)); ; k = (k + 1) & t.mask {
+			if e := &t.slots[k]; e.n < 0 {
+				*e = labelEntry{head: head, n: len(v), code: uint32(i)}
+				if len(v) > 8 {
+					e.tail = v[8:]
+				}
+				break
+			}
+		}
+	}
+	return t
+}
+
+// head8 is b's first 8 bytes as a little-endian word, zero-padded.
+func head8(b []byte) uint64 {
+	if len(b) >= 8 {
+		return binary.LittleEndian.Uint64(b)
+	}
+	var h uint64
+	for i, c := range b {
+		h |= uint64(c) << (8 * i)
+	}
+	return h
+}
+
+func (t *labelTable) hash(head uint64, n int) uint64 {
+	h := (head ^ uint64(n)*0xbf58476d1ce4e5b9) * 0x9e3779b97f4a7c15
+	return (h >> 32) & t.mask
+}
+
+func (t *labelTable) get(b []byte) (uint32, bool) {
+	head := head8(b)
+	for k := t.hash(head, len(b)); ; k = (k + 1) & t.mask {
+		e := &t.slots[k]
+		switch {
+		case e.n < 0:
+			return 0, false
+		case e.n == len(b) && e.head == head && (len(b) <= 8 || e.tail == string(b[8:])):
+			return e.code, true
+		}
+	}
 }
 
 // NewLabels builds the dictionary of labels; code i stands for labels[i].

@@ -3,6 +3,7 @@ package table
 import (
 	"bytes"
 	"errors"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -227,6 +228,61 @@ func TestWritersLetCallersReuseBatchMemory(t *testing.T) {
 			b, i := r/rows, r%rows
 			if want := []string{string(rune('a' + (b+i)%7)), strconv.Itoa(r)}; row[0] != want[0] || row[1] != want[1] {
 				t.Fatalf("%s row %d: %q, want %q", ext, r+1, row, want)
+			}
+		}
+	}
+}
+
+// TestLabelTableFindsExactlyTheLabels: Labels.code finds every label at
+// its first index and nothing else — not a label's prefix, extension, a
+// zero-padded twin ("ab" and "ab\x00" share their first-8-bytes word),
+// nor a string sharing a long label's first 8 bytes — for label sets of
+// every size up to a few thousand, with the empty label and repeats.
+func TestLabelTableFindsExactlyTheLabels(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	word := func() string {
+		b := make([]byte, r.IntN(20))
+		for i := range b {
+			b[i] = "ab\x00xyz-"[r.IntN(7)]
+		}
+		return string(b)
+	}
+	for _, n := range []int{0, 1, 2, 7, 16, 100, 3000} {
+		labels := make([]string, n)
+		for i := range labels {
+			labels[i] = word()
+		}
+		if n > 2 {
+			labels[n-1] = labels[0] // a repeat: the first one's code
+			labels[1] = ""
+		}
+		first := map[string]int{}
+		for i, l := range labels {
+			if _, ok := first[l]; !ok {
+				first[l] = i
+			}
+		}
+		l := NewLabels(labels)
+		for s, i := range first {
+			if c, ok := l.code([]byte(s)); !ok || int(c) != i {
+				t.Fatalf("n=%d: label %q: code %d, %v; want %d", n, s, c, ok, i)
+			}
+		}
+		for range 20_000 {
+			s := word()
+			c, ok := l.code([]byte(s))
+			want, is := first[s]
+			if ok != is || ok && int(c) != want {
+				t.Fatalf("n=%d: %q: code %d, %v; want %d, %v", n, s, c, ok, want, is)
+			}
+		}
+		for s := range first {
+			for _, other := range []string{s + "\x00", s + "a", strings.TrimSuffix(s, s[max(0, len(s)-1):])} {
+				c, ok := l.code([]byte(other))
+				want, is := first[other]
+				if ok != is || ok && int(c) != want {
+					t.Fatalf("n=%d: %q: code %d, %v; want %d, %v", n, other, c, ok, want, is)
+				}
 			}
 		}
 	}

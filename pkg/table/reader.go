@@ -84,6 +84,17 @@ type ReadOptions struct {
 	// Arrow IPC columns come as they were written (dictionaries included)
 	// whatever this says.
 	DictColumns []string
+	// Labels, for a CSV input, reads the columns it names as dictionary
+	// arrays (DictType) over the given labels, each cell coded as its
+	// record is parsed, on the parsing goroutines, with no string made
+	// for it: a cell that is a label is the label's code; one that is
+	// not gets a code past the labels, in its batch's dictionary, which
+	// is then the labels followed by the batch's other values in order
+	// of first appearance. A batch whose cells are all labels has the
+	// labels' own dictionary (the same array for every batch). Names the
+	// table lacks are ignored; other formats ignore it (Parquet has
+	// DictColumns).
+	Labels map[string]*Labels
 	// RowGroups, for a Parquet file, reads only these row groups, in this
 	// order (nil: all of them): a distributed job hands the row groups of
 	// one file to different workers (ParquetRowGroups lists them). Other

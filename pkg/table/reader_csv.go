@@ -38,6 +38,7 @@ type csvReader struct {
 	hr     *hashReader  // the file's hashing reader, when there is a sidecar
 	first  int          // lines before the first record (metadata line, header)
 	pipe   *csvPipeline // started by the first Next
+	labels []*Labels    // per file column: read as codes (ReadOptions.Labels), or nil
 }
 
 // binding is what a sidecar says of its data file, and where the data's
@@ -108,6 +109,15 @@ func openCSV(name string, file *os.File, br *bufio.Reader, opt ReadOptions, side
 		seen[h] = i
 		fields[i] = arrow.Field{Name: h, Type: arrow.BinaryTypes.String}
 	}
+	var labels []*Labels
+	for i, f := range fields {
+		if l := opt.Labels[f.Name]; l != nil {
+			if labels == nil {
+				labels = make([]*Labels, len(fields))
+			}
+			labels[i], fields[i].Type = l, DictType
+		}
+	}
 	schema := arrow.NewSchema(fields, nil)
 	sel, err := projection(name, schema, opt.Columns)
 	if err != nil {
@@ -126,6 +136,7 @@ func openCSV(name string, file *os.File, br *bufio.Reader, opt ReadOptions, side
 		br:     br,
 		bind:   bind,
 		first:  skipped + line,
+		labels: labels,
 	}
 	if bind != nil {
 		c.hr = side.hr

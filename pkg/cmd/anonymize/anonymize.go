@@ -66,6 +66,9 @@ type Options struct {
 	// dictCols are the columns the second pass reads as dictionaries
 	// when the file has them so (Parquet): the nsaCoder columns.
 	dictCols []string
+	// readLabels are the columns a CSV input's passes read as codes
+	// (ReadOptions.Labels): categorical sensitive columns, nsaCoder's.
+	readLabels map[string]*table.Labels
 	// batchSize is the rows per input batch, 0 for the default (tests vary
 	// it: a seeded run must not depend on it).
 	batchSize int

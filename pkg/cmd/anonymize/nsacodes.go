@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/pramkit/pramkit/pkg/codebook"
 	"github.com/pramkit/pramkit/pkg/table"
@@ -34,7 +35,13 @@ type nsaCoder struct {
 	name   string
 	k      int // the codebook's labels
 	labels []string
-	coder  *table.Coder // the codebook's labels, matched exactly
+	lookup func(string) (uint32, error) // the codebook's labels, matched exactly
+	coder  *table.Coder                 // lookup, cached
+	// read is the codebook's labels as the passes read the column
+	// (ReadOptions.Labels): a batch of them alone shares read's
+	// dictionary, and its codes are the published ones.
+	read  *table.Labels
+	entry []uint32 // a batch dictionary's entries' codes (dictCodes)
 
 	extras     map[string]uint32 // extra label → code (k + its place)
 	extraBytes int
@@ -59,14 +66,16 @@ func newNSACoder(col *codebook.Column) (*nsaCoder, error) {
 		return nil, err
 	}
 	labels := col.Labels()
-	c := &nsaCoder{name: col.Name(), k: len(labels), labels: labels}
-	c.coder = table.NewCoder(func(s string) (uint32, error) {
+	c := &nsaCoder{name: col.Name(), k: len(labels), labels: labels, read: table.NewLabels(labels)}
+	c.lookup = func(s string) (uint32, error) {
 		x, err := enc.Index(s)
 		if err != nil || labels[x] != s {
 			return 0, &table.UnknownLabelError{Label: s}
 		}
 		return x, nil
-	})
+	}
+	c.coder = table.NewCoder(c.lookup)
+	c.dict = c.read
 	return c, nil
 }
 
@@ -103,6 +112,11 @@ func isText(t arrow.DataType) bool {
 // codes sets dst[x] to the code of cell rows[x] of a (all of a's cells,
 // in order, when rows is nil).
 func (c *nsaCoder) codes(dst []uint32, a arrow.Array, rows []int) error {
+	if d, ok := a.(*array.Dictionary); ok && d.NullN() == 0 {
+		if idx, ok := d.Indices().(*array.Int32); ok {
+			return c.dictCodes(dst, d.Dictionary(), idx.Int32Values(), rows)
+		}
+	}
 	if rows == nil {
 		for off := 0; off < len(dst); {
 			i, err := c.coder.Codes(dst[off:], a, off)
@@ -127,6 +141,48 @@ func (c *nsaCoder) codes(dst []uint32, a arrow.Array, rows []int) error {
 	return nil
 }
 
+// unmapped marks a dictionary entry dictCodes has not coded yet.
+const unmapped = ^uint32(0)
+
+// dictCodes is codes for a dictionary column (dict, idx): the indices
+// themselves when dict is read's (the cells were all labels), else each
+// entry coded once, when a cell first uses it.
+func (c *nsaCoder) dictCodes(dst []uint32, dict arrow.Array, idx []int32, rows []int) error {
+	at := func(x int) int {
+		if rows == nil {
+			return x
+		}
+		return rows[x]
+	}
+	if dict.Data() == c.read.Dictionary().Data() {
+		for x := range dst {
+			dst[x] = uint32(idx[at(x)])
+		}
+		return nil
+	}
+	vs := table.ValuesOf(dict)
+	c.entry = slices.Grow(c.entry[:0], dict.Len())[:dict.Len()]
+	for e := range c.entry {
+		c.entry[e] = unmapped
+	}
+	for x := range dst {
+		i := at(x)
+		k := idx[i]
+		if c.entry[k] == unmapped {
+			s := vs.String(int(k))
+			code, err := c.lookup(s)
+			if err != nil {
+				if code, err = c.extraLabel(s, i); err != nil {
+					return err
+				}
+			}
+			c.entry[k] = code
+		}
+		dst[x] = c.entry[k]
+	}
+	return nil
+}
+
 // extra returns the code of cell i of a, which the codebook lacks (lookup
 // said so with err), giving it one after the labels if it has none yet.
 func (c *nsaCoder) extra(a arrow.Array, i int, err error) (uint32, error) {
@@ -134,7 +190,12 @@ func (c *nsaCoder) extra(a arrow.Array, i int, err error) (uint32, error) {
 	if !errors.As(err, &unknown) {
 		return 0, err
 	}
-	s := unknown.Label
+	return c.extraLabel(unknown.Label, i)
+}
+
+// extraLabel returns the code of s, cell i of its batch, which the
+// codebook lacks, giving it one after the labels if it has none yet.
+func (c *nsaCoder) extraLabel(s string, i int) (uint32, error) {
 	if code, ok := c.extras[s]; ok {
 		return code, nil
 	}

@@ -9,6 +9,7 @@ import (
 	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/pramkit/pramkit/pkg/anonymize"
 	"github.com/pramkit/pramkit/pkg/codebook"
@@ -31,16 +32,84 @@ type sensitive struct {
 	col  *codebook.Column
 	enc  *codebook.Encoder
 	buf  []byte // an integer cell's decimal form
+
+	// labels is the column's codebook labels as a dictionary: the
+	// published codes' (table.Labels), and, for a categorical column of
+	// at most maxReadLabels, what the passes read it as
+	// (ReadOptions.Labels): cells come coded from the parsing goroutines.
+	labels *table.Labels
+	// entries maps the entries of labels to value indexes (entryOf),
+	// once; dict is the same for the batch being read.
+	entries []int64
+	dict    []int64
+}
+
+// maxReadLabels bounds the codebooks whose columns are read as codes: a
+// batch with a value that is no label has a dictionary of its own, whose
+// labels are mapped again (the reader's ReadOptions.Labels), cheap for a
+// few thousand labels.
+const maxReadLabels = 1 << 12
+
+// Entries of a dictionary that are no value index: dropped (--missing
+// drop), or an error that index reports for the cells that use them.
+const badEntry = -2
+
+// readLabels returns the sensitive column's labels for the passes to read
+// it as codes (ReadOptions.Labels), or nil to read it as text.
+func (sv *sensitive) readLabels() *table.Labels {
+	if sv.col.IsNumeric() || sv.col.K() > maxReadLabels {
+		return nil
+	}
+	return sv.labels
 }
 
 // sensColumn reads the cells of one batch column of a sensitive column.
 type sensColumn struct {
 	sv *sensitive
 	typedCells
+	codes []int32 // a dictionary column's indices, with sv.dict for its entries
 }
 
 func (sv *sensitive) column(a arrow.Array) sensColumn {
-	return sensColumn{sv: sv, typedCells: typedCellsOf(a)}
+	c := sensColumn{sv: sv, typedCells: typedCellsOf(a)}
+	if d, ok := a.(*array.Dictionary); ok && d.NullN() == 0 {
+		if idx, ok := d.Indices().(*array.Int32); ok {
+			c.codes = idx.Int32Values()
+			sv.dict = sv.entriesOf(d.Dictionary(), sv.dict)
+		}
+	}
+	return c
+}
+
+// entriesOf maps the entries of dict to value indexes (dropped, or
+// badEntry), into buf: once for the labels' own dictionary, which every
+// batch read with them shares unless it has other values; else entry by
+// entry.
+func (sv *sensitive) entriesOf(dict arrow.Array, buf []int64) []int64 {
+	own := sv.labels != nil && dict.Data() == sv.labels.Dictionary().Data()
+	if own && sv.entries != nil {
+		return sv.entries
+	}
+	vs := table.ValuesOf(dict)
+	out := buf[:0]
+	if own {
+		out = nil
+	}
+	for e := range dict.Len() {
+		x, err := sv.enc.Index(vs.String(e))
+		switch {
+		case err == nil:
+			out = append(out, int64(x))
+		case errors.Is(err, codebook.ErrDrop):
+			out = append(out, dropped)
+		default:
+			out = append(out, badEntry)
+		}
+	}
+	if own {
+		sv.entries = out
+	}
+	return out
 }
 
 // index returns the codebook index of cell i (row row of file), or dropped
@@ -49,6 +118,11 @@ func (sv *sensitive) column(a arrow.Array) sensColumn {
 // column holding it would read), a null as "" (missing); nothing is
 // allocated but an error.
 func (c sensColumn) index(i int, file string, row int64) (int64, error) {
+	if c.codes != nil {
+		if x := c.sv.dict[c.codes[i]]; x != badEntry {
+			return x, nil
+		}
+	}
 	var s string
 	switch {
 	case c.str != nil && !c.str.IsNull(i):
@@ -94,7 +168,7 @@ func findSensitive(schema *arrow.Schema, file string, names []string, name strin
 	if err != nil {
 		return 0, nil, err
 	}
-	return idx[0], &sensitive{name: name, col: col, enc: enc}, nil
+	return idx[0], &sensitive{name: name, col: col, enc: enc, labels: table.NewLabels(col.Labels())}, nil
 }
 
 // dataset is the input table as anonymize holds it. The sensitive columns

@@ -102,9 +102,9 @@ func (r namedReader) Name() string { return r.name }
 // the columns cols when some are given (table.ReadOptions.Columns).
 func (o *Options) open(cols ...string) (table.Reader, error) {
 	if o.spooled == "" {
-		return table.Open(o.Input, table.ReadOptions{Stdin: o.Streams.In, BatchSize: o.batchSize, Columns: cols, DictColumns: o.dictCols})
+		return table.Open(o.Input, table.ReadOptions{Stdin: o.Streams.In, BatchSize: o.batchSize, Columns: cols, DictColumns: o.dictCols, Labels: o.readLabels})
 	}
-	in, err := table.Open(o.spooled, table.ReadOptions{BatchSize: o.batchSize, Columns: cols, DictColumns: o.dictCols})
+	in, err := table.Open(o.spooled, table.ReadOptions{BatchSize: o.batchSize, Columns: cols, DictColumns: o.dictCols, Labels: o.readLabels})
 	if err != nil {
 		return nil, err
 	}
@@ -221,7 +221,14 @@ func (o *Options) countPass(in table.Reader, cb *codebook.Codebook, r *rand.Rand
 	// Pass 1 needs the sensitive columns alone: it reads them from a
 	// projection of the input (the other columns are checked but never
 	// built), sharing g's sensitive columns so that the codes it interns
-	// are pass 2's. in itself is left unread.
+	// are pass 2's. in itself is left unread. A CSV input's categorical
+	// sensitive columns come coded from the parsing goroutines.
+	o.readLabels = map[string]*table.Labels{}
+	for _, sv := range g.sens {
+		if l := sv.readLabels(); l != nil {
+			o.readLabels[sv.name] = l
+		}
+	}
 	in1, err := o.open(o.Sensitive...)
 	if err != nil {
 		return nil, nil, nil, err
@@ -292,6 +299,9 @@ func (o *Options) runDiverted(in table.Reader, cb *codebook.Codebook) error {
 		for j, c := range coders {
 			if c != nil {
 				o.dictCols = append(o.dictCols, g.names[j])
+				if c.k <= maxReadLabels {
+					o.readLabels[g.names[j]] = c.read
+				}
 			}
 		}
 	}
@@ -309,7 +319,7 @@ func (o *Options) runDiverted(in table.Reader, cb *codebook.Codebook) error {
 	fields := schema.Fields()
 	for j, k := range g.which {
 		if k >= 0 {
-			labels[k] = table.NewLabels(g.sens[k].col.Labels())
+			labels[k] = g.sens[k].labels
 			fields[j] = table.DictField(g.names[j])
 		}
 		if coders[j] != nil {
