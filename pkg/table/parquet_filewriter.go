@@ -40,8 +40,12 @@ type pqFile struct {
 	schema    *schema.Schema
 	meta      *metadata.FileMetaDataBuilder
 	rowGroups int
-	open      *pqRowGroup // appended and not closed (after a failure)
-	closed    bool
+	// open are the row groups appended and not closed, in order: several
+	// may be written at once (parquetWriter encodes the next while the
+	// last columns of one finish), and they close in order, which puts
+	// their chunks in the file in order.
+	open   []*pqRowGroup
+	closed bool
 }
 
 // tellSink counts the bytes written to a sink (arrow-go's page writers ask
@@ -113,15 +117,13 @@ type pqRowGroup struct {
 	plain     []bool
 }
 
-// appendRowGroup starts the next row group (the previous one must be
-// closed).
+// appendRowGroup starts the next row group. Row groups are written into
+// buffers of their own, so the previous ones may still be open; they must
+// be closed in order.
 func (f *pqFile) appendRowGroup() (*pqRowGroup, error) {
-	if f.open != nil {
-		return nil, fmt.Errorf("parquet writer: row group %d is not closed", f.open.ordinal)
-	}
 	rg := &pqRowGroup{f: f, ordinal: int16(f.rowGroups), meta: f.meta.AppendRowGroup()}
 	f.rowGroups++
-	f.open = rg
+	f.open = append(f.open, rg)
 	n := f.schema.NumColumns()
 	rg.colMeta = make([]*metadata.ColumnChunkMetaDataBuilder, n)
 	rg.pagers = make([]file.PageWriter, n)
@@ -248,8 +250,12 @@ func (rg *pqRowGroup) dictPages(j int, dict []byte, entries int, idx []int32) er
 
 // close checks that every column has the same number of rows, copies the
 // column chunks to the file in column order and records the row group's
-// metadata (rowGroupWriter.Close).
+// metadata (rowGroupWriter.Close). The row groups before it must be
+// closed.
 func (rg *pqRowGroup) close() error {
+	if f := rg.f; len(f.open) == 0 || f.open[0] != rg {
+		return fmt.Errorf("parquet writer: row group %d closed before the row groups before it", rg.ordinal)
+	}
 	rows := -1
 	for j := range rg.pagers {
 		n := rg.pageRows[j]
@@ -280,7 +286,7 @@ func (rg *pqRowGroup) close() error {
 	if err := rg.meta.Finish(written, rg.ordinal); err != nil {
 		return err
 	}
-	rg.f.open = nil
+	rg.f.open = rg.f.open[1:]
 	return nil
 }
 
@@ -294,8 +300,8 @@ func (f *pqFile) close() error {
 	}
 	f.closed = true
 	var err error
-	if f.open != nil {
-		err = fmt.Errorf("parquet writer: row group %d was not finished; no footer written", f.open.ordinal)
+	if len(f.open) > 0 {
+		err = fmt.Errorf("parquet writer: row group %d was not finished; no footer written", f.open[0].ordinal)
 	} else {
 		err = f.writeFooter()
 	}

@@ -94,20 +94,23 @@ func maxUnsigned(v []int32) uint32 {
 // the file (an id column would otherwise fill a map on every batch).
 type stringDicts struct {
 	seen map[int]map[string]int32 // by column index
-	idx  map[int][]int32          // indices, reused: pqarrow keeps none after a write
-	wide map[int]bool             // columns that passed maxDictPage
+	// indices, reused: pqarrow keeps none after a write, but the row
+	// groups being written at once (openGroups) have one each (slot)
+	idx  map[[2]int][]int32
+	wide map[int]bool // columns that passed maxDictPage
 }
 
 // dict returns column j (col) as a table.DictType array and true, or
 // false when col is not a string column without nulls or has too many
-// distinct values.
-func (s *stringDicts) dict(j int, col arrow.Array) (arrow.Array, bool) {
+// distinct values. Its indices are slot's buffer, which the row group
+// written at once in another slot does not use.
+func (s *stringDicts) dict(j int, col arrow.Array, slot int) (arrow.Array, bool) {
 	a, ok := col.(*array.String)
 	if !ok || a.NullN() != 0 || a.Len() == 0 {
 		return nil, false
 	}
 	if s.seen == nil {
-		s.seen, s.idx, s.wide = map[int]map[string]int32{}, map[int][]int32{}, map[int]bool{}
+		s.seen, s.idx, s.wide = map[int]map[string]int32{}, map[[2]int][]int32{}, map[int]bool{}
 	}
 	if s.wide[j] {
 		return nil, false
@@ -120,10 +123,10 @@ func (s *stringDicts) dict(j int, col arrow.Array) (arrow.Array, bool) {
 	// Keys point into a's buffer: cleared before and after each batch.
 	clear(m)
 	defer clear(m)
-	idx := s.idx[j]
+	idx := s.idx[[2]int{j, slot}]
 	if cap(idx) < a.Len() {
 		idx = make([]int32, a.Len())
-		s.idx[j] = idx
+		s.idx[[2]int{j, slot}] = idx
 	}
 	idx = idx[:a.Len()]
 	var data []byte

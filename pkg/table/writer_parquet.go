@@ -100,18 +100,69 @@ func parquetProps(schema *arrow.Schema, groupRows int, extra ...parquet.WriterPr
 	return parquet.NewWriterProperties(append(opts, extra...)...)
 }
 
-// encode writes the queued batches; after a failure it drops the rest.
+// openGroups is the number of row groups encode writes at once: the next
+// one starts while the last columns of the one before finish. A row
+// group's columns are encoded side by side, but one column can take most
+// of a row group's time (anonymize's id: PLAIN text, Snappy-compressed,
+// beside code columns of a few bits a cell), and with one row group at a
+// time the other cores waited for it.
+const openGroups = 2
+
+// encode writes the queued batches, a row group each, up to openGroups
+// at once, closed in order; after a failure it drops the rest.
 func (p *parquetWriter) encode(queue <-chan arrow.RecordBatch) {
 	var err error
+	var open []*groupWrite
+	finish := func() {
+		g := open[0]
+		open = open[1:]
+		if gerr := g.wait(); err == nil {
+			err = gerr
+		}
+		if err != nil {
+			p.failed.Store(&err)
+		}
+	}
+	sem := make(chan struct{}, runtime.GOMAXPROCS(0)) // column encoders running
 	for rec := range queue {
+		for len(open) >= openGroups || err != nil && len(open) > 0 {
+			finish()
+		}
 		if err == nil {
-			if err = p.writeNow(rec); err != nil {
+			g, gerr := p.startGroup(rec, sem)
+			if gerr != nil {
+				err = gerr
 				p.failed.Store(&err)
+			} else {
+				open = append(open, g)
 			}
 		}
 		rec.Release()
 	}
+	for len(open) > 0 {
+		finish()
+	}
 	p.done <- err
+}
+
+// groupWrite is a row group being written: its columns' encoders, and
+// their errors.
+type groupWrite struct {
+	rg   *pqRowGroup
+	wg   sync.WaitGroup
+	errs []error
+}
+
+// wait waits for the row group's columns, then closes it (the row groups
+// before it are closed: encode waits for them in order).
+func (g *groupWrite) wait() error {
+	g.wg.Wait()
+	for _, err := range g.errs {
+		if err != nil {
+			return err
+		}
+	}
+	return g.rg.close()
 }
 
 // write copies the batch's rows into the row group being gathered and
@@ -164,41 +215,47 @@ func (p *parquetWriter) queueGroup() error {
 // row group's close then writes the chunks in column order, so the file's
 // bytes do not depend on the goroutines' timing.
 func (p *parquetWriter) writeNow(rec arrow.RecordBatch) error {
-	rg, err := p.fw.appendRowGroup()
+	g, err := p.startGroup(rec, make(chan struct{}, runtime.GOMAXPROCS(0)))
 	if err != nil {
 		return err
 	}
-	// String columns become dictionary arrays here: stringDicts' maps are
-	// shared by the columns. Int32 columns are left to writeColumn.
+	return g.wait()
+}
+
+// startGroup appends rec's row group and starts its columns' encoders,
+// each once it holds a place in sem (one per core, shared by the row
+// groups being written).
+func (p *parquetWriter) startGroup(rec arrow.RecordBatch, sem chan struct{}) (*groupWrite, error) {
+	rg, err := p.fw.appendRowGroup()
+	if err != nil {
+		return nil, err
+	}
+	// String columns become dictionary arrays here, in order: stringDicts'
+	// maps are shared by the row groups. Int32 columns are left to
+	// writeColumn.
 	cols := make([]arrow.Array, rec.NumCols())
+	wide := make([]bool, rec.NumCols()) // read here: dict writes the map while columns are encoded
 	for j, col := range rec.Columns() {
-		if d, ok := p.strs.dict(j, col); ok {
+		if d, ok := p.strs.dict(j, col, int(rg.ordinal)%openGroups); ok {
 			cols[j] = d
 		} else {
 			col.Retain()
 			cols[j] = col
+			wide[j] = p.strs.wide[j]
 		}
 	}
-	errs := make([]error, len(cols))
-	next := atomic.Int64{}
-	var wg sync.WaitGroup
-	for range min(runtime.GOMAXPROCS(0), len(cols)) {
-		wg.Add(1)
+	g := &groupWrite{rg: rg, errs: make([]error, len(cols))}
+	g.wg.Add(len(cols))
+	for j := range cols {
 		go func() {
-			defer wg.Done()
+			defer g.wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
 			ctx := pqarrow.NewArrowWriteContext(context.Background(), nil)
-			for j := int(next.Add(1) - 1); j < len(cols); j = int(next.Add(1) - 1) {
-				errs[j] = p.writeColumn(ctx, rg, j, cols[j])
-			}
+			g.errs[j] = p.writeColumn(ctx, rg, j, cols[j], wide[j])
 		}()
 	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return err
-		}
-	}
-	return rg.close()
+	return g, nil
 }
 
 // ownIntPages turns intPages on; tests turn it off to show that the file's
@@ -206,9 +263,10 @@ func (p *parquetWriter) writeNow(rec arrow.RecordBatch) error {
 var ownIntPages = true
 
 // writeColumn writes a (flat) column into column chunk j of rg and
-// releases it. A nullable column's definition levels are the slice's
+// releases it; wide says that stringDicts found the column too wide for a
+// dictionary (plainPages). A nullable column's definition levels are the slice's
 // validity: 1 for a value, 0 for a null.
-func (p *parquetWriter) writeColumn(ctx context.Context, rg *pqRowGroup, j int, col arrow.Array) error {
+func (p *parquetWriter) writeColumn(ctx context.Context, rg *pqRowGroup, j int, col arrow.Array, wide bool) error {
 	defer col.Release()
 	a := col
 	if c, ok := col.(*array.Int32); ok {
@@ -225,7 +283,7 @@ func (p *parquetWriter) writeColumn(ctx context.Context, rg *pqRowGroup, j int, 
 			return err
 		}
 	}
-	if s, ok := a.(*array.String); ok && p.strs.wide[j] {
+	if s, ok := a.(*array.String); ok && wide {
 		if done, err := rg.plainPages(j, s); done {
 			return err
 		}

@@ -14,9 +14,10 @@ import (
 )
 
 // TestParquetColumnsEncodedInParallelGiveTheSameBytes writes one table —
-// small-int columns, categorical and unique strings, a nullable column with
-// nulls, more columns than cores — at GOMAXPROCS 1 and 4: writeNow encodes a
-// row group's columns on that many goroutines, and the file's bytes must
+// small-int columns, categorical and unique strings (short, and long enough
+// for plainPages), a nullable column with nulls, more columns than cores,
+// four row groups — at GOMAXPROCS 1 and 4: encode writes two row groups at
+// once, their columns on that many goroutines, and the file's bytes must
 // not depend on it (seeded releases are byte-identical at any core count).
 func TestParquetColumnsEncodedInParallelGiveTheSameBytes(t *testing.T) {
 	const cols, rows = 19, 5000
@@ -48,9 +49,12 @@ func TestParquetColumnsEncodedInParallelGiveTheSameBytes(t *testing.T) {
 							fb.Append(int32(i * (j + 1) % (j + 2)))
 						}
 					case *array.StringBuilder:
-						if j == 4 {
+						switch j {
+						case 4:
 							fb.Append(fmt.Sprint("id", i))
-						} else {
+						case 9: // past maxDictPage a row group: plainPages
+							fb.Append(fmt.Sprintf("person-%08d-of-the-long-ids", i))
+						default:
 							fb.Append(fmt.Sprint("label", i%(j+1)))
 						}
 					}
