@@ -332,3 +332,32 @@ func TestNoTempFolder(t *testing.T) {
 		t.Errorf("got %v, want an error that says to set TMPDIR", err)
 	}
 }
+
+// TestEmitDoesNotDependOnCores: Emit decodes on every core, but every
+// draw is the planner's, in the serial order, so a seeded shuffle gives
+// the same rows in the same order at GOMAXPROCS 1, 2 and 4 — held in
+// memory, spilled, and scattered again — with small batches, so that the
+// workers take many jobs out of order.
+func TestEmitDoesNotDependOnCores(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	for _, budget := range []int64{1 << 20, 16 << 10, 2 << 10} {
+		var want []string
+		for _, procs := range []int{1, 2, 4} {
+			runtime.GOMAXPROCS(procs)
+			got, spilled, _ := run(t, 5000, 21, Options{Budget: budget, Buckets: 4, Dir: t.TempDir(), BatchRows: 37})
+			if spilled != (budget < 1<<20) {
+				t.Fatalf("budget %d: spilled = %v", budget, spilled)
+			}
+			if want == nil {
+				want = got
+				continue
+			}
+			if !slices.Equal(got, want) {
+				t.Fatalf("budget %d: GOMAXPROCS %d gives another order than 1", budget, procs)
+			}
+		}
+		if len(want) != 5000 {
+			t.Fatalf("budget %d: %d rows out of 5000", budget, len(want))
+		}
+	}
+}
