@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -18,6 +19,21 @@ type CodebookFlags struct {
 	Infer   bool   // --infer-codebook
 	Save    string // --save-codebook FILE: where an inferred codebook is written
 	Missing string // --missing-token for inference
+
+	// others is the declared file's columns that Load did not select,
+	// until Others takes them.
+	others *codebook.Codebook
+}
+
+// Others returns, once, the declared codebook's columns that Load did not
+// select (nil when it selected them all, or with --infer-codebook): a
+// stage may use them for more than what its output declares (anonymize
+// carries such columns as codes). Taking them lets them go when the
+// stage is done with them; Load parsed the file once.
+func (c *CodebookFlags) Others() *codebook.Codebook {
+	o := c.others
+	c.others = nil
+	return o
 }
 
 // AddCodebookFlags registers --codebook, --infer-codebook, --save-codebook
@@ -50,6 +66,15 @@ func (c *CodebookFlags) Load(s *Streams, input string, columns []string) (*codeb
 		sel, err := cb.Select(columns)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", c.Path, err)
+		}
+		var rest []string
+		for _, n := range cb.Names() {
+			if !slices.Contains(columns, n) {
+				rest = append(rest, n)
+			}
+		}
+		if len(rest) > 0 {
+			c.others, _ = cb.Select(rest)
 		}
 		return sel, nil
 	case !c.Infer:

@@ -184,9 +184,13 @@ anatomy). Past 128k values the shuffle's budget below gives way to the
 per-value state, down to 4 MiB. anatomy numbers the
 groups of the rows after a first shuffle and shuffles them again; with
 --keep-order it holds the table instead (about 30 bytes per row) and
-builds Anatomy's groups only. The shuffle holds the published rows (their text plus about 10
-bytes per row) up to 16 MiB, then spills them to private temporary files
-(in $TMPDIR, removed at the end) and holds one of 128 such files at a time.
+builds Anatomy's groups only. The shuffle holds the published rows up to
+16 MiB, then spills them to private temporary files (in $TMPDIR, removed
+at the end) and reads them back, several at a time within the same 16 MiB.
+A row takes its text plus about 10 bytes; the sensitive columns, and the
+other columns that the --codebook file declares categorical (values it
+lacks are still published as they are), travel as codes of a byte or two
+instead of their text.
 --check and a --report without -o read the table once in constant memory.`
 
 const anonymizeExample = `  # is Adult eligible for ℓ′ = 5 with occupation sensitive? (largest feasible: 7)

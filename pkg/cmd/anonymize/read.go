@@ -33,10 +33,11 @@ type sensitive struct {
 	enc  *codebook.Encoder
 	buf  []byte // an integer cell's decimal form
 
-	// labels is the column's codebook labels as a dictionary: the
-	// published codes' (table.Labels), and, for a categorical column of
-	// at most maxReadLabels, what the passes read it as
-	// (ReadOptions.Labels): cells come coded from the parsing goroutines.
+	// labels is the column's codebook labels as a dictionary (made by
+	// dictionary, on first use): the published codes' (table.Labels),
+	// and, for a categorical column of at most maxReadLabels, what the
+	// passes read it as (ReadOptions.Labels): cells come coded from the
+	// parsing goroutines.
 	labels *table.Labels
 	// entries maps the entries of labels to value indexes (entryOf),
 	// once; dict is the same for the batch being read.
@@ -59,6 +60,14 @@ const badEntry = -2
 func (sv *sensitive) readLabels() *table.Labels {
 	if sv.col.IsNumeric() || sv.col.K() > maxReadLabels {
 		return nil
+	}
+	return sv.dictionary()
+}
+
+// dictionary returns sv.labels, made on first use.
+func (sv *sensitive) dictionary() *table.Labels {
+	if sv.labels == nil {
+		sv.labels = table.NewLabels(sv.col.Labels())
 	}
 	return sv.labels
 }
@@ -168,7 +177,7 @@ func findSensitive(schema *arrow.Schema, file string, names []string, name strin
 	if err != nil {
 		return 0, nil, err
 	}
-	return idx[0], &sensitive{name: name, col: col, enc: enc, labels: table.NewLabels(col.Labels())}, nil
+	return idx[0], &sensitive{name: name, col: col, enc: enc}, nil
 }
 
 // dataset is the input table as anonymize holds it. The sensitive columns

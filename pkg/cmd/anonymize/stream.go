@@ -286,14 +286,10 @@ func (o *Options) runDiverted(in table.Reader, cb *codebook.Codebook) error {
 	// through the shuffle: --keep-order writes the rows as they come,
 	// and strings need no dictionary that grows between batches.
 	coders := make([]*nsaCoder, len(g.which))
-	if !o.Order.Keep && o.Codebook.Path != "" {
-		// cb holds the sensitive columns alone (what the release
-		// declares); the file declares the others too.
-		all, err := codebook.Load(o.Codebook.Path)
-		if err != nil {
-			return err
-		}
-		if coders, err = nsaCoders(in.Schema(), g.which, all); err != nil {
+	// cb holds the sensitive columns alone (what the release declares);
+	// the --codebook file may declare others.
+	if others := o.Codebook.Others(); !o.Order.Keep && others != nil {
+		if coders, err = nsaCoders(in.Schema(), g.which, others); err != nil {
 			return err
 		}
 		for j, c := range coders {
@@ -319,7 +315,7 @@ func (o *Options) runDiverted(in table.Reader, cb *codebook.Codebook) error {
 	fields := schema.Fields()
 	for j, k := range g.which {
 		if k >= 0 {
-			labels[k] = g.sens[k].labels
+			labels[k] = g.sens[k].dictionary()
 			fields[j] = table.DictField(g.names[j])
 		}
 		if coders[j] != nil {
