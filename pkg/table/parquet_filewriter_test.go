@@ -87,6 +87,26 @@ func legacyParquet(t *testing.T, schema *arrow.Schema, meta Meta, groupRows int,
 	return buf.Bytes()
 }
 
+// ownParquet is the file newParquetWriter writes for recs, in row groups
+// of group rows.
+func ownParquet(t *testing.T, schema *arrow.Schema, meta Meta, group int, recs []arrow.RecordBatch) *bufSink {
+	t.Helper()
+	buf := new(bufSink)
+	w, err := newParquetWriter(buf, schema, meta, group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range recs {
+		if err := w.write(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf
+}
+
 // TestPlainPagesGiveArrowGoBytesWithoutDictionary: a string column that
 // stringDicts finds wide (unique ids) is written as finished PLAIN pages
 // (plainPages), the file arrow-go's file.Writer writes for the same row
@@ -121,19 +141,7 @@ func TestPlainPagesGiveArrowGoBytesWithoutDictionary(t *testing.T) {
 				defer func(old bool) { ownPlainPages = old }(ownPlainPages)
 				ownPlainPages = own
 				before := plainPagesChunks.Load()
-				var buf bufSink
-				w, err := newParquetWriter(&buf, sch, Meta{"k": "v"}, group)
-				if err != nil {
-					t.Fatal(err)
-				}
-				for _, r := range recs {
-					if err := w.write(r); err != nil {
-						t.Fatal(err)
-					}
-				}
-				if err := w.close(); err != nil {
-					t.Fatal(err)
-				}
+				buf := ownParquet(t, sch, Meta{"k": "v"}, group, recs)
 				chunks := plainPagesChunks.Load() - before
 				same := bytes.Equal(buf.Bytes(), want)
 				switch {
@@ -240,19 +248,7 @@ func TestParquetFileWriterGivesArrowGoBytes(t *testing.T) {
 				defer func(old, oldLabels bool) { ownIntPages, ownLabelPages = old, oldLabels }(ownIntPages, ownLabelPages)
 				ownIntPages, ownLabelPages = own, own
 				before, beforeLabels := intPagesChunks.Load(), labelPagesChunks.Load()
-				var buf bufSink
-				w, err := newParquetWriter(&buf, rec.Schema(), meta, tc.group)
-				if err != nil {
-					t.Fatal(err)
-				}
-				for _, r := range recs {
-					if err := w.write(r); err != nil {
-						t.Fatal(err)
-					}
-				}
-				if err := w.close(); err != nil {
-					t.Fatal(err)
-				}
+				buf := ownParquet(t, rec.Schema(), meta, tc.group, recs)
 				if !bytes.Equal(buf.Bytes(), want) {
 					t.Fatalf("%d bytes, arrow-go's file.Writer writes %d, not the same", buf.Len(), len(want))
 				}

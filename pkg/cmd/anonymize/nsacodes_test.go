@@ -3,7 +3,6 @@ package anonymize
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow/array"
 
+	"github.com/pramkit/pramkit/internal/cmdtest"
 	"github.com/pramkit/pramkit/pkg/table"
 )
 
@@ -49,39 +49,29 @@ func nsaTable(t *testing.T, n int, cells, declared []string) (in, cbS, cbSC stri
 	return in, cbS, cbSC
 }
 
-// readColumns reads every column of a table as strings, and column name's
-// dictionary when the file stores it as one (nil otherwise).
-func readColumns(t *testing.T, path, name string) ([][]string, []string) {
+// dictionaryOf returns the dictionary of column name in the first batch
+// of a Parquet file read with its dictionary pages (DictColumns).
+func dictionaryOf(t *testing.T, path, name string) []string {
 	t.Helper()
 	r, err := table.Open(path, table.ReadOptions{DictColumns: []string{name}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	cols := make([][]string, r.Schema().NumFields())
-	var dict []string
-	for {
-		rec, err := r.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		for j, c := range rec.Columns() {
-			v := table.ValuesOf(c)
-			for i := range c.Len() {
-				cols[j] = append(cols[j], v.String(i))
-			}
-			if d, ok := c.(*array.Dictionary); ok && r.Schema().Field(j).Name == name && dict == nil {
-				dv := table.ValuesOf(d.Dictionary())
-				for i := range d.Dictionary().Len() {
-					dict = append(dict, dv.String(i))
-				}
-			}
-		}
+	rec, err := r.Next()
+	if err != nil {
+		t.Fatal(err)
 	}
-	return cols, dict
+	d, ok := rec.Column(r.Schema().FieldIndices(name)[0]).(*array.Dictionary)
+	if !ok {
+		t.Fatalf("column %s is not read as a dictionary", name)
+	}
+	vs := table.ValuesOf(d.Dictionary())
+	var dict []string
+	for i := range d.Dictionary().Len() {
+		dict = append(dict, vs.String(i))
+	}
+	return dict
 }
 
 // TestCodedColumnsPublishTheSameRows: a non-sensitive column that the
@@ -102,19 +92,18 @@ func TestCodedColumnsPublishTheSameRows(t *testing.T) {
 			mustAnon(t, "--sensitive", "s", "--l", "3", "--codebook", cb, "--seed", "5", "--insecure-seed", in, "-o", p)
 			return p
 		}
-		want, _ := readColumns(t, out(cbS, "plain"), "c")
-		got, dict := readColumns(t, out(cbSC, "coded"), "c")
-		if len(want) != 3 || len(want[0]) < 1000 {
-			t.Fatalf("%s: %d columns, %d rows", ext, len(want), len(want[0]))
+		plain, coded := out(cbS, "plain"), out(cbSC, "coded")
+		_, want, _ := cmdtest.ReadTable(t, plain)
+		_, got, _ := cmdtest.ReadTable(t, coded)
+		if len(want) < 1000 {
+			t.Fatalf("%s: %d rows", ext, len(want))
 		}
-		for j := range want {
-			if !slices.Equal(got[j], want[j]) {
-				t.Errorf("%s: column %d differs when the codebook declares c", ext, j)
-			}
+		if !slices.EqualFunc(got, want, slices.Equal[[]string]) {
+			t.Errorf("%s: the rows differ when the codebook declares c", ext)
 		}
 		if ext == "parquet" {
 			wantDict := []string{"c0", "c1", "c2", "unused", "alpha", "beta", "zeta"}
-			if !slices.Equal(dict, wantDict) {
+			if dict := dictionaryOf(t, coded, "c"); !slices.Equal(dict, wantDict) {
 				t.Errorf("the Parquet dictionary of c is %q, want %q", dict, wantDict)
 			}
 		}
