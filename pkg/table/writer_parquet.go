@@ -205,26 +205,18 @@ func (p *parquetWriter) queueGroup() error {
 	return nil
 }
 
-// writeNow writes the batch as one row group. An int32 column of small
-// values (codes, one-hot bits) is written as finished pages (intPages), as
-// is a dictionary column of labels (labelPages): its dictionary becomes the
-// row group's dictionary page and its indices the data page, with no
-// string hashed per row. Other dictionary columns go to pqarrow's direct
-// dictionary path, which writes the same pages value by value. The columns are encoded on up
-// to GOMAXPROCS goroutines, each into its own column chunk's buffer; the
-// row group's close then writes the chunks in column order, so the file's
-// bytes do not depend on the goroutines' timing.
-func (p *parquetWriter) writeNow(rec arrow.RecordBatch) error {
-	g, err := p.startGroup(rec, make(chan struct{}, runtime.GOMAXPROCS(0)))
-	if err != nil {
-		return err
-	}
-	return g.wait()
-}
-
 // startGroup appends rec's row group and starts its columns' encoders,
 // each once it holds a place in sem (one per core, shared by the row
-// groups being written).
+// groups being written). An int32 column of small values (codes, one-hot
+// bits) is written as finished pages (intPages), as is a dictionary
+// column of labels (labelPages): its dictionary becomes the row group's
+// dictionary page and its indices the data page, with no string hashed
+// per row; a text column too wide for a dictionary goes out as PLAIN
+// pages (plainPages). Other dictionary columns go to pqarrow's direct
+// dictionary path, which writes the same pages value by value. Each
+// column is encoded into its own column chunk's buffer; the row group's
+// close then writes the chunks in column order, so the file's bytes do
+// not depend on the goroutines' timing.
 func (p *parquetWriter) startGroup(rec arrow.RecordBatch, sem chan struct{}) (*groupWrite, error) {
 	rg, err := p.fw.appendRowGroup()
 	if err != nil {
