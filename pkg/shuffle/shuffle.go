@@ -70,8 +70,11 @@
 //     re-scattering.
 //   - open files: B per level of the bucket being emitted, B·(d+1) at
 //     depth d; with the defaults d ≤ 1 up to N·row ≈ M·B² = 256 GiB.
-//   - output: two batches of Options.BatchRows rows, one being decoded
-//     and one in fn (the caller's writer).
+//   - output: batches of at most Options.BatchRows rows, one being
+//     decoded per core and up to 2 + GOMAXPROCS waiting for or in fn (the
+//     caller's writer); bit mode, two (emit.go, bits.go).
+//   - while emitting, the buckets being decoded are held in at most M
+//     bytes all together (emit.go's rowSets), however many are in flight.
 //
 // None of these grows with N; TestMemoryBound checks the first three
 // through the Shuffler's accounting at N spanning every regime (in
