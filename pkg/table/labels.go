@@ -118,9 +118,19 @@ func (t *labelTable) get(b []byte) (uint32, bool) {
 
 // NewLabels builds the dictionary of labels; code i stands for labels[i].
 func NewLabels(labels []string) *Labels {
+	return LabelsOf(len(labels), func(i int) string { return labels[i] })
+}
+
+// LabelsOf builds the dictionary of n labels, code i standing for
+// label(i), with no slice of them made first (a codebook column of many
+// labels would copy its list to pass it to NewLabels).
+func LabelsOf(n int, label func(i int) string) *Labels {
 	b := array.NewStringBuilder(memory.DefaultAllocator)
 	defer b.Release()
-	b.AppendValues(labels, nil)
+	b.Reserve(n)
+	for i := range n {
+		b.Append(label(i))
+	}
 	return &Labels{dict: b.NewStringArray()}
 }
 
