@@ -101,10 +101,12 @@ func (r namedReader) Name() string { return r.name }
 // open opens the input, or its spooled copy, for one pass, reading only
 // the columns cols when some are given (table.ReadOptions.Columns).
 func (o *Options) open(cols ...string) (table.Reader, error) {
+	opt := table.ReadOptions{BatchSize: o.batchSize, Columns: cols, DictColumns: o.dictCols, Labels: o.readLabels}
 	if o.spooled == "" {
-		return table.Open(o.Input, table.ReadOptions{Stdin: o.Streams.In, BatchSize: o.batchSize, Columns: cols, DictColumns: o.dictCols, Labels: o.readLabels})
+		opt.Stdin = o.Streams.In
+		return table.Open(o.Input, opt)
 	}
-	in, err := table.Open(o.spooled, table.ReadOptions{BatchSize: o.batchSize, Columns: cols, DictColumns: o.dictCols, Labels: o.readLabels})
+	in, err := table.Open(o.spooled, opt)
 	if err != nil {
 		return nil, err
 	}
