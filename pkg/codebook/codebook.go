@@ -33,7 +33,7 @@ type Codebook struct {
 // category, if any, is one of the k labels.
 type Column struct {
 	name    string
-	labels  []string   // all k labels, the missing category included
+	labels  labelList  // all k labels, the missing category included
 	cuts    []float64  // nil for a categorical column
 	missing int        // index of the missing category, -1 if none
 	index   labelIndex // categorical: label → index
@@ -104,9 +104,17 @@ func newCategorical(s Spec) (Column, error) {
 	if err := checkK(k, "categories", "bucket the column with cuts, or leave it out"); err != nil {
 		return Column{}, err
 	}
+	var extra []string
+	if s.Missing != "" && !slices.Contains(s.Categories, s.Missing) {
+		extra = []string{s.Missing}
+	}
+	labels, err := newLabelList(s.Categories, extra...)
+	if err != nil {
+		return Column{}, err
+	}
 	c := Column{
 		name:    s.Name,
-		labels:  make([]string, 0, k),
+		labels:  labels,
 		missing: -1,
 		index:   newLabelIndex(k),
 	}
@@ -114,21 +122,19 @@ func newCategorical(s Spec) (Column, error) {
 		if err := checkValue(fmt.Sprintf("category #%d", i+1), v); err != nil {
 			return Column{}, err
 		}
-		if j, dup := c.index.get(c.labels, v); dup {
+		if j, dup := c.index.get(&c.labels, v); dup {
 			return Column{}, fmt.Errorf("category %q appears twice (#%d and #%d); remove one, since each value needs one index", v, j+1, i+1)
 		}
-		c.labels = append(c.labels, v)
 		c.index.put(v, uint32(i))
 		if v == s.Missing {
 			c.missing = i
 		}
 	}
-	if c.missing == 0 && len(c.labels) == 1 {
+	if c.missing == 0 && len(s.Categories) == 1 {
 		return Column{}, fmt.Errorf(`"categories" lists only the missing token %q; list at least one value besides it`, s.Missing)
 	}
-	if s.Missing != "" && c.missing < 0 {
-		c.missing = len(c.labels)
-		c.labels = append(c.labels, s.Missing)
+	if extra != nil {
+		c.missing = len(s.Categories)
 		c.index.put(s.Missing, uint32(c.missing))
 	}
 	return c, nil
@@ -166,7 +172,6 @@ func newNumeric(s Spec) (Column, error) {
 	} else if len(labels) != n+1 {
 		return Column{}, fmt.Errorf(`has %d cuts, so %d buckets, but %d labels; give one label per bucket, or remove "labels" to generate them`, n, n+1, len(labels))
 	}
-	c := Column{name: s.Name, labels: make([]string, 0, k), cuts: cuts, missing: -1}
 	seen := make(map[string]int, k)
 	for i, l := range labels {
 		if err := checkValue(fmt.Sprintf("label #%d", i+1), l); err != nil {
@@ -176,8 +181,8 @@ func newNumeric(s Spec) (Column, error) {
 			return Column{}, fmt.Errorf("label %q names two buckets (#%d and #%d); bucket labels must be distinct", l, j+1, i+1)
 		}
 		seen[l] = i
-		c.labels = append(c.labels, l)
 	}
+	var extra []string
 	if s.Missing != "" {
 		if j, dup := seen[s.Missing]; dup {
 			return Column{}, fmt.Errorf("missing token %q is also the label of bucket #%d; choose another token or label", s.Missing, j+1)
@@ -185,8 +190,15 @@ func newNumeric(s Spec) (Column, error) {
 		if _, isNumber := number(s.Missing); isNumber {
 			return Column{}, fmt.Errorf(`missing token %q is a number, which would then never be bucketed; choose a token that is not a number, such as "?" or "NA"`, s.Missing)
 		}
-		c.missing = len(c.labels)
-		c.labels = append(c.labels, s.Missing)
+		extra = []string{s.Missing}
+	}
+	all, err := newLabelList(labels, extra...)
+	if err != nil {
+		return Column{}, err
+	}
+	c := Column{name: s.Name, labels: all, cuts: cuts, missing: -1}
+	if extra != nil {
+		c.missing = len(labels)
 	}
 	return c, nil
 }
@@ -263,13 +275,13 @@ func (c *Column) Name() string { return c.name }
 
 // K returns the alphabet size: the number of value indices, the missing
 // category included.
-func (c *Column) K() int { return len(c.labels) }
+func (c *Column) K() int { return c.labels.len() }
 
 // Label returns the label of value index i (0 ≤ i < K; panics otherwise).
-func (c *Column) Label(i int) string { return c.labels[i] }
+func (c *Column) Label(i int) string { return c.labels.at(i) }
 
-// Labels returns a copy of the K labels in index order.
-func (c *Column) Labels() []string { return slices.Clone(c.labels) }
+// Labels returns the K labels in index order, in a new slice.
+func (c *Column) Labels() []string { return c.labels.strings() }
 
 // IsNumeric reports whether the column buckets numbers by cut points.
 func (c *Column) IsNumeric() bool { return c.cuts != nil }
@@ -287,7 +299,7 @@ func (c *Column) MissingToken() (string, bool) {
 	if c.missing < 0 {
 		return "", false
 	}
-	return c.labels[c.missing], true
+	return c.labels.at(c.missing), true
 }
 
 // Spec returns the column in canonical file form: a missing token that is the
@@ -300,16 +312,16 @@ func (c *Column) Spec() Spec {
 		s.Missing = tok
 	}
 	if c.cuts == nil {
-		s.Categories = slices.Clone(c.labels)
-		if hasMissing && c.missing == len(c.labels)-1 {
+		s.Categories = c.labels.strings()
+		if hasMissing && c.missing == c.labels.len()-1 {
 			s.Categories = s.Categories[:c.missing]
 		}
 		return s
 	}
 	s.Cuts = slices.Clone(c.cuts)
-	buckets := c.labels[:len(c.cuts)+1]
+	buckets := c.labels.strings()[:len(c.cuts)+1]
 	if !slices.Equal(buckets, bucketLabels(c.cuts)) {
-		s.Labels = slices.Clone(buckets)
+		s.Labels = buckets
 	}
 	return s
 }
@@ -330,7 +342,7 @@ func checkColumns(columns []Column) error {
 	seen := make(map[string]int, len(columns))
 	for i := range columns {
 		c := &columns[i]
-		if c.labels == nil {
+		if c.labels.ends == nil {
 			return fmt.Errorf("column #%d was not built by NewColumn or Parse", i+1)
 		}
 		if j, dup := seen[c.name]; dup {
@@ -407,8 +419,19 @@ func (cb *Codebook) Hash() string {
 		c := &cb.Columns[i]
 		b = append(b, `{"name":`...)
 		b = appendString(b, c.name)
-		b = append(b, `,"labels":`...)
-		b = appendStrings(b, c.labels, ",")
+		b = append(b, `,"labels":[`...)
+		for i := range c.labels.len() {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendString(b, c.labels.at(i))
+			if len(b) >= 64<<10 {
+				// A large column's labels go to the hash in pieces.
+				h.Write(b)
+				b = b[:0]
+			}
+		}
+		b = append(b, ']')
 		if c.cuts != nil {
 			b = append(b, `,"cuts":`...)
 			b = appendNumbers(b, c.cuts, ",")

@@ -137,15 +137,15 @@ func (e *ValueError) Error() string {
 	switch e.Kind {
 	case KindUnknown:
 		fmt.Fprintf(&b, "value %s is not in the codebook for column %s (known: ", table.QuoteCell(e.Value), table.QuoteCell(e.Column))
-		n := min(len(c.labels), maxKnown)
-		for i, l := range c.labels[:n] {
+		n := min(c.K(), maxKnown)
+		for i := range n {
 			if i > 0 {
 				b.WriteString(", ")
 			}
-			b.WriteString(table.ShortCell(l))
+			b.WriteString(table.ShortCell(c.Label(i)))
 		}
-		if len(c.labels) > n {
-			fmt.Fprintf(&b, ", and %d more", len(c.labels)-n)
+		if c.K() > n {
+			fmt.Fprintf(&b, ", and %d more", c.K()-n)
 		}
 		b.WriteString(")")
 	case KindNotNumber:
@@ -192,7 +192,7 @@ type Encoder struct {
 	col        *Column
 	policy     Policy
 	index      labelIndex // categorical
-	labels     []string
+	labels     labelList
 	cuts       []float64 // numeric
 	missing    uint32
 	hasMissing bool
@@ -201,7 +201,7 @@ type Encoder struct {
 
 // Encoder returns an encoder for the column under policy p.
 func (c *Column) Encoder(p Policy) (*Encoder, error) {
-	if c.labels == nil {
+	if c.labels.ends == nil {
 		return nil, fmt.Errorf("codebook.Column.Encoder: the column was not built by NewColumn or Parse")
 	}
 	if int(p.Unknown) >= len(unknownNames) || int(p.Missing) >= len(missingNames) {
@@ -209,7 +209,7 @@ func (c *Column) Encoder(p Policy) (*Encoder, error) {
 	}
 	e := &Encoder{col: c, policy: p, index: c.index, labels: c.labels, cuts: c.cuts}
 	if i, ok := c.MissingIndex(); ok {
-		e.missing, e.hasMissing, e.token = uint32(i), true, c.labels[i]
+		e.missing, e.hasMissing, e.token = uint32(i), true, c.labels.at(i)
 	}
 	return e, nil
 }
@@ -240,7 +240,7 @@ func (e *Encoder) Column() *Column { return e.col }
 // are ErrDrop (drop the row) or a *ValueError.
 func (e *Encoder) Index(v string) (uint32, error) {
 	if e.cuts == nil {
-		if i, ok := e.index.get(e.labels, v); ok {
+		if i, ok := e.index.get(&e.labels, v); ok {
 			if !e.hasMissing || i != e.missing {
 				return i, nil
 			}

@@ -35,7 +35,7 @@ func newLabelIndex(k int) labelIndex {
 }
 
 // get returns the index of label s among labels (the labels put so far).
-func (x *labelIndex) get(labels []string, s string) (uint32, bool) {
+func (x *labelIndex) get(labels *labelList, s string) (uint32, bool) {
 	if x.small != nil {
 		i, ok := x.small[s]
 		return i, ok
@@ -49,7 +49,7 @@ func (x *labelIndex) get(labels []string, s string) (uint32, bool) {
 		if i == 0 {
 			return 0, false
 		}
-		if labels[i-1] == s {
+		if labels.at(int(i-1)) == s {
 			return i - 1, true
 		}
 	}
