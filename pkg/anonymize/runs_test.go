@@ -225,7 +225,7 @@ func decoyStats(t *testing.T, counts []int64, l int, reps int, sets func(b *setB
 		for i := range c {
 			clear(c[i])
 		}
-		for _, st := range b.sets {
+		for _, st := range b.types() {
 			for _, x := range st.Values {
 				for _, y := range st.Values {
 					c[x][y] += float64(st.Groups)

@@ -3,6 +3,7 @@ package anonymize
 import (
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"math/rand/v2"
 	"slices"
 	"unsafe"
@@ -133,51 +134,74 @@ func NewSchedule(counts []int64, l int, g Grouping, r *rand.Rand) (*Schedule, er
 	return &Schedule{L: l, V: len(counts), Grouping: g, Types: types, values: values}, nil
 }
 
-// setBag counts distinct sorted value sets. With at most 64 values a set
-// is its bitmask (the values of a group are distinct), looked up without
-// sorting or hashing a string: a 10M-row schedule adds 2M groups one by
+// setBag counts distinct sorted value sets of ℓ′ values. With at most 64
+// values a set is its bitmask (the values of a group are distinct), looked
+// up without sorting or hashing: a 10M-row schedule adds 2M groups one by
 // one, serially, between anonymize's two passes.
 //
-// Memory: with many values (anatomy at 85k values: about one set per
-// group) the sets dominate the schedule, so their values are cut from
-// shared chunks (arena) rather than allocated one slice each, and the map
-// keys are those values' own bytes, not a copy: a set costs its ℓ′ values,
-// its SetType and one map entry.
+// Memory: with many values (anatomy at 300k values: about 600k sets) the
+// sets dominate the schedule's computation, so a set is its ℓ′ values in
+// shared chunks, its group count and a slot of an open-addressing table
+// (4 bytes, at most three quarters full): 4ℓ′ + 8 + 5.3 to 10.7 bytes a
+// set, where a []SetType and a map[string]int with the values as keys took
+// 4ℓ′ + 32 to 48 + about 44 (TestSetBagBytesPerSet).
 type setBag struct {
-	l     int
-	index map[string]int
-	masks map[uint64]int // V ≤ 64: set type by bitmask
-	sets  []SetType
-	key   []uint32
-	arena []uint32 // the chunk new sets' values are cut from
-	adds  int64    // calls to add: the runs of groups recorded
+	l      int
+	masks  map[uint64]uint32 // V ≤ 64: set index by bitmask
+	table  []uint32          // V > 64: set index + 1 (0: empty), by hash of its values
+	chunks [][]uint32        // set i's values: chunks[i/arenaSets][(i%arenaSets)·ℓ′:][:ℓ′], ascending
+	groups []int64           // set i's groups
+	key    []uint32
+	adds   int64 // calls to add: the runs of groups recorded
 }
 
-// arenaSets is the number of sets a chunk of setBag.arena holds.
+// arenaSets is the number of sets a chunk of setBag.chunks holds.
 const arenaSets = 4096
 
+// setSeed seeds setBag's hash; the order of the sets never depends on it
+// (flatTypes sorts them).
+var setSeed = maphash.MakeSeed()
+
 func newSetBag(l, v int) *setBag {
-	b := &setBag{l: l, index: map[string]int{}, key: make([]uint32, l)}
+	b := &setBag{l: l, key: make([]uint32, l)}
 	if v <= 64 {
-		b.masks = map[uint64]int{}
+		b.masks = map[uint64]uint32{}
+	} else {
+		b.table = make([]uint32, 1024)
 	}
 	return b
 }
 
-// keep returns a copy of set cut from the arena, with no room to grow (a
-// later append cannot overwrite the next set).
-func (b *setBag) keep(set []uint32) []uint32 {
-	n := len(set)
-	if cap(b.arena)-len(b.arena) < n {
-		b.arena = make([]uint32, 0, max(arenaSets*b.l, n))
-	}
-	i := len(b.arena)
-	b.arena = append(b.arena, set...)
-	return b.arena[i : i+n : i+n]
+// set returns set i's values.
+func (b *setBag) set(i uint32) []uint32 {
+	c := b.chunks[i/arenaSets]
+	j := int(i%arenaSets) * b.l
+	return c[j : j+b.l : j+b.l]
 }
 
-// add records k groups with the values of set (any order; set is not kept).
+// hash hashes a set's values.
+func hashSet(set []uint32) uint64 {
+	return maphash.Bytes(setSeed, unsafe.Slice((*byte)(unsafe.Pointer(&set[0])), 4*len(set)))
+}
+
+// newSet appends a set of sorted values with k groups and returns its index.
+func (b *setBag) newSet(sorted []uint32, k int64) uint32 {
+	i := uint32(len(b.groups))
+	if i%arenaSets == 0 {
+		b.chunks = append(b.chunks, make([]uint32, 0, arenaSets*b.l))
+	}
+	c := &b.chunks[len(b.chunks)-1]
+	*c = append(*c, sorted...)
+	b.groups = append(b.groups, k)
+	return i
+}
+
+// add records k groups with the values of set (ℓ′ distinct values in any
+// order; set is not kept).
 func (b *setBag) add(set []uint32, k int64) {
+	if len(set) != b.l {
+		panic(fmt.Sprintf("anonymize: a set of %d values, want ℓ′ = %d", len(set), b.l))
+	}
 	b.adds++
 	if b.masks != nil {
 		var m uint64
@@ -185,63 +209,76 @@ func (b *setBag) add(set []uint32, k int64) {
 			m |= 1 << v
 		}
 		if t, ok := b.masks[m]; ok {
-			b.sets[t].Groups += k
+			b.groups[t] += k
 			return
 		}
-		b.masks[m] = len(b.sets)
-		key := b.keep(set)
-		slices.Sort(key)
-		b.sets = append(b.sets, SetType{Values: key, Groups: k})
+		copy(b.key, set)
+		slices.Sort(b.key)
+		b.masks[m] = b.newSet(b.key, k)
 		return
 	}
 	copy(b.key, set)
 	slices.Sort(b.key)
-	// The lookup with a converted []byte does not allocate.
-	raw := unsafe.Slice((*byte)(unsafe.Pointer(&b.key[0])), 4*len(b.key))
-	if t, ok := b.index[string(raw)]; ok {
-		b.sets[t].Groups += k
-		return
+	mask := uint64(len(b.table) - 1)
+	h := hashSet(b.key) & mask
+	for ; b.table[h] != 0; h = (h + 1) & mask {
+		if t := b.table[h] - 1; slices.Equal(b.set(t), b.key) {
+			b.groups[t] += k
+			return
+		}
 	}
-	vals := b.keep(b.key)
-	// The key is the kept values' bytes, which never change (types sorts
-	// the SetTypes, not their values).
-	b.index[unsafe.String((*byte)(unsafe.Pointer(&vals[0])), 4*len(vals))] = len(b.sets)
-	b.sets = append(b.sets, SetType{Values: vals, Groups: k})
+	b.table[h] = b.newSet(b.key, k) + 1
+	if 4*len(b.groups) > 3*len(b.table) {
+		b.grow()
+	}
 }
 
-// types returns the sets in lexicographic order, in a slice of their
-// exact number (append's spare capacity would stay live through pass 2).
+// grow doubles the table.
+func (b *setBag) grow() {
+	t := make([]uint32, 2*len(b.table))
+	mask := uint64(len(t) - 1)
+	for i := range uint32(len(b.groups)) {
+		h := hashSet(b.set(i)) & mask
+		for t[h] != 0 {
+			h = (h + 1) & mask
+		}
+		t[h] = i + 1
+	}
+	b.table = t
+}
+
+// types returns the sets in lexicographic order (see flatTypes).
 func (b *setBag) types() []SetType {
 	t, _ := b.flatTypes()
 	return t
 }
 
 // flatTypes returns the sets in lexicographic order, in an exact-size
-// slice, with their values moved to one exact-size array in that order
-// (also returned), and empties the bag. Between anonymize's passes this
-// is the run's peak with many values: the lookup maps go first, the
-// values are moved before the exact-size copy of the sets is made, so
-// that the arena's chunks, the sets' grown slice and their copy never
-// coexist (at 300k values under the anatomy grouping, ~10 MB less live
-// heap, with Dealer.ownSets keeping the flat values rather than copying
-// them).
+// slice, with their values in one exact-size array in that order (also
+// returned), and empties the bag. Between anonymize's passes this is the
+// run's peak with many values: the lookup table goes first, and the
+// chunks before the SetTypes are made, so that at most 4ℓ′ + 12 bytes a
+// set coexist with the values' array (4ℓ′ bytes a set) and then the
+// SetTypes (32 bytes a set) with the group counts; Dealer.ownSets keeps
+// the array rather than copying it.
 func (b *setBag) flatTypes() ([]SetType, []uint32) {
-	b.index, b.masks = nil, nil
-	slices.SortFunc(b.sets, func(x, y SetType) int { return slices.Compare(x.Values, y.Values) })
-	n := 0
-	for _, st := range b.sets {
-		n += len(st.Values)
+	b.table, b.masks = nil, nil
+	n := len(b.groups)
+	order := make([]uint32, n)
+	for i := range order {
+		order[i] = uint32(i)
 	}
-	values := make([]uint32, 0, n)
-	for i, st := range b.sets {
-		j := len(values)
-		values = append(values, st.Values...)
-		b.sets[i].Values = values[j:len(values):len(values)]
+	slices.SortFunc(order, func(x, y uint32) int { return slices.Compare(b.set(x), b.set(y)) })
+	values := make([]uint32, 0, n*b.l)
+	for _, i := range order {
+		values = append(values, b.set(i)...)
 	}
-	b.arena = nil
-	out := make([]SetType, len(b.sets)) // not slices.Clone: its capacity is rounded up
-	copy(out, b.sets)
-	b.sets = nil
+	b.chunks = nil
+	out := make([]SetType, n)
+	for k, i := range order {
+		out[k] = SetType{Values: values[k*b.l : (k+1)*b.l : (k+1)*b.l], Groups: b.groups[i]}
+	}
+	b.groups = nil
 	return out, values
 }
 

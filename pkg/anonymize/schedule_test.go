@@ -3,6 +3,7 @@ package anonymize
 import (
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -398,5 +399,45 @@ func TestUrnFind(t *testing.T) {
 			}
 		}
 		cum += x
+	}
+}
+
+// TestSetBagBytesPerSet: the bag holds a set of ℓ′ = 5 values in at most
+// 48 bytes: its values (20), its group count (8, up to 16 with append's
+// spare capacity) and its table slot (4 bytes at most three quarters
+// full: up to 10.7). A []SetType and a map keyed by the values took about
+// 100 (TestSetBagBytesPerSet fails on that code).
+func TestSetBagBytesPerSet(t *testing.T) {
+	const n, l, v = 300_000, 5, 300_000
+	r := rand.New(rand.NewPCG(1, 2))
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	b := newSetBag(l, v)
+	set := make([]uint32, l)
+	for i := range n {
+		// Distinct sets: the first value is i's own.
+		set[0] = uint32(i)
+		for j := 1; j < l; j++ {
+			set[j] = uint32(n + j) // > every first value, distinct
+		}
+		r.Shuffle(l, func(a, b int) { set[a], set[b] = set[b], set[a] })
+		b.add(set, int64(1+i%3))
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	per := float64(after.HeapAlloc-before.HeapAlloc) / n
+	t.Logf("%d sets of %d values: %.1f bytes a set", n, l, per)
+	if per > 48 {
+		t.Errorf("the bag takes %.1f bytes a set of %d values, more than 48", per, l)
+	}
+	types := b.types()
+	if len(types) != n {
+		t.Fatalf("%d types, want %d", len(types), n)
+	}
+	for i, st := range types {
+		if st.Values[0] != uint32(i) || st.Groups != int64(1+i%3) || !slices.IsSorted(st.Values) {
+			t.Fatalf("type %d: %v", i, st)
+		}
 	}
 }
