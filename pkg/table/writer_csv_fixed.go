@@ -23,7 +23,7 @@ func fixedCells(cols []csvColumn) bool {
 		return false
 	}
 	for j := range cols {
-		if cols[j].idx == nil {
+		if cols[j].idx == nil || cols[j].enc == nil {
 			return false
 		}
 		for _, e := range cols[j].enc {

@@ -40,9 +40,15 @@ func TestCSVFixedCellsMatchEncodingCSV(t *testing.T) {
 		cw.Flush()
 		// Whether the batch takes formatFixedRows.
 		probe := CodesBatch(schema, [][]uint32{cols[0][:1], cols[1][:1], cols[2][:1]}, []*Labels{lab, lab, lab}, 1)
-		cs := []csvColumn{newCSVColumn(probe.Column(0)), newCSVColumn(probe.Column(1)), newCSVColumn(probe.Column(2))}
+		m := len(labels)
+		cs := []csvColumn{newCSVColumn(probe.Column(0), m), newCSVColumn(probe.Column(1), m), newCSVColumn(probe.Column(2), m)}
 		if fixed := fixedCells(cs); fixed != (extra == exact) {
 			t.Fatalf("label of %d bytes: fixedCells %v", len(extra), fixed)
+		}
+		// Batches of fewer rows than labels (sizes 1 and 3 below) format
+		// each cell from its label instead.
+		if c := newCSVColumn(probe.Column(0), m-1); c.enc != nil || fixedCells([]csvColumn{c, c}) {
+			t.Fatalf("a batch of %d rows over %d labels formats the whole dictionary", m-1, m)
 		}
 		probe.Release()
 		sizes := []int{1, 100, minParallelRows, 64 << 10, 3}
