@@ -12,7 +12,7 @@ import (
 // the same seed whichever mode its V selects.
 func TestUrnModes(t *testing.T) {
 	r := rng.NewSeeded(7)
-	for _, n := range []int{1, 2, 3, 15, 16, 17, 64, 65, 100} {
+	for _, n := range []int{1, 2, 3, 15, 16, 17, 64, 65, 100, 129, 1000} {
 		w := make([]int64, n)
 		for i := range w {
 			w[i] = r.Int64N(6) // small weights: many ties and zeros
