@@ -283,6 +283,10 @@ func (c *Column) Label(i int) string { return c.labels.at(i) }
 // Labels returns the K labels in index order, in a new slice.
 func (c *Column) Labels() []string { return c.labels.strings() }
 
+// Dictionary returns the K labels as a table dictionary (code i standing
+// for label i) that shares the column's memory.
+func (c *Column) Dictionary() *table.Labels { return table.LabelsOfText(c.labels.text, c.labels.offs) }
+
 // IsNumeric reports whether the column buckets numbers by cut points.
 func (c *Column) IsNumeric() bool { return c.cuts != nil }
 
@@ -342,7 +346,7 @@ func checkColumns(columns []Column) error {
 	seen := make(map[string]int, len(columns))
 	for i := range columns {
 		c := &columns[i]
-		if c.labels.ends == nil {
+		if c.labels.offs == nil {
 			return fmt.Errorf("column #%d was not built by NewColumn or Parse", i+1)
 		}
 		if j, dup := seen[c.name]; dup {

@@ -201,7 +201,7 @@ type Encoder struct {
 
 // Encoder returns an encoder for the column under policy p.
 func (c *Column) Encoder(p Policy) (*Encoder, error) {
-	if c.labels.ends == nil {
+	if c.labels.offs == nil {
 		return nil, fmt.Errorf("codebook.Column.Encoder: the column was not built by NewColumn or Parse")
 	}
 	if int(p.Unknown) >= len(unknownNames) || int(p.Missing) >= len(missingNames) {

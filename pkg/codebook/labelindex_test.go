@@ -7,6 +7,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow/array"
 )
 
 // A column above largeIndex labels (the open-addressing table) encodes
@@ -93,5 +95,31 @@ func TestColumnBytesPerLabel(t *testing.T) {
 	}
 	if col.Label(12345) != "v012345" || col.K() != k {
 		t.Errorf("label 12345 = %q, K = %d", col.Label(12345), col.K())
+	}
+}
+
+// TestColumnDictionaryIsTheLabels: Column.Dictionary, which shares the
+// column's memory, holds the K labels in index order, the appended
+// missing token included, for a categorical and a numeric column.
+func TestColumnDictionaryIsTheLabels(t *testing.T) {
+	specs := []Spec{
+		{Name: "c", Categories: []string{"a", "bb"}, Missing: "?"},
+		{Name: "c", Categories: []string{"x", "?", "yy"}, Missing: "?"},
+		{Name: "n", Cuts: []float64{1, 10}, Missing: "NA"},
+	}
+	for _, s := range specs {
+		col, err := NewColumn(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, ok := col.Dictionary().Dictionary().(*array.String)
+		if !ok || d.Len() != col.K() {
+			t.Fatalf("%v: dictionary %v, want %d labels", s, col.Dictionary().Dictionary(), col.K())
+		}
+		for i := range col.K() {
+			if d.Value(i) != col.Label(i) {
+				t.Errorf("%v: entry %d = %q, label %q", s, i, d.Value(i), col.Label(i))
+			}
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"sync"
+	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -132,6 +133,18 @@ func LabelsOf(n int, label func(i int) string) *Labels {
 		b.Append(label(i))
 	}
 	return &Labels{dict: b.NewStringArray()}
+}
+
+// LabelsOfText is the dictionary of the labels text[offs[i]:offs[i+1]],
+// sharing text's and offs' memory, which must not change (a Go string's
+// bytes never do): a codebook column's labels (codebook.labelList) become
+// a dictionary without a copy, 12 MB less at 1M labels.
+func LabelsOfText(text string, offs []int32) *Labels {
+	data := memory.NewBufferBytes(unsafe.Slice(unsafe.StringData(text), len(text)))
+	off := memory.NewBufferBytes(arrow.Int32Traits.CastToBytes(offs))
+	d := array.NewData(arrow.BinaryTypes.String, len(offs)-1, []*memory.Buffer{nil, off, data}, nil, 0, 0)
+	defer d.Release()
+	return &Labels{dict: array.NewStringData(d)}
 }
 
 // Len is the number of labels.

@@ -67,7 +67,7 @@ func (sv *sensitive) readLabels() *table.Labels {
 // dictionary returns sv.labels, made on first use.
 func (sv *sensitive) dictionary() *table.Labels {
 	if sv.labels == nil {
-		sv.labels = table.LabelsOf(sv.col.K(), sv.col.Label)
+		sv.labels = sv.col.Dictionary()
 	}
 	return sv.labels
 }
