@@ -8,10 +8,11 @@ import (
 )
 
 // A Plan whose schedules were dropped after Finish (its Dealers divert
-// from flat copies of the sets, which Sets returns) publishes exactly what the Plan that keeps
-// them publishes, draw for draw, on random count vectors of both
-// groupings, with and without a drop of N mod ℓ′ rows; Deal is unchanged
-// too.
+// from flat copies of the sets, which Sets returns), and one told
+// DivertOnly before Finish (which never makes them), publish exactly what
+// the Plan that keeps them publishes, draw for draw, on random count
+// vectors of both groupings, with and without a drop of N mod ℓ′ rows;
+// Deal is unchanged too, and the three hold the same sets.
 func TestDropSchedulesSameDraws(t *testing.T) {
 	gen := rand.New(rand.NewPCG(21, 22))
 	ran := 0
@@ -43,12 +44,16 @@ func TestDropSchedulesSameDraws(t *testing.T) {
 			continue
 		}
 		ran++
-		var out [2][][]uint32
-		var types [2][][]int
-		for k, drop := range []bool{false, true} {
+		var out [3][][]uint32
+		var types [3][][]int
+		var want [][]uint32 // the kept schedules' sets, flat
+		for k, mode := range []string{"keep", "drop", "divert only"} {
 			p, err := NewPlan([]int{v, v}, l, g)
 			if err != nil {
 				t.Fatal(err)
+			}
+			if mode == "divert only" {
+				p.DivertOnly()
 			}
 			r := rand.New(rand.NewPCG(uint64(trial), 7))
 			for _, row := range rows {
@@ -59,8 +64,8 @@ func TestDropSchedulesSameDraws(t *testing.T) {
 			if err := p.Finish(r); err != nil {
 				t.Fatalf("trial %d: %v", trial, err)
 			}
-			if drop {
-				var want [][]uint32
+			if mode == "keep" {
+				want = nil
 				for _, sch := range p.Schedules {
 					var flat []uint32
 					for _, st := range sch.Types {
@@ -68,14 +73,17 @@ func TestDropSchedulesSameDraws(t *testing.T) {
 					}
 					want = append(want, flat)
 				}
-				p.DropSchedules()
+			} else {
+				if mode == "drop" {
+					p.DropSchedules()
+				}
 				for k := range want {
 					if !slices.Equal(p.Sets(k), want[k]) {
-						t.Fatalf("trial %d: column %d: Sets is not the schedule's sets, flat", trial, k)
+						t.Fatalf("trial %d (%s): column %d: Sets is not the schedule's sets, flat", trial, mode, k)
 					}
 				}
 				if p.Schedules != nil {
-					t.Fatal("Schedules kept after DropSchedules")
+					t.Fatalf("%s: Schedules kept", mode)
 				}
 			}
 			pub := make([]uint32, 2)
@@ -103,8 +111,10 @@ func TestDropSchedulesSameDraws(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if !slices.EqualFunc(out[0], out[1], slices.Equal) || !slices.EqualFunc(types[0], types[1], slices.Equal) {
-			t.Fatalf("trial %d (V = %d, ℓ′ = %d, %s): the published values or dealt types differ once the schedules are dropped", trial, v, l, g)
+		for k := 1; k < 3; k++ {
+			if !slices.EqualFunc(out[0], out[k], slices.Equal) || !slices.EqualFunc(types[0], types[k], slices.Equal) {
+				t.Fatalf("trial %d (V = %d, ℓ′ = %d, %s): the published values or dealt types differ without the schedules (mode %d)", trial, v, l, g, k)
+			}
 		}
 	}
 	if ran < 30 {

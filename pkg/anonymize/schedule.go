@@ -96,6 +96,35 @@ func (s *Schedule) Slots() [][]int {
 // rows; Σ counts a multiple of l, every count ≤ Σ/l) and grouping g. The
 // random grouping draws from r; anatomy draws nothing (r may be nil).
 func NewSchedule(counts []int64, l int, g Grouping, r *rand.Rand) (*Schedule, error) {
+	b, err := fillSets(counts, l, g, r)
+	if err != nil {
+		return nil, err
+	}
+	types, values := b.flatTypes()
+	return &Schedule{L: l, V: len(counts), Grouping: g, Types: types, values: values}, nil
+}
+
+// flatSets is a schedule's sets without SetTypes: set type t (in the
+// order of Schedule.Types) has the ℓ′ values values[t·ℓ′ : (t+1)·ℓ′],
+// ascending, and groups[t] groups. 4ℓ′ + 8 bytes a type, where Types
+// takes 4ℓ′ + 32.
+type flatSets struct {
+	values []uint32
+	groups []int64
+}
+
+// newFlatSets is NewSchedule(counts, l, g, r)'s sets, drawn alike, in
+// flat form.
+func newFlatSets(counts []int64, l int, g Grouping, r *rand.Rand) (flatSets, error) {
+	b, err := fillSets(counts, l, g, r)
+	if err != nil {
+		return flatSets{}, err
+	}
+	return b.flat(), nil
+}
+
+// fillSets checks NewSchedule's arguments and returns the bag of its sets.
+func fillSets(counts []int64, l int, g Grouping, r *rand.Rand) (*setBag, error) {
 	if l < 2 {
 		return nil, fmt.Errorf("anonymize.NewSchedule: ℓ′ must be at least 2, got %d", l)
 	}
@@ -130,8 +159,7 @@ func NewSchedule(counts []int64, l int, g Grouping, r *rand.Rand) (*Schedule, er
 	if err != nil {
 		return nil, fmt.Errorf("anonymize.NewSchedule: %w", err)
 	}
-	types, values := b.flatTypes()
-	return &Schedule{L: l, V: len(counts), Grouping: g, Types: types, values: values}, nil
+	return b, nil
 }
 
 // setBag counts distinct sorted value sets of ℓ′ values. With at most 64
@@ -253,15 +281,12 @@ func (b *setBag) types() []SetType {
 	return t
 }
 
-// flatTypes returns the sets in lexicographic order, in an exact-size
-// slice, with their values in one exact-size array in that order (also
-// returned), and empties the bag. Between anonymize's passes this is the
-// run's peak with many values: the lookup table goes first, and the
-// chunks before the SetTypes are made, so that at most 4ℓ′ + 12 bytes a
-// set coexist with the values' array (4ℓ′ bytes a set) and then the
-// SetTypes (32 bytes a set) with the group counts; Dealer.ownSets keeps
-// the array rather than copying it.
-func (b *setBag) flatTypes() ([]SetType, []uint32) {
+// flat returns the sets in lexicographic order, in flat form, and empties
+// the bag. Between anonymize's passes this is the run's peak with many
+// values: the lookup table goes first, and the chunks before the group
+// counts are put in order, so that at most 4ℓ′ + 12 bytes a set coexist
+// with the values' array (4ℓ′ bytes a set).
+func (b *setBag) flat() flatSets {
 	b.table, b.masks = nil, nil
 	n := len(b.groups)
 	order := make([]uint32, n)
@@ -274,12 +299,25 @@ func (b *setBag) flatTypes() ([]SetType, []uint32) {
 		values = append(values, b.set(i)...)
 	}
 	b.chunks = nil
-	out := make([]SetType, n)
+	groups := make([]int64, n)
 	for k, i := range order {
-		out[k] = SetType{Values: values[k*b.l : (k+1)*b.l : (k+1)*b.l], Groups: b.groups[i]}
+		groups[k] = b.groups[i]
 	}
 	b.groups = nil
-	return out, values
+	return flatSets{values: values, groups: groups}
+}
+
+// flatTypes returns the sets in lexicographic order, in an exact-size
+// slice, with their values in one exact-size array in that order (also
+// returned), and empties the bag; Dealer.ownSets keeps the array rather
+// than copying it.
+func (b *setBag) flatTypes() ([]SetType, []uint32) {
+	f := b.flat()
+	out := make([]SetType, len(f.groups))
+	for t, k := range f.groups {
+		out[t] = SetType{Values: f.values[t*b.l : (t+1)*b.l : (t+1)*b.l], Groups: k}
+	}
+	return out, f.values
 }
 
 // anatomySets runs Anatomy's group creation on counts alone, exactly as

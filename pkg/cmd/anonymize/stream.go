@@ -227,7 +227,8 @@ func (g *globalRun) pass(in table.Reader, row func(rec arrow.RecordBatch, i int,
 // computes the schedules (Plan.Finish). The returned dataset holds what the
 // messages and --report need: the names, the sensitive columns, the
 // counts of the published rows and the rows --missing drop removed.
-func (o *Options) countPass(in table.Reader, cb *codebook.Codebook, r *rand.Rand) (*globalRun, *anonymize.Plan, *dataset, error) {
+// divertOnly makes a plan whose pass 2 only diverts (Plan.DivertOnly).
+func (o *Options) countPass(in table.Reader, cb *codebook.Codebook, r *rand.Rand, divertOnly bool) (*globalRun, *anonymize.Plan, *dataset, error) {
 	g, err := o.globalColumns(in, cb)
 	if err != nil {
 		return nil, nil, nil, err
@@ -239,6 +240,9 @@ func (o *Options) countPass(in table.Reader, cb *codebook.Codebook, r *rand.Rand
 	plan, err := anonymize.NewPlan(v, o.L, anonymize.Grouping(o.Grouping))
 	if err != nil {
 		return nil, nil, nil, err
+	}
+	if divertOnly {
+		plan.DivertOnly()
 	}
 	// Pass 1 needs the sensitive columns alone: it reads them from a
 	// projection of the input (the other columns are checked but never
@@ -291,13 +295,13 @@ func (o *Options) runDiverted(in table.Reader, cb *codebook.Codebook) error {
 	lowerMemoryLimit()
 	r := o.Seed.Rand(o.cmd)
 	shuffleRand := splitRand(r)
-	g, plan, d, err := o.countPass(in, cb, r)
+	// Pass 2 only diverts: the Dealers' flat sets are all it needs of the
+	// schedules (half their memory on a high-cardinality column), so the
+	// plan never makes the rest.
+	g, plan, d, err := o.countPass(in, cb, r, true)
 	if err != nil {
 		return err
 	}
-	// Pass 2 only diverts: the Dealers' flat sets are all it needs of the
-	// schedules (half their memory on a high-cardinality column).
-	plan.DropSchedules()
 	n := plan.Rows() - int64(len(plan.Dropped))
 	o.notes(d, len(plan.Dropped), n)
 	meta, err := o.meta(cb, &release.Anonymized{Mechanism: diverted, Grouping: o.Grouping, Rows: n, Dropped: int64(len(plan.Dropped)), MissingDropped: d.missing, L: o.L})
@@ -518,7 +522,7 @@ func (o *Options) runAnatomy(in table.Reader, cb *codebook.Codebook) error {
 	lowerMemoryLimit()
 	r := o.Seed.Rand(o.cmd)
 	numberRand, shuffleRand := splitRand(r), splitRand(r)
-	g, plan, d, err := o.countPass(in, cb, r)
+	g, plan, d, err := o.countPass(in, cb, r, false)
 	if err != nil {
 		return err
 	}
