@@ -1,6 +1,9 @@
 package codebook
 
-import "hash/maphash"
+import (
+	"hash/maphash"
+	"math/bits"
+)
 
 // largeIndex is the most labels a categorical column indexes with a Go
 // map; above, labelIndex uses its open-addressing table.
@@ -16,7 +19,8 @@ var labelSeed = maphash.MakeSeed()
 // in every tool that holds its codebook (issue 11: anonymize's peak RSS
 // ≤ 100 MB whatever the cardinality). Above largeIndex labels the index is
 // instead a table of label indexes (plus one, 0 = empty) over the column's
-// own labels, linear probing, at most half full: 4 to 8 bytes a label.
+// own labels, linear probing, two thirds full: 6 bytes a label (a table
+// of a power of two of slots at most half full took 8 to 16).
 // Small codebooks (census columns) keep the map, whose lookups are as fast.
 type labelIndex struct {
 	small map[string]uint32
@@ -27,11 +31,22 @@ func newLabelIndex(k int) labelIndex {
 	if k <= largeIndex {
 		return labelIndex{small: make(map[string]uint32, k)}
 	}
-	n := 1
-	for n < 2*k {
-		n *= 2
+	return labelIndex{slots: make([]uint32, k+k/2+1)}
+}
+
+// start is the slot where the probe for s starts: its hash scaled to the
+// table's size (Lemire's multiply-shift, as the size is no power of two).
+func (x *labelIndex) start(s string) int {
+	hi, _ := bits.Mul64(maphash.String(labelSeed, s), uint64(len(x.slots)))
+	return int(hi)
+}
+
+// next is the slot after h, wrapping around.
+func (x *labelIndex) next(h int) int {
+	if h++; h == len(x.slots) {
+		return 0
 	}
-	return labelIndex{slots: make([]uint32, n)}
+	return h
 }
 
 // get returns the index of label s among labels (the labels put so far).
@@ -43,8 +58,7 @@ func (x *labelIndex) get(labels *labelList, s string) (uint32, bool) {
 	if len(x.slots) == 0 {
 		return 0, false // a numeric column
 	}
-	mask := uint64(len(x.slots) - 1)
-	for h := maphash.String(labelSeed, s) & mask; ; h = (h + 1) & mask {
+	for h := x.start(s); ; h = x.next(h) {
 		i := x.slots[h]
 		if i == 0 {
 			return 0, false
@@ -62,10 +76,9 @@ func (x *labelIndex) put(s string, i uint32) {
 		x.small[s] = i
 		return
 	}
-	mask := uint64(len(x.slots) - 1)
-	h := maphash.String(labelSeed, s) & mask
+	h := x.start(s)
 	for x.slots[h] != 0 {
-		h = (h + 1) & mask
+		h = x.next(h)
 	}
 	x.slots[h] = i + 1
 }
