@@ -123,3 +123,26 @@ func TestColumnDictionaryIsTheLabels(t *testing.T) {
 		}
 	}
 }
+
+// TestFileFormWritesCategoriesAsSpec: the file form writes a categorical
+// column straight from its labels exactly as from its Spec (a missing
+// token listed last left out of the categories, one in the middle kept,
+// escapes alike), so Write, MarshalJSON and Hash-relevant output do not
+// change.
+func TestFileFormWritesCategoriesAsSpec(t *testing.T) {
+	for _, s := range []Spec{
+		{Name: "a", Categories: []string{"x", "y"}},
+		{Name: "b", Categories: []string{"x", "y"}, Missing: "?"},
+		{Name: "c", Categories: []string{"x", "?", "y\"z", "<=50K", "é\tb"}, Missing: "?"},
+		{Name: "d", Categories: []string{"x", "NA"}, Missing: "NA"},
+	} {
+		col, err := NewColumn(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, want := string(col.appendCategorical(nil)), string(appendSpec(nil, col.Spec()))
+		if got != want {
+			t.Errorf("%v:\n got %s\nwant %s", s, got, want)
+		}
+	}
+}

@@ -1,11 +1,13 @@
 package table
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
 	"strconv"
+	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
 )
@@ -34,14 +36,51 @@ func (m Meta) SetInt(key string, v int64) { m[key] = strconv.FormatInt(v, 10) }
 // SetFloat stores a float so that it parses back to the same float64.
 func (m Meta) SetFloat(key string, v float64) { m[key] = strconv.FormatFloat(v, 'g', -1, 64) }
 
-// SetJSON stores v as JSON.
+// SetJSON stores v as JSON, as json.Marshal writes it.
 func (m Meta) SetJSON(key string, v any) error {
+	if j, ok := v.(json.Marshaler); ok {
+		s, err := marshalerJSON(j)
+		if err != nil {
+			return fmt.Errorf("table.Meta.SetJSON %s: %w", key, err)
+		}
+		m[key] = s
+		return nil
+	}
 	b, err := json.Marshal(v)
 	if err != nil {
 		return fmt.Errorf("table.Meta.SetJSON %s: %w", key, err)
 	}
 	m[key] = string(b)
 	return nil
+}
+
+// marshalerJSON is json.Marshal(j) as a string, with one copy of j's
+// output instead of json.Marshal's three (its buffer, grown by doubling,
+// its result, then the string): a release's embedded codebook of 1M
+// labels is 10 MB. json.Marshal compacts a Marshaler's output and escapes
+// '<', '>', '&', U+2028 and U+2029 in it (escapeHTML); so does this.
+func marshalerJSON(j json.Marshaler) (string, error) {
+	src, err := j.MarshalJSON()
+	if err != nil {
+		return "", err
+	}
+	var buf bytes.Buffer
+	buf.Grow(len(src))
+	if err := json.Compact(&buf, src); err != nil {
+		return "", err
+	}
+	if bytes.ContainsAny(buf.Bytes(), "<>&\u2028\u2029") {
+		src = slices.Clone(buf.Bytes())
+		buf.Reset()
+		json.HTMLEscape(&buf, src)
+	}
+	b := buf.Bytes()
+	if len(b) == 0 {
+		return "", nil
+	}
+	// buf is this function's own and is not used again: its bytes are
+	// the string's.
+	return unsafe.String(&b[0], len(b)), nil
 }
 
 // MissingError says that a stage needs a metadata item the input lacks, and
