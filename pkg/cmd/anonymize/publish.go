@@ -173,7 +173,7 @@ func (o *Options) runAnatomyInMemory(in table.Reader, cb *codebook.Codebook) err
 		return err
 	}
 	defer gw.Abort()
-	if err := writeST(gw, stSchema, rel.ST, sv.col.Labels()); err != nil {
+	if err := writeST(gw, stSchema, rel.ST, sv.col.Label); err != nil {
 		return err
 	}
 
@@ -252,7 +252,8 @@ func GroupsSchema(groupCol, sensitive string) *arrow.Schema {
 
 // GroupBase numbers Anatomy's groups from the schedule: the groups of set
 // type t are GroupBase(sch)[t], GroupBase(sch)[t]+1, … (Types[t].Groups of
-// them), the types in the schedule's order.
+// them), the types in the schedule's order (Plan.GroupBase without the
+// schedule).
 func GroupBase(sch *anonymize.Schedule) []int64 {
 	base := make([]int64, len(sch.Types))
 	var next int64
@@ -263,21 +264,21 @@ func GroupBase(sch *anonymize.Schedule) []int64 {
 	return base
 }
 
-// WriteSchedule writes Anatomy's sensitive table from the schedule (the
-// groups numbered as GroupBase says, each listing its ℓ values with count
-// 1) to w, a batch at a time: memory does not grow with the groups.
-func WriteSchedule(w table.Writer, schema *arrow.Schema, sch *anonymize.Schedule, labels []string) error {
+// writeGroups writes Anatomy's sensitive table from the numbering's sets
+// and groups (the groups numbered as GroupBase says, each listing its ℓ
+// values with count 1) to w, a batch at a time: memory does not grow
+// with the groups. label(v) is value index v's label.
+func (nb *numberer) writeGroups(w table.Writer, schema *arrow.Schema, label func(int) string) error {
 	var st []anonymize.AnatomyEntry
 	flush := func() error {
-		err := writeST(w, schema, st, labels)
+		err := writeST(w, schema, st, label)
 		st = st[:0]
 		return err
 	}
-	base := GroupBase(sch)
-	for t, ty := range sch.Types {
-		for g := range ty.Groups {
-			for _, v := range ty.Values {
-				st = append(st, anonymize.AnatomyEntry{Group: uint32(base[t] + g), Value: v, Count: 1})
+	for t := range nb.base {
+		for g := range nb.groupsOf(t) {
+			for _, v := range nb.sets[t*nb.l : (t+1)*nb.l] {
+				st = append(st, anonymize.AnatomyEntry{Group: uint32(nb.base[t] + g), Value: v, Count: 1})
 			}
 			if len(st) >= table.DefaultBatchSize {
 				if err := flush(); err != nil {
@@ -290,12 +291,12 @@ func WriteSchedule(w table.Writer, schema *arrow.Schema, sch *anonymize.Schedule
 }
 
 // writeST writes Anatomy's sensitive table.
-func writeST(w table.Writer, schema *arrow.Schema, st []anonymize.AnatomyEntry, labels []string) error {
+func writeST(w table.Writer, schema *arrow.Schema, st []anonymize.AnatomyEntry, label func(int) string) error {
 	rw := table.NewRowWriter(w, schema, 0)
 	defer rw.Release()
 	for _, e := range st {
 		rw.Int64(0, int64(e.Group))
-		rw.String(1, labels[e.Value])
+		rw.String(1, label(int(e.Value)))
 		rw.Int64(2, int64(e.Count))
 		if err := rw.EndRow(); err != nil {
 			return err

@@ -227,8 +227,8 @@ func (g *globalRun) pass(in table.Reader, row func(rec arrow.RecordBatch, i int,
 // computes the schedules (Plan.Finish). The returned dataset holds what the
 // messages and --report need: the names, the sensitive columns, the
 // counts of the published rows and the rows --missing drop removed.
-// divertOnly makes a plan whose pass 2 only diverts (Plan.DivertOnly).
-func (o *Options) countPass(in table.Reader, cb *codebook.Codebook, r *rand.Rand, divertOnly bool) (*globalRun, *anonymize.Plan, *dataset, error) {
+// prepare, when not nil, prepares the plan before pass 1 (Plan.DivertOnly).
+func (o *Options) countPass(in table.Reader, cb *codebook.Codebook, r *rand.Rand, prepare func(*anonymize.Plan)) (*globalRun, *anonymize.Plan, *dataset, error) {
 	g, err := o.globalColumns(in, cb)
 	if err != nil {
 		return nil, nil, nil, err
@@ -241,8 +241,8 @@ func (o *Options) countPass(in table.Reader, cb *codebook.Codebook, r *rand.Rand
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	if divertOnly {
-		plan.DivertOnly()
+	if prepare != nil {
+		prepare(plan)
 	}
 	// Pass 1 needs the sensitive columns alone: it reads them from a
 	// projection of the input (the other columns are checked but never
@@ -298,7 +298,7 @@ func (o *Options) runDiverted(in table.Reader, cb *codebook.Codebook) error {
 	// Pass 2 only diverts: the Dealers' flat sets are all it needs of the
 	// schedules (half their memory on a high-cardinality column), so the
 	// plan never makes the rest.
-	g, plan, d, err := o.countPass(in, cb, r, true)
+	g, plan, d, err := o.countPass(in, cb, r, (*anonymize.Plan).DivertOnly)
 	if err != nil {
 		return err
 	}
@@ -522,30 +522,32 @@ func (o *Options) runAnatomy(in table.Reader, cb *codebook.Codebook) error {
 	lowerMemoryLimit()
 	r := o.Seed.Rand(o.cmd)
 	numberRand, shuffleRand := splitRand(r), splitRand(r)
-	g, plan, d, err := o.countPass(in, cb, r, false)
+	// Pass 2 and the numbering need the sets alone, flat, and the groups'
+	// numbering: the plan never makes the schedule's SetTypes (a third of
+	// the run's memory per set type on a high-cardinality column: 174k
+	// types at 80k values).
+	g, plan, d, err := o.countPass(in, cb, r, func(p *anonymize.Plan) {
+		p.DivertOnly()
+		p.KeepGroupBase()
+	})
 	if err != nil {
 		return err
 	}
-	sch := plan.Schedules[0]
 	sv := g.sens[0]
 	n := plan.Rows() - int64(len(plan.Dropped))
 	o.notes(d, len(plan.Dropped), n)
+	base, groups := plan.GroupBase(0), n/int64(o.L)
 	a := release.Anonymized{Mechanism: anatomy, Grouping: o.Grouping, Rows: n, Dropped: int64(len(plan.Dropped)), MissingDropped: d.missing, L: o.L,
-		Groups: int(sch.Groups())}
+		Groups: int(groups)}
 	meta, gw, stSchema, err := o.createGroupsTable(in, cb, &a, sv.name)
 	if err != nil {
 		return err
 	}
 	defer gw.Abort()
-	if err := WriteSchedule(gw, stSchema, sch, sv.col.Labels()); err != nil {
+	nb := &numberer{l: o.L, sets: plan.Sets(0), base: base, groups: groups}
+	if err := nb.writeGroups(gw, stSchema, sv.col.Label); err != nil {
 		return err
 	}
-	base := GroupBase(sch)
-	groups := sch.Groups()
-	// Pass 2 and the numbering need the sets alone, flat: the schedule's
-	// SetTypes go (a third of the run's memory per set type on a
-	// high-cardinality column: 174k types at 80k values).
-	plan.DropSchedules()
 
 	// The rows: pass 2 → shuffle → numbering → shuffle → -o.
 	var nsa []int // input columns published as they are
@@ -575,8 +577,7 @@ func (o *Options) runAnatomy(in table.Reader, cb *codebook.Codebook) error {
 		return err
 	}
 	defer ow.Abort()
-	nb := &numberer{w: ow, rw: table.NewRowWriter(ow, schema, 0), l: o.L, sets: plan.Sets(0), base: base, groups: groups,
-		nsa: len(nsa), next: make([]uint32, len(base)*o.L)}
+	nb.w, nb.rw, nb.nsa, nb.next = ow, table.NewRowWriter(ow, schema, 0), len(nsa), make([]uint32, len(base)*o.L)
 	defer nb.rw.Release()
 	shw, err := shuffle.NewWriter(nb, hiddenSchema, numberRand, shuffle.Options{Budget: budget})
 	if err != nil {
