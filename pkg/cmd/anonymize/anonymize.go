@@ -176,11 +176,10 @@ publishes it at once. They hold the counts and one entry per distinct
 value set (at most C(V, ℓ′) of them for V values; with --grouping random
 also at most 2^14 + V + ℓ′ + 1 whatever the rows, as above 2^14 groups one
 random draw serves a run of consecutive groups). Memory does grow with
-the sensitive column's distinct values: past 200k values, about 100 bytes
-a value on top of about 62 MB (140 on top of 64 MB with --grouping
-anatomy, about two set types a value); on 4M rows, 77–79 MB at 80k values,
-86–90 MB at 300k and 109 MB at 500k (82–86, 105 and 130 MB with --grouping
-anatomy). Past 128k values the shuffle's budget below gives way to the
+the sensitive column's distinct values, by about 60 to 90 bytes a value
+(the codebook, the counts and the set types); on 4M rows, 78 MB at 80k
+values, 79 MB at 300k, 87 MB at 500k and 117 MB at 1M (78, 87, 102 and
+130 MB with --grouping anatomy). Past 128k values the shuffle's budget below gives way to the
 per-value state, down to 4 MiB. anatomy numbers the
 groups of the rows after a first shuffle and shuffles them again; with
 --keep-order it holds the table instead (about 30 bytes per row) and
