@@ -518,7 +518,7 @@ func (a *anonRun) anatomy(ctx context.Context) error {
 	}
 	defer gw.Abort()
 	col, _ := a.cb.Column(o.Sensitive[0])
-	if err := anonymizecmd.WriteSchedule(gw, anonymizecmd.GroupsSchema(o.GroupCol, o.Sensitive[0]), sch, col.Labels()); err != nil {
+	if err := anonymizecmd.WriteSchedule(gw, anonymizecmd.GroupsSchema(o.GroupCol, o.Sensitive[0]), sch, col.Label); err != nil {
 		return err
 	}
 	if err := gw.Commit(); err != nil {

@@ -264,21 +264,41 @@ func GroupBase(sch *anonymize.Schedule) []int64 {
 	return base
 }
 
+// WriteSchedule writes Anatomy's sensitive table from the schedule (the
+// groups numbered as GroupBase says, each listing its ℓ values with count
+// 1) to w, a batch at a time, as anonymize writes it from the flat sets
+// (numberer.writeGroups); the Beam stage has the schedule's Types alone.
+// label(v) is value index v's label.
+func WriteSchedule(w table.Writer, schema *arrow.Schema, sch *anonymize.Schedule, label func(int) string) error {
+	base := GroupBase(sch)
+	return writeGroupsOf(w, schema, len(sch.Types), func(t int) ([]uint32, int64, int64) {
+		return sch.Types[t].Values, base[t], sch.Types[t].Groups
+	}, label)
+}
+
 // writeGroups writes Anatomy's sensitive table from the numbering's sets
-// and groups (the groups numbered as GroupBase says, each listing its ℓ
-// values with count 1) to w, a batch at a time: memory does not grow
-// with the groups. label(v) is value index v's label.
+// and groups to w (see WriteSchedule).
 func (nb *numberer) writeGroups(w table.Writer, schema *arrow.Schema, label func(int) string) error {
+	return writeGroupsOf(w, schema, len(nb.base), func(t int) ([]uint32, int64, int64) {
+		return nb.sets[t*nb.l : (t+1)*nb.l], nb.base[t], nb.groupsOf(t)
+	}, label)
+}
+
+// writeGroupsOf writes Anatomy's sensitive table of n set types, type t
+// having the values, first group number and groups typ(t), a batch at a
+// time: memory does not grow with the groups.
+func writeGroupsOf(w table.Writer, schema *arrow.Schema, n int, typ func(t int) ([]uint32, int64, int64), label func(int) string) error {
 	var st []anonymize.AnatomyEntry
 	flush := func() error {
 		err := writeST(w, schema, st, label)
 		st = st[:0]
 		return err
 	}
-	for t := range nb.base {
-		for g := range nb.groupsOf(t) {
-			for _, v := range nb.sets[t*nb.l : (t+1)*nb.l] {
-				st = append(st, anonymize.AnatomyEntry{Group: uint32(nb.base[t] + g), Value: v, Count: 1})
+	for t := range n {
+		vals, base, groups := typ(t)
+		for g := range groups {
+			for _, v := range vals {
+				st = append(st, anonymize.AnatomyEntry{Group: uint32(base + g), Value: v, Count: 1})
 			}
 			if len(st) >= table.DefaultBatchSize {
 				if err := flush(); err != nil {
