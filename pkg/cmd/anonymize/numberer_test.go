@@ -58,3 +58,18 @@ func TestNumbererFromFlatSets(t *testing.T) {
 		}
 	}
 }
+
+// TestNumbererCountsPastSixteenBits: a place's count runs on past 2^16
+// (a set type of that many groups) exactly, from next into big and on.
+func TestNumbererCountsPastSixteenBits(t *testing.T) {
+	nb := &numberer{next: make([]uint16, 3)}
+	for i := range int64(200_000) {
+		if got := nb.numbered(1); got != i {
+			t.Fatalf("after %d rows: numbered %d", i, got)
+		}
+		nb.count(1)
+	}
+	if nb.numbered(0) != 0 || nb.numbered(2) != 0 || nb.numbered(1) != 200_000 {
+		t.Fatalf("counts %d, %d, %d; want 0, 200000, 0", nb.numbered(0), nb.numbered(1), nb.numbered(2))
+	}
+}

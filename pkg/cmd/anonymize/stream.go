@@ -577,7 +577,7 @@ func (o *Options) runAnatomy(in table.Reader, cb *codebook.Codebook) error {
 		return err
 	}
 	defer ow.Abort()
-	nb.w, nb.rw, nb.nsa, nb.next = ow, table.NewRowWriter(ow, schema, 0), len(nsa), make([]uint32, len(base)*o.L)
+	nb.w, nb.rw, nb.nsa, nb.next = ow, table.NewRowWriter(ow, schema, 0), len(nsa), make([]uint16, len(base)*o.L)
 	defer nb.rw.Release()
 	shw, err := shuffle.NewWriter(nb, hiddenSchema, numberRand, shuffle.Options{Budget: budget})
 	if err != nil {
@@ -648,8 +648,12 @@ type numberer struct {
 	base   []int64  // GroupBase
 	groups int64    // the schedule's groups
 	// next counts, per (type, place of the value in the type's set), the
-	// rows numbered (fewer than the type's groups, at most MaxRows).
-	next []uint32
+	// rows numbered (fewer than the type's groups, at most MaxRows): in 16
+	// bits, 2ℓ′ bytes a set type (4.5 MB less at 300k values), the rare
+	// count of nextBig or more in big (a type of that many groups: at
+	// most N/(ℓ′·65535) of them).
+	next []uint16
+	big  map[int]uint32
 	nsa  int
 }
 
@@ -680,19 +684,46 @@ func (nb *numberer) Write(rec arrow.RecordBatch) error {
 			return errors.New("internal error: a row dealt to a set type the schedule does not have")
 		}
 		place, ok := slices.BinarySearch(nb.sets[t*l:(t+1)*l], uint32(vals.Value(i)))
-		if !ok || int64(nb.next[t*l+place]) >= nb.groupsOf(t) {
+		k := t*l + place
+		if !ok || nb.numbered(k) >= nb.groupsOf(t) {
 			return errors.New("internal error: a row dealt to a set without its value, or to a full set")
 		}
 		for c, v := range cells {
 			bb.String(c, v.String(i))
 		}
-		bb.Int64(nb.nsa, nb.base[t]+int64(nb.next[t*l+place]))
-		nb.next[t*l+place]++
+		bb.Int64(nb.nsa, nb.base[t]+nb.numbered(k))
+		nb.count(k)
 		if err := nb.rw.EndRow(); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// nextBig in numberer.next marks a count kept in numberer.big.
+const nextBig = 1<<16 - 1
+
+// numbered is the rows numbered at next[k].
+func (nb *numberer) numbered(k int) int64 {
+	if c := nb.next[k]; c != nextBig {
+		return int64(c)
+	}
+	return int64(nb.big[k])
+}
+
+// count counts one more row numbered at next[k].
+func (nb *numberer) count(k int) {
+	switch c := nb.next[k]; {
+	case c < nextBig-1:
+		nb.next[k]++
+	case c == nextBig-1:
+		if nb.big == nil {
+			nb.big = map[int]uint32{}
+		}
+		nb.next[k], nb.big[k] = nextBig, nextBig
+	default:
+		nb.big[k]++
+	}
 }
 
 func (nb *numberer) Commit() error {
