@@ -403,8 +403,8 @@ func (p *Plan) Finish(r *rand.Rand) error {
 				// The group counts become the numbers of the groups before
 				// each type, in place.
 				var next int64
-				for t, k := range f.groups {
-					f.groups[t], next = next, next+k
+				for t, g := range f.groups {
+					f.groups[t], next = next, next+g
 				}
 				p.bases = append(p.bases, f.groups)
 			}
