@@ -232,6 +232,16 @@ func newCSVColumn(a arrow.Array, n int) csvColumn {
 	return csvColumn{other: ValuesOf(a)}
 }
 
+// entry is the dictionary entry of a dictionary column's cell i (not
+// null): from the int32 indices when the column has them, without
+// GetValueIndex's switch on the index type.
+func (c *csvColumn) entry(i int) int {
+	if c.idx != nil {
+		return int(c.idx[i])
+	}
+	return c.dict.GetValueIndex(i)
+}
+
 func (c *csvColumn) append(dst []byte, i int) []byte {
 	switch {
 	case c.idx != nil && c.enc != nil:
@@ -241,7 +251,7 @@ func (c *csvColumn) append(dst []byte, i int) []byte {
 			return dst
 		}
 		if c.enc == nil {
-			return appendCSVField(dst, c.vals.String(c.dict.GetValueIndex(i)))
+			return appendCSVField(dst, c.vals.String(c.entry(i)))
 		}
 		return append(dst, c.enc[c.dict.GetValueIndex(i)]...)
 	case c.str != nil:
@@ -267,7 +277,7 @@ func (c *csvColumn) empty(i int) bool {
 			return true
 		}
 		if c.enc == nil {
-			return c.vals.String(c.dict.GetValueIndex(i)) == ""
+			return c.vals.String(c.entry(i)) == ""
 		}
 		return len(c.enc[c.dict.GetValueIndex(i)]) == 0
 	case c.str != nil:
