@@ -88,8 +88,8 @@ duck() {
 }
 REPEAT=${BENCH_REPEAT:-3}
 # compare PLABEL DLABEL [QUERY FILE…] -- CMD ARGS…: BENCH_REPEAT interleaved
-# runs of CMD on all cores, CMD with GOMAXPROCS=1 and the DuckDB QUERY
-# (none when no QUERY is given). The summary reads the lines by label.
+# runs of CMD on all cores, CMD with GOMAXPROCS=1, the DuckDB QUERY and
+# the QUERY on one DuckDB thread (none when no QUERY is given). The summary reads the lines by label.
 compare() {
   local plabel=$1 dlabel=$2
   shift 2
@@ -106,7 +106,12 @@ compare() {
     "$T" run -rows "$n" -label "$plabel" -- "$@"
     if [ "$rep" = 1 ] && awk '{exit !($(NF - 3) < 0.5)}' <<<"$(tail -n 1 "$log")"; then reps=$((REPEAT * 5)); fi
     GOMAXPROCS=1 "$T" run -rows "$n" -label "$plabel [1 core]" -- "$@"
-    if [ ${#dargs[@]} -gt 0 ]; then duck "$dlabel" "${dargs[@]}"; fi
+    if [ ${#dargs[@]} -gt 0 ]; then
+      duck "$dlabel" "${dargs[@]}"
+      # DuckDB on one thread: what a second core gives the best-known
+      # parallel engine on this machine, next to pramkit's speedup.
+      DUCKDB_THREADS=1 duck "$dlabel [1 thread]" "${dargs[@]}"
+    fi
   done
 }
 # quiet CMD…: CMD with its stderr dropped (anonymize's 'left out' notes,
@@ -270,7 +275,9 @@ done
 # run: this 2-vCPU machine passes data between its cores at 3 to 34 GB/s
 # from minute to minute (benchtool xcore), so a few 2-core runs of a stage
 # land in the slow state and can move the median; the fastest runs show
-# the code's own scaling. Peak RSS is the largest of the runs; DuckDB's
+# the code's own scaling. "Duck x" is DuckDB's own speedup (its time on
+# one thread / on all cores, medians, wall time as for pramkit): what the
+# second core gives a parallel engine here on the same work. Peak RSS is the largest of the runs; DuckDB's
 # includes node's own (the baseline row).
 "$OUT/benchtool" xcore
 echo
@@ -305,8 +312,8 @@ PAIRS
     /^query\|/ { split($0, f, "|"); qt[f[2], f[3]] = qt[f[2], f[3]] " " f[4] }
     END {
       np = split(pairs, p, "\n")
-      printf "%-34s %8s %9s %7s %6s %9s %7s %8s %7s %8s %8s\n", "stage", "1 core s", "pramkit s", "speedup", "best",
-        "DuckDB s", "ratio", "query s", "ratio*", "pk MB", "DuckDB MB"
+      printf "%-34s %8s %9s %7s %6s %9s %7s %7s %8s %7s %8s %8s\n", "stage", "1 core s", "pramkit s", "speedup", "best",
+        "DuckDB s", "Duck x", "ratio", "query s", "ratio*", "pk MB", "DuckDB MB"
       for (i = 1; i <= nn; i++) {
         k = ns[i]; head = 0
         for (j = 1; j <= np; j++) {
@@ -317,9 +324,10 @@ PAIRS
           one = ((k, f[2] " [1 core]") in t) ? median(t[k, f[2] " [1 core]"]) : ""
           dk = ((k, f[3]) in t) ? median(t[k, f[3]]) : ""
           qk = ((k, f[3]) in qt) ? median(qt[k, f[3]]) : ""
+          d1 = ((k, f[3] " [1 thread]") in t) ? median(t[k, f[3] " [1 thread]"]) : ""
           best = one == "" ? "" : ratio(lo[k, f[2] " [1 core]"], lo[k, f[2]])
-          printf "%-34s %8s %9s %7s %6s %9s %7s %8s %7s %8s %8s\n", f[1], num(one), num(pk), ratio(one, pk), (best == "" ? "-" : best),
-            num(dk), ratio(dk, pk), num(qk), ratio(qk, pk), m[k, f[2]], (dk == "" ? "-" : m[k, f[3]])
+          printf "%-34s %8s %9s %7s %6s %9s %7s %7s %8s %7s %8s %8s\n", f[1], num(one), num(pk), ratio(one, pk), (best == "" ? "-" : best),
+            num(dk), ratio(d1, dk), ratio(dk, pk), num(qk), ratio(qk, pk), m[k, f[2]], (dk == "" ? "-" : m[k, f[3]])
         }
       }
     }' "$log"

@@ -128,7 +128,9 @@ if (process.env.DUCKDB_PRINT) {
   console.log(stmts.join(';\n') + ';');
   process.exit(0);
 }
-const db = await DuckDBInstance.create(':memory:');
+// DUCKDB_THREADS=N limits DuckDB to N threads (bench.sh measures its own
+// 1-thread time with it, to show what a second core gives here).
+const db = await DuckDBInstance.create(':memory:', process.env.DUCKDB_THREADS ? { threads: process.env.DUCKDB_THREADS } : {});
 const conn = await db.connect();
 // The queries' own time, without node's start-up and DuckDB's loading,
 // for bench.sh's second ratio.
