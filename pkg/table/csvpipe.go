@@ -58,6 +58,8 @@ type csvPipeline struct {
 	hash   chan hashPiece // bytes to hash, in order; nil without a sidecar
 	hashed chan struct{}  // closed when every byte is hashed
 	bufs   bufPool        // read buffers to reuse
+	target int            // the chunk size (csvChunkTarget)
+	fresh  int            // read buffers allocated (split's; tests)
 
 	// Next's state.
 	cur      *csvChunk
@@ -97,9 +99,11 @@ type bufPool struct {
 	done atomic.Bool
 }
 
-// freeBuffers is the number of read buffers kept: one being filled while
-// the workers parse, one being freed.
-const freeBuffers = 2
+// freeBuffers is the number of read buffers kept. A buffer holds about
+// two chunks and comes back when both are parsed, often together with the
+// one before it: with 2 kept, one buffer in ten was dropped and a fresh
+// one allocated for a later read (TestCSVSplitReusesItsReadBuffers).
+const freeBuffers = 3
 
 // drain drops the kept buffers for good (split is done reading).
 func (p *bufPool) drain() {
@@ -130,7 +134,15 @@ func (p *csvPipeline) buffer(size int) *chunkBuf {
 		}
 	default:
 	}
-	b := &chunkBuf{b: make([]byte, 0, size), pool: &p.bufs}
+	// Every buffer of a run has one size, 2·target, when that holds the
+	// request: split asks for the unsent bytes (under want) plus want, so
+	// under 2·target as long as want is the target, and a kept buffer
+	// then always fits the next request. (Sized to each request, a kept
+	// buffer was nearly always a few bytes short, so every read took a
+	// fresh one, zeroed and page-faulted in on the reading core, then
+	// parsed on another.)
+	p.fresh++
+	b := &chunkBuf{b: make([]byte, 0, max(size, 2*p.target)), pool: &p.bufs}
 	b.refs.Store(1)
 	return b
 }
@@ -176,7 +188,8 @@ func (c *csvReader) startPipeline() *csvPipeline {
 			close(p.hashed)
 		}(c.bind.got)
 	}
-	go p.split(c.br, pre, csvChunkTarget(c.batch))
+	p.target = csvChunkTarget(c.batch)
+	go p.split(c.br, pre, p.target)
 	for range workers {
 		go p.worker(c.ncols, c.sel, c.labels, c.batch, c.schema)
 	}

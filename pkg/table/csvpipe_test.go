@@ -402,3 +402,45 @@ func TestCSVLabelsReadAsCodes(t *testing.T) {
 		}
 	}
 }
+
+// TestCSVSplitReusesItsReadBuffers reads 200 chunks (past the first MiB,
+// which Open's buffered reader holds) of records of varied length, so that the bytes carried from one read to the next vary, and
+// checks that split allocates read buffers only while the chunks in flight
+// grow, not per read.
+func TestCSVSplitReusesItsReadBuffers(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("id,v\n")
+	const chunk = 16 << 10
+	for i := 0; b.Len() < 1<<20+200*chunk; i++ {
+		fmt.Fprintf(&b, "%d,%s\n", i, strings.Repeat("x", i*7919%97))
+	}
+	p := filepath.Join(t.TempDir(), "t.csv")
+	if err := os.WriteFile(p, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
+	withChunkBytes(t, chunk, func() {
+		r, err := Open(p, ReadOptions{BatchSize: 64})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		for {
+			rec, err := r.Next()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			rec.Release()
+		}
+		// Next saw the end, so split has returned. 4 here; 8 leaves
+		// room for the scheduler (a buffer is dropped when more than
+		// freeBuffers come back at once). Sized to each request, every
+		// read took a fresh buffer (201); with 2 kept, about 20.
+		if fresh := r.(*csvReader).pipe.fresh; fresh > 8 {
+			t.Errorf("split allocated %d read buffers for about 200 chunks, want at most 8", fresh)
+		}
+	})
+}
