@@ -12,6 +12,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
 // maxCSVRecord bounds one CSV record: a chunk that has grown this long
@@ -191,7 +192,7 @@ func (c *csvReader) startPipeline() *csvPipeline {
 	p.target = csvChunkTarget(c.batch)
 	go p.split(c.br, pre, p.target)
 	for range workers {
-		go p.worker(c.ncols, c.sel, c.labels, c.batch, c.schema)
+		go p.worker(c.ncols, c.sel, c.labels, c.batch, c.schema, c.reuse)
 	}
 	return p
 }
@@ -310,8 +311,11 @@ func recordEnd(buf []byte) int {
 	}
 }
 
-func (p *csvPipeline) worker(ncols int, sel []int, labels []*Labels, batch int, schema *arrow.Schema) {
+func (p *csvPipeline) worker(ncols int, sel []int, labels []*Labels, batch int, schema *arrow.Schema, reuse bool) {
 	s := newCSVScanner(ncols)
+	if reuse {
+		s.pool = &poolAllocator{small: memory.DefaultAllocator}
+	}
 	s.project(sel)
 	s.code(labels)
 	for ch := range p.work {

@@ -32,6 +32,9 @@ type csvScanner struct {
 	sel     []int     // the columns read, in order
 	data    [][]byte  // per column: the batch's value bytes (a coded column's: the field being read)
 	offs    [][]int32 // per column: the batch's value offsets
+	// pool, when set, lends the batches' buffers and takes them back
+	// once the caller has released the batch (ReadOptions.ReuseBuffers).
+	pool *poolAllocator
 
 	// Columns read as codes (ReadOptions.Labels): per column, the labels
 	// (nil for text), the batch's codes, and the batch's cells that are
@@ -359,15 +362,45 @@ func (s *csvScanner) batch(rows int) ([]arrow.Array, error) {
 		if len(s.data[j]) > math.MaxInt32 {
 			return nil, errors.New("a column holds more than 2 GiB of text in one batch; values this long are not categories")
 		}
-		offs := memory.NewBufferBytes(arrow.Int32Traits.CastToBytes(s.offs[j]))
-		data := memory.NewBufferBytes(s.data[j])
+		offs := s.buffer(arrow.Int32Traits.CastToBytes(s.offs[j]))
+		data := s.buffer(s.data[j])
 		d := array.NewData(arrow.BinaryTypes.String, rows, []*memory.Buffer{nil, offs, data}, nil, 0, 0)
 		cols[i] = array.NewStringData(d)
 		d.Release()
-		s.data[j] = make([]byte, 0, cap(s.data[j]))
-		s.offs[j] = make([]int32, 1, cap(s.offs[j]))
+		offs.Release() // d holds its own references
+		data.Release()
+		s.data[j] = s.bytes(cap(s.data[j]))
+		s.offs[j] = append(s.int32s(cap(s.offs[j])), 0)
 	}
 	return cols, nil
+}
+
+// buffer wraps b for a batch. With a pool (ReadOptions.ReuseBuffers), b
+// goes back to it when the last array holding it is released; the caller
+// releases the returned reference once an array holds b.
+func (s *csvScanner) buffer(b []byte) *memory.Buffer {
+	if s.pool == nil {
+		return memory.NewBufferBytes(b)
+	}
+	return memory.NewBufferWithAllocator(b, s.pool)
+}
+
+// bytes is an empty slice of capacity n for the next batch: fresh, or
+// from the pool (a released batch's, not cleared: only what is appended
+// is read).
+func (s *csvScanner) bytes(n int) []byte {
+	if s.pool == nil {
+		return make([]byte, 0, n)
+	}
+	return s.pool.allocate(n, false)[:0]
+}
+
+// int32s is bytes for int32 values.
+func (s *csvScanner) int32s(n int) []int32 {
+	if s.pool == nil {
+		return make([]int32, 0, n)
+	}
+	return arrow.Int32Traits.CastFromBytes(s.pool.allocate(4*n, false))[:0]
 }
 
 // codeColumn hands out coded column j's rows as a dictionary array over
@@ -381,11 +414,13 @@ func (s *csvScanner) codeColumn(j, rows int) arrow.Array {
 		defer dict.Release()
 	}
 	codes := s.codes[j]
-	d := array.NewData(DictType, rows, []*memory.Buffer{nil, memory.NewBufferBytes(arrow.Int32Traits.CastToBytes(codes))}, nil, 0, 0)
+	cb := s.buffer(arrow.Int32Traits.CastToBytes(codes))
+	d := array.NewData(DictType, rows, []*memory.Buffer{nil, cb}, nil, 0, 0)
+	cb.Release()
 	d.SetDictionary(dict)
 	a := array.NewDictionaryData(d)
 	d.Release()
-	s.codes[j] = make([]int32, 0, cap(codes))
+	s.codes[j] = s.int32s(cap(codes))
 	s.resetExtras(j)
 	return a
 }

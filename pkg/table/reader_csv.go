@@ -39,6 +39,7 @@ type csvReader struct {
 	first  int          // lines before the first record (metadata line, header)
 	pipe   *csvPipeline // started by the first Next
 	labels []*Labels    // per file column: read as codes (ReadOptions.Labels), or nil
+	reuse  bool         // ReadOptions.ReuseBuffers: batches lend pooled buffers
 }
 
 // binding is what a sidecar says of its data file, and where the data's
@@ -137,6 +138,7 @@ func openCSV(name string, file *os.File, br *bufio.Reader, opt ReadOptions, side
 		bind:   bind,
 		first:  skipped + line,
 		labels: labels,
+		reuse:  opt.ReuseBuffers,
 	}
 	if bind != nil {
 		c.hr = side.hr

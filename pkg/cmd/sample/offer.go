@@ -33,11 +33,12 @@ var errEmptyID = errors.New("the row id is empty; every row needs an id, or omit
 
 // offerChunk is one batch of input rows on its way through the pipeline.
 type offerChunk struct {
-	rec  arrow.RecordBatch // retained by next, released by emit
-	pos  uint64            // 0-based position of its first row over all inputs
-	file string            // the file it comes from, and
-	row  int64             // the 1-based row of its first row there
-	pri  []sample.Priority // set by work
+	rec  arrow.RecordBatch  // retained by next, released by emit
+	pos  uint64             // 0-based position of its first row over all inputs
+	file string             // the file it comes from, and
+	row  int64              // the 1-based row of its first row there
+	pri  []sample.Priority  // set by work
+	pris *[]sample.Priority // pri's memory, back to the pool once emitted
 }
 
 // offerRowsParallel is offerRows with the priorities computed in parallel.
@@ -67,11 +68,17 @@ func (o *Options) offerRowsParallel(in table.Reader, secret []byte, idCol int, k
 		}
 		return p
 	}}
+	// The chunks' priority slices, reused: at most InFlight are out.
+	pris := sync.Pool{New: func() any { return new([]sample.Priority) }}
 	work := func(c *offerChunk) (*offerChunk, error) {
 		prf := prfs.Get().(*sample.PRF)
 		defer prfs.Put(prf)
 		n := int(c.rec.NumRows())
-		c.pri = make([]sample.Priority, n)
+		p := pris.Get().(*[]sample.Priority)
+		if cap(*p) < n {
+			*p = make([]sample.Priority, n)
+		}
+		c.pri, c.pris = (*p)[:n], p
 		if idCol < 0 {
 			for i := range c.pri {
 				c.pri[i] = prf.Position(c.pos + uint64(i))
@@ -91,6 +98,7 @@ func (o *Options) offerRowsParallel(in table.Reader, secret []byte, idCol int, k
 	}
 	emit := func(c *offerChunk) error {
 		defer c.rec.Release()
+		defer pris.Put(c.pris)
 		kc := newKeptCells(c.rec, keep, idCol)
 		var row int
 		// One closure per chunk: Offer calls it only for a kept row.

@@ -593,18 +593,19 @@ func (o *Options) write(meta table.Meta, names []string, format table.Format, se
 // built), when --columns names them and there is one input. Several
 // inputs are read whole, so that sameTable still compares every column of
 // the shards; --keep-id without --id reads whole, so that layout reports
-// that usage error rather than a missing column.
+// that usage error rather than a missing column. Batches lend their
+// buffers to later ones (ReuseBuffers): the cells a sample keeps are
+// cloned (keptCells.row), and each batch is released once offered.
 func (o *Options) projectedOpen() func(string) (table.Reader, error) {
-	if len(o.Columns) == 0 || len(o.Inputs) > 1 || (o.KeepID && o.ID == "") {
-		return o.Streams.Open
+	opt := table.ReadOptions{ReuseBuffers: true}
+	if len(o.Columns) > 0 && len(o.Inputs) == 1 && (!o.KeepID || o.ID != "") {
+		if o.ID != "" {
+			opt.Columns = append(opt.Columns, o.ID)
+		}
+		opt.Columns = append(opt.Columns, o.Columns...)
 	}
-	var cols []string
-	if o.ID != "" {
-		cols = append(cols, o.ID)
-	}
-	cols = append(cols, o.Columns...)
 	return func(path string) (table.Reader, error) {
-		return o.Streams.OpenWith(path, table.ReadOptions{Columns: cols})
+		return o.Streams.OpenWith(path, opt)
 	}
 }
 
