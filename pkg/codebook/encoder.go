@@ -277,6 +277,9 @@ func (e *Encoder) Index(v string) (uint32, error) {
 
 // onMissing applies the MissingPolicy; kind is KindUnknown or KindNotNumber
 // when an unknown value is being treated as missing.
+// onMissing and onUnknown clone v into the error: v may point into a batch
+// whose buffers the reader lends to a later one (table.ReadOptions.
+// ReuseBuffers), and the error is reported after that.
 func (e *Encoder) onMissing(v string, kind ErrorKind) (uint32, error) {
 	switch e.policy.Missing {
 	case MissingDrop:
@@ -286,14 +289,14 @@ func (e *Encoder) onMissing(v string, kind ErrorKind) (uint32, error) {
 			return e.missing, nil
 		}
 	}
-	return 0, &ValueError{Column: e.col.name, Value: v, Kind: kind, col: e.col, policy: e.policy}
+	return 0, &ValueError{Column: e.col.name, Value: strings.Clone(v), Kind: kind, col: e.col, policy: e.policy}
 }
 
 func (e *Encoder) onUnknown(v string, kind ErrorKind) (uint32, error) {
 	if e.policy.Unknown == UnknownMissing {
 		return e.onMissing(v, kind)
 	}
-	return 0, &ValueError{Column: e.col.name, Value: v, Kind: kind, col: e.col, policy: e.policy}
+	return 0, &ValueError{Column: e.col.name, Value: strings.Clone(v), Kind: kind, col: e.col, policy: e.policy}
 }
 
 // parseSmallInt parses an optional '-' and 1 to 15 ASCII digits, the usual

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -56,7 +57,9 @@ func MapCoder(codes map[string]uint32) *Coder {
 		if c, ok := codes[s]; ok {
 			return c, nil
 		}
-		return 0, &UnknownLabelError{Label: s}
+		// Cloned: s may point into a batch whose buffers the reader
+		// lends to a later one (ReadOptions.ReuseBuffers).
+		return 0, &UnknownLabelError{Label: strings.Clone(s)}
 	})
 }
 

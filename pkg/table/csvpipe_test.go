@@ -510,3 +510,80 @@ func TestCSVReuseBuffersReadsTheSameRows(t *testing.T) {
 		t.Errorf("ReuseBuffers allocated %d MB, without %d MB: want at least 6 MB saved", reused>>20, fresh>>20)
 	}
 }
+
+// TestReuseCSVBuffersOnlyBeforeReading: ReuseCSVBuffers turns reuse on for
+// a CSV reader that has not read yet, and for nothing else.
+func TestReuseCSVBuffersOnlyBeforeReading(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "t.csv")
+	writeRows(t, p, []string{"x"}, [][]string{{"a"}, {"b"}}, Meta{}, WriteOptions{})
+	r, err := Open(p, ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if !ReuseCSVBuffers(r) || !r.(*csvReader).reuse {
+		t.Error("a CSV reader that has not read: reuse not turned on")
+	}
+	r.(*csvReader).reuse = false
+	if _, err := r.Next(); err != nil {
+		t.Fatal(err)
+	}
+	if ReuseCSVBuffers(r) {
+		t.Error("a CSV reader that has read: reuse turned on mid-file")
+	}
+	q := filepath.Join(dir, "t.parquet")
+	writeRows(t, q, []string{"x"}, [][]string{{"a"}}, Meta{}, WriteOptions{})
+	pr, err := Open(q, ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pr.Close()
+	if ReuseCSVBuffers(pr) {
+		t.Error("a Parquet reader: ReuseCSVBuffers says it turned CSV reuse on")
+	}
+}
+
+// TestCoderErrorOutlivesItsBatch keeps MapCoder's error for a cell of the
+// first batch of a CSV file read with ReuseBuffers, reads on (later
+// batches are built in the first one's buffers), and checks that the
+// error still names the cell's value: the error holds a copy.
+func TestCoderErrorOutlivesItsBatch(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("x\n")
+	for i := range 100000 {
+		if i == 0 {
+			b.WriteString(strings.Repeat("z", 80) + "\n")
+			continue
+		}
+		b.WriteString(strings.Repeat(string(rune('a'+i%2)), 80) + "\n")
+	}
+	p := filepath.Join(t.TempDir(), "t.csv")
+	if err := os.WriteFile(p, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Open(p, ReadOptions{BatchSize: 2048, ReuseBuffers: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	coder := MapCoder(map[string]uint32{strings.Repeat("a", 80): 0, strings.Repeat("b", 80): 1})
+	var kept error
+	codes := make([]uint32, 2048)
+	for {
+		rec, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bad, err := coder.Codes(codes[:rec.NumRows()], rec.Column(0), 0); bad >= 0 && kept == nil {
+			kept = err
+		}
+	}
+	want := (&UnknownLabelError{Label: strings.Repeat("z", 80)}).Error()
+	if kept == nil || kept.Error() != want {
+		t.Errorf("the first batch's error, read after the last batch: %v, want %s", kept, want)
+	}
+}

@@ -274,3 +274,16 @@ func (c *csvReader) Close() error {
 	}
 	return nil
 }
+
+// ReuseCSVBuffers turns ReadOptions.ReuseBuffers on for r when r is a CSV
+// reader that has not started reading, for a caller that opened r before
+// it knew it would keep nothing of a batch past its release (estimate
+// opens a release, then picks how to count it). It reports whether it did.
+func ReuseCSVBuffers(r Reader) bool {
+	c, ok := r.(*csvReader)
+	if !ok || c.pipe != nil || c.done || c.err != nil {
+		return false
+	}
+	c.reuse = true
+	return true
+}

@@ -186,7 +186,9 @@ func run(o *Options) error {
 			dict = cb.Names()
 		}
 	}
-	in, err := o.Streams.OpenWith(o.Input, table.ReadOptions{BatchSize: pipeline.ChunkRows, DictColumns: dict})
+	// ReuseBuffers: a chunk retains its batch until emitted, and cells
+	// are only coded (table.Coder and codebook errors copy what they keep).
+	in, err := o.Streams.OpenWith(o.Input, table.ReadOptions{BatchSize: pipeline.ChunkRows, DictColumns: dict, ReuseBuffers: true})
 	if err != nil {
 		return err
 	}

@@ -93,6 +93,10 @@ func (rel *pramRelease) countRows(o *Options, in table.Reader, t *pramTally, ind
 			return rows, nil
 		}
 	}
+	// Each chunk retains its batch until counted, and cells are only
+	// coded (MapCoder's cache and errors copy what they keep): a CSV
+	// release's batches can lend their buffers to later ones.
+	table.ReuseCSVBuffers(in)
 	var lines int64
 	next := func() (pramChunk, bool, error) {
 		rec, err := in.Next()
