@@ -22,7 +22,10 @@ func (o *Options) openOne(mech string, cols []string) (table.Reader, error) {
 	if len(o.Inputs) != 1 {
 		return nil, cli.Usagef("--mechanism %s randomizes one table, got %d inputs", mech, len(o.Inputs))
 	}
-	in, err := o.Streams.OpenWith(o.Inputs[0], table.ReadOptions{Columns: cols})
+	// ReuseBuffers: runLocal's chunks are slices that hold their batch
+	// until emitted, and bitflip and ddps only code cells (table.Coder
+	// and the codebook's errors copy what they keep) into new reports.
+	in, err := o.Streams.OpenWith(o.Inputs[0], table.ReadOptions{Columns: cols, ReuseBuffers: true})
 	var ce *table.ColumnError
 	if errors.As(err, &ce) && !table.IsStdio(o.Inputs[0]) {
 		// A table that is not plaintext rows is refused for that first,
