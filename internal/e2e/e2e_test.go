@@ -32,7 +32,10 @@ import (
 
 // TestMain maps each tool's name to its Main from the table that the
 // pramkit binary also dispatches on (pkg/cmd/tools), plus pramkit itself.
+// The tools, run as this binary, send every batch through reused memory
+// (table.PoolAllBuffersForTests).
 func TestMain(m *testing.M) {
+	table.PoolAllBuffersForTests()
 	cmds := map[string]func(){
 		pramkit.Name: func() { os.Exit(pramkit.Main()) },
 	}

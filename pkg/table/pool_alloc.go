@@ -22,10 +22,23 @@ import (
 // whose cap is above poolMaxShift).
 type poolAllocator struct{ small memory.Allocator }
 
-const (
-	poolMinShift = 16 // 64 KiB: smaller buffers are cheap to allocate
-	poolMaxShift = 26 // 64 MiB
-)
+const poolMaxShift = 26 // 64 MiB
+
+// poolMinShift: buffers under 64 KiB are cheap to allocate, and are not
+// pooled (PoolAllBuffersForTests lowers it).
+var poolMinShift = 16
+
+// PoolAllBuffersForTests makes the readers and writers pool buffers of any
+// size from 64 bytes up, not only large ones, until the returned function
+// restores the default: tests of the stages, whose tables are small, then
+// run every batch through reused memory, and a batch whose buffers went
+// back to the pool while still in use shows as wrong output. Not safe to
+// call while a reader or writer is open.
+func PoolAllBuffersForTests() (restore func()) {
+	old := poolMinShift
+	poolMinShift = 6
+	return func() { poolMinShift = old }
+}
 
 var bufferPools [poolMaxShift + 1]sync.Pool
 
