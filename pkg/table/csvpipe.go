@@ -12,7 +12,6 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
 // maxCSVRecord bounds one CSV record: a chunk that has grown this long
@@ -314,7 +313,7 @@ func recordEnd(buf []byte) int {
 func (p *csvPipeline) worker(ncols int, sel []int, labels []*Labels, batch int, schema *arrow.Schema, reuse bool) {
 	s := newCSVScanner(ncols)
 	if reuse {
-		s.pool = &poolAllocator{small: memory.DefaultAllocator}
+		s.pool = &bufferPool
 	}
 	s.project(sel)
 	s.code(labels)

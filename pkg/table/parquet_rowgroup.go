@@ -82,13 +82,6 @@ func (b *rowGroupBuf) batch() (arrow.RecordBatch, error) {
 	return array.NewRecordBatch(b.schema, arrs, int64(b.rows)), nil
 }
 
-// groupPool recycles the values of fixed-width and dictionary columns
-// from one group to the next: the writers release a group's batch once it
-// is encoded (Parquet) or written (Arrow IPC), so a later group reuses its
-// memory instead of a fresh allocation, zeroed and page-faulted in (a
-// 10M-row perturb output is 150 groups of 4 columns of 256 KiB).
-var groupPool = poolAllocator{small: memory.DefaultAllocator}
-
 // colKind is how a column's cells are gathered.
 type colKind int
 
@@ -135,11 +128,11 @@ func (c *colBuf) init(t arrow.DataType, capRows int) {
 		c.offs64 = make([]int64, 1, capRows+1)
 	case *arrow.DictionaryType:
 		c.kind, c.width = dictCol, tt.IndexType.(arrow.FixedWidthDataType).BitWidth()/8
-		c.vals = groupPool.allocate(capRows*c.width, false)[:0]
+		c.vals = bufferPool.allocate(capRows*c.width, false)[:0]
 	case arrow.FixedWidthDataType:
 		if w := tt.BitWidth(); w%8 == 0 && len(t.Layout().Buffers) == 2 {
 			c.kind, c.width = fixedCol, w/8
-			c.vals = groupPool.allocate(capRows*c.width, false)[:0]
+			c.vals = bufferPool.allocate(capRows*c.width, false)[:0]
 			return
 		}
 		c.kind = otherCol
@@ -289,8 +282,10 @@ func (c *colBuf) finish() (arrow.Array, error) {
 	bufs := []*memory.Buffer{valid, nil}
 	switch c.kind {
 	case fixedCol, dictCol:
-		// Back to groupPool when the batch's last holder releases it.
-		vals := memory.NewBufferWithAllocator(c.vals, groupPool)
+		// Back to bufferPool when the batch's last holder releases it:
+		// the writers release a group's batch once it is encoded
+		// (Parquet) or written (Arrow IPC).
+		vals := memory.NewBufferWithAllocator(c.vals, bufferPool)
 		defer vals.Release() // NewData holds its own reference
 		bufs[1] = vals
 	case boolCol:

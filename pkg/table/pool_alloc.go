@@ -42,6 +42,15 @@ func PoolAllBuffersForTests() (restore func()) {
 
 var bufferPools [poolMaxShift + 1]sync.Pool
 
+// bufferPool is the pool of the buffers that the Parquet writer's pages,
+// the writers' row groups (rowGroupBuf) and CSV batches read with
+// ReuseBuffers are made in. Pooling the row groups' values, once thought
+// not worth its memory, took perturb from 0.44–0.53 to 0.40–0.46 s and
+// decrypt -> Parquet from 0.46–0.51 to 0.43–0.44 s on 2 cores (10M rows),
+// with 3–5 MB less peak RSS: a fresh group's memory was zeroed and
+// faulted in on one core and read on another.
+var bufferPool = poolAllocator{memory.DefaultAllocator}
+
 func (a poolAllocator) Allocate(size int) []byte { return a.allocate(size, true) }
 
 // allocate is Allocate; zero false leaves a pooled buffer's old bytes.

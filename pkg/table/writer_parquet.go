@@ -36,12 +36,6 @@ type parquetWriter struct {
 	strs   stringDicts // used by encode only
 }
 
-// writerPool allocates the Parquet writer's buffers from pools of reused
-// buffers (poolAllocator). Pooling the row groups' copies (rowGroupBuf,
-// then a batch's copy) as well saved no CPU that could be measured and added ~3 MB of peak RSS to
-// decrypt -> Parquet (95 MB against a 100 MB budget), so they stay plain.
-var writerPool = poolAllocator{memory.DefaultAllocator}
-
 // parquetQueue is the number of row groups that may wait to be encoded.
 const parquetQueue = 1
 
@@ -83,7 +77,7 @@ func parquetProps(schema *arrow.Schema, groupRows int, extra ...parquet.WriterPr
 		// buffers (a dictionary column's indices, doubled as they come:
 		// ~320 MB allocated per 10M-row encrypt) and release them when
 		// the row group closes; pooled, the next row group reuses them.
-		parquet.WithAllocator(writerPool),
+		parquet.WithAllocator(bufferPool),
 	}
 	for _, f := range schema.Fields() {
 		if id := f.Type.ID(); id == arrow.DICTIONARY || id == arrow.INT32 || id == arrow.STRING {
