@@ -364,7 +364,7 @@ func (o *Options) runDiverted(in table.Reader, cb *codebook.Codebook) error {
 		}
 		return dict, nil
 	}
-	ow, err := o.shuffled(fw, schema, shuffleRand, shuffleBudget(g.codebookSizes(), 1), relabel)
+	ow, err := o.shuffled(fw, schema, shuffleRand, shuffleBudget, relabel)
 	if err != nil {
 		return err
 	}
@@ -571,7 +571,7 @@ func (o *Options) runAnatomy(in table.Reader, cb *codebook.Codebook) error {
 	defer fw.Abort()
 	w := newAsyncWriter(fw)
 	defer w.Abort()
-	budget := shuffleBudget(g.codebookSizes(), 2)
+	budget := int64(shuffleBudget)
 	ow, err := o.shuffled(w, schema, shuffleRand, budget, nil)
 	if err != nil {
 		return err
