@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"math/rand/v2"
 )
 
 // KeySize is the length in bytes of a row-keyed stream key: an AES-256 key.
@@ -97,6 +98,20 @@ func NewKeyed(key Key) *Keyed {
 		panic("rng.NewKeyed: " + err.Error()) // a 32-byte key is always valid
 	}
 	return &Keyed{block: b}
+}
+
+// DrawKeyed returns the row-keyed streams of a key drawn from r: a run's
+// key, drawn from its source (--seed, else crypto/rand), which the run
+// then goes on drawing from (the shuffle of its output).
+func DrawKeyed(r *rand.Rand) *Keyed {
+	var k Key
+	for i := 0; i < len(k); i += 8 {
+		w := r.Uint64()
+		for b := range 8 {
+			k[i+b] = byte(w >> (8 * b))
+		}
+	}
+	return NewKeyed(k)
 }
 
 // Block enciphers B(tag, t, row) into dst.

@@ -438,7 +438,7 @@ type globalRun struct {
 	idx, pub [][]uint32
 	// kept is keptRows' list, reused from batch to batch (a fresh one
 	// was 150 MB of garbage on 10M rows).
-	kept []int
+	kept     []int
 	cells    []table.Values
 	sensCols []sensColumn
 }

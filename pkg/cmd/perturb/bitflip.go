@@ -14,6 +14,7 @@ import (
 	"github.com/pramkit/pramkit/pkg/cli"
 	"github.com/pramkit/pramkit/pkg/codebook"
 	"github.com/pramkit/pramkit/pkg/mechanism"
+	"github.com/pramkit/pramkit/pkg/pipeline"
 	"github.com/pramkit/pramkit/pkg/release"
 	"github.com/pramkit/pramkit/pkg/rng"
 	"github.com/pramkit/pramkit/pkg/table"
@@ -274,7 +275,7 @@ func bitflipMeta(layout *bitflip.Layout, mech *bitflip.Mechanism, cb *codebook.C
 func bitflipRows(o *Options, in table.Reader, cols []bitflipColumn, haveCodebook bool, cbPath string,
 	layout *bitflip.Layout, mech *bitflip.Mechanism, schema *arrow.Schema, w table.Writer, r *rand.Rand) error {
 	L := layout.Width()
-	keyed := localKey(r)
+	keyed := rng.DrawKeyed(r)
 	tag := rng.Tag("BFLP")
 	// A worker's state: coders keep a batch's dictionary mapped.
 	type state struct {
@@ -304,15 +305,15 @@ func bitflipRows(o *Options, in table.Reader, cols []bitflipColumn, haveCodebook
 	words := sync.Pool{New: func() any { return new([]uint64) }}
 	// To a shuffle the rows go packed (shuffle.Writer.WritePacked), as it
 	// holds them: no 17 columns cut here to be packed again there.
-	packed := L <= 64 && packedShuffle(w)
-	work := func(c *localChunk) error {
+	packed := L <= 64 && pipeline.PackedShuffle(w)
+	work := func(c *pipeline.LocalChunk) error {
 		s := states.Get().(*state)
 		defer states.Put(s)
-		n := int(c.rec.NumRows())
+		n := int(c.Rec.NumRows())
 		var bad firstBad
 		for j, col := range cols {
 			s.codes[j] = slices.Grow(s.codes[j][:0], n)[:n]
-			a := c.rec.Column(col.index)
+			a := c.Rec.Column(col.index)
 			if s.coders[j] != nil {
 				if i, err := s.coders[j].Codes(s.codes[j], a, 0); i >= 0 {
 					bad.add(i, j, err)
@@ -330,20 +331,20 @@ func bitflipRows(o *Options, in table.Reader, cols []bitflipColumn, haveCodebook
 			}
 		}
 		if bad.err != nil {
-			return &table.DataError{File: in.Name(), Row: c.first + int64(bad.row), Column: cols[bad.col].name, Err: bad.err}
+			return &table.DataError{File: in.Name(), Row: c.First + int64(bad.row), Column: cols[bad.col].name, Err: bad.err}
 		}
-		row0 := uint64(c.first - 1)
+		row0 := uint64(c.First - 1)
 		if L <= 64 {
 			// The chunk's rows, a word each, reused once written.
 			wp := words.Get().(*[]uint64)
 			ws := slices.Grow((*wp)[:0], n)[:n]
 			*wp = ws
-			c.free = func() { words.Put(wp) }
+			c.Free = func() { words.Put(wp) }
 			if err := bitflipWords(ws, s.codes, s.values, s.word, &s.blocks, layout, mech, keyed, tag, row0); err != nil {
 				return err
 			}
 			if packed {
-				c.packed = ws
+				c.Packed = ws
 				return nil
 			}
 			// The output columns, cut from the words a column at a time.
@@ -353,7 +354,7 @@ func bitflipRows(o *Options, in table.Reader, cols []bitflipColumn, haveCodebook
 					col[i] = uint32(w >> uint(b) & 1)
 				}
 			}
-			c.out = table.Int32Batch(schema, block, n)
+			c.Out = table.Int32Batch(schema, block, n)
 			return nil
 		}
 		block := table.Block(L, n)
@@ -372,12 +373,13 @@ func bitflipRows(o *Options, in table.Reader, cols []bitflipColumn, haveCodebook
 				block[b][i] = uint32(s.word[b>>6] >> (b & 63) & 1)
 			}
 		}
-		c.out = table.Int32Batch(schema, block, n)
+		c.Out = table.Int32Batch(schema, block, n)
 		return nil
 	}
 	// Chunks of at most 1 MiB of bits (a chunk in flight pins its input
 	// batch too), written in batches of at most 4 MiB.
-	return runLocal(o, in, max(64, min(table.DefaultBatchSize, (1<<18)/L)), max(64, min(table.DefaultBatchSize, (1<<20)/L)), w, work)
+	return pipeline.RunLocal(in, w, pipeline.LocalOptions{ChunkRows: max(64, min(table.DefaultBatchSize, (1<<18)/L)),
+		BatchRows: max(64, min(table.DefaultBatchSize, (1<<20)/L)), Meter: o.Streams.Progress("perturb: rows")}, work)
 }
 
 // bitflipWords encodes a chunk's rows of L ≤ 64 bits into ws, a word

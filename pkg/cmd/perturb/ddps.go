@@ -15,6 +15,7 @@ import (
 	"github.com/pramkit/pramkit/pkg/codebook"
 	"github.com/pramkit/pramkit/pkg/ddps"
 	"github.com/pramkit/pramkit/pkg/mechanism"
+	"github.com/pramkit/pramkit/pkg/pipeline"
 	"github.com/pramkit/pramkit/pkg/release"
 	"github.com/pramkit/pramkit/pkg/rng"
 	"github.com/pramkit/pramkit/pkg/table"
@@ -263,7 +264,7 @@ func (o *Options) ddpsPlan(col *codebook.Column) (ddpsPlan, error) {
 // row-keyed generator, drawn from r. Memory: the chunks in flight, whatever
 // the row count (plus the shuffle's bounded buffer behind w).
 func ddpsRows(o *Options, in table.Reader, idx int, enc *codebook.Encoder, plan ddpsPlan, mech *ddps.Mechanism, schema *arrow.Schema, w table.Writer, r *rand.Rand) error {
-	keyed := localKey(r)
+	keyed := rng.DrawKeyed(r)
 	tag := rng.Tag("DDPS")
 	labels := table.NewLabels(plan.labels)
 	// A worker's state: the coder keeps a batch's dictionary mapped.
@@ -281,17 +282,17 @@ func ddpsRows(o *Options, in table.Reader, idx int, enc *codebook.Encoder, plan 
 		s.r = rand.New(&s.st)
 		return s
 	}}
-	work := func(c *localChunk) error {
+	work := func(c *pipeline.LocalChunk) error {
 		s := states.Get().(*state)
 		defer states.Put(s)
-		n := int(c.rec.NumRows())
+		n := int(c.Rec.NumRows())
 		s.codes = slices.Grow(s.codes[:0], n)[:n]
-		if i, err := s.coder.Codes(s.codes, c.rec.Column(idx), 0); i >= 0 {
-			return &table.DataError{File: in.Name(), Row: c.first + int64(i), Column: enc.Column().Name(), Err: err}
+		if i, err := s.coder.Codes(s.codes, c.Rec.Column(idx), 0); i >= 0 {
+			return &table.DataError{File: in.Name(), Row: c.First + int64(i), Column: enc.Column().Name(), Err: err}
 		}
 		// Fresh slices: the batch shares them until it is written.
 		round1, round2 := make([]uint32, n), make([]uint32, n)
-		row0 := uint64(c.first - 1)
+		row0 := uint64(c.First - 1)
 		for i, x := range s.codes {
 			keyed.Reset(&s.st, tag, row0+uint64(i))
 			one, two, err := mech.Report(s.r, plan.value[x])
@@ -300,8 +301,8 @@ func ddpsRows(o *Options, in table.Reader, idx int, enc *codebook.Encoder, plan 
 			}
 			round1[i], round2[i] = uint32(one), uint32(two)
 		}
-		c.out = table.CodesBatch(schema, [][]uint32{round1, round2}, []*table.Labels{labels, labels}, n)
+		c.Out = table.CodesBatch(schema, [][]uint32{round1, round2}, []*table.Labels{labels, labels}, n)
 		return nil
 	}
-	return runLocal(o, in, table.DefaultBatchSize/4, table.DefaultBatchSize, w, work)
+	return pipeline.RunLocal(in, w, pipeline.LocalOptions{ChunkRows: table.DefaultBatchSize / 4, BatchRows: table.DefaultBatchSize, Meter: o.Streams.Progress("perturb: rows")}, work)
 }
