@@ -25,12 +25,8 @@ func Randomize(s []uint32, v int, keep float64, r *rand.Rand) ([]uint32, error) 
 	if r == nil {
 		return nil, errors.New("anonymize.Randomize: nil random source")
 	}
-	if v < 1 || int64(v) > math.MaxUint32 {
-		return nil, fmt.Errorf("anonymize.Randomize: codebook size V must be in [1, 2^32−1], got %d", v)
-	}
-	if !(keep >= 0 && keep < 1) { // also rejects NaN
-		// keep = 1 would publish the column unchanged: no privacy.
-		return nil, fmt.Errorf("anonymize.Randomize: keep probability must be in [0, 1), got %v", keep)
+	if err := CheckKeep(v, keep); err != nil {
+		return nil, err
 	}
 	uv := uint32(v)
 	out := make([]uint32, len(s))
@@ -41,6 +37,18 @@ func Randomize(s []uint32, v int, keep float64, r *rand.Rand) ([]uint32, error) 
 		out[row] = RandomizeValue(x, uv, keep, r)
 	}
 	return out, nil
+}
+
+// CheckKeep checks Randomize's codebook size v and keep probability.
+func CheckKeep(v int, keep float64) error {
+	if v < 1 || int64(v) > math.MaxUint32 {
+		return fmt.Errorf("anonymize.Randomize: codebook size V must be in [1, 2^32−1], got %d", v)
+	}
+	if !(keep >= 0 && keep < 1) { // also rejects NaN
+		// keep = 1 would publish the column unchanged: no privacy.
+		return fmt.Errorf("anonymize.Randomize: keep probability must be in [0, 1), got %v", keep)
+	}
+	return nil
 }
 
 // RandomizeValue is Randomize on one value x < v, already checked: x with

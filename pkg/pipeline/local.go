@@ -44,6 +44,9 @@ type LocalOptions struct {
 	BatchRows int
 	// Meter, when set, counts the rows written; RunLocal ends it.
 	Meter *progress.Meter
+	// Task names what the run does, for the error about an input without
+	// data rows ("… has no data rows: nothing to <Task>").
+	Task string
 }
 
 // RunLocal cuts in into chunks of at most opt.ChunkRows rows, calls work
@@ -121,7 +124,7 @@ func RunLocal(in table.Reader, w table.Writer, opt LocalOptions, work func(c *Lo
 		return err
 	}
 	if in.RowsRead() == 0 {
-		return fmt.Errorf("%s has no data rows: nothing to randomize", in.Name())
+		return fmt.Errorf("%s has no data rows: nothing to %s", in.Name(), opt.Task)
 	}
 	return nil
 }

@@ -379,7 +379,7 @@ func bitflipRows(o *Options, in table.Reader, cols []bitflipColumn, haveCodebook
 	// Chunks of at most 1 MiB of bits (a chunk in flight pins its input
 	// batch too), written in batches of at most 4 MiB.
 	return pipeline.RunLocal(in, w, pipeline.LocalOptions{ChunkRows: max(64, min(table.DefaultBatchSize, (1<<18)/L)),
-		BatchRows: max(64, min(table.DefaultBatchSize, (1<<20)/L)), Meter: o.Streams.Progress("perturb: rows")}, work)
+		BatchRows: max(64, min(table.DefaultBatchSize, (1<<20)/L)), Meter: o.Streams.Progress("perturb: rows"), Task: "randomize"}, work)
 }
 
 // bitflipWords encodes a chunk's rows of L ≤ 64 bits into ws, a word

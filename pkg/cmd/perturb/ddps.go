@@ -304,5 +304,5 @@ func ddpsRows(o *Options, in table.Reader, idx int, enc *codebook.Encoder, plan 
 		c.Out = table.CodesBatch(schema, [][]uint32{round1, round2}, []*table.Labels{labels, labels}, n)
 		return nil
 	}
-	return pipeline.RunLocal(in, w, pipeline.LocalOptions{ChunkRows: table.DefaultBatchSize / 4, BatchRows: table.DefaultBatchSize, Meter: o.Streams.Progress("perturb: rows")}, work)
+	return pipeline.RunLocal(in, w, pipeline.LocalOptions{ChunkRows: table.DefaultBatchSize / 4, BatchRows: table.DefaultBatchSize, Meter: o.Streams.Progress("perturb: rows"), Task: "randomize"}, work)
 }
