@@ -36,8 +36,9 @@ import (
 //   - row r = file·2^40 + row number (rowID) draws its values, column after
 //     column, from its own stream (tag "AGLB", r) of the run's key K: a
 //     retried bundle redraws the same values, and the rows' draws are
-//     independent (AES-256 taken as a random function), which is the law
-//     of the tool's one stream in row order;
+//     independent (AES-256 taken as a random function). The tool draws
+//     the same way (tag "AGLB", the row's position in its one input), from
+//     a key of its own;
 //   - the published rows are shuffled as A′'s are: row r gets the order
 //     key PRF_K("AORD", r), goes to shard key mod S and is written in key
 //     order within its shard, a uniformly random order unrelated to the
