@@ -261,7 +261,7 @@ for n in ${BENCH_ROWS:-1000000 10000000}; do
   echo "# $n rows, anonymize (sensitive: occupation; the table has its id column)"
   compare "anonymize l' = 5 (CSV in, Parquet out)" "" -- \
     "${quiet[@]}" "$B/anonymize" --sensitive occupation --l 5 --codebook "$cb" "$csv" -o "$RUN/anon-$n.parquet"
-  "$T" run -rows "$n" -label "anonymize global, l' = 5 (CSV in, CSV out)" -- \
+  compare "anonymize global, l' = 5 (CSV in, CSV out)" "" -- \
     "$B/anonymize" --mechanism global --sensitive occupation --l 5 --codebook "$cb" "$csv" -o "$RUN/global-$n.csv"
   "$T" run -rows "$n" -label "estimate 300 count queries (Parquet in)" -- \
     "$B/estimate" --queries "$queries" "$RUN/anon-$n.parquet" -o "$RUN/answers-$n.csv"
@@ -292,6 +292,7 @@ estimate (4 columns), CSV|estimate (mle, CSV in)|duckdb: GROUP BY 4 columns (CSV
 estimate (4 columns), Parquet|estimate --method inverse (Parquet in)|duckdb: GROUP BY 4 columns (Parquet in)
 bitflip L = 17, CSV -> Parquet|perturb bitflip, L = 17 (CSV in, Parquet out)|duckdb: one-hot + flips (CSV in, Parquet)
 anonymize l' = 5 -> Parquet|anonymize l' = 5 (CSV in, Parquet out)|-
+anonymize global, CSV -> CSV|anonymize global, l' = 5 (CSV in, CSV out)|-
 PAIRS
 )" '
     function median(list,    a, k, i, j, x) {
