@@ -350,7 +350,18 @@ func (o *Options) runGlobal(in table.Reader, cb *codebook.Codebook) error {
 	if err != nil {
 		return err
 	}
+	// The sensitive columns are published as codes over their codebook's
+	// labels (table.Labels), as A′'s are: a varint a cell through the
+	// shuffle instead of a string, dictionary pages in Parquet.
 	outSchema := table.StringSchema(names)
+	fields := outSchema.Fields()
+	for j, k := range g.which {
+		if k >= 0 {
+			g.sens[k].dictionary() // made once, shared by the workers' copies
+			fields[j] = table.DictField(names[j])
+		}
+	}
+	outSchema = arrow.NewSchema(fields, nil)
 	w, err := o.Streams.Create(o.Output, outSchema, meta, in.Format(), o.inputs())
 	if err != nil {
 		return err
@@ -516,8 +527,9 @@ func (g *globalRun) worker() globalRun {
 // its first row): each sensitive value kept with probability p, else
 // drawn uniformly (anonymize.RandomizeValue), from the row's own stream;
 // rows with a value --missing drop removes are left out and counted. It
-// returns the published rows under schema (every column text): the other
-// columns' text is the input's own arrays when the chunk keeps every row.
+// returns the published rows under schema: the sensitive columns as codes
+// over their labels, the others as text, the input's own arrays when the
+// chunk keeps every row.
 func (gw *globalWorker) publish(rec arrow.RecordBatch, first int64, file string, keyed *rng.Keyed, schema *arrow.Schema) (arrow.RecordBatch, error) {
 	g := &gw.run
 	if gw.r == nil {
@@ -554,21 +566,21 @@ func (gw *globalWorker) publish(rec arrow.RecordBatch, first int64, file string,
 		}
 	}()
 	for j, k := range g.which {
-		if a, ok := rec.Column(j).(*array.String); ok && k < 0 && len(kept) == n && a.NullN() == 0 && a.Data().Offset() == 0 {
+		if k >= 0 {
+			// Codes of their own: the batch waits in the writer while
+			// g.pub fills with the next chunk's.
+			cols[j] = g.sens[k].labels.Column(slices.Clone(g.pub[k]))
+			continue
+		}
+		if a, ok := rec.Column(j).(*array.String); ok && len(kept) == n && a.NullN() == 0 && a.Data().Offset() == 0 {
 			a.Retain()
 			cols[j] = a
 			continue
 		}
 		b := array.NewStringBuilder(memory.DefaultAllocator)
 		b.Reserve(len(kept))
-		if k >= 0 {
-			for m := range kept {
-				b.Append(g.sens[k].col.Label(int(g.pub[k][m])))
-			}
-		} else {
-			for _, i := range kept {
-				b.Append(g.cells[j].String(i))
-			}
+		for _, i := range kept {
+			b.Append(g.cells[j].String(i))
 		}
 		cols[j] = b.NewArray()
 		b.Release()
