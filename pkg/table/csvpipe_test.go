@@ -342,14 +342,7 @@ func TestCSVLabelsReadAsCodes(t *testing.T) {
 						}
 					}
 					row, shared := 0, 0
-					for {
-						rec, err := r.Next()
-						if errors.Is(err, io.EOF) {
-							break
-						}
-						if err != nil {
-							t.Fatal(err)
-						}
+					if err := EachBatch(r, func(rec arrow.RecordBatch, _ int64) error {
 						for j, name := range header {
 							col := rec.Column(j)
 							vs := ValuesOf(col)
@@ -389,6 +382,9 @@ func TestCSVLabelsReadAsCodes(t *testing.T) {
 							}
 						}
 						row += int(rec.NumRows())
+						return nil
+					}); err != nil {
+						t.Fatal(err)
 					}
 					r.Close()
 					if row != len(want) {
@@ -475,14 +471,7 @@ func TestCSVReuseBuffersReadsTheSameRows(t *testing.T) {
 		}
 		defer r.Close()
 		h, n := uint64(14695981039346656037), 0 // FNV-1a of the cells, each followed by a 0
-		for {
-			rec, err := r.Next()
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
+		if err := EachBatch(r, func(rec arrow.RecordBatch, _ int64) error {
 			for i := range int(rec.NumRows()) {
 				for j := range int(rec.NumCols()) {
 					for _, c := range []byte(ValuesOf(rec.Column(j)).String(i)) {
@@ -492,6 +481,9 @@ func TestCSVReuseBuffersReadsTheSameRows(t *testing.T) {
 				}
 			}
 			n += int(rec.NumRows())
+			return nil
+		}); err != nil {
+			t.Fatal(err)
 		}
 		runtime.ReadMemStats(&after)
 		if n != rows {
