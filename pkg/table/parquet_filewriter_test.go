@@ -232,7 +232,9 @@ func intPagesTestBatch(n int) arrow.RecordBatch {
 // column writers of its own row groups — is the file arrow-go's
 // file.Writer and encoders write for the same row groups, byte for byte
 // (legacyParquet), with intPages and labelPages on and off, for row groups
-// of one row, of 1000 rows (the last shorter) and of 70,000 rows. It
+// of one row, of 1000 rows (the last shorter) and of 70,000 rows; a
+// dictionary of more than maxDictPage bytes given to arrow-go as the row
+// group's own labels (usedLabelsOnly), as compactDict writes it. It
 // reads back as written with this package's reader.
 func TestParquetFileWriterGivesArrowGoBytes(t *testing.T) {
 	for _, tc := range []struct{ n, group int }{{3, 1}, {3017, 1000}, {70_000, 70_000}} {
@@ -242,7 +244,17 @@ func TestParquetFileWriterGivesArrowGoBytes(t *testing.T) {
 			recs = append(recs, rec.NewSlice(int64(off), int64(min(tc.n, off+tc.group))))
 		}
 		meta := Meta{"k": "v"}
-		want := legacyParquet(t, rec.Schema(), meta, tc.group, recs)
+		// A dictionary past maxDictPage bytes goes out as the row group's
+		// own labels (compactDict): arrow-go writes the same bytes given
+		// those labels (usedLabelsOnly, a map-based compaction of its own).
+		compacted := make([]arrow.RecordBatch, len(recs))
+		for i, r := range recs {
+			compacted[i] = usedLabelsOnly(t, r)
+		}
+		want := legacyParquet(t, rec.Schema(), meta, tc.group, compacted)
+		for _, r := range compacted {
+			r.Release()
+		}
 		for _, own := range []bool{true, false} {
 			t.Run(fmt.Sprintf("rows=%d/group=%d/ownPages=%v", tc.n, tc.group, own), func(t *testing.T) {
 				defer func(old, oldLabels bool) { ownIntPages, ownLabelPages = old, oldLabels }(ownIntPages, ownLabelPages)

@@ -265,6 +265,10 @@ func (p *parquetWriter) writeColumn(ctx context.Context, rg *pqRowGroup, j int, 
 		}
 	}
 	if d, ok := a.(*array.Dictionary); ok {
+		if c, ok := compactDict(d); ok {
+			defer c.Release()
+			d, a = c, c
+		}
 		if done, err := rg.labelPages(j, d); done {
 			return err
 		}
