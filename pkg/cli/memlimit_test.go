@@ -1,8 +1,11 @@
 package cli
 
 import (
+	"math"
+	"runtime"
 	"runtime/debug"
 	"testing"
+	"time"
 )
 
 // TestSoftMemoryLimit: Run puts every tool under MemoryLimit, unless
@@ -26,4 +29,73 @@ func TestSoftMemoryLimit(t *testing.T) {
 	if got := debug.SetMemoryLimit(-1); got != 1<<40 {
 		t.Errorf("with GOMEMLIMIT set the limit became %d", got)
 	}
+}
+
+// waitLimit runs collections until the limit in force satisfies ok (the
+// limiter adjusts it from a finalizer, after a collection) or 5 s pass.
+func waitLimit(ok func(int64) bool) int64 {
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		runtime.GC()
+		time.Sleep(time.Millisecond)
+		if got := debug.SetMemoryLimit(-1); ok(got) || time.Now().After(deadline) {
+			return got
+		}
+	}
+}
+
+// TestLimiterGivesALargeLiveHeapHeadroom: under a base limit of 8 MiB, a
+// live heap of 32 MiB (a large codebook's state) raises the limit to 1.5
+// times the live heap, so that allocating 256 MiB more, 64 KiB at a time,
+// takes a bounded number of collections — under the bare 8 MiB limit the
+// runtime collected again as soon as it finished (thousands of cycles);
+// the limit comes back to the base once the heap is let go; and a limit
+// set by someone else is left alone.
+func TestLimiterGivesALargeLiveHeapHeadroom(t *testing.T) {
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(-1))
+	t.Setenv("GOMEMLIMIT", "")
+	const base, live = 8 << 20, 32 << 20
+	debug.SetMemoryLimit(math.MaxInt64)
+	LowerMemoryLimit(base)
+	if got := MemoryLimitBase(); got != base {
+		t.Fatalf("base %d, want %d", got, base)
+	}
+	held := make([]byte, live)
+	for i := range held {
+		held[i] = byte(i)
+	}
+	got := waitLimit(func(l int64) bool { return l >= live*3/2 })
+	if got < live*3/2 || got > live*2 {
+		t.Fatalf("limit %d with %d live over a base of %d, want about 1.5 times the live heap", got, live, base)
+	}
+	before := numGC()
+	var sink []byte
+	for range 256 << 20 / (64 << 10) {
+		sink = make([]byte, 64<<10)
+		sink[0] = 1
+	}
+	if n := numGC() - before; n > 100 {
+		t.Errorf("%d collections to allocate 256 MiB with %d MiB live", n, live>>20)
+	}
+	runtime.KeepAlive(held)
+	runtime.KeepAlive(sink)
+	held = nil
+	if got := waitLimit(func(l int64) bool { return l == base }); got != base {
+		t.Errorf("limit %d once the heap was let go, want the base %d", got, base)
+	}
+	debug.SetMemoryLimit(123 << 20)
+	for range 10 {
+		runtime.GC()
+		time.Sleep(time.Millisecond)
+	}
+	if got := debug.SetMemoryLimit(-1); got != 123<<20 {
+		t.Errorf("a limit set by someone else became %d", got)
+	}
+}
+
+// numGC is the number of collections so far.
+func numGC() uint32 {
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.NumGC
 }

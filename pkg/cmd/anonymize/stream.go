@@ -7,7 +7,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -163,17 +162,10 @@ func softMemoryLimit() { cli.SoftMemoryLimit() }
 // for about 8 % more CPU (collections twice as often).
 const divertedMemoryLimit = 48 << 20
 
-// lowerMemoryLimit puts the run under divertedMemoryLimit unless GOMEMLIMIT
-// is set (it wins) or a lower limit is in force.
-func lowerMemoryLimit() {
-	softMemoryLimit()
-	if os.Getenv("GOMEMLIMIT") != "" {
-		return
-	}
-	if cur := debug.SetMemoryLimit(-1); cur > divertedMemoryLimit {
-		debug.SetMemoryLimit(divertedMemoryLimit)
-	}
-}
+// lowerMemoryLimit puts the run under divertedMemoryLimit (with cli's
+// headroom when per-value state outgrows it) unless GOMEMLIMIT is set (it
+// wins) or a lower limit is in force.
+func lowerMemoryLimit() { cli.LowerMemoryLimit(divertedMemoryLimit) }
 
 // pass is one pass over the input: per kept row (a row no --missing drop
 // removes), its value index in every sensitive column.
