@@ -3,6 +3,7 @@ package table
 import (
 	"fmt"
 	"math"
+	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -41,13 +42,70 @@ type rowGroupBuf struct {
 	rows   int
 }
 
-func newRowGroupBuf(schema *arrow.Schema, capRows int) *rowGroupBuf {
+// newRowGroupBuf gathers a group of capRows rows of schema; memos, one
+// per column (dictMemos), carry the dictionary copies from one group to
+// the next.
+func newRowGroupBuf(schema *arrow.Schema, capRows int, memos []dictMemo) *rowGroupBuf {
 	b := &rowGroupBuf{schema: schema, cols: make([]colBuf, schema.NumFields())}
 	for j, f := range schema.Fields() {
 		b.cols[j].name = f.Name
+		b.cols[j].memo = &memos[j]
 		b.cols[j].init(f.Type, capRows)
 	}
 	return b
+}
+
+// dictMemo is a dictionary column's last dictionary, as given (src) and
+// as copied (cp), so that the row groups of a file written over one
+// dictionary share one copy. A Labels column's dictionary is the
+// codebook's labels, the same array in every batch: copied per row
+// group, a column of 1M labels took 10 MB a row group (three in flight),
+// and comparing each batch's dictionary with the copy, label by label,
+// most of anonymize's time writing Parquet (4M rows: 11 s against 9.6 s
+// for CSV). A batch's dictionary is never changed in place (every
+// dictionary is an array of its own: Labels, a Parquet row group's page,
+// a shuffle's), so the same ArrayData, held by the memo, holds the same
+// labels.
+type dictMemo struct {
+	src, cp arrow.ArrayData
+}
+
+// dictCopies counts the dictionaries dictMemo copied (for tests).
+var dictCopies atomic.Int64
+
+// dictMemos returns a memo per column of schema.
+func dictMemos(schema *arrow.Schema) []dictMemo { return make([]dictMemo, schema.NumFields()) }
+
+// copyOf returns a copy of dictionary d that owns its memory, with a
+// reference for the caller: the memo's when d is the memo's source.
+func (m *dictMemo) copyOf(d arrow.ArrayData) arrow.ArrayData {
+	if m.src != d {
+		m.release()
+		d.Retain()
+		m.src, m.cp = d, copyData(d)
+		dictCopies.Add(1)
+	}
+	m.cp.Retain()
+	return m.cp
+}
+
+// same tells whether d, given after copy cp, is known to hold cp's labels.
+func (m *dictMemo) same(cp, d arrow.ArrayData) bool { return d == m.src && cp == m.cp }
+
+// release lets go of the memo's dictionaries.
+func (m *dictMemo) release() {
+	if m.src != nil {
+		m.src.Release()
+		m.cp.Release()
+		m.src, m.cp = nil, nil
+	}
+}
+
+// releaseMemos lets go of every memo's dictionaries.
+func releaseMemos(memos []dictMemo) {
+	for j := range memos {
+		memos[j].release()
+	}
 }
 
 // appendRows copies rows [off, off+n) of rec.
@@ -112,6 +170,7 @@ type colBuf struct {
 	// pieces Concatenate then unifies (no stage writes such batches: a
 	// Labels column has one dictionary for the whole file).
 	dict   arrow.ArrayData
+	memo   *dictMemo // where dict comes from
 	pieces []arrow.Array
 }
 
@@ -150,7 +209,8 @@ func (c *colBuf) appendSlice(a arrow.Array, off, n int) error {
 	if c.kind == dictCol {
 		switch {
 		case c.dict == nil:
-			c.dict = copyData(d.Dictionary())
+			c.dict = c.memo.copyOf(d.Dictionary())
+		case c.memo.same(c.dict, d.Dictionary()):
 		case !dictEqual(c.dict, d.Dictionary()):
 			if err := c.toPieces(); err != nil {
 				return err

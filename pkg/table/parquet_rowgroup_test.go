@@ -335,7 +335,7 @@ func TestRowGroupValuesAreRecycled(t *testing.T) {
 	rec := array.NewRecordBatch(schema, cols, rows)
 	defer rec.Release()
 	gather := func() {
-		g := newRowGroupBuf(schema, rows)
+		g := newRowGroupBuf(schema, rows, dictMemos(schema))
 		if err := g.appendRows(rec, 0, rows); err != nil {
 			t.Fatal(err)
 		}
@@ -358,4 +358,73 @@ func TestRowGroupValuesAreRecycled(t *testing.T) {
 	if got := after.TotalAlloc - before.TotalAlloc; got > 8<<20 {
 		t.Errorf("%d groups allocated %d MiB; their values should reuse one group's 1 MiB", groups, got>>20)
 	}
+}
+
+// TestRowGroupsOverOneDictionaryShareOneCopy: a Labels column written in
+// 21 batches of 150 rows, row groups (Parquet) and record batches (Arrow)
+// of 1000 rows, is gathered with one copy of its dictionary for the first
+// three groups (dictMemo), not one a group, and reads back as written;
+// batches over another dictionary array with the same labels join a group
+// as they are (equal labels) and cost one more copy for the group they
+// start.
+func TestRowGroupsOverOneDictionaryShareOneCopy(t *testing.T) {
+	labels := NewLabels([]string{"north", "south", "east", "west"})
+	other := NewLabels([]string{"north", "south", "east", "west"})
+	schema := arrow.NewSchema([]arrow.Field{DictField("dir")}, nil)
+	for _, ext := range []string{"parquet", "arrow"} {
+		p := filepath.Join(t.TempDir(), "t."+ext)
+		w, err := Create(p, schema, Meta{}, WriteOptions{RowGroupRows: 1000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want []string
+		before := dictCopies.Load()
+		for b := range 21 {
+			l := labels
+			if b >= 19 { // within the third group, then starting the fourth
+				l = other
+			}
+			codes := make([]uint32, 150)
+			for i := range codes {
+				codes[i] = uint32((b*150 + i) % 7 % 4)
+				want = append(want, l.dict.Value(int(codes[i])))
+			}
+			rec := CodesBatch(schema, [][]uint32{codes}, []*Labels{l}, len(codes))
+			if err := w.Write(rec); err != nil {
+				t.Fatal(err)
+			}
+			rec.Release()
+		}
+		if err := w.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		if n := dictCopies.Load() - before; n != 2 {
+			t.Errorf("%s: %d dictionary copies for 3 groups over one dictionary and one over another, want 2", ext, n)
+		}
+		got := readTable(t, p)
+		if !slices.Equal(got, want) {
+			t.Errorf("%s reads back as %d labels, not the %d written", ext, len(got), len(want))
+		}
+	}
+}
+
+// readTable reads a one-column table's cells as strings.
+func readTable(t *testing.T, path string) []string {
+	t.Helper()
+	r, err := Open(path, ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var cells []string
+	err = EachBatch(r, func(rec arrow.RecordBatch, _ int64) error {
+		for i := range int(rec.NumRows()) {
+			cells = append(cells, ValuesOf(rec.Column(0)).String(i))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cells
 }

@@ -22,6 +22,7 @@ type arrowWriter struct {
 	schema    *arrow.Schema
 	batchRows int
 	group     *rowGroupBuf
+	memos     []dictMemo // the groups' dictionary copies (dictMemo)
 }
 
 func newArrowWriter(s sink, schema *arrow.Schema, meta Meta, batchRows int) (*arrowWriter, error) {
@@ -29,7 +30,7 @@ func newArrowWriter(s sink, schema *arrow.Schema, meta Meta, batchRows int) (*ar
 		batchRows = RowGroupRows
 	}
 	full := withMeta(schema, meta)
-	return &arrowWriter{w: ipc.NewWriter(s, ipc.WithSchema(full)), schema: full, batchRows: batchRows}, nil
+	return &arrowWriter{w: ipc.NewWriter(s, ipc.WithSchema(full)), schema: full, batchRows: batchRows, memos: dictMemos(full)}, nil
 }
 
 // write copies rec's rows into the batch being gathered and writes each
@@ -38,7 +39,7 @@ func (a *arrowWriter) write(rec arrow.RecordBatch) error {
 	n := int(rec.NumRows())
 	for off := 0; off < n; {
 		if a.group == nil {
-			a.group = newRowGroupBuf(a.schema, a.batchRows)
+			a.group = newRowGroupBuf(a.schema, a.batchRows, a.memos)
 		}
 		k := min(n-off, a.batchRows-a.group.rows)
 		if err := a.group.appendRows(rec, off, k); err != nil {
@@ -67,6 +68,7 @@ func (a *arrowWriter) flush() error {
 }
 
 func (a *arrowWriter) close() error {
+	defer releaseMemos(a.memos)
 	if a.group != nil && a.group.rows > 0 {
 		if err := a.flush(); err != nil {
 			a.w.Close()
@@ -79,6 +81,7 @@ func (a *arrowWriter) close() error {
 // abort drops the rows not yet written, so a failed run does not write
 // them after its error (to standard output, where nothing is undone).
 func (a *arrowWriter) abort() {
+	defer releaseMemos(a.memos)
 	a.group = nil
 	a.w.Close()
 }

@@ -28,6 +28,7 @@ type parquetWriter struct {
 	// groupRows rows, then queues them as one batch: one row group.
 	groupRows int
 	group     *rowGroupBuf
+	memos     []dictMemo // the groups' dictionary copies (dictMemo)
 	// Row groups are encoded on a goroutine of their own (encode), beside
 	// the stage that makes the rows.
 	queue  chan arrow.RecordBatch
@@ -54,7 +55,7 @@ func newParquetWriter(s sink, schema *arrow.Schema, meta Meta, groupRows int) (*
 	if err != nil {
 		return nil, err
 	}
-	p := &parquetWriter{fw: fw, schema: schema, fields: schema.Fields(), groupRows: groupRows, queue: make(chan arrow.RecordBatch, parquetQueue), done: make(chan error, 1)}
+	p := &parquetWriter{fw: fw, schema: schema, fields: schema.Fields(), groupRows: groupRows, memos: dictMemos(schema), queue: make(chan arrow.RecordBatch, parquetQueue), done: make(chan error, 1)}
 	go p.encode(p.queue)
 	return p, nil
 }
@@ -171,7 +172,7 @@ func (p *parquetWriter) write(rec arrow.RecordBatch) error {
 	n := int(rec.NumRows())
 	for off := 0; off < n; {
 		if p.group == nil {
-			p.group = newRowGroupBuf(p.schema, p.groupRows)
+			p.group = newRowGroupBuf(p.schema, p.groupRows, p.memos)
 		}
 		k := min(n-off, p.groupRows-p.group.rows)
 		if err := p.group.appendRows(rec, off, k); err != nil {
@@ -331,6 +332,7 @@ func flushDictPage(cw file.ColumnChunkWriter, a arrow.Array) error {
 }
 
 func (p *parquetWriter) close() error {
+	defer releaseMemos(p.memos)
 	if p.queue != nil {
 		var err error
 		if p.group != nil && p.failed.Load() == nil {
