@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"maps"
 	"slices"
 	"strconv"
@@ -152,6 +153,24 @@ func metaFromSchema(s *arrow.Schema) Meta {
 		if len(k) > len(MetaPrefix) && k[:len(MetaPrefix)] == MetaPrefix {
 			m[k[len(MetaPrefix):]] = md.Values()[i]
 		}
+	}
+	return m
+}
+
+// metaOfParquet extracts the pramkit keys of a Parquet file's key-value
+// metadata, where they always are (fileKeyValues; pyarrow and DuckDB read
+// them there too), or of its Arrow schema if the file has none there. A
+// file's stored Arrow schema (ARROW:schema) carries them too only while
+// they are small (storedSchemaMeta).
+func metaOfParquet(kv metadata.KeyValueMetadata, s *arrow.Schema) Meta {
+	m := Meta{}
+	for _, e := range kv {
+		if k := e.GetKey(); len(k) > len(MetaPrefix) && k[:len(MetaPrefix)] == MetaPrefix && e.Value != nil {
+			m[k[len(MetaPrefix):]] = *e.Value
+		}
+	}
+	if len(m) == 0 {
+		return metaFromSchema(s)
 	}
 	return m
 }

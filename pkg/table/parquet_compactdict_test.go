@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -179,5 +180,64 @@ func TestLargeDictionaryGoesOutAsTheRowGroupsLabels(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestLargeMetadataIsStoredOnce: a Parquet file's pramkit metadata past
+// storedSchemaMeta bytes (a release's codebook of many labels) is stored
+// once, in the key-value metadata, and the stored Arrow schema
+// (ARROW:schema) keeps the fields only; small metadata is in both, as
+// pqarrow stores it. Either way the file reads back with its metadata and
+// its dictionary column.
+func TestLargeMetadataIsStoredOnce(t *testing.T) {
+	schema := arrow.NewSchema([]arrow.Field{DictField("s")}, nil)
+	labels := NewLabels([]string{"a", "b"})
+	for _, size := range []int{100, storedSchemaMeta + 1} {
+		meta := Meta{"codebook": strings.Repeat("x", size)}
+		p := filepath.Join(t.TempDir(), "t.parquet")
+		w, err := Create(p, schema, meta, WriteOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec := CodesBatch(schema, [][]uint32{{0, 1, 1}}, []*Labels{labels}, 3)
+		if err := w.Write(rec); err != nil {
+			t.Fatal(err)
+		}
+		rec.Release()
+		if err := w.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		pf, err := file.OpenParquetFile(p, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kv := pf.MetaData().KeyValueMetadata()
+		stored := kv.FindValue("ARROW:schema")
+		inKV := kv.FindValue(MetaPrefix + "codebook")
+		pf.Close()
+		if inKV == nil || *inKV != meta["codebook"] {
+			t.Fatalf("%d bytes of metadata: not in the key-value metadata", size)
+		}
+		if stored == nil {
+			t.Fatalf("no stored Arrow schema")
+		}
+		repeated := len(*stored) > size // base64 of the schema and the metadata
+		if want := size <= storedSchemaMeta; repeated != want {
+			t.Errorf("%d bytes of metadata: stored Arrow schema of %d bytes repeats it: %v, want %v", size, len(*stored), repeated, want)
+		}
+		r, err := Open(p, ReadOptions{DictColumns: []string{"s"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := r.Meta()["codebook"]; got != meta["codebook"] {
+			t.Errorf("%d bytes of metadata read back as %d", size, len(got))
+		}
+		if typ := r.Schema().Field(0).Type.ID(); typ != arrow.DICTIONARY {
+			t.Errorf("column s read as %s, want a dictionary", r.Schema().Field(0).Type)
+		}
+		r.Close()
+		if got := readTable(t, p); !slices.Equal(got, []string{"a", "b", "b"}) {
+			t.Errorf("%d bytes of metadata: rows %v", size, got)
+		}
 	}
 }

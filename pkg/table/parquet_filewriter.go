@@ -88,16 +88,36 @@ func newPQFile(sch *arrow.Schema, s sink, props *parquet.WriterProperties) (*pqF
 }
 
 // fileKeyValues is the file's key-value metadata: the schema's, then the
-// Arrow schema as pqarrow.WithStoreSchema stores it.
+// Arrow schema as pqarrow.WithStoreSchema stores it — with the schema's
+// metadata only while it is at most storedSchemaMeta bytes.
 func fileKeyValues(sch *arrow.Schema, props *parquet.WriterProperties) metadata.KeyValueMetadata {
 	md := sch.Metadata()
 	kv := make(metadata.KeyValueMetadata, 0, md.Len()+1)
+	size := 0
 	for i, k := range md.Keys() {
 		kv.Append(k, md.Values()[i])
+		size += len(k) + len(md.Values()[i])
 	}
-	kv.Append("ARROW:schema", base64.StdEncoding.EncodeToString(flight.SerializeSchema(sch, props.Allocator())))
+	stored := sch
+	if size > storedSchemaMeta {
+		stored = arrow.NewSchema(sch.Fields(), nil)
+	}
+	kv.Append("ARROW:schema", base64.StdEncoding.EncodeToString(flight.SerializeSchema(stored, props.Allocator())))
 	return kv
 }
+
+// storedSchemaMeta bounds the metadata the stored Arrow schema repeats.
+// pqarrow stores the schema's metadata twice: as the file's key-value
+// metadata and inside ARROW:schema, base64-encoded. A release's metadata
+// holds its codebook: with a sensitive column of 1M values, 12 MB of JSON
+// became 28 MB of footer, held by the writer for the whole run and read
+// three times over by a reader (the footer's strings, the base64, the
+// decoded schema: ~60 MB). Past this size the stored schema keeps its
+// fields only; the metadata stays in the key-value pairs, where pyarrow
+// and DuckDB read it and this package's reader too (metaOfParquet). An
+// arrow-go program reading such a file with pqarrow finds it there
+// (FileMetaData.KeyValueMetadata), not in the schema.
+const storedSchemaMeta = 64 << 10
 
 // pqRowGroup is one row group being written: each column chunk is
 // written (by one goroutine per column at most) into a buffered page

@@ -171,7 +171,7 @@ func parquetFrom(name string, sf *os.File, pf *file.Reader, opt ReadOptions) (p 
 		mem:    mem,
 		colSch: colSch,
 		schema: withMeta(projectSchema(schema, sel), nil),
-		meta:   metaFromSchema(schema),
+		meta:   metaOfParquet(pf.MetaData().KeyValueMetadata(), schema),
 		total:  total,
 		leaves: leaves,
 		groups: groups,
