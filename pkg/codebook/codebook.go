@@ -36,7 +36,7 @@ type Column struct {
 	labels  labelList  // all k labels, the missing category included
 	cuts    []float64  // nil for a categorical column
 	missing int        // index of the missing category, -1 if none
-	index   labelIndex // categorical: label → index
+	index   labelIndex // label → index (a numeric column's bucket labels too, for LabelIndex)
 }
 
 // Spec is a column as written in a codebook file: the JSON object
@@ -196,7 +196,10 @@ func newNumeric(s Spec) (Column, error) {
 	if err != nil {
 		return Column{}, err
 	}
-	c := Column{name: s.Name, labels: all, cuts: cuts, missing: -1}
+	c := Column{name: s.Name, labels: all, cuts: cuts, missing: -1, index: newLabelIndex(k)}
+	for i := range k { // for LabelIndex: Index buckets numbers by the cuts
+		c.index.put(all.at(i), uint32(i))
+	}
 	if extra != nil {
 		c.missing = len(labels)
 	}
@@ -279,6 +282,15 @@ func (c *Column) K() int { return c.labels.len() }
 
 // Label returns the label of value index i (0 ≤ i < K; panics otherwise).
 func (c *Column) Label(i int) string { return c.labels.at(i) }
+
+// LabelIndex returns the index of label s, if it is one of the column's
+// labels (a category, or a numeric column's bucket label): the codebook's
+// own index, which costs a large column ~6 bytes a label (a Go map of its
+// labels, which countquery built, ~55).
+func (c *Column) LabelIndex(s string) (int, bool) {
+	i, ok := c.index.get(&c.labels, s)
+	return int(i), ok
+}
 
 // Labels returns the K labels in index order, in a new slice.
 func (c *Column) Labels() []string { return c.labels.strings() }

@@ -56,7 +56,7 @@ func (x *labelIndex) get(labels *labelList, s string) (uint32, bool) {
 		return i, ok
 	}
 	if len(x.slots) == 0 {
-		return 0, false // a numeric column
+		return 0, false // an empty index
 	}
 	for h := x.start(s); ; h = x.next(h) {
 		i := x.slots[h]

@@ -95,7 +95,6 @@ type slot struct {
 	cb   *codebook.Column // categories to match by; nil: match the published text
 	// classOfIndex maps a codebook index to its class (cb != nil).
 	classOfIndex []int32
-	labelIndex   map[string]uint32
 	// classOfValue maps a published text to its class (cb == nil).
 	classOfValue map[string]int32
 	values       []string // class → the value as queried
@@ -209,7 +208,7 @@ func (s *slot) class(value string) (int32, error) {
 		}
 		return c, nil
 	}
-	idx, ok := s.labelIndex[value]
+	idx, ok := s.cb.LabelIndex(value)
 	if !ok {
 		return 0, fmt.Errorf("%s is not a category of column %q in the codebook (categories: %s)", table.QuoteCell(value), s.col, quoteValues(s.cb.Labels(), false))
 	}
@@ -229,10 +228,6 @@ func newSlot(col string, sens int, cb *codebook.Column) *slot {
 		return s
 	}
 	s.classOfIndex = slices.Repeat([]int32{classNone}, cb.K())
-	s.labelIndex = make(map[string]uint32, cb.K())
-	for i, l := range cb.Labels() {
-		s.labelIndex[l] = uint32(i)
-	}
 	return s
 }
 

@@ -150,7 +150,7 @@ func (c *cellReader) classOf(s string, row int64) (int32, error) {
 		}
 		return classNone, nil
 	case c.labels:
-		idx, ok := sl.labelIndex[s]
+		idx, ok := sl.cb.LabelIndex(s)
 		if !ok {
 			return 0, &table.DataError{File: c.file, Row: row, Column: sl.col,
 				Err: fmt.Errorf("%s is not a category of the release's codebook; the release was edited: publish the original table again with anonymize", table.QuoteCell(s))}
