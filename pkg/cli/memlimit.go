@@ -56,7 +56,9 @@ func MemoryLimitBase() int64 {
 
 // limiter gives a run whose live heap outgrew its memory limit headroom:
 // after every collection in which the live heap passed 3/4 of the base
-// limit, the limit becomes max(base, 1.5 × live); otherwise it is base.
+// limit, the limit becomes max(base, 1.5 × live), but no more than
+// heapBudget while the live heap leaves a quarter of it free; otherwise it
+// is base.
 //
 // Why: under a limit below the live heap the runtime collects again as
 // soon as a collection ends, capped at half the CPU. Per-value state
@@ -72,6 +74,12 @@ var lim struct {
 	set  int64 // the limit limiter (or LowerMemoryLimit) set last
 	once sync.Once
 }
+
+// heapBudget is the heap that keeps a run within issue 11's 100 MB of
+// peak RSS: ~28 MB of it is not heap (the binary's text, stacks, the
+// runtime's own). A live heap too large to leave a quarter of it free has
+// lost the budget anyway, and gets the full headroom.
+const heapBudget = 64 << 20
 
 // limiterSentinel is garbage whose finalizer runs once per collection
 // (armLimiter re-arms it). It holds a pointer so that the tiny allocator,
@@ -96,6 +104,9 @@ func adjustLimit() {
 	want := lim.base
 	if live := liveHeap(); live > lim.base*3/4 {
 		want = max(want, live+live/2)
+		if live+live/4 <= heapBudget {
+			want = max(lim.base, min(want, heapBudget))
+		}
 	}
 	if want != lim.set {
 		debug.SetMemoryLimit(want)

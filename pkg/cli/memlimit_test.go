@@ -48,40 +48,51 @@ func waitLimit(ok func(int64) bool) int64 {
 // live heap of 32 MiB (a large codebook's state) raises the limit to 1.5
 // times the live heap, so that allocating 256 MiB more, 64 KiB at a time,
 // takes a bounded number of collections — under the bare 8 MiB limit the
-// runtime collected again as soon as it finished (thousands of cycles);
-// the limit comes back to the base once the heap is let go; and a limit
-// set by someone else is left alone.
+// runtime collected again as soon as it finished (thousands of cycles); a
+// live heap of 48 MiB gets heapBudget (64 MiB), within which it still
+// leaves a quarter free, and one of 64 MiB 1.5 times itself; the limit
+// comes back to the base once the heap is let go; and a limit set by
+// someone else is left alone.
 func TestLimiterGivesALargeLiveHeapHeadroom(t *testing.T) {
 	defer debug.SetMemoryLimit(debug.SetMemoryLimit(-1))
 	t.Setenv("GOMEMLIMIT", "")
-	const base, live = 8 << 20, 32 << 20
+	const base = 8 << 20
 	debug.SetMemoryLimit(math.MaxInt64)
 	LowerMemoryLimit(base)
 	if got := MemoryLimitBase(); got != base {
 		t.Fatalf("base %d, want %d", got, base)
 	}
-	held := make([]byte, live)
-	for i := range held {
-		held[i] = byte(i)
-	}
-	got := waitLimit(func(l int64) bool { return l >= live*3/2 })
-	if got < live*3/2 || got > live*2 {
-		t.Fatalf("limit %d with %d live over a base of %d, want about 1.5 times the live heap", got, live, base)
-	}
-	before := numGC()
-	var sink []byte
-	for range 256 << 20 / (64 << 10) {
-		sink = make([]byte, 64<<10)
-		sink[0] = 1
-	}
-	if n := numGC() - before; n > 100 {
-		t.Errorf("%d collections to allocate 256 MiB with %d MiB live", n, live>>20)
-	}
-	runtime.KeepAlive(held)
-	runtime.KeepAlive(sink)
-	held = nil
-	if got := waitLimit(func(l int64) bool { return l == base }); got != base {
-		t.Errorf("limit %d once the heap was let go, want the base %d", got, base)
+	for _, tc := range []struct{ live, want int64 }{
+		{32 << 20, 48 << 20},
+		{48 << 20, heapBudget},
+		{64 << 20, 96 << 20},
+	} {
+		held := make([]byte, tc.live)
+		for i := range held {
+			held[i] = byte(i)
+		}
+		// The live heap is a little more than held: allow 1.5 MiB.
+		got := waitLimit(func(l int64) bool { return l >= tc.want })
+		if got < tc.want || got > tc.want+3<<19 {
+			t.Fatalf("limit %d MiB with %d MiB live over a base of %d MiB, want %d MiB", got>>20, tc.live>>20, base>>20, tc.want>>20)
+		}
+		if tc.live == 32<<20 {
+			before := numGC()
+			var sink []byte
+			for range 256 << 20 / (64 << 10) {
+				sink = make([]byte, 64<<10)
+				sink[0] = 1
+			}
+			if n := numGC() - before; n > 100 {
+				t.Errorf("%d collections to allocate 256 MiB with %d MiB live", n, tc.live>>20)
+			}
+			runtime.KeepAlive(sink)
+		}
+		runtime.KeepAlive(held)
+		held = nil
+		if got := waitLimit(func(l int64) bool { return l == base }); got != base {
+			t.Errorf("limit %d once the heap was let go, want the base %d", got, base)
+		}
 	}
 	debug.SetMemoryLimit(123 << 20)
 	for range 10 {
