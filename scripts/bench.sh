@@ -267,6 +267,21 @@ for n in ${BENCH_ROWS:-1000000 10000000}; do
     "$B/estimate" --queries "$queries" "$RUN/anon-$n.parquet" -o "$RUN/answers-$n.csv"
 done
 
+# anonymize at high cardinality: a sensitive column of 300k values,
+# uniform over 2M rows (benchtool gen -values). Its per-value state is the
+# memory that grows (README, anonymize's "Memory and speed"), and Parquet
+# output is where a dictionary of every label in every row group made
+# files 3 to 6 times their CSV (fixed 2026-11-28: watch the size column).
+n=2000000 v=300000
+hc="$OUT/gen-$n-v$v.csv" hccb="$OUT/gen-$n-v$v.codebook.json"
+[ -f "$hc" ] || "$T" gen -n "$n" -values "$v" -o "$hc" -codebook "$hccb"
+echo "# $n rows, anonymize over $v distinct sensitive values"
+for ext in csv parquet; do
+  "$T" run -rows "$n" -label "anonymize l' = 5, $v values (CSV in, ${ext^^} out)" -- \
+    "${quiet[@]}" "$B/anonymize" --sensitive s --l 5 --codebook "$hccb" "$hc" -o "$RUN/anon-hc.$ext"
+  echo "#   output: $(wc -c < "$RUN/anon-hc.$ext") bytes ($(wc -c < "$hc") bytes in)"
+done
+
 # Summary: pramkit next to DuckDB doing the same work, per stage: medians
 # of the BENCH_REPEAT interleaved runs; ratio = DuckDB time / pramkit time
 # (above 1: pramkit is faster), by wall time of the whole process (as for
