@@ -15,7 +15,8 @@ import (
 )
 
 // TestDivertedMemoryLimit: A′ runs under divertedMemoryLimit, below the
-// tools' cli.MemoryLimit, unless GOMEMLIMIT is set.
+// tools' cli.MemoryLimit, and --mechanism anatomy under anatomyMemoryLimit,
+// unless GOMEMLIMIT is set.
 func TestDivertedMemoryLimit(t *testing.T) {
 	defer debug.SetMemoryLimit(debug.SetMemoryLimit(math.MaxInt64))
 	_, in, cb, _ := testTable(t, []int{30, 26, 25, 24})
@@ -26,6 +27,14 @@ func TestDivertedMemoryLimit(t *testing.T) {
 	// live heap (the test binary's); the base is A′'s.
 	if got, base := debug.SetMemoryLimit(-1), cli.MemoryLimitBase(); base != divertedMemoryLimit || got < base {
 		t.Errorf("memory limit after A′: %d over a base of %d, want the base %d", got, base, divertedMemoryLimit)
+	}
+	// --mechanism anatomy runs under its own.
+	debug.SetMemoryLimit(math.MaxInt64)
+	anatomyArgs := []string{"--mechanism", "anatomy", "--sensitive", "s", "--l", "3", "--codebook", cb, "--seed", "1", "--insecure-seed", in,
+		"-o", filepath.Join(t.TempDir(), "anat.csv"), "--groups", filepath.Join(t.TempDir(), "groups.csv")}
+	runBatched(t, 0, nil, anatomyArgs...)
+	if got, base := debug.SetMemoryLimit(-1), cli.MemoryLimitBase(); base != anatomyMemoryLimit || got < base {
+		t.Errorf("memory limit after --mechanism anatomy: %d over a base of %d, want the base %d", got, base, anatomyMemoryLimit)
 	}
 	debug.SetMemoryLimit(math.MaxInt64)
 	t.Setenv("GOMEMLIMIT", "1GiB")
