@@ -57,8 +57,7 @@ func MemoryLimitBase() int64 {
 // limiter gives a run whose live heap outgrew its memory limit headroom:
 // after every collection in which the live heap passed 3/4 of the base
 // limit, the limit becomes max(base, 1.5 × live), but no more than
-// heapBudget while the live heap leaves a quarter of it free; otherwise it
-// is base.
+// heapBudget while the live heap is below it; otherwise it is base.
 //
 // Why: under a limit below the live heap the runtime collects again as
 // soon as a collection ends, capped at half the CPU. Per-value state
@@ -77,8 +76,10 @@ var lim struct {
 
 // heapBudget is the heap that keeps a run within issue 11's 100 MB of
 // peak RSS: ~28 MB of it is not heap (the binary's text, stacks, the
-// runtime's own). A live heap too large to leave a quarter of it free has
-// lost the budget anyway, and gets the full headroom.
+// runtime's own). A live heap near it collects often but keeps the
+// budget (--mechanism anatomy over 300k sensitive values: 96 MB in 18 s
+// under the bare limit, 125 MB in 8.4 s with 1.5 times the live heap); a
+// live heap past it has lost the budget, and gets the full headroom.
 const heapBudget = 64 << 20
 
 // limiterSentinel is garbage whose finalizer runs once per collection
@@ -104,7 +105,7 @@ func adjustLimit() {
 	want := lim.base
 	if live := liveHeap(); live > lim.base*3/4 {
 		want = max(want, live+live/2)
-		if live+live/4 <= heapBudget {
+		if live < heapBudget {
 			want = max(lim.base, min(want, heapBudget))
 		}
 	}

@@ -49,8 +49,8 @@ func waitLimit(ok func(int64) bool) int64 {
 // times the live heap, so that allocating 256 MiB more, 64 KiB at a time,
 // takes a bounded number of collections — under the bare 8 MiB limit the
 // runtime collected again as soon as it finished (thousands of cycles); a
-// live heap of 48 MiB gets heapBudget (64 MiB), within which it still
-// leaves a quarter free, and one of 64 MiB 1.5 times itself; the limit
+// live heap of 48 MiB gets heapBudget (64 MiB), which it is below, and
+// one of 64 MiB (and a little more) 1.5 times itself; the limit
 // comes back to the base once the heap is let go; and a limit set by
 // someone else is left alone.
 func TestLimiterGivesALargeLiveHeapHeadroom(t *testing.T) {
