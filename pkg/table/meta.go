@@ -4,13 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"maps"
 	"slices"
 	"strconv"
 	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/parquet/metadata"
 )
 
 // MetaPrefix starts every pramkit key in a schema's key-value metadata, so
@@ -145,13 +145,21 @@ func (m Meta) JSON(key, flag string, v any) error {
 	return nil
 }
 
+// metaKey returns the Meta key of metadata key k, if k is a pramkit key.
+func metaKey(k string) (string, bool) {
+	if len(k) > len(MetaPrefix) && k[:len(MetaPrefix)] == MetaPrefix {
+		return k[len(MetaPrefix):], true
+	}
+	return "", false
+}
+
 // metaFromSchema extracts the pramkit keys of a schema's metadata.
 func metaFromSchema(s *arrow.Schema) Meta {
 	m := Meta{}
 	md := s.Metadata()
 	for i, k := range md.Keys() {
-		if len(k) > len(MetaPrefix) && k[:len(MetaPrefix)] == MetaPrefix {
-			m[k[len(MetaPrefix):]] = md.Values()[i]
+		if key, ok := metaKey(k); ok {
+			m[key] = md.Values()[i]
 		}
 	}
 	return m
@@ -165,8 +173,8 @@ func metaFromSchema(s *arrow.Schema) Meta {
 func metaOfParquet(kv metadata.KeyValueMetadata, s *arrow.Schema) Meta {
 	m := Meta{}
 	for _, e := range kv {
-		if k := e.GetKey(); len(k) > len(MetaPrefix) && k[:len(MetaPrefix)] == MetaPrefix && e.Value != nil {
-			m[k[len(MetaPrefix):]] = *e.Value
+		if key, ok := metaKey(e.GetKey()); ok && e.Value != nil {
+			m[key] = *e.Value
 		}
 	}
 	if len(m) == 0 {
