@@ -401,30 +401,20 @@ func TestRowGroupsOverOneDictionaryShareOneCopy(t *testing.T) {
 		if n := dictCopies.Load() - before; n != 2 {
 			t.Errorf("%s: %d dictionary copies for 3 groups over one dictionary and one over another, want 2", ext, n)
 		}
-		got := readTable(t, p)
+		got := firstColumn(t, p)
 		if !slices.Equal(got, want) {
 			t.Errorf("%s reads back as %d labels, not the %d written", ext, len(got), len(want))
 		}
 	}
 }
 
-// readTable reads a one-column table's cells as strings.
-func readTable(t *testing.T, path string) []string {
+// firstColumn reads a table's first column as strings (readAll).
+func firstColumn(t *testing.T, path string) []string {
 	t.Helper()
-	r, err := Open(path, ReadOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	var cells []string
-	err = EachBatch(r, func(rec arrow.RecordBatch, _ int64) error {
-		for i := range int(rec.NumRows()) {
-			cells = append(cells, ValuesOf(rec.Column(0)).String(i))
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
+	_, rows, _, _ := readAll(t, path, ReadOptions{})
+	cells := make([]string, len(rows))
+	for i, r := range rows {
+		cells[i] = r[0]
 	}
 	return cells
 }
