@@ -147,12 +147,6 @@ func splitRand(r *rand.Rand) *rand.Rand {
 	return rand.New(rand.NewChaCha8(seed))
 }
 
-// softMemoryLimit: a two-pass run holds about 35 MiB live (a few input
-// and output batches, the shuffle's budget); cli.Run already put every
-// tool under cli.MemoryLimit (85 MB peak RSS measured on 1M rows instead
-// of 115 MB, for about 5 % more CPU). Kept for callers that bypass Run.
-func softMemoryLimit() { cli.SoftMemoryLimit() }
-
 // divertedMemoryLimit is A′'s soft memory limit, below cli.MemoryLimit: its
 // live heap is about 28 MiB at 10M rows (an input batch, the shuffle's
 // spill buffers or the bucket being emitted, a Parquet batch), so under
@@ -172,11 +166,6 @@ const divertedMemoryLimit = 48 << 20
 // in 1.8 s at 87 MB instead of 2.5 s at 75–82 MB, 10M rows in 25.5 s at
 // 87 MB.
 const anatomyMemoryLimit = 56 << 20
-
-// lowerMemoryLimit puts the run under divertedMemoryLimit (with cli's
-// headroom when per-value state outgrows it) unless GOMEMLIMIT is set (it
-// wins) or a lower limit is in force.
-func lowerMemoryLimit() { cli.LowerMemoryLimit(divertedMemoryLimit) }
 
 // pass is one pass over the input: per kept row (a row no --missing drop
 // removes), its value index in every sensitive column.
@@ -295,7 +284,9 @@ func (o *Options) countPass(in table.Reader, cb *codebook.Codebook, r *rand.Rand
 // counts, pass 2 publishes each row as it comes, through the bounded-memory
 // shuffle unless --keep-order. Memory does not grow with the rows.
 func (o *Options) runDiverted(in table.Reader, cb *codebook.Codebook) error {
-	lowerMemoryLimit()
+	// With cli's headroom when per-value state outgrows it; GOMEMLIMIT
+	// wins, as does a lower limit in force.
+	cli.LowerMemoryLimit(divertedMemoryLimit)
 	r := o.Seed.Rand(o.cmd)
 	shuffleRand := splitRand(r)
 	// Pass 2 only diverts: the Dealers' flat sets are all it needs of the
