@@ -97,6 +97,7 @@ func Run(cmd *cobra.Command, args []string, s *Streams) (code int) {
 			code = ExitFailure
 		}
 	}()
+	AdviseHugePages()
 	SoftMemoryLimit()
 	cmd.SetArgs(args)
 	cmd.SetIn(s.In)

@@ -1,0 +1,7 @@
+//go:build !linux
+
+package cli
+
+// AdviseHugePages does nothing outside Linux: transparent huge pages are
+// a Linux feature (see hugepages_linux.go).
+func AdviseHugePages() {}
