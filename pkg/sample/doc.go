@@ -7,5 +7,6 @@
 // the bottom-m set is a uniform sample without replacement of size m; since
 // every curator computes the same priorities, they keep the same rows, and
 // emitting rows in priority order aligns the samples by position. Memory is
-// O(m): a bounded heap of the m best rows seen so far.
+// bounded whatever m and n: the candidate rows are held in memory up to
+// Budget bytes and in sorted run files past it (store), merged at the end.
 package sample

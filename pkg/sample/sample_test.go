@@ -35,7 +35,7 @@ func sampleIDs(t testing.TB, secret []byte, ids []string, m int) []string {
 	for _, id := range ids {
 		b.Offer(prf.ID(id), func() []string { return []string{id} })
 	}
-	items, err := b.Sample()
+	items, err := collect(b.Sample)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +65,7 @@ func TestBottomMIsUniformWithoutReplacement(t *testing.T) {
 				}
 				b.Offer(p, func() []string { return []string{strconv.Itoa(i)} })
 			}
-			items, err := b.Sample()
+			items, err := collect(b.Sample)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -129,11 +129,11 @@ func TestFractionEqualsBottomM(t *testing.T) {
 			fr.Offer(p, row)
 			b.Offer(p, row)
 		}
-		got, err := fr.Sample(m)
+		got, err := collect(func(emit func(Item) error) error { return fr.Sample(m, emit) })
 		if err != nil {
 			t.Fatal(err)
 		}
-		want, _ := b.Sample()
+		want, _ := collect(b.Sample)
 		if len(got) != len(want) {
 			t.Fatalf("n=%d f=%v: %d rows, want %d", tc.n, tc.f, len(got), len(want))
 		}
@@ -142,8 +142,8 @@ func TestFractionEqualsBottomM(t *testing.T) {
 				t.Fatalf("n=%d f=%v: row %d is %s, want %s", tc.n, tc.f, i, got[i].Row[0], want[i].Row[0])
 			}
 		}
-		if len(fr.items) > 2*int(m)+6000 {
-			t.Errorf("n=%d f=%v: fraction sampler holds %d rows for m=%d", tc.n, tc.f, len(fr.items), m)
+		if fr.kept.rows() > 2*m+6000 {
+			t.Errorf("n=%d f=%v: fraction sampler holds %d rows for m=%d", tc.n, tc.f, fr.kept.rows(), m)
 		}
 	}
 }
@@ -160,7 +160,7 @@ func TestBadSizesAndSecretsAreRefused(t *testing.T) {
 	}
 	b, _ := NewBottomM(5)
 	b.Offer(Priority{1, 1}, func() []string { return nil })
-	if _, err := b.Sample(); err == nil {
+	if err := b.Sample(discard); err == nil {
 		t.Error("m > n accepted")
 	}
 	if _, err := ParseSecret([]byte("short")); err == nil {
@@ -268,7 +268,19 @@ func BenchmarkPRF(b *testing.B) {
 // would be kept together (the bug: 100 of 100 sampled rows were one id).
 // The samplers refuse when the repeated id is among the kept rows, or ties
 // with the m-th best at the heap's boundary, and name both rows.
+//
+// It runs with the rows in memory and with a 256-byte budget, under which
+// the copies of the repeated id lie in different run files.
 func TestRepeatedIDsAreRefused(t *testing.T) {
+	for _, budget := range []int64{Budget, 256} {
+		t.Run(strconv.FormatInt(budget, 10), func(t *testing.T) {
+			withBudget(t, budget)
+			repeatedIDsAreRefused(t)
+		})
+	}
+}
+
+func repeatedIDsAreRefused(t *testing.T) {
 	prf, _ := NewPRF(secretFrom(rng.NewSeeded(5)))
 	// ids 0..999, then the sampled id "x" 100 times: the bug's table.
 	ids := make([]string, 0, 1100)
@@ -279,10 +291,12 @@ func TestRepeatedIDsAreRefused(t *testing.T) {
 		ids = append(ids, "x")
 	}
 	offer := func(k interface {
-		Offer(Priority, func() []string)
+		Offer(Priority, func() []string) error
 	}, ids []string) {
 		for _, id := range ids {
-			k.Offer(prf.ID(id), func() []string { return []string{id} })
+			if err := k.Offer(prf.ID(id), func() []string { return []string{id} }); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 	check := func(name string, err error, kept string, a, b int64) {
@@ -309,14 +323,14 @@ func TestRepeatedIDsAreRefused(t *testing.T) {
 	t.Logf("x has rank %d of 1001", rank)
 	b, _ := NewBottomM(rank + 100) // room for every copy of "x"
 	offer(b, ids)
-	_, err := b.Sample()
+	err := b.Sample(discard)
 	check("kept", err, "x", 1001, 1002)
 
 	// m = rank+1: "x" is the m-th best, so every later copy ties with the
 	// heap's maximum.
 	b, _ = NewBottomM(rank + 1)
 	offer(b, ids)
-	_, err = b.Sample()
+	err = b.Sample(discard)
 	check("boundary tie", err, "x", 1001, 1002)
 	// The same when the caller offers only the rows Wants.
 	b, _ = NewBottomM(rank + 1)
@@ -325,7 +339,7 @@ func TestRepeatedIDsAreRefused(t *testing.T) {
 			b.Offer(p, func() []string { return []string{id} })
 		}
 	}
-	_, err = b.Sample()
+	err = b.Sample(discard)
 	check("boundary tie after Wants", err, "x", 0, 0) // rows counted among those offered
 
 	// Fraction 0.6: x's priority (rank 410 of 1001, below 2^127) is well
@@ -335,15 +349,25 @@ func TestRepeatedIDsAreRefused(t *testing.T) {
 	}
 	f, _ := NewFraction(0.6)
 	offer(f, ids)
-	_, err = f.Sample(600)
+	err = f.Sample(600, discard)
 	check("fraction", err, "x", 1001, 1002)
 
 	// Not sampled: m smaller than x's rank, nothing noticed (documented).
 	if rank > 1 {
 		b, _ = NewBottomM(rank - 1)
 		offer(b, ids)
-		if _, err := b.Sample(); err != nil {
+		if err := b.Sample(discard); err != nil {
 			t.Errorf("a repeated id that is not sampled: %v", err)
 		}
 	}
 }
+
+// collect gathers the rows a sampler's Sample emits.
+func collect(sample func(emit func(Item) error) error) ([]Item, error) {
+	var items []Item
+	err := sample(func(it Item) error { items = append(items, it); return nil })
+	return items, err
+}
+
+// discard is an emit that keeps nothing.
+func discard(Item) error { return nil }

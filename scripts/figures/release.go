@@ -112,15 +112,18 @@ func (s *releaser) release(r *rand.Rand, m int, mech *pram.Mechanism) (estimate.
 	if err != nil {
 		return estimate.Counts{}, fmt.Errorf("release: %w", err)
 	}
+	defer bm.Close()
 	for i := range s.pop.rows {
 		p := prf.Position(uint64(i))
 		if bm.Wants(p) {
 			s.cur = i
-			bm.Offer(p, s.rowFn)
+			if err := bm.Offer(p, s.rowFn); err != nil {
+				return estimate.Counts{}, fmt.Errorf("release: %w", err)
+			}
 		}
 	}
-	items, err := bm.Sample()
-	if err != nil {
+	var items []sample.Item
+	if err := bm.Sample(func(it sample.Item) error { items = append(items, it); return nil }); err != nil {
 		return estimate.Counts{}, fmt.Errorf("release: %w", err)
 	}
 	for j := range s.cols {

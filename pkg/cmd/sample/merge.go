@@ -57,6 +57,7 @@ func runMerge(o *Options) error {
 	if err != nil {
 		return err
 	}
+	defer bottom.Close()
 	var (
 		first  table.Reader
 		names  []string
@@ -94,16 +95,21 @@ func runMerge(o *Options) error {
 	if bottom.Seen() < sz.m {
 		return fmt.Errorf("the shards' samples hold %d rows, fewer than -m %d; re-sample the shards with -m ≥ %d each", bottom.Seen(), sz.m, sz.m)
 	}
-	items, err := bottom.Sample()
-	var dup *sample.DuplicateError
-	if errors.As(err, &dup) {
-		a, b := dup.Kept.Row, shardRowOf(shards, dup.Row)
-		return fmt.Errorf("%s row %s and %s have the same priority %s: one id is in two shards (or one shard was given twice); shards must be disjoint", a[len(a)-2], a[len(a)-1], b, dup.Kept.Priority)
-	}
-	if err != nil {
+	// The sample's rows are read twice: for its largest priority (and any
+	// repeated one) before anything is written, then to write them.
+	each := func(emit func(sample.Item) error) error {
+		err := bottom.Sample(emit)
+		var dup *sample.DuplicateError
+		if errors.As(err, &dup) {
+			a, b := dup.Kept.Row, shardRowOf(shards, dup.Row)
+			return fmt.Errorf("%s row %s and %s have the same priority %s: one id is in two shards (or one shard was given twice); shards must be disjoint", a[len(a)-2], a[len(a)-1], b, dup.Kept.Priority)
+		}
 		return err
 	}
-	last := items[len(items)-1].Priority
+	var last sample.Priority
+	if err := each(func(it sample.Item) error { last = it.Priority; return nil }); err != nil {
+		return err
+	}
 	for _, sh := range shards {
 		// A shard that kept m_i < n_i rows dropped only rows of priority
 		// above its largest kept one; if that is below the merged sample's
@@ -116,7 +122,7 @@ func runMerge(o *Options) error {
 	if o.insecureSecret {
 		meta[release.KeyInsecureSeed] = "true"
 	}
-	return o.write(meta, names, first.Format(), secret, n, items)
+	return o.write(meta, names, first.Format(), secret, n, sz.m, each)
 }
 
 // checkShard checks that r is a sample written with --id --with-priority
@@ -200,13 +206,15 @@ func offerShard(r table.Reader, sh *shard, ncols int, bottom *sample.BottomM) er
 			if row == 1 || sh.max.Less(p) {
 				sh.max = p
 			}
-			bottom.Offer(p, func() []string {
+			if err := bottom.Offer(p, func() []string {
 				out := make([]string, ncols, ncols+2)
 				for j := 0; j < ncols; j++ {
 					out[j] = strings.Clone(cols[j].String(i))
 				}
 				return append(out, r.Name(), strconv.FormatInt(row, 10))
-			})
+			}); err != nil {
+				return err
+			}
 		}
 		return nil
 	})

@@ -105,7 +105,9 @@ func (o *Options) offerRowsParallel(in table.Reader, secret []byte, idCol int, k
 		copyRow := func() []string { return kc.row(row) }
 		for i, p := range c.pri {
 			row = i
-			k.Offer(p, copyRow)
+			if err := k.Offer(p, copyRow); err != nil {
+				return err
+			}
 		}
 		meter.Add(int64(len(c.pri)))
 		return nil

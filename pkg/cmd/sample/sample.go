@@ -73,8 +73,9 @@ people reproduces exactly: the first stage of the release pipeline.
 Each row's id (its position, or the --id column) gets a priority from a keyed
 pseudo-random function (AES-128) under a secret the curators share; the rows
 of the m smallest priorities are the sample (bottom-m), written in priority
-order, so that curators' samples line up row by row. Memory is O(m) whatever
-the input size. Ids must be unique: two rows with one id get the same
+order, so that curators' samples line up row by row. Memory does not grow
+with m or the input: kept rows past 16 MiB go to sorted temporary files in
+$TMPDIR (unlinked once open), merged when the sample is written. Ids must be unique: two rows with one id get the same
 priority and would be kept or dropped together, so sample stops with an
 error naming the id when a repeated id is among the sampled rows (or ties
 with the last of them); a repeated id that is not sampled is not detected,
@@ -402,7 +403,8 @@ func countRows(o *Options) (int64, error) {
 // keeper is what both samplers offer: BottomM and Fraction.
 type keeper interface {
 	Wants(sample.Priority) bool
-	Offer(sample.Priority, func() []string)
+	Offer(sample.Priority, func() []string) error
+	Close() error
 }
 
 func runSample(o *Options, secret []byte) error {
@@ -427,15 +429,16 @@ func runSample(o *Options, secret []byte) error {
 	if err != nil {
 		return err
 	}
+	defer sm.k.Close()
 	n, err := o.offerRows(in, secret, prf, idCol, keep, sm.k)
 	if err != nil {
 		return err
 	}
-	items, err := o.draw(in, sz, sm, n, len(keep))
+	m, each, err := o.draw(in, sz, sm, n, len(keep))
 	if err != nil {
 		return err
 	}
-	return o.writeSample(in, secret, idCol, keep, n, items)
+	return o.writeSample(in, secret, idCol, keep, n, m, each)
 }
 
 // sampler is the sample being drawn: the m rows of smallest priority
@@ -485,7 +488,9 @@ func (o *Options) offerRows(in table.Reader, secret []byte, prf *sample.PRF, idC
 			}
 			pos++
 			row := i
-			k.Offer(p, func() []string { return kc.row(row) })
+			if err := k.Offer(p, func() []string { return kc.row(row) }); err != nil {
+				return err
+			}
 		}
 		meter.Add(int64(rows))
 		return nil
@@ -497,38 +502,46 @@ func (o *Options) offerRows(in table.Reader, secret []byte, prf *sample.PRF, idC
 	return int64(pos), nil
 }
 
-// draw returns the sample's rows, in input order, once n is known.
-func (o *Options) draw(in table.Reader, sz *sizer, sm *sampler, n int64, nkeep int) ([]sample.Item, error) {
-	bottom, frac := sm.bottom, sm.frac
-	var err error
-	var items []sample.Item
+// draw returns the sample's size m, once n is known, and a function that
+// passes the sample's rows, in priority order, to emit (the rows are read
+// back from the sampler, from temporary files for a large sample).
+func (o *Options) draw(in table.Reader, sz *sizer, sm *sampler, n int64, nkeep int) (int64, func(emit func(sample.Item) error) error, error) {
+	var m int64
+	var sampleOf func(emit func(sample.Item) error) error
 	switch {
 	case n == 0:
-		return nil, fmt.Errorf("%s has no data rows: nothing to sample", names(in))
-	case bottom != nil:
+		return 0, nil, fmt.Errorf("%s has no data rows: nothing to sample", names(in))
+	case sm.bottom != nil:
 		if sz.m > n {
-			return nil, fmt.Errorf("cannot sample m = %d rows: %s has n = %d rows; choose -m ≤ %d", sz.m, names(in), n, n)
+			return 0, nil, fmt.Errorf("cannot sample m = %d rows: %s has n = %d rows; choose -m ≤ %d", sz.m, names(in), n, n)
 		}
-		items, err = bottom.Sample()
+		m, sampleOf = sz.m, sm.bottom.Sample
 	case sz.optimal:
-		var p estimate.Plan
-		if p, err = estimate.NewPlan(int(n), sz.k, sz.epsilon); err == nil {
-			items, err = frac.Sample(int64(p.M))
+		p, err := estimate.NewPlan(int(n), sz.k, sz.epsilon)
+		if err != nil {
+			return 0, nil, err
 		}
+		m = int64(p.M)
 	default:
-		m := max(int64(sz.fraction*float64(n)+0.5), 1)
-		items, err = frac.Sample(m)
+		m = max(int64(sz.fraction*float64(n)+0.5), 1)
 	}
-	var dup *sample.DuplicateError
-	if errors.As(err, &dup) {
-		return nil, &table.DataError{File: names(in), Column: o.ID, Err: fmt.Errorf("id %s appears more than once (rows %d and %d); ids given with --id must be unique, since rows of one id are kept or dropped together", quoteID(dup.Kept.Row[nkeep]), min(dup.Kept.Index, dup.Row), max(dup.Kept.Index, dup.Row))}
+	if sampleOf == nil {
+		sampleOf = func(emit func(sample.Item) error) error { return sm.frac.Sample(m, emit) }
 	}
-	return items, err
+	each := func(emit func(sample.Item) error) error {
+		err := sampleOf(emit)
+		var dup *sample.DuplicateError
+		if errors.As(err, &dup) {
+			return &table.DataError{File: names(in), Column: o.ID, Err: fmt.Errorf("id %s appears more than once (rows %d and %d); ids given with --id must be unique, since rows of one id are kept or dropped together", quoteID(dup.Kept.Row[nkeep]), min(dup.Kept.Index, dup.Row), max(dup.Kept.Index, dup.Row))}
+		}
+		return err
+	}
+	return m, each, nil
 }
 
 // writeSample writes the sample with its metadata: n, m, the secret's
 // fingerprint and how rows were identified.
-func (o *Options) writeSample(in table.Reader, secret []byte, idCol int, keep []int, n int64, items []sample.Item) error {
+func (o *Options) writeSample(in table.Reader, secret []byte, idCol int, keep []int, n, m int64, each func(func(sample.Item) error) error) error {
 	names := make([]string, len(keep))
 	for j, c := range keep {
 		names[j] = in.Schema().Field(c).Name
@@ -545,16 +558,15 @@ func (o *Options) writeSample(in table.Reader, secret []byte, idCol int, keep []
 	} else {
 		meta[release.KeySampleID] = release.SampleIDPosition
 	}
-	return o.write(meta, names, in.Format(), secret, n, items)
+	return o.write(meta, names, in.Format(), secret, n, m, each)
 }
 
-// write writes items (rows of the columns names, in priority order) as
-// the sample of n rows: meta gets n, m and the fingerprint, and with
-// --with-priority the priority column and secret-id. A sample run and a
-// merge of shards write through here, so a merge's output is the one run
-// on the union would write.
-func (o *Options) write(meta table.Meta, names []string, format table.Format, secret []byte, n int64, items []sample.Item) error {
-	m := int64(len(items))
+// write writes the m rows each gives (rows of the columns names, in
+// priority order) as the sample of n rows: meta gets n, m and the
+// fingerprint, and with --with-priority the priority column and
+// secret-id. A sample run and a merge of shards write through here, so a
+// merge's output is the one run on the union would write.
+func (o *Options) write(meta table.Meta, names []string, format table.Format, secret []byte, n, m int64, each func(func(sample.Item) error) error) error {
 	release.Sample{N: n, M: m, Fingerprint: sample.Fingerprint(secret, n, m)}.Encode(meta)
 	cols := names
 	if o.WithPriority {
@@ -573,14 +585,19 @@ func (o *Options) write(meta table.Meta, names []string, format table.Format, se
 	rw := table.NewRowWriter(w, schema, 0)
 	defer rw.Release()
 	row := make([]string, len(cols))
-	for _, it := range items {
+	var wrote int64
+	if err := each(func(it sample.Item) error {
 		copy(row, it.Row[:len(names)])
 		if o.WithPriority {
 			row[len(names)] = it.Priority.String()
 		}
-		if err := rw.AppendStrings(row); err != nil {
-			return err
-		}
+		wrote++
+		return rw.AppendStrings(row)
+	}); err != nil {
+		return err
+	}
+	if wrote != m {
+		return fmt.Errorf("sample: internal error: %d rows drawn for a sample of m = %d", wrote, m)
 	}
 	if err := rw.Flush(); err != nil {
 		return err
@@ -692,11 +709,25 @@ func newKeptCells(rec arrow.RecordBatch, keep []int, idCol int) keptCells {
 // out to be repeated.
 func (kc keptCells) row(i int) []string {
 	out := make([]string, len(kc.cols), len(kc.cols)+1)
+	n := 0
 	for j, c := range kc.cols {
-		out[j] = strings.Clone(c.String(i))
+		out[j] = c.String(i)
+		n += len(out[j])
 	}
 	if kc.hasID {
-		out = append(out, strings.Clone(kc.ids.String(i)))
+		out = append(out, kc.ids.String(i))
+		n += len(out[len(out)-1])
+	}
+	// One copy of all the cells, which they share: one allocation a row.
+	var b strings.Builder
+	b.Grow(n)
+	for _, c := range out {
+		b.WriteString(c)
+	}
+	all, off := b.String(), 0
+	for j, c := range out {
+		out[j] = all[off : off+len(c)]
+		off += len(c)
 	}
 	return out
 }

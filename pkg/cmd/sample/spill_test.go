@@ -1,0 +1,36 @@
+package sample
+
+import (
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	"github.com/pramkit/pramkit/pkg/sample"
+)
+
+// TestSpilledSampleWritesTheSameFile: a sample whose rows go through run
+// files (a 512-byte memory budget) is byte for byte the one held in
+// memory: -m by position and by id, --fraction, and a --merge of shards.
+func TestSpilledSampleWritesTheSameFile(t *testing.T) {
+	dir := shardFixture(t, 3000, []int{1000, 1800})
+	in := func(name string) string { return filepath.Join(dir, name) }
+	sec := in("sec")
+	for k, nk := range []int{1000, 800, 1200} {
+		mustRun(t, "--secret", sec, "--id", "pid", "--with-priority", "-m", fmt.Sprint(min(900, nk)), in(fmt.Sprintf("s%d.csv", k)), "-o", in(fmt.Sprintf("shard%d.csv", k)))
+	}
+	cases := [][]string{
+		{"--secret", sec, "-m", "2000", in("all.csv")},
+		{"--secret", sec, "--id", "pid", "-m", "300", in("all.csv")},
+		{"--secret", sec, "--fraction", "0.4", in("all.csv")},
+		{"--merge", "--secret", sec, "-m", "900", in("shard0.csv"), in("shard1.csv"), in("shard2.csv")},
+	}
+	for i, args := range cases {
+		mem, spilled := in(fmt.Sprintf("mem%d.csv", i)), in(fmt.Sprintf("spilled%d.csv", i))
+		mustRun(t, append(args, "-o", mem)...)
+		budget, tmp := sample.Budget, sample.Dir
+		sample.Budget, sample.Dir = 512, t.TempDir()
+		mustRun(t, append(args, "-o", spilled)...)
+		sample.Budget, sample.Dir = budget, tmp
+		sameFiles(t, spilled, mem)
+	}
+}
