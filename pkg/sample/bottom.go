@@ -35,9 +35,10 @@ func (e *DuplicateError) Error() string {
 // priority ranges (the top 16 bits) by which the rows kept so far reach
 // m. The final m-th smallest priority is below every such τ — m kept rows
 // already lie below it — so no row it refuses can be sampled, and a row
-// tying with the m-th best, in the same range, is kept. Past the first m rows, τ is within one range of the m-th best: a
-// row is kept with probability about (m + n/2^16)/n, so only
-// O(m log(n/m) + n/2^16) rows are ever copied.
+// tying with the m-th best, in the same range, is kept. Past the first m
+// rows, τ is within one range of the m-th best: a row is kept with
+// probability about (m + n/2^16)/n, so only O(m log(n/m) + n/2^16) rows
+// are ever copied.
 //
 // The kept rows live in a store: in memory up to Budget bytes, the rest in
 // sorted runs in temporary files, merged at the end; memory does not grow
@@ -51,7 +52,7 @@ type BottomM struct {
 	m     int64
 	seen  int64
 	kept  store
-	hist  []int64 // kept rows by priority range (top 16 bits), once m are kept
+	hist  []int64 // kept rows by priority range (top 16 bits), from minRanged kept rows on
 	top   int     // the range τ ends: the first by which the kept rows reach m
 	below int64   // kept rows in ranges 0..top
 }

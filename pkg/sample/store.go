@@ -64,7 +64,7 @@ func (s *store) rows() int64 { return s.runRows + int64(len(s.mem)) }
 // itemBytes estimates the memory of a kept row: the Item, the row's
 // slice and each cell's header and bytes (rounded to 8 as allocated).
 func itemBytes(it Item) int64 {
-	b := int64(40 + 24 + 16*cap(it.Row))
+	b := int64(48 + 24 + 16*cap(it.Row))
 	for _, c := range it.Row {
 		b += int64(len(c)+7) &^ 7
 	}
@@ -96,9 +96,6 @@ func (s *store) prune(keep func(Priority) bool) {
 		s.bytes -= itemBytes(it)
 		return true
 	})
-	// Items past the new length still point at their rows: clear them so
-	// the collector can have them.
-	clear(s.mem[len(s.mem):cap(s.mem)])
 }
 
 // spill writes the rows in memory to a new sorted run of level 0, then
