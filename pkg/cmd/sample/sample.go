@@ -78,10 +78,10 @@ with m or the input: kept rows past 16 MiB go to sorted temporary files in
 $TMPDIR (unlinked once open), merged when the sample is written. Ids must
 be unique: two rows with one id get the same priority and would be kept or
 dropped together, so sample stops with an error naming the id when a
-repeated id is among the sampled rows (or ties with the last of them); a
-repeated id that is not sampled is not detected, and does not change the
-sample. Sampling by position needs every curator's
-file in the same row order. Several input files are read in order as one
+repeated id is among the sampled rows (or ties with the last of them);
+a repeated id that is not sampled is not detected, and does not change
+the sample. Sampling by position needs every curator's file in the same
+row order. Several input files are read in order as one
 table (the same columns in each; positions number on across files).
 
 With --id and --with-priority, the output gets a last column _priority
