@@ -10,6 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+
+	"github.com/pramkit/pramkit/pkg/table"
 )
 
 // Budget is the bytes of kept rows a sampler holds in memory (estimated:
@@ -48,7 +50,8 @@ type store struct {
 	runs  []run
 	// runRows is the rows in runs.
 	runRows int64
-	made    int // run files made, to name the next
+	made    int    // run files made, to name the next
+	forget  func() // unregisters dir from table.TrackTemp
 }
 
 // run is a file of rows in (priority, index) order.
@@ -177,6 +180,12 @@ func (s *store) newRun() (*os.File, error) {
 		if err != nil {
 			return nil, s.ioError(err)
 		}
+		// Removed if a signal ends the run (the runs in it are unlinked
+		// already; the folder would stay).
+		if s.forget, err = table.TrackTemp(dir); err != nil {
+			os.RemoveAll(dir)
+			return nil, err
+		}
 		s.dir = dir
 	}
 	s.made++
@@ -259,6 +268,7 @@ func (s *store) close() error {
 	}
 	err := os.RemoveAll(s.dir)
 	s.dir = ""
+	s.forget()
 	return err
 }
 

@@ -169,6 +169,7 @@ type Shuffler struct {
 
 	// Spilled: the private directory and the level-0 bucket files.
 	dir     string
+	forget  func()       // unregisters dir from table.TrackTemp
 	buckets []*spillFile // level 0
 	files   []*spillFile // every spill file made, to release
 	seq     int          // the last spill file's name
@@ -523,6 +524,11 @@ func (s *Shuffler) spillDir() error {
 		return fmt.Errorf("shuffling the rows: they outgrew %d MiB of memory, and no folder for temporary files could be made (%w): set TMPDIR to a writable folder with room for the output", s.opt.Budget>>20, err)
 	}
 	s.dir = dir
+	// Removed if a signal ends the run (the files in it are unlinked
+	// already; the folder would stay).
+	if s.forget, err = table.TrackTemp(dir); err != nil {
+		return err
+	}
 	if err := os.Chmod(dir, 0o700); err != nil {
 		return fmt.Errorf("shuffling the rows: %w", err)
 	}
@@ -724,6 +730,10 @@ func (s *Shuffler) Close() error {
 	}
 	err := os.RemoveAll(s.dir)
 	s.dir = ""
+	if s.forget != nil {
+		s.forget()
+		s.forget = nil
+	}
 	if err != nil {
 		return fmt.Errorf("shuffle: removing spill files: %w", err)
 	}

@@ -23,8 +23,9 @@ const partialInfix = ".pramkit-partial-"
 var partials = struct {
 	sync.Mutex
 	files map[string]struct{}
+	temps map[string]struct{} // TrackTemp's folders and files
 	dying bool
-}{files: map[string]struct{}{}}
+}{files: map[string]struct{}{}, temps: map[string]struct{}{}}
 
 // errDying is returned by any file operation that starts after
 // RemovePartialFiles: the process is about to end.
@@ -75,4 +76,30 @@ func RemovePartialFiles() {
 		os.Remove(name)
 		forgetPartial(name)
 	}
+	for path := range partials.temps {
+		os.RemoveAll(path)
+		delete(partials.temps, path)
+	}
+}
+
+// TrackTemp registers path, a temporary file or folder of this run (a
+// spooled copy of standard input, a folder of spill files), for removal
+// by RemovePartialFiles: a run ended by a signal skips its deferred
+// clean-ups, and the copy of a sensitive input would stay in $TMPDIR.
+// forget unregisters it; call it once path is removed. After
+// RemovePartialFiles it removes path at once and fails: the process is
+// about to end.
+func TrackTemp(path string) (forget func(), err error) {
+	partials.Lock()
+	defer partials.Unlock()
+	if partials.dying {
+		os.RemoveAll(path)
+		return nil, errDying
+	}
+	partials.temps[path] = struct{}{}
+	return func() {
+		partials.Lock()
+		defer partials.Unlock()
+		delete(partials.temps, path)
+	}, nil
 }

@@ -53,7 +53,12 @@ func (o *Options) spoolInput() (string, func(), error) {
 	if err != nil {
 		return "", func() {}, fmt.Errorf("%s: cannot make a temporary folder to read it twice: %w", name, err)
 	}
-	cleanup := func() { os.RemoveAll(dir) }
+	// The copy is the sensitive input itself: a signal must not leave it.
+	forget, err := table.TrackTemp(dir)
+	if err != nil {
+		return "", func() {}, err
+	}
+	cleanup := func() { os.RemoveAll(dir); forget() }
 	path := filepath.Join(dir, "input")
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
 	if err != nil {
