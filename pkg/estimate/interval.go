@@ -69,7 +69,8 @@ func InverseInterval(c Counts, gamma, level float64) (Interval, error) {
 		toT := func(p float64) float64 { return min(max((q*p-1)/(gamma-1), 0), 1) }
 		return toT(center - half), toT(center + half)
 	}
-	out := Interval{Level: level, Index: append([]uint64(nil), c.Index...), Lo: make([]float64, len(c.Index)), Hi: make([]float64, len(c.Index))}
+	// Index is c's, shared (as Inverse's).
+	out := Interval{Level: level, Index: c.Index, Lo: make([]float64, len(c.Index)), Hi: make([]float64, len(c.Index))}
 	for i, n := range c.Count {
 		out.Lo[i], out.Hi[i] = bounds(float64(n) / mf)
 	}

@@ -15,6 +15,8 @@ import (
 // A·T̂ = (q·T − 1 + 1·(q − K)/(γ − 1))/q = T because q − K = γ − 1. T̂ is
 // unbiased (E T = A·t) and sums to 1, but cells can be negative; every
 // never-observed cell gets −1/(γ − 1) (Vector.Rest). O(observed) time.
+// The Vector shares c.Index (8 bytes an observed cell not copied: a third
+// of estimate's memory at millions of observed cells).
 func Inverse(c Counts, gamma float64) (Vector, error) {
 	m, err := c.validate()
 	if err != nil {
@@ -24,7 +26,7 @@ func Inverse(c Counts, gamma float64) (Vector, error) {
 		return Vector{}, fmt.Errorf("estimate.Inverse: %w", err)
 	}
 	q := gamma + float64(c.K-1)
-	v := Vector{K: c.K, Index: append([]uint64(nil), c.Index...), Value: make([]float64, len(c.Index)), Rest: -1 / (gamma - 1)}
+	v := Vector{K: c.K, Index: c.Index, Value: make([]float64, len(c.Index)), Rest: -1 / (gamma - 1)}
 	for i, n := range c.Count {
 		v.Value[i] = (q*float64(n)/float64(m) - 1) / (gamma - 1)
 	}
