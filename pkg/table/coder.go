@@ -53,8 +53,18 @@ func NewCoder(lookup func(label string) (code uint32, err error)) *Coder {
 // MapCoder returns a Coder over a label → code map; a label outside it is
 // an error naming the label.
 func MapCoder(codes map[string]uint32) *Coder {
+	return LookupCoder(func(s string) (uint32, bool) {
+		c, ok := codes[s]
+		return c, ok
+	})
+}
+
+// LookupCoder is MapCoder over a lookup function (a codebook column's own
+// label index, codebook.Column.LabelIndex, which costs a few bytes a label
+// where a map costs ~55).
+func LookupCoder(code func(string) (uint32, bool)) *Coder {
 	return NewCoder(func(s string) (uint32, error) {
-		if c, ok := codes[s]; ok {
+		if c, ok := code(s); ok {
 			return c, nil
 		}
 		// Cloned: s may point into a batch whose buffers the reader

@@ -24,7 +24,7 @@ import (
 // read this way or holds a label that is not in the codebook: countRows
 // then reads the file again and reports the first bad cell in file order,
 // as it always has.
-func (rel *pramRelease) countGroups(dg *table.DictGroups, t *pramTally, index []map[string]uint32, stride []uint64, meter *progress.Meter) (rows int64, ok bool) {
+func (rel *pramRelease) countGroups(dg *table.DictGroups, t *pramTally, index []labelCode, stride []uint64, meter *progress.Meter) (rows int64, ok bool) {
 	K := uint64(len(t.dense))
 	workers := min(runtime.GOMAXPROCS(0), dg.Len())
 	var next atomic.Int64
@@ -59,7 +59,7 @@ func (rel *pramRelease) countGroups(dg *table.DictGroups, t *pramTally, index []
 					err := dg.Add(i, col, &s, gs, func(labels []string) []uint32 {
 						lut = lut[:0]
 						for _, l := range labels {
-							code, ok := index[j][l]
+							code, ok := index[j](l)
 							if !ok {
 								lut = append(lut, uint32(K))
 								continue

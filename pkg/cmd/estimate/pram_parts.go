@@ -255,18 +255,31 @@ func (rel *pramRelease) checkPartTotals(o *Options, parts []pramPart, total int6
 	return nil
 }
 
+// labelCode returns the code of a label of one column, and whether it is
+// one of the column's labels.
+type labelCode func(string) (uint32, bool)
+
+// labelCodes returns each column's labelCode: its codebook column's own
+// index (codebook.Column.LabelIndex), a few bytes a label; a
+// map[string]uint32 per column was 55 MB at 1M labels.
+func (rel *pramRelease) labelCodes() []labelCode {
+	index := make([]labelCode, len(rel.cb.Columns))
+	for j := range rel.cb.Columns {
+		c := &rel.cb.Columns[j]
+		index[j] = func(s string) (uint32, bool) {
+			x, ok := c.LabelIndex(s)
+			return uint32(x), ok
+		}
+	}
+	return index
+}
+
 // count reads one input's rows — released rows, or a count table's
 // counted joint values — into t, and returns how many rows it holds: O(d)
 // work per row (one map lookup per cell).
 func (rel *pramRelease) count(o *Options, in table.Reader, t *pramTally) (int64, error) {
 	d := rel.dom.Dims()
-	index := make([]map[string]uint32, d)
-	for j, ls := range rel.labels {
-		index[j] = make(map[string]uint32, len(ls))
-		for x, l := range ls {
-			index[j][l] = uint32(x)
-		}
-	}
+	index := rel.labelCodes()
 	stride := pramStrides(rel.dom)
 	countCol := -1
 	if release.IsCountTable(in.Meta()) {
@@ -304,7 +317,7 @@ func (rel *pramRelease) count(o *Options, in table.Reader, t *pramTally) (int64,
 			var g uint64
 			for j, v := range vals {
 				s := v.String(i)
-				x, ok := index[j][s]
+				x, ok := index[j](s)
 				if !ok {
 					return 0, &table.DataError{File: rel.name, Row: row, Column: rel.names[j],
 						Err: fmt.Errorf("value %s is not one of the column's %d codebook labels: the file is not decrypt's output for this codebook; decrypt the release again, or pass the --codebook it was made with", table.QuoteCell(s), len(rel.labels[j]))}
