@@ -33,13 +33,13 @@ type pramTruthFile struct {
 type pramTruthCol struct {
 	fileCol int
 	name    string
-	labels  map[string]uint32
+	labels  labelCode
 	enc     *codebook.Encoder
 	stride  uint64
 }
 
 func (c *pramTruthCol) index(s string) (uint32, error) {
-	if x, ok := c.labels[s]; ok {
+	if x, ok := c.labels(s); ok {
 		return x, nil
 	}
 	if x, err := c.enc.Index(s); err == nil {
@@ -94,6 +94,7 @@ func (o *Options) readPRAMTruth(rel *pramRelease) (estimate.Vector, error) {
 		}
 	}()
 	stride := pramStrides(rel.dom)
+	codes := rel.labelCodes()
 	taken := make([]string, len(rel.names)) // file that supplies column j
 	for _, p := range o.Truth {
 		r, err := o.Streams.Open(p)
@@ -121,11 +122,7 @@ func (o *Options) readPRAMTruth(rel *pramRelease) (estimate.Vector, error) {
 			if err != nil {
 				return estimate.Vector{}, err
 			}
-			labels := make(map[string]uint32, len(rel.labels[j]))
-			for x, l := range rel.labels[j] {
-				labels[l] = uint32(x)
-			}
-			f.cols = append(f.cols, pramTruthCol{fileCol: idx[0], name: name, labels: labels, enc: enc, stride: stride[j]})
+			f.cols = append(f.cols, pramTruthCol{fileCol: idx[0], name: name, labels: codes[j], enc: enc, stride: stride[j]})
 		}
 		if len(f.cols) == 0 {
 			o.pramWarnf("--truth %s has none of the release's columns still needed (%s); it is not used", r.Name(), strings.Join(rel.names, ", "))
