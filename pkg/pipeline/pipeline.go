@@ -95,6 +95,7 @@ func Run[In, Out any](ctx context.Context, opts Options, next func() (In, bool, 
 	order := make(chan *job[In, Out], opts.InFlight) // the consumer's queue, in input order
 	var wg sync.WaitGroup
 	complete := false // next reported the end; read after wg.Wait
+	var read, emitted int // chunks next gave, and emitted; read after wg.Wait
 
 	// Producer: a token, then a chunk, then it goes to both queues. Both
 	// have room for InFlight jobs and at most InFlight exist, so the
@@ -123,6 +124,7 @@ func Run[In, Out any](ctx context.Context, opts Options, next func() (In, bool, 
 				complete = true
 				return
 			}
+			read++
 			j := &job[In, Out]{in: in, done: make(chan struct{})}
 			jobs <- j
 			order <- j
@@ -164,6 +166,7 @@ func Run[In, Out any](ctx context.Context, opts Options, next func() (In, bool, 
 			fail(err)
 			break
 		}
+		emitted++
 		<-tokens
 	}
 	// Unblock the producer (it may wait for a token) and let the workers
@@ -174,8 +177,10 @@ func Run[In, Out any](ctx context.Context, opts Options, next func() (In, bool, 
 	wg.Wait()
 	// Every goroutine has exited: firstErr is final and safe to read.
 	errOnce.Do(func() {})
-	if firstErr == nil && !complete {
-		return parent.Err() // cancelled from outside before the end
+	if firstErr == nil && (!complete || emitted < read) {
+		// Cancelled from outside before every chunk was emitted (maybe
+		// after next reported the end).
+		return parent.Err()
 	}
 	return firstErr
 }

@@ -161,6 +161,37 @@ func TestRunHonoursCancellation(t *testing.T) {
 	}
 }
 
+// TestRunCancelledAfterTheLastChunkIsReadFails: a run cancelled from
+// outside once next has reported the end, but before every chunk was
+// emitted, returns the context's error, not nil (it returned nil, with the
+// last chunks never emitted).
+func TestRunCancelledAfterTheLastChunkIsReadFails(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	ended := make(chan struct{})
+	i := 0
+	next := func() (int, bool, error) {
+		if i == 3 {
+			close(ended)
+			return 0, false, nil
+		}
+		i++
+		return i, true, nil
+	}
+	emitted := 0
+	err := Run(ctx, Options{Workers: 2, InFlight: 8}, next,
+		func(i int) (int, error) { return i, nil },
+		func(int) error {
+			if emitted++; emitted == 1 {
+				<-ended // every chunk is read
+				cancel()
+			}
+			return nil
+		})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v after %d of 3 chunks emitted, want context.Canceled", err, emitted)
+	}
+}
+
 func TestRunEmptyInput(t *testing.T) {
 	c := &counter{n: 0, failAt: -1}
 	err := Run(context.Background(), Options{}, c.next,
