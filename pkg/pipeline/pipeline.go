@@ -94,7 +94,7 @@ func Run[In, Out any](ctx context.Context, opts Options, next func() (In, bool, 
 	jobs := make(chan *job[In, Out], opts.InFlight)
 	order := make(chan *job[In, Out], opts.InFlight) // the consumer's queue, in input order
 	var wg sync.WaitGroup
-	complete := false // next reported the end; read after wg.Wait
+	complete := false     // next reported the end; read after wg.Wait
 	var read, emitted int // chunks next gave, and emitted; read after wg.Wait
 
 	// Producer: a token, then a chunk, then it goes to both queues. Both
