@@ -215,6 +215,28 @@ func (s *store) ioError(err error) error {
 // each calls f with the kept rows in (priority, index) order until f
 // returns false or an error.
 func (s *store) each(f func(Item) (bool, error)) error {
+	return s.merged(func(r record) (bool, error) {
+		it, err := r.toItem()
+		if err != nil {
+			return false, err
+		}
+		return f(it)
+	})
+}
+
+// eachPriority calls f with the priority of every kept row (rows read
+// back from runs are not decoded).
+func (s *store) eachPriority(f func(Priority)) error {
+	return s.merged(func(r record) (bool, error) {
+		f(r.pri)
+		return true, nil
+	})
+}
+
+// merged calls f with the kept rows as records, in (priority, index)
+// order, until f returns false or an error. A run that does not read back
+// is reported with the folder it is in.
+func (s *store) merged(f func(record) (bool, error)) error {
 	slices.SortFunc(s.mem, cmpItem)
 	srcs := []source{&memSource{items: s.mem}}
 	for _, r := range s.runs {
@@ -224,37 +246,11 @@ func (s *store) each(f func(Item) (bool, error)) error {
 		}
 		srcs = append(srcs, rs)
 	}
-	return mergeSources(srcs, func(r record) (bool, error) {
-		it, err := r.toItem()
-		if err != nil {
-			return false, err
-		}
-		return f(it)
-	})
-}
-
-// eachPriority calls f with the priority of every kept row, in no order.
-func (s *store) eachPriority(f func(Priority)) error {
-	for _, it := range s.mem {
-		f(it.Priority)
+	err := mergeSources(srcs, f)
+	if errors.Is(err, errBadRun) {
+		return s.ioError(err)
 	}
-	for _, r := range s.runs {
-		rs, err := newRunSource(r.f)
-		if err != nil {
-			return s.ioError(err)
-		}
-		for {
-			rec, ok, err := rs.next()
-			if err != nil {
-				return s.ioError(err)
-			}
-			if !ok {
-				break
-			}
-			f(rec.pri)
-		}
-	}
-	return nil
+	return err
 }
 
 // close removes the runs and the private folder.
