@@ -6,9 +6,11 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -285,5 +287,30 @@ func TestLabelTableFindsExactlyTheLabels(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestFrozenDictsForgetCollectedLabels: the registry of Labels
+// dictionaries holds them weakly, so a long-running process (a Beam
+// worker) that builds Labels per bundle does not keep them all.
+func TestFrozenDictsForgetCollectedLabels(t *testing.T) {
+	count := func() (n int) {
+		frozenDicts.Range(func(any, any) bool { n++; return true })
+		return n
+	}
+	before := count()
+	for range 100 {
+		NewLabels([]string{"a", "b", "c"})
+	}
+	if n := count() - before; n < 100 {
+		t.Fatalf("%d of 100 new Labels registered as frozen", n)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for count() > before && time.Now().Before(deadline) {
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := count() - before; n > 0 {
+		t.Errorf("%d registrations of collected Labels remain", n)
 	}
 }

@@ -77,13 +77,20 @@ var dictCopies atomic.Int64
 func dictMemos(schema *arrow.Schema) []dictMemo { return make([]dictMemo, schema.NumFields()) }
 
 // copyOf returns a copy of dictionary d that owns its memory, with a
-// reference for the caller: the memo's when d is the memo's source.
+// reference for the caller: the memo's when d is the memo's source. The
+// dictionary of a Labels is its own copy: its memory never changes
+// (frozenDicts).
 func (m *dictMemo) copyOf(d arrow.ArrayData) arrow.ArrayData {
 	if m.src != d {
 		m.release()
 		d.Retain()
-		m.src, m.cp = d, copyData(d)
-		dictCopies.Add(1)
+		m.src, m.cp = d, d
+		if isFrozen(d) {
+			d.Retain()
+		} else {
+			m.cp = copyData(d)
+			dictCopies.Add(1)
+		}
 	}
 	m.cp.Retain()
 	return m.cp

@@ -360,50 +360,67 @@ func TestRowGroupValuesAreRecycled(t *testing.T) {
 	}
 }
 
-// TestRowGroupsOverOneDictionaryShareOneCopy: a Labels column written in
-// 21 batches of 150 rows, row groups (Parquet) and record batches (Arrow)
-// of 1000 rows, is gathered with one copy of its dictionary for the first
-// three groups (dictMemo), not one a group, and reads back as written;
-// batches over another dictionary array with the same labels join a group
-// as they are (equal labels) and cost one more copy for the group they
-// start.
+// TestRowGroupsOverOneDictionaryShareOneCopy: a dictionary column written
+// in 21 batches of 150 rows, row groups (Parquet) and record batches
+// (Arrow) of 1000 rows, is gathered with one copy of its dictionary for
+// the first three groups (dictMemo), not one a group, and reads back as
+// written; batches over another dictionary array with the same labels
+// join a group as they are (equal labels) and cost one more copy for the
+// group they start. The dictionary of a Labels is never copied: its
+// memory never changes (frozenDicts).
 func TestRowGroupsOverOneDictionaryShareOneCopy(t *testing.T) {
-	labels := NewLabels([]string{"north", "south", "east", "west"})
-	other := NewLabels([]string{"north", "south", "east", "west"})
+	words := []string{"north", "south", "east", "west"}
+	// unfrozen is a Labels whose dictionary the writer cannot know to be
+	// immutable, as a dictionary from another source.
+	unfrozen := func() *Labels {
+		b := array.NewStringBuilder(memory.DefaultAllocator)
+		defer b.Release()
+		b.AppendValues(words, nil)
+		return &Labels{dict: b.NewStringArray()}
+	}
 	schema := arrow.NewSchema([]arrow.Field{DictField("dir")}, nil)
-	for _, ext := range []string{"parquet", "arrow"} {
-		p := filepath.Join(t.TempDir(), "t."+ext)
-		w, err := Create(p, schema, Meta{}, WriteOptions{RowGroupRows: 1000})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var want []string
-		before := dictCopies.Load()
-		for b := range 21 {
-			l := labels
-			if b >= 19 { // within the third group, then starting the fourth
-				l = other
-			}
-			codes := make([]uint32, 150)
-			for i := range codes {
-				codes[i] = uint32((b*150 + i) % 7 % 4)
-				want = append(want, l.dict.Value(int(codes[i])))
-			}
-			rec := CodesBatch(schema, [][]uint32{codes}, []*Labels{l}, len(codes))
-			if err := w.Write(rec); err != nil {
+	for _, tc := range []struct {
+		name          string
+		labels, other *Labels
+		copies        int64
+	}{
+		{"Labels", NewLabels(words), NewLabels(words), 0},
+		{"unfrozen", unfrozen(), unfrozen(), 2},
+	} {
+		for _, ext := range []string{"parquet", "arrow"} {
+			p := filepath.Join(t.TempDir(), "t."+ext)
+			w, err := Create(p, schema, Meta{}, WriteOptions{RowGroupRows: 1000})
+			if err != nil {
 				t.Fatal(err)
 			}
-			rec.Release()
-		}
-		if err := w.Commit(); err != nil {
-			t.Fatal(err)
-		}
-		if n := dictCopies.Load() - before; n != 2 {
-			t.Errorf("%s: %d dictionary copies for 3 groups over one dictionary and one over another, want 2", ext, n)
-		}
-		got := firstColumn(t, p)
-		if !slices.Equal(got, want) {
-			t.Errorf("%s reads back as %d labels, not the %d written", ext, len(got), len(want))
+			var want []string
+			before := dictCopies.Load()
+			for b := range 21 {
+				l := tc.labels
+				if b >= 19 { // within the third group, then starting the fourth
+					l = tc.other
+				}
+				codes := make([]uint32, 150)
+				for i := range codes {
+					codes[i] = uint32((b*150 + i) % 7 % 4)
+					want = append(want, l.dict.Value(int(codes[i])))
+				}
+				rec := CodesBatch(schema, [][]uint32{codes}, []*Labels{l}, len(codes))
+				if err := w.Write(rec); err != nil {
+					t.Fatal(err)
+				}
+				rec.Release()
+			}
+			if err := w.Commit(); err != nil {
+				t.Fatal(err)
+			}
+			if n := dictCopies.Load() - before; n != tc.copies {
+				t.Errorf("%s, %s: %d dictionary copies for 3 groups over one dictionary and one over another, want %d", tc.name, ext, n, tc.copies)
+			}
+			got := firstColumn(t, p)
+			if !slices.Equal(got, want) {
+				t.Errorf("%s, %s reads back as %d labels, not the %d written", tc.name, ext, len(got), len(want))
+			}
 		}
 	}
 }
