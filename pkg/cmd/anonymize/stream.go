@@ -303,6 +303,10 @@ func (o *Options) runDiverted(in table.Reader, cb *codebook.Codebook) error {
 	}
 	n := plan.Rows() - int64(len(plan.Dropped))
 	o.notes(d, len(plan.Dropped), n)
+	if !o.Report {
+		plan.DropCounts()
+		d.counts = nil
+	}
 	meta, err := o.meta(cb, &release.Anonymized{Mechanism: diverted, Grouping: o.Grouping, Rows: n, Dropped: int64(len(plan.Dropped)), MissingDropped: d.missing, L: o.L})
 	if err != nil {
 		return err
@@ -534,6 +538,10 @@ func (o *Options) runAnatomy(in table.Reader, cb *codebook.Codebook) error {
 	sv := g.sens[0]
 	n := plan.Rows() - int64(len(plan.Dropped))
 	o.notes(d, len(plan.Dropped), n)
+	if !o.Report {
+		plan.DropCounts()
+		d.counts = nil
+	}
 	base, groups := plan.GroupBase(0), n/int64(o.L)
 	a := release.Anonymized{Mechanism: anatomy, Grouping: o.Grouping, Rows: n, Dropped: int64(len(plan.Dropped)), MissingDropped: d.missing, L: o.L,
 		Groups: int(groups)}
