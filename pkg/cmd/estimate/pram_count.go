@@ -209,7 +209,7 @@ func (rel *pramRelease) jointValues(c pramChunk, coders []*table.Coder, stride [
 	if badCol >= 0 {
 		s := table.ValuesOf(c.rec.Column(rel.fileCol[badCol])).String(bad)
 		return nil, &table.DataError{File: rel.name, Row: c.lines + int64(bad) + 1, Column: rel.names[badCol],
-			Err: fmt.Errorf("value %s is not one of the column's %d codebook labels: the file is not decrypt's output for this codebook; decrypt the release again, or pass the --codebook it was made with", table.QuoteCell(s), len(rel.labels[badCol]))}
+			Err: fmt.Errorf("value %s is not one of the column's %d codebook labels: the file is not decrypt's output for this codebook; decrypt the release again, or pass the --codebook it was made with", table.QuoteCell(s), rel.cb.Columns[badCol].K())}
 	}
 	return gs, nil
 }

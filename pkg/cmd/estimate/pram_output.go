@@ -240,7 +240,7 @@ func (t *pramTableWriter) row(g, cells uint64) error {
 		return err
 	}
 	for a, j := range v.cols {
-		t.bb.String(a, t.rel.labels[j][t.x[a]])
+		t.bb.String(a, t.rel.label(j, t.x[a]))
 	}
 	est := v.est.Rest
 	if pramSeek(v.est.Index, &t.pe, g) {

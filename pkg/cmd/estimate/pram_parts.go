@@ -320,7 +320,7 @@ func (rel *pramRelease) count(o *Options, in table.Reader, t *pramTally) (int64,
 				x, ok := index[j](s)
 				if !ok {
 					return 0, &table.DataError{File: rel.name, Row: row, Column: rel.names[j],
-						Err: fmt.Errorf("value %s is not one of the column's %d codebook labels: the file is not decrypt's output for this codebook; decrypt the release again, or pass the --codebook it was made with", table.QuoteCell(s), len(rel.labels[j]))}
+						Err: fmt.Errorf("value %s is not one of the column's %d codebook labels: the file is not decrypt's output for this codebook; decrypt the release again, or pass the --codebook it was made with", table.QuoteCell(s), rel.cb.Columns[j].K())}
 				}
 				g += uint64(x) * stride[j]
 			}
@@ -373,7 +373,7 @@ func (o *Options) writePRAMCountTable(rel *pramRelease, c estimate.Counts) error
 			return err
 		}
 		for j := range d {
-			bb.String(j, rel.labels[j][x[j]])
+			bb.String(j, rel.label(j, x[j]))
 		}
 		bb.Int64(d, c.Count[i])
 		if err := bb.EndRow(); err != nil {

@@ -17,11 +17,10 @@ import (
 type pramRelease struct {
 	name    string
 	meta    table.Meta
-	names   []string   // release columns, in the joint order of the domain
-	labels  [][]string // labels[j][x]: codebook label of value x of column j
-	cb      *codebook.Codebook
-	dom     pram.Domain // G = Z_{k_1} × … × Z_{k_d}
-	fileCol []int       // fileCol[j]: position of column j in the file
+	names   []string           // release columns, in the joint order of the domain
+	cb      *codebook.Codebook // its columns in that order: label(j, x) is Columns[j].Label(x)
+	dom     pram.Domain        // G = Z_{k_1} × … × Z_{k_d}
+	fileCol []int              // fileCol[j]: position of column j in the file
 
 	// gammaLast is the γ of the (last) perturbation, from the metadata or
 	// --gamma; gamma is the γ of all perturbations combined, the one the
@@ -37,6 +36,10 @@ type pramRelease struct {
 	// of (its ledger included), when more than releases.
 	sampleReleases int
 }
+
+// label is the codebook label of value x of column j. The codebook's own
+// (no []string per column: 16 MB at 1M labels).
+func (rel *pramRelease) label(j int, x uint32) string { return rel.cb.Columns[j].Label(int(x)) }
 
 // pramWarnf prints a warning on stderr.
 func (o *Options) pramWarnf(format string, args ...any) {
@@ -112,7 +115,6 @@ func (o *Options) openPRAMRelease(in table.Reader) (*pramRelease, error) {
 	ks := make([]uint32, len(cols))
 	for j, c := range rel.cb.Columns {
 		ks[j] = uint32(c.K())
-		rel.labels = append(rel.labels, c.Labels())
 		if cols[j].K != 0 && cols[j].K != ks[j] {
 			return nil, fmt.Errorf("%s: column %q has k = %d values in the release but %d in the codebook: K does not match the codebook; pass the --codebook the release was made with", name, c.Name(), cols[j].K, ks[j])
 		}
@@ -212,7 +214,7 @@ func (o *Options) pramReleaseGamma(rel *pramRelease, meta table.Meta) error {
 func pramDomainText(rel *pramRelease) string {
 	parts := make([]string, len(rel.names))
 	for j, n := range rel.names {
-		parts[j] = fmt.Sprintf("%s (%d)", n, len(rel.labels[j]))
+		parts[j] = fmt.Sprintf("%s (%d)", n, rel.cb.Columns[j].K())
 	}
 	return strings.Join(parts, " × ")
 }
