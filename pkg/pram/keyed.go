@@ -110,6 +110,14 @@ func (k *KeyedOffsets) PerturbColumns(row0 uint64, cols [][]uint32) error {
 	offset := make([]uint32, len(ks))
 	var buf [16 * offsetChunk]byte
 	n1 := m.domain.size - 1
+	// With K ≤ 2^32 (every joint domain of the benchmarks and of Adult) a
+	// moved row's offset is decoded and added one component at a time,
+	// with no test of the component against 0: that branch is taken at
+	// random (half the time for a 2-value column) and its mispredictions,
+	// with the offset's round trip through memory, took half the loop
+	// (BenchmarkChunkPerturb/keyed: 28.9 → 15.0 ns a row).
+	small := m.domain.size <= 1<<32
+	recip := m.domain.recip
 	for start := 0; start < rows; start += offsetChunk {
 		n := min(offsetChunk, rows-start)
 		blocks := buf[:16*n]
@@ -126,6 +134,18 @@ func (k *KeyedOffsets) PerturbColumns(row0 uint64, cols [][]uint32) error {
 			g, ok := uint64(0), false
 			if w0 != m.keepHi {
 				g, ok = rng.Lemire(binary.BigEndian.Uint64(b[8:16]), n1)
+			}
+			if ok && small {
+				// Domain.decode of 1+g, least significant component first,
+				// each added as it comes.
+				g32 := uint32(1 + g)
+				for j := len(ks) - 1; j >= 0; j-- {
+					var r uint32
+					g32, r = divMod32(g32, ks[j], recip[j])
+					c := cols[j]
+					c[row] = addMod(c[row], r, ks[j])
+				}
+				continue
 			}
 			if ok {
 				m.domain.decode(1+g, offset)
