@@ -19,10 +19,15 @@ func Encrypt(x, v, k uint32) uint32 {
 // Decrypt returns the plaintext x = (c − v) mod k of one cell.
 // It requires k ≥ 1 and c, v < k.
 func Decrypt(c, v, k uint32) uint32 {
-	if c >= v {
-		return c - v
+	// c + k − v lies in [1, 2k): one conditional subtraction, which the
+	// compiler makes a conditional move. A branch on c ≥ v went either
+	// way at random (the pads are uniform): its mispredictions were a
+	// third of decrypt's time on one core.
+	s := uint64(c) + uint64(k) - uint64(v)
+	if s >= uint64(k) {
+		s -= uint64(k)
 	}
-	return uint32(uint64(c) + uint64(k) - uint64(v))
+	return uint32(s)
 }
 
 // DrawPads fills dst with independent pads uniform on Z_k.
@@ -61,6 +66,7 @@ func DecryptColumn(x, c, v []uint32, k uint32) error {
 	if err := checkColumn(c, v, x, k); err != nil {
 		return fmt.Errorf("pad.DecryptColumn: %w", err)
 	}
+	v, x = v[:len(c)], x[:len(c)] // lengths checked: no bounds check per cell
 	for i := range c {
 		x[i] = Decrypt(c[i], v[i], k)
 	}
