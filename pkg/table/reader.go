@@ -94,6 +94,7 @@ type ReadOptions struct {
 	// labels' own dictionary (the same array for every batch). Names the
 	// table lacks are ignored; other formats ignore it (Parquet has
 	// DictColumns).
+	// Give it only for columns of at most MaxReadLabels labels.
 	Labels map[string]*Labels
 	// RowGroups, for a Parquet file, reads only these row groups, in this
 	// order (nil: all of them): a distributed job hands the row groups of
@@ -441,3 +442,10 @@ func (s *slicingReader) Close() error {
 	}
 	return s.Reader.Close()
 }
+
+// MaxReadLabels bounds the labels of a column read as codes
+// (ReadOptions.Labels): a batch with a value that is no label has a
+// dictionary of its own, the labels and its other values, which a stage
+// maps again entry by entry (Coder) — cheap for a few thousand labels,
+// not for a million.
+const MaxReadLabels = 1 << 12

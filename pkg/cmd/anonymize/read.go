@@ -45,11 +45,8 @@ type sensitive struct {
 	dict    []int64
 }
 
-// maxReadLabels bounds the codebooks whose columns are read as codes: a
-// batch with a value that is no label has a dictionary of its own, whose
-// labels are mapped again (the reader's ReadOptions.Labels), cheap for a
-// few thousand labels.
-const maxReadLabels = 1 << 12
+// maxReadLabels bounds the codebooks whose columns are read as codes.
+const maxReadLabels = table.MaxReadLabels
 
 // Entries of a dictionary that are no value index: dropped (--missing
 // drop), or an error that index reports for the cells that use them.

@@ -119,6 +119,13 @@ func TestRoundTrip(t *testing.T) {
 			rows: [][]string{{"u"}, {"?"}, {""}, {"v"}}, want: [][]string{{"u"}, {"?"}, {"?"}, {"v"}}, format: "arrow"},
 		{name: "unknown values as missing", cols: []releasetest.Categorical{{Name: "a", Categories: []string{"u", "v"}, Missing: "?"}},
 			rows: [][]string{{"u"}, {"zzz"}, {"v"}}, want: [][]string{{"u"}, {"?"}, {"v"}}, flags: []string{"--unknown", "missing"}, format: "parquet"},
+		// A CSV file's categorical columns are coded as they are parsed
+		// (ReadOptions.Labels): cells that are no label, in a batch of their
+		// own or among labels, still go through the codebook's rules.
+		{name: "missing values keep their category, CSV", cols: []releasetest.Categorical{{Name: "a", Categories: []string{"u", "v"}, Missing: "?"}},
+			rows: [][]string{{"u"}, {"?"}, {""}, {"v"}}, want: [][]string{{"u"}, {"?"}, {"?"}, {"v"}}, format: "csv"},
+		{name: "unknown values as missing, CSV", cols: []releasetest.Categorical{{Name: "a", Categories: []string{"u", "v"}, Missing: "?"}, {Name: "b", Categories: []string{"p", "q"}}},
+			rows: [][]string{{"u", "p"}, {"zzz", "q"}, {"v", "p"}, {"", "q"}}, want: [][]string{{"u", "p"}, {"?", "q"}, {"v", "p"}, {"?", "q"}}, flags: []string{"--unknown", "missing"}, format: "csv"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
