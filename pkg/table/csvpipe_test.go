@@ -579,3 +579,51 @@ func TestCoderErrorOutlivesItsBatch(t *testing.T) {
 		t.Errorf("the first batch's error, read after the last batch: %v, want %s", kept, want)
 	}
 }
+
+// TestCodeCSVColumnsAfterOpen: CodeCSVColumns on an opened, unread CSV
+// reader — with a projection that reorders nothing but leaves a column
+// out — codes the columns it names as ReadOptions.Labels would (DictType
+// in the schema, every cell reading as its text, labels as their codes),
+// and refuses once reading has started.
+func TestCodeCSVColumnsAfterOpen(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "t.csv")
+	if err := os.WriteFile(p, []byte("id,sex,job\n1,Male,x\n2,?,y\n3,Female,x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Open(p, ReadOptions{Columns: []string{"sex", "job"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	sex := NewLabels([]string{"Male", "Female"})
+	if !CodeCSVColumns(r, map[string]*Labels{"sex": sex, "id": NewLabels([]string{"1"})}) {
+		t.Fatal("CodeCSVColumns refused an unread CSV reader")
+	}
+	if f := r.Schema().Field(0); f.Name != "sex" || !arrow.TypeEqual(f.Type, DictType) {
+		t.Fatalf("field 0 is %s %s, want sex as DictType", f.Name, f.Type)
+	}
+	if f := r.Schema().Field(1); f.Name != "job" || !arrow.TypeEqual(f.Type, arrow.BinaryTypes.String) {
+		t.Fatalf("field 1 is %s %s, want job as utf8", f.Name, f.Type)
+	}
+	rec, err := r.Next()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, ok := rec.Column(0).(*array.Dictionary)
+	if !ok {
+		t.Fatalf("sex reads as a %T", rec.Column(0))
+	}
+	var got []string
+	for i := range d.Len() {
+		got = append(got, ValuesOf(d).String(i))
+	}
+	if want := []string{"Male", "?", "Female"}; !slices.Equal(got, want) {
+		t.Errorf("sex reads %q, want %q", got, want)
+	}
+	if d.GetValueIndex(0) != 0 || d.GetValueIndex(2) != 1 {
+		t.Errorf("Male and Female have codes %d and %d, want 0 and 1", d.GetValueIndex(0), d.GetValueIndex(2))
+	}
+	if CodeCSVColumns(r, map[string]*Labels{"job": NewLabels([]string{"x", "y"})}) {
+		t.Error("CodeCSVColumns changed a reader that has started reading")
+	}
+}

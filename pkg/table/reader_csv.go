@@ -110,15 +110,7 @@ func openCSV(name string, file *os.File, br *bufio.Reader, opt ReadOptions, side
 		seen[h] = i
 		fields[i] = arrow.Field{Name: h, Type: arrow.BinaryTypes.String}
 	}
-	var labels []*Labels
-	for i, f := range fields {
-		if l := opt.Labels[f.Name]; l != nil {
-			if labels == nil {
-				labels = make([]*Labels, len(fields))
-			}
-			labels[i], fields[i].Type = l, DictType
-		}
-	}
+	labels := codeColumns(fields, nil, opt.Labels)
 	schema := arrow.NewSchema(fields, nil)
 	sel, err := projection(name, schema, opt.Columns)
 	if err != nil {
@@ -273,6 +265,53 @@ func (c *csvReader) Close() error {
 		return c.file.Close()
 	}
 	return nil
+}
+
+// codeColumns sets the fields that labels names (per file column, as
+// ReadOptions.Labels) to DictType and returns labels per file column:
+// have (nil: none yet) with those added, nil if none is coded.
+func codeColumns(fields []arrow.Field, have []*Labels, labels map[string]*Labels) []*Labels {
+	for i, f := range fields {
+		if l := labels[f.Name]; l != nil {
+			if have == nil {
+				have = make([]*Labels, len(fields))
+			}
+			have[i], fields[i].Type = l, DictType
+		}
+	}
+	return have
+}
+
+// CodeCSVColumns does what ReadOptions.Labels does, for r when r is a CSV
+// reader that has not started reading, for a caller that opened r before
+// it knew the labels (estimate reads a release's codebook from the file
+// it opened); the columns it names become DictType in r's schema. It
+// reports whether it did.
+func CodeCSVColumns(r Reader, labels map[string]*Labels) bool {
+	c, ok := r.(*csvReader)
+	if !ok || c.pipe != nil || c.done || c.err != nil || len(labels) == 0 {
+		return false
+	}
+	fields := make([]arrow.Field, c.ncols) // by file column; only the projected ones are named
+	proj := c.schema.Fields()
+	for i, f := range proj {
+		fields[c.fileCol(i)] = f
+	}
+	c.labels = codeColumns(fields, c.labels, labels)
+	for i := range proj {
+		proj[i] = fields[c.fileCol(i)]
+	}
+	md := c.schema.Metadata()
+	c.schema = arrow.NewSchema(proj, &md)
+	return true
+}
+
+// fileCol is the file column of column i of r's schema.
+func (c *csvReader) fileCol(i int) int {
+	if c.sel == nil {
+		return i
+	}
+	return c.sel[i]
 }
 
 // ReuseCSVBuffers turns ReadOptions.ReuseBuffers on for r when r is a CSV

@@ -98,6 +98,11 @@ func (rel *pramRelease) countRows(o *Options, in table.Reader, t *pramTally, ind
 	// coded (MapCoder's cache and errors copy what they keep): a CSV
 	// release's batches can lend their buffers to later ones.
 	table.ReuseCSVBuffers(in)
+	// A CSV release's columns come coded from the parsing goroutines
+	// (one label lookup per cell there, ~2× cheaper than the Coder's
+	// string cache); the Coder then maps the batch's dictionary, which
+	// is the codebook's labels but for cells that are no label.
+	table.CodeCSVColumns(in, rel.readLabels())
 	var lines int64
 	next := func() (pramChunk, bool, error) {
 		rec, err := in.Next()
