@@ -299,6 +299,30 @@ func (c *Column) Labels() []string { return c.labels.strings() }
 // for label i) that shares the column's memory.
 func (c *Column) Dictionary() *table.Labels { return table.LabelsOfText(c.labels.text, c.labels.offs) }
 
+// ReadLabels is the labels that a table reader codes c's cells with as it
+// parses them (table.ReadOptions.Labels, table.CodeCSVColumns), or nil
+// for a numeric column or one of more than table.MaxReadLabels labels.
+func (c *Column) ReadLabels() *table.Labels {
+	if c.IsNumeric() || c.K() > table.MaxReadLabels {
+		return nil
+	}
+	return c.Dictionary()
+}
+
+// ReadLabels is Column.ReadLabels of the columns among names, by name,
+// for those that have them. Names the codebook lacks are left out.
+func (cb *Codebook) ReadLabels(names []string) map[string]*table.Labels {
+	labels := map[string]*table.Labels{}
+	for _, name := range names {
+		if c, ok := cb.Column(name); ok {
+			if l := c.ReadLabels(); l != nil {
+				labels[name] = l
+			}
+		}
+	}
+	return labels
+}
+
 // IsNumeric reports whether the column buckets numbers by cut points.
 func (c *Column) IsNumeric() bool { return c.cuts != nil }
 

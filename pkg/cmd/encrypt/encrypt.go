@@ -193,7 +193,7 @@ func run(o *Options) error {
 			if len(dict) == 0 {
 				dict = cb.Names()
 			}
-			readLabels = codedColumns(cb, dict)
+			readLabels = cb.ReadLabels(dict)
 		}
 	}
 	// ReuseBuffers: a chunk retains its batch until emitted, and cells
@@ -578,18 +578,6 @@ func encryptRows(o *Options, in table.Reader, srcIdx []int, encs []*codebook.Enc
 		return nil
 	}
 	return kb.Flush()
-}
-
-// codedColumns is the labels of cb's categorical columns among names with
-// at most table.MaxReadLabels labels, for ReadOptions.Labels.
-func codedColumns(cb *codebook.Codebook, names []string) map[string]*table.Labels {
-	labels := map[string]*table.Labels{}
-	for _, name := range names {
-		if c, ok := cb.Column(name); ok && !c.IsNumeric() && c.K() <= table.MaxReadLabels {
-			labels[name] = c.Dictionary()
-		}
-	}
-	return labels
 }
 
 // codebook loads --codebook, or the codebook the input's metadata carries

@@ -102,7 +102,7 @@ func (rel *pramRelease) countRows(o *Options, in table.Reader, t *pramTally, ind
 	// (one label lookup per cell there, ~2× cheaper than the Coder's
 	// string cache); the Coder then maps the batch's dictionary, which
 	// is the codebook's labels but for cells that are no label.
-	table.CodeCSVColumns(in, rel.readLabels())
+	table.CodeCSVColumns(in, rel.cb.ReadLabels(rel.names))
 	var lines int64
 	next := func() (pramChunk, bool, error) {
 		rec, err := in.Next()

@@ -41,19 +41,6 @@ type pramRelease struct {
 // (no []string per column: 16 MB at 1M labels).
 func (rel *pramRelease) label(j int, x uint32) string { return rel.cb.Columns[j].Label(int(x)) }
 
-// readLabels is the labels of the release columns that a CSV release is
-// read with as codes (table.CodeCSVColumns): those of at most
-// table.MaxReadLabels labels.
-func (rel *pramRelease) readLabels() map[string]*table.Labels {
-	labels := map[string]*table.Labels{}
-	for j, name := range rel.names {
-		if c := &rel.cb.Columns[j]; !c.IsNumeric() && c.K() <= table.MaxReadLabels {
-			labels[name] = c.Dictionary()
-		}
-	}
-	return labels
-}
-
 // pramWarnf prints a warning on stderr.
 func (o *Options) pramWarnf(format string, args ...any) {
 	o.Streams.Warnf("estimate", format, args...)

@@ -101,6 +101,12 @@ func runBitflip(o *Options) error {
 		return err
 	}
 	cb, cols, layout, mech, meta, names := su.cb, su.cols, su.layout, su.mech, su.meta, su.names
+	if cb != nil {
+		// A CSV input's codebook columns come coded from the parsing
+		// goroutines; the Coders map each batch's dictionary through the
+		// codebook, so cells code as before.
+		table.CodeCSVColumns(in, cb.ReadLabels(o.Columns))
+	}
 	o.markInsecureSeed(meta, in)
 	schema := table.Int32Schema(names)
 	o.Order.Record(meta)

@@ -101,6 +101,10 @@ func runDDPS(o *Options) error {
 	if err != nil {
 		return err
 	}
+	if l := col.ReadLabels(); l != nil {
+		// Coded as a CSV input is parsed (see runBitflip).
+		table.CodeCSVColumns(in, map[string]*table.Labels{col.Name(): l})
+	}
 	enc, err := col.Encoder(codebook.Policy{})
 	if err != nil {
 		return err
