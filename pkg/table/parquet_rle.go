@@ -2,6 +2,7 @@ package table
 
 import (
 	"encoding/binary"
+	"slices"
 )
 
 // maxRLEWidth is the widest dictionary index appendRLEHybrid encodes: the
@@ -118,6 +119,18 @@ func packGroup(dst []byte, g []int32, width int) []byte {
 	g = g[:8:8]
 	if width == 1 {
 		return append(dst, byte(g[0]|g[1]<<1|g[2]<<2|g[3]<<3|g[4]<<4|g[5]<<5|g[6]<<6|g[7]<<7))
+	}
+	if width <= 8 {
+		// 8 values of at most 8 bits: one word, no test per value.
+		w := uint(width)
+		x := uint64(g[0]) | uint64(g[1])<<w | uint64(g[2])<<(2*w) | uint64(g[3])<<(3*w) |
+			uint64(g[4])<<(4*w) | uint64(g[5])<<(5*w) | uint64(g[6])<<(6*w) | uint64(g[7])<<(7*w)
+		// The word is stored whole past the end and the slice cut to its
+		// width bytes: no copy of a variable length.
+		n := len(dst)
+		dst = slices.Grow(dst, 8)[:n+8]
+		binary.LittleEndian.PutUint64(dst[n:], x)
+		return dst[:n+width]
 	}
 	// 8 values of at most maxRLEWidth bits: 128 bits, in two words.
 	var lo, hi uint64

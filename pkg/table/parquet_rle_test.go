@@ -250,3 +250,18 @@ func BenchmarkAppendRLEHybridBits(b *testing.B) {
 		dst = appendRLEHybrid(dst[:0], vals, 1)
 	}
 }
+
+// BenchmarkAppendRLEHybridCodes encodes a row group of codes of a
+// 16-value column, uniform (perturb's output: 4-bit literal groups).
+func BenchmarkAppendRLEHybridCodes(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	vals := make([]int32, RowGroupRows)
+	for i := range vals {
+		vals[i] = rng.Int32N(16)
+	}
+	var dst []byte
+	b.SetBytes(4 * int64(len(vals)))
+	for b.Loop() {
+		dst = appendRLEHybrid(dst[:0], vals, 4)
+	}
+}
