@@ -314,3 +314,31 @@ func TestFrozenDictsForgetCollectedLabels(t *testing.T) {
 		t.Errorf("%d registrations of collected Labels remain", n)
 	}
 }
+
+// TestHead8IgnoresBytesPastTheField: head8 of a field is its bytes
+// zero-padded to 8, whatever follows the field in its buffer (the masked
+// load) and when nothing does (the byte loop).
+func TestHead8IgnoresBytesPastTheField(t *testing.T) {
+	buf := []byte("Female,Male\xff\xff\xff\xff\xff\xff\xff\xff")
+	for n := range 9 {
+		var want uint64
+		for i := range n {
+			want |= uint64(buf[i]) << (8 * i)
+		}
+		if got := head8(buf[:n]); got != want {
+			t.Errorf("head8 of %q followed by more bytes = %#x, want %#x", buf[:n], got, want)
+		}
+		if got := head8(buf[:n:n]); got != want {
+			t.Errorf("head8 of %q alone = %#x, want %#x", buf[:n], got, want)
+		}
+		if got := head8(buf[4 : 4+n]); n <= len(buf)-4 {
+			var w uint64
+			for i := range n {
+				w |= uint64(buf[4+i]) << (8 * i)
+			}
+			if got != w {
+				t.Errorf("head8 of %q mid-buffer = %#x, want %#x", buf[4:4+n], got, w)
+			}
+		}
+	}
+}
