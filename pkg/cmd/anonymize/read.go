@@ -35,7 +35,7 @@ type sensitive struct {
 
 	// labels is the column's codebook labels as a dictionary (made by
 	// dictionary, on first use): the published codes' (table.Labels),
-	// and, for a categorical column of at most maxReadLabels, what the
+	// and, for a categorical column of at most table.MaxReadLabels, what the
 	// passes read it as (ReadOptions.Labels): cells come coded from the
 	// parsing goroutines.
 	labels *table.Labels
@@ -45,9 +45,6 @@ type sensitive struct {
 	dict    []int64
 }
 
-// maxReadLabels bounds the codebooks whose columns are read as codes.
-const maxReadLabels = table.MaxReadLabels
-
 // Entries of a dictionary that are no value index: dropped (--missing
 // drop), or an error that index reports for the cells that use them.
 const badEntry = -2
@@ -55,7 +52,7 @@ const badEntry = -2
 // readLabels returns the sensitive column's labels for the passes to read
 // it as codes (ReadOptions.Labels), or nil to read it as text.
 func (sv *sensitive) readLabels() *table.Labels {
-	if sv.col.IsNumeric() || sv.col.K() > maxReadLabels {
+	if sv.col.IsNumeric() || sv.col.K() > table.MaxReadLabels {
 		return nil
 	}
 	return sv.dictionary()

@@ -324,7 +324,7 @@ func (o *Options) runDiverted(in table.Reader, cb *codebook.Codebook) error {
 		for j, c := range coders {
 			if c != nil {
 				o.dictCols = append(o.dictCols, g.names[j])
-				if c.k <= maxReadLabels {
+				if c.k <= table.MaxReadLabels {
 					o.readLabels[g.names[j]] = c.read
 				}
 			}
