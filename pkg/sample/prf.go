@@ -116,6 +116,39 @@ func (p *PRF) Position(pos uint64) Priority {
 	return p.result()
 }
 
+// positionBatch is the number of rows whose priorities Positions
+// computes per keystream call (4 KiB on the stack).
+const positionBatch = 256
+
+// Positions sets dst[i] to Position(pos0 + i). The blocks tag ‖ 0⁷ ‖ pos
+// of consecutive positions are consecutive values of a 128-bit counter,
+// so their encryptions are an AES-CTR keystream, which AES-NI computes 8
+// blocks at a time: one Encrypt call per row took 9 % of sample's CPU on
+// one core (10M rows). A run that would carry into the tag falls back to
+// Position.
+func (p *PRF) Positions(dst []Priority, pos0 uint64) {
+	var buf [16 * positionBatch]byte
+	for len(dst) > 0 {
+		n := min(len(dst), positionBatch)
+		if pos0 > ^uint64(0)-uint64(n-1) { // pos0 + n − 1 would wrap
+			for i := range dst {
+				dst[i] = p.Position(pos0 + uint64(i))
+			}
+			return
+		}
+		iv := [16]byte{0: tagPosition}
+		binary.BigEndian.PutUint64(iv[8:], pos0)
+		ks := buf[:16*n]
+		clear(ks)
+		cipher.NewCTR(p.block, iv[:]).XORKeyStream(ks, ks)
+		for i := range n {
+			b := ks[16*i : 16*i+16]
+			dst[i] = Priority{binary.BigEndian.Uint64(b[:8]), binary.BigEndian.Uint64(b[8:])}
+		}
+		dst, pos0 = dst[n:], pos0+uint64(n)
+	}
+}
+
 // ID returns the priority of a row with string id: the CBC-MAC of the
 // blocks (tag ‖ 0⁷ ‖ len(id)), then id zero-padded to a multiple of 16.
 // Fixing the length up front makes the encoding prefix-free, which is what

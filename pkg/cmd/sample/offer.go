@@ -80,9 +80,7 @@ func (o *Options) offerRowsParallel(in table.Reader, secret []byte, idCol int, k
 		}
 		c.pri, c.pris = (*p)[:n], p
 		if idCol < 0 {
-			for i := range c.pri {
-				c.pri[i] = prf.Position(c.pos + uint64(i))
-			}
+			prf.Positions(c.pri, c.pos)
 			return c, nil
 		}
 		ids := table.ValuesOf(c.rec.Column(idCol))
