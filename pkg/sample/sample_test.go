@@ -252,6 +252,15 @@ func BenchmarkPRF(b *testing.B) {
 			prf.Position(uint64(i))
 		}
 	})
+	b.Run("positions", func(b *testing.B) {
+		// A chunk's priorities as one keystream (PRF.Positions), per row.
+		const rows = 16 * 1024
+		dst := make([]Priority, rows)
+		for i := 0; b.Loop(); i++ {
+			prf.Positions(dst, uint64(i)*rows)
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*rows), "ns/row")
+	})
 	b.Run("id-12-bytes", func(b *testing.B) {
 		for i := 0; i < b.N; i++ {
 			prf.ID("person-12345")
