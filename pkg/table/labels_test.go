@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"weak"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -294,23 +295,28 @@ func TestLabelTableFindsExactlyTheLabels(t *testing.T) {
 // dictionaries holds them weakly, so a long-running process (a Beam
 // worker) that builds Labels per bundle does not keep them all.
 func TestFrozenDictsForgetCollectedLabels(t *testing.T) {
-	count := func() (n int) {
-		frozenDicts.Range(func(any, any) bool { n++; return true })
+	keys := make([]weak.Pointer[array.Data], 100)
+	for i := range keys {
+		l := NewLabels([]string{"a", "b", "c"})
+		keys[i] = weak.Make(l.dict.Data().(*array.Data))
+	}
+	registered := func() (n int) {
+		for _, k := range keys {
+			if _, ok := frozenDicts.Load(k); ok {
+				n++
+			}
+		}
 		return n
 	}
-	before := count()
-	for range 100 {
-		NewLabels([]string{"a", "b", "c"})
-	}
-	if n := count() - before; n < 100 {
-		t.Fatalf("%d of 100 new Labels registered as frozen", n)
+	if n := registered(); n != len(keys) {
+		t.Fatalf("%d of %d new Labels registered as frozen", n, len(keys))
 	}
 	deadline := time.Now().Add(5 * time.Second)
-	for count() > before && time.Now().Before(deadline) {
+	for registered() > 0 && time.Now().Before(deadline) {
 		runtime.GC()
 		time.Sleep(10 * time.Millisecond)
 	}
-	if n := count() - before; n > 0 {
+	if n := registered(); n > 0 {
 		t.Errorf("%d registrations of collected Labels remain", n)
 	}
 }
