@@ -224,7 +224,7 @@ func (p *parser) strs(field string) ([]string, error) {
 	if err := p.delim('[', field+" must be a list of strings"); err != nil {
 		return nil, err
 	}
-	out := []string{}
+	out := make([]string, 0, p.items())
 	for p.dec.More() {
 		tok, err := p.token()
 		if err != nil {
@@ -237,6 +237,47 @@ func (p *parser) strs(field string) ([]string, error) {
 		out = append(out, s)
 	}
 	return out, p.delim(']', "")
+}
+
+// items counts the items of the JSON array whose '[' the decoder has just
+// read, by its commas outside strings and nested values: a capacity for
+// strs, so that a list of 1M categories is not grown by appends, each a
+// fresh allocation and a copy (a third of loading such a codebook, most
+// of it page faults). Only a hint: a malformed list is the decoder's to
+// report.
+func (p *parser) items() int {
+	data := p.data[min(int(p.dec.InputOffset()), len(p.data)):]
+	n, depth, inStr, esc, any := 0, 0, false, false, false
+	for _, c := range data {
+		switch {
+		case inStr:
+			switch {
+			case esc:
+				esc = false
+			case c == '\\':
+				esc = true
+			case c == '"':
+				inStr = false
+			}
+		case c == '"':
+			inStr, any = true, true
+		case c == '[' || c == '{':
+			depth, any = depth+1, true
+		case c == ']' || c == '}':
+			if depth == 0 {
+				if any {
+					n++
+				}
+				return n
+			}
+			depth--
+		case c == ',' && depth == 0:
+			n++
+		case c > ' ':
+			any = true
+		}
+	}
+	return 0
 }
 
 func (p *parser) nums(field string) ([]float64, error) {

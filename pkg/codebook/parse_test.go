@@ -405,3 +405,33 @@ func TestSpecRebuildsTheColumn(t *testing.T) {
 		assertSameCodebook(t, a, b)
 	}
 }
+
+// TestItemsCountsTheList: the capacity hint for a list counts its items
+// by the commas outside strings and nested values, whatever the strings
+// hold (commas, brackets, escaped quotes).
+func TestItemsCountsTheList(t *testing.T) {
+	for _, tc := range []struct {
+		list string
+		want int
+	}{
+		{`[]`, 0},
+		{`[ ]`, 0},
+		{`["a"]`, 1},
+		{`["a", "b", "c"]`, 3},
+		{`["a,b", "c]", "{d"]`, 3},
+		{`["say \"hi\", ok", "x\\", "y"]`, 3},
+		{`[["x", "y"], {"k": [1, 2]}, "z"]`, 3},
+		{`[1, 2.5, -3]`, 3},
+	} {
+		data := []byte(`{"v": ` + tc.list + `, "w": [9, 9]}`)
+		p := &parser{data: data, dec: json.NewDecoder(bytes.NewReader(data))}
+		for range 3 { // {, "v", [
+			if _, err := p.dec.Token(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := p.items(); got != tc.want {
+			t.Errorf("%s: items = %d, want %d", tc.list, got, tc.want)
+		}
+	}
+}
