@@ -127,25 +127,29 @@ const positionBatch = 256
 // one core (10M rows). A run that would carry into the tag falls back to
 // Position.
 func (p *PRF) Positions(dst []Priority, pos0 uint64) {
+	if len(dst) == 0 {
+		return
+	}
+	if pos0 > ^uint64(0)-uint64(len(dst)-1) { // pos0 + len(dst) − 1 would wrap
+		for i := range dst {
+			dst[i] = p.Position(pos0 + uint64(i))
+		}
+		return
+	}
+	iv := [16]byte{0: tagPosition}
+	binary.BigEndian.PutUint64(iv[8:], pos0)
+	ctr := cipher.NewCTR(p.block, iv[:]) // one stream for all of dst
 	var buf [16 * positionBatch]byte
 	for len(dst) > 0 {
 		n := min(len(dst), positionBatch)
-		if pos0 > ^uint64(0)-uint64(n-1) { // pos0 + n − 1 would wrap
-			for i := range dst {
-				dst[i] = p.Position(pos0 + uint64(i))
-			}
-			return
-		}
-		iv := [16]byte{0: tagPosition}
-		binary.BigEndian.PutUint64(iv[8:], pos0)
 		ks := buf[:16*n]
 		clear(ks)
-		cipher.NewCTR(p.block, iv[:]).XORKeyStream(ks, ks)
+		ctr.XORKeyStream(ks, ks)
 		for i := range n {
 			b := ks[16*i : 16*i+16]
 			dst[i] = Priority{binary.BigEndian.Uint64(b[:8]), binary.BigEndian.Uint64(b[8:])}
 		}
-		dst, pos0 = dst[n:], pos0+uint64(n)
+		dst = dst[n:]
 	}
 }
 
