@@ -186,14 +186,18 @@ func run(o *Options) error {
 	// through the codebook, so a cell codes exactly as before: this only
 	// spares a hash lookup of a string per cell (labelCache) in the
 	// workers, 18 % of encrypt's time on one core.
+	// --codebook is loaded once, here; an error in it is reported after
+	// the input's own checks (o.codebook), as before.
 	dict := o.Columns
 	var readLabels map[string]*table.Labels
+	var fileCB *codebook.Codebook
+	var fileCBErr error
 	if o.Codebook != "" {
-		if cb, err := codebook.Load(o.Codebook); err == nil {
+		if fileCB, fileCBErr = codebook.Load(o.Codebook); fileCBErr == nil {
 			if len(dict) == 0 {
-				dict = cb.Names()
+				dict = fileCB.Names()
 			}
-			readLabels = cb.ReadLabels(dict)
+			readLabels = fileCB.ReadLabels(dict)
 		}
 	}
 	// ReuseBuffers: a chunk retains its batch until emitted, and cells
@@ -219,7 +223,7 @@ func run(o *Options) error {
 	if n := in.NumRows(); n >= 0 && n != smp.M {
 		return fmt.Errorf("%s has %d rows but its metadata says m = %d: the sample was truncated or edited; sample again", in.Name(), n, smp.M)
 	}
-	cb, err := o.codebook(in)
+	cb, err := o.codebook(in, fileCB, fileCBErr)
 	if err != nil {
 		return err
 	}
@@ -580,17 +584,17 @@ func encryptRows(o *Options, in table.Reader, srcIdx []int, encs []*codebook.Enc
 	return kb.Flush()
 }
 
-// codebook loads --codebook, or the codebook the input's metadata carries
-// (a decrypted release does).
-func (o *Options) codebook(in table.Reader) (*codebook.Codebook, error) {
+// codebook is --codebook (loaded already: cb and err, what Load gave), or
+// the codebook the input's metadata carries (a decrypted release does).
+func (o *Options) codebook(in table.Reader, cb *codebook.Codebook, err error) (*codebook.Codebook, error) {
 	if o.Codebook != "" {
-		return codebook.Load(o.Codebook)
+		return cb, err
 	}
 	s, ok := in.Meta()[release.KeyCodebook]
 	if !ok {
 		return nil, cli.Usagef("no codebook: pass --codebook FILE (for UCI Adult, testdata/adult/codebook.json); every curator must use the same one")
 	}
-	cb, err := codebook.Parse([]byte(s))
+	cb, err = codebook.Parse([]byte(s))
 	if err != nil {
 		return nil, fmt.Errorf("%s: the codebook in the metadata is not valid: %v; pass --codebook FILE", in.Name(), err)
 	}
