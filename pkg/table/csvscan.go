@@ -27,6 +27,10 @@ type csvScanner struct {
 	pos     int
 	last    bool // buf ends where the input ends (else at a record boundary)
 	numLine int  // lines consumed so far
+	// quoteAt is the index in buf of the first quote at or after pos, or
+	// len(buf) if none; less than pos when not yet searched (readPlain).
+	quoteAt int
+	ends    []int // readPlain's scratch: where the record's fields end
 	ncols   int
 	keep    []bool    // per column: whether it is read (project)
 	sel     []int     // the columns read, in order
@@ -93,7 +97,7 @@ func (s *csvScanner) project(sel []int) {
 
 // setInput starts scanning chunk buf; line numbers restart at 1.
 func (s *csvScanner) setInput(buf []byte, last bool) {
-	s.buf, s.pos, s.last, s.numLine = buf, 0, last, 0
+	s.buf, s.pos, s.last, s.numLine, s.quoteAt = buf, 0, last, 0, -1
 }
 
 // errChunkCut is readLine's error at the end of a chunk that is not the
@@ -162,11 +166,16 @@ func (s *csvScanner) endField(j int) {
 	}
 }
 
-// endCode turns column j's value into its code: the label's, or one past
-// the labels for a value that is none.
+// endCode turns column j's value, gathered in data[j], into its code.
 func (s *csvScanner) endCode(j int) {
 	v := s.data[j]
 	s.data[j] = v[:0]
+	s.codePlain(j, v)
+}
+
+// codePlain appends the code of value v to column j: the label's, or one
+// past the labels for a value that is none.
+func (s *csvScanner) codePlain(j int, v []byte) {
 	l := s.labels[j]
 	if c, ok := l.code(v); ok {
 		s.codes[j] = append(s.codes[j], int32(c))
@@ -221,9 +230,129 @@ func commaMask(x uint64) uint64 {
 	return ^((t&lo7 + lo7) | t | lo7)
 }
 
+// newlineMask is commaMask for '\n'.
+func newlineMask(x uint64) uint64 {
+	const lo7 = 0x7f7f7f7f7f7f7f7f
+	t := x ^ 0x0a0a0a0a0a0a0a0a
+	return ^((t&lo7 + lo7) | t | lo7)
+}
+
+// readPlain reads the next record when no quote comes before its newline,
+// as in nearly every record: it returns false, having consumed nothing,
+// when one does (or the chunk ends without a newline before the input's
+// end), and readRecord's general path takes the record. One sweep of
+// 8-byte words finds the commas and the newline together — where the
+// general path searches the line for its newline, then for a quote, then
+// for its commas — and the fields are appended only once the record is
+// known whole, so a column left out (project) costs nothing. Blank lines
+// are skipped as encoding/csv skips them.
+func (s *csvScanner) readPlain() (bool, error) {
+	if s.quoteAt < s.pos {
+		s.quoteAt = len(s.buf)
+		if i := bytes.IndexByte(s.buf[s.pos:], '"'); i >= 0 {
+			s.quoteAt = s.pos + i
+		}
+	}
+	b := s.buf[:s.quoteAt]
+	for {
+		start := s.pos
+		if start == len(s.buf) {
+			return true, io.EOF // the end of the input, or of the chunk
+		}
+		ends := s.ends[:0]
+		end := -1 // the newline's index
+		i := start
+	words:
+		for ; i+8 <= len(b); i += 8 {
+			x := binary.LittleEndian.Uint64(b[i:])
+			c := commaMask(x)
+			if nl := newlineMask(x); nl != 0 {
+				c &= (nl & -nl) - 1 // the commas before the newline
+				for ; c != 0; c &= c - 1 {
+					ends = append(ends, i+bits.TrailingZeros64(c)/8)
+				}
+				end = i + bits.TrailingZeros64(nl)/8
+				break words
+			}
+			for ; c != 0; c &= c - 1 {
+				ends = append(ends, i+bits.TrailingZeros64(c)/8)
+			}
+		}
+		if end < 0 {
+			for ; i < len(b); i++ {
+				if b[i] == ',' {
+					ends = append(ends, i)
+				} else if b[i] == '\n' {
+					end = i
+					break
+				}
+			}
+		}
+		if cap(ends) != cap(s.ends) {
+			s.ends = ends // grown (stored once: a store of a pointer is a write barrier while the GC runs)
+		}
+		next := end + 1
+		if end < 0 {
+			if len(b) < len(s.buf) || !s.last {
+				return false, nil // a quote on the line, or a cut chunk
+			}
+			end, next = len(b), len(b) // the input's last line, without a newline
+		}
+		if end > start && b[end-1] == '\r' {
+			end-- // "\r\n" is the newline, or a final "\r" is dropped
+		}
+		s.pos = next
+		s.numLine++
+		if end == start && len(ends) == 0 {
+			continue // blank line
+		}
+		if len(ends)+1 != s.ncols {
+			return true, &csv.ParseError{StartLine: s.numLine, Line: s.numLine, Column: 1, Err: csv.ErrFieldCount}
+		}
+		for _, j := range s.sel {
+			lo, hi := start, end
+			if j > 0 {
+				lo = ends[j-1] + 1
+			}
+			if j < len(ends) {
+				hi = ends[j]
+			}
+			if s.labels != nil && s.labels[j] != nil {
+				s.codePlain(j, b[lo:hi])
+				continue
+			}
+			s.appendCell(j, lo, hi)
+			s.offs[j] = append(s.offs[j], int32(len(s.data[j])))
+		}
+		return true, nil
+	}
+}
+
+// appendCell appends buf[lo:hi] to column j's bytes. A cell is a few
+// bytes: it is copied 8 at a time when buf has 8 bytes past it and the
+// column's buffer room for 8 past its end (the bytes stored past the cell
+// are then overwritten by the next), not by memmove, whose call costs
+// more than the copy.
+func (s *csvScanner) appendCell(j, lo, hi int) {
+	d := s.data[j]
+	n, m := len(d), hi-lo
+	if n+m+8 > cap(d) || hi+8 > len(s.buf) {
+		s.data[j] = append(d, s.buf[lo:hi]...)
+		return
+	}
+	w := d[n : n+m+8]
+	for k := 0; k < m; k += 8 {
+		binary.LittleEndian.PutUint64(w[k:], binary.LittleEndian.Uint64(s.buf[lo+k:]))
+	}
+	s.data[j] = s.data[j][:n+m] // its length alone is stored
+}
+
 // readRecord appends one record to the column buffers. It returns io.EOF
 // at the end, or a *csv.ParseError as encoding/csv would.
 func (s *csvScanner) readRecord() error {
+	if ok, err := s.readPlain(); ok {
+		return err
+	}
 	var (
 		line    []byte
 		errRead error
