@@ -280,7 +280,13 @@ func TestLabelTableFindsExactlyTheLabels(t *testing.T) {
 			}
 		}
 		for s := range first {
-			for _, other := range []string{s + "\x00", s + "a", strings.TrimSuffix(s, s[max(0, len(s)-1):])} {
+			others := []string{s + "\x00", s + "a", strings.TrimSuffix(s, s[max(0, len(s)-1):])}
+			for p := range len(s) { // the same length, one byte changed: in the first 8, the next 8 or past 16
+				b := []byte(s)
+				b[p] = "ab\x00xyz-"[(strings.IndexByte("ab\x00xyz-", b[p])+1)%7]
+				others = append(others, string(b))
+			}
+			for _, other := range others {
 				c, ok := l.code([]byte(other))
 				want, is := first[other]
 				if ok != is || ok && int(c) != want {
