@@ -64,8 +64,9 @@ type csvPipeline struct {
 	// Next's state.
 	cur      *csvChunk
 	pending  []arrow.RecordBatch
-	chunkRow int64 // rows before cur
-	line     int   // lines before cur
+	texts    []*RowText // pending's texts (row-text mode)
+	chunkRow int64      // rows before cur
+	line     int        // lines before cur
 }
 
 // chunkBuf is a read buffer that chunks (and the hasher) share: the
@@ -157,9 +158,10 @@ type csvChunk struct {
 	done    chan struct{}
 
 	batches []arrow.RecordBatch
-	lines   int   // newlines in data
-	perr    error // the first record that failed
-	errRow  int64 // rows of the chunk before it
+	texts   []*RowText // per batch, in row-text mode (LendRowText)
+	lines   int        // newlines in data
+	perr    error      // the first record that failed
+	errRow  int64      // rows of the chunk before it
 }
 
 func (c *csvReader) startPipeline() *csvPipeline {
@@ -190,8 +192,12 @@ func (c *csvReader) startPipeline() *csvPipeline {
 	}
 	p.target = csvChunkTarget(c.batch)
 	go p.split(c.br, pre, p.target)
+	sel, labels, schema := c.sel, c.labels, c.schema
+	if c.text != nil {
+		sel, labels, schema = c.text.sel, nil, c.text.schema
+	}
 	for range workers {
-		go p.worker(c.ncols, c.sel, c.labels, c.batch, c.schema, c.reuse)
+		go p.worker(c.ncols, sel, labels, c.batch, schema, c.reuse, c.text)
 	}
 	return p
 }
@@ -310,7 +316,7 @@ func recordEnd(buf []byte) int {
 	}
 }
 
-func (p *csvPipeline) worker(ncols int, sel []int, labels []*Labels, batch int, schema *arrow.Schema, reuse bool) {
+func (p *csvPipeline) worker(ncols int, sel []int, labels []*Labels, batch int, schema *arrow.Schema, reuse bool, text *textMode) {
 	s := newCSVScanner(ncols)
 	if reuse {
 		s.pool = &bufferPool
@@ -321,7 +327,7 @@ func (p *csvPipeline) worker(ncols int, sel []int, labels []*Labels, batch int, 
 		select {
 		case <-p.quit:
 		default:
-			p.parse(s, ch, batch, schema)
+			p.parse(s, ch, batch, schema, text)
 		}
 		// The batches hold copies of the cells: the chunk's bytes can go
 		// (the scanner's reference too) while the chunk waits its turn.
@@ -335,12 +341,14 @@ func (p *csvPipeline) worker(ncols int, sel []int, labels []*Labels, batch int, 
 	}
 }
 
-// parse turns a chunk into batches of at most batch rows.
-func (p *csvPipeline) parse(s *csvScanner, ch *csvChunk, batch int, schema *arrow.Schema) {
+// parse turns a chunk into batches of at most batch rows (with, in
+// row-text mode, their records' text).
+func (p *csvPipeline) parse(s *csvScanner, ch *csvChunk, batch int, schema *arrow.Schema, text *textMode) {
 	ch.lines = bytes.Count(ch.data, []byte{'\n'})
 	s.setInput(ch.data, ch.last)
 	var rows int64
 	n := 0
+	var starts []int32 // row-text mode: where each record starts
 	fail := func(err error, row int64) {
 		s.reset()
 		ch.perr, ch.errRow = err, row
@@ -355,11 +363,20 @@ func (p *csvPipeline) parse(s *csvScanner, ch *csvChunk, batch int, schema *arro
 		for _, a := range cols {
 			a.Release()
 		}
+		if text != nil {
+			t := &RowText{data: ch.data, starts: starts[len(starts)-n:], end: int32(s.pos), cols: text.cols, ncols: s.ncols}
+			if ch.buf != nil {
+				ch.buf.refs.Add(1)
+				t.buf = ch.buf
+			}
+			ch.texts = append(ch.texts, t)
+		}
 		rows += int64(n)
 		n = 0
 		return true
 	}
 	for {
+		start := s.pos
 		err := s.readRecord()
 		if errors.Is(err, io.EOF) {
 			break
@@ -367,6 +384,9 @@ func (p *csvPipeline) parse(s *csvScanner, ch *csvChunk, batch int, schema *arro
 		if err != nil {
 			fail(err, rows+int64(n))
 			return
+		}
+		if text != nil {
+			starts = append(starts, int32(start))
 		}
 		n++
 		if n == batch && !flush() {
@@ -384,34 +404,40 @@ func (p *csvPipeline) parse(s *csvScanner, ch *csvChunk, batch int, schema *arro
 
 // next returns the next batch in input order, or the error of the first
 // record that failed, or io.EOF.
-func (p *csvPipeline) next(c *csvReader) (arrow.RecordBatch, error) {
+func (p *csvPipeline) next(c *csvReader) (arrow.RecordBatch, *RowText, error) {
 	for len(p.pending) == 0 {
 		if ch := p.cur; ch != nil {
 			p.cur = nil
 			if ch.perr != nil {
 				var pe *csv.ParseError
 				if errors.As(ch.perr, &pe) {
-					return nil, csvError(c.name, ch.perr, p.chunkRow+ch.errRow+1, p.line)
+					return nil, nil, csvError(c.name, ch.perr, p.chunkRow+ch.errRow+1, p.line)
 				}
-				return nil, &DataError{File: c.name, Row: p.chunkRow + ch.errRow + 1, Err: ch.perr}
+				return nil, nil, &DataError{File: c.name, Row: p.chunkRow + ch.errRow + 1, Err: ch.perr}
 			}
 			if ch.readErr != nil {
-				return nil, fmt.Errorf("%s: %w", c.name, ch.readErr)
+				return nil, nil, fmt.Errorf("%s: %w", c.name, ch.readErr)
 			}
 			p.line += ch.lines
 		}
 		ch, ok := <-p.order
 		if !ok {
-			return nil, io.EOF
+			return nil, nil, io.EOF
 		}
 		<-ch.done
-		p.cur, p.pending, ch.batches = ch, ch.batches, nil
+		p.cur, p.pending, p.texts, ch.batches, ch.texts = ch, ch.batches, ch.texts, nil, nil
 		p.chunkRow = c.rows
 	}
 	rec := p.pending[0]
 	p.pending[0] = nil
 	p.pending = p.pending[1:]
-	return rec, nil
+	var t *RowText
+	if len(p.texts) > 0 {
+		t = p.texts[0]
+		p.texts[0] = nil
+		p.texts = p.texts[1:]
+	}
+	return rec, t, nil
 }
 
 // waitHashed waits until the hasher has seen every byte.

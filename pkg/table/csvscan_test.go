@@ -128,6 +128,75 @@ func checkAgainstOracle(t *testing.T, data []byte) {
 	if !reflect.DeepEqual(got, wantPart) || gotLine != wantLine {
 		t.Fatalf("input %q, columns %q, %q coded over %q:\nscanner rows %q, error at line %d\nencoding/csv rows %q, error at line %d", data, cols, header[0], some, got, gotLine, wantPart, wantLine)
 	}
+	// And in row-text mode (LendRowText): the last column built, every
+	// row read back from its record's text in reverse column order.
+	batch := 3 // rows of a batch before a failing record are not returned: 1 then
+	if wantLine != 0 {
+		batch = 1
+	}
+	got, gotLine = scanCSVText(t, data, header, batch)
+	var wantRev [][]string
+	for _, row := range want {
+		rev := slices.Clone(row)
+		slices.Reverse(rev)
+		wantRev = append(wantRev, rev)
+	}
+	if !reflect.DeepEqual(got, wantRev) || gotLine != wantLine {
+		t.Fatalf("input %q, row text:\nscanner rows %q, error at line %d\nencoding/csv rows (reversed) %q, error at line %d", data, got, gotLine, wantRev, wantLine)
+	}
+}
+
+// scanCSVText reads data in row-text mode, building its last column, in
+// batches of batch rows, and returns each row's cells read from the text in
+// reverse order (checked against the built column).
+func scanCSVText(t *testing.T, data []byte, header []string, batch int) (rows [][]string, errLine int) {
+	t.Helper()
+	var texts []*RowText // released at the end: a text outlives its batch
+	defer func() {
+		for _, x := range texts {
+			x.Release()
+		}
+	}()
+	rev := make([]int, len(header))
+	for j := range rev {
+		rev[j] = len(header) - 1 - j
+	}
+	rd, err := Open("-", ReadOptions{Stdin: bytes.NewReader(data), BatchSize: batch})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Close()
+	if !LendRowText(rd, header[len(header)-1:]) {
+		t.Fatal("LendRowText refused a CSV reader that has not started")
+	}
+	for {
+		rec, err := rd.Next()
+		if errors.Is(err, io.EOF) {
+			return rows, 0
+		}
+		if err != nil {
+			var de *DataError
+			if errors.As(err, &de) {
+				return rows, de.Line
+			}
+			return rows, -1
+		}
+		x := RowTextOf(rd)
+		if x == nil || x.Len() != int(rec.NumRows()) || rec.NumCols() != 1 {
+			t.Fatalf("input %q: a batch of %d rows, %d columns, with text %v", data, rec.NumRows(), rec.NumCols(), x)
+		}
+		texts = append(texts, x)
+		for i := range x.Len() {
+			row, err := x.Row(i, rev)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if built := ValuesOf(rec.Column(0)).String(i); row[0] != built {
+				t.Fatalf("input %q: row text's last cell %q, the built column's %q", data, row[0], built)
+			}
+			rows = append(rows, row)
+		}
+	}
 }
 
 func TestCSVScannerMatchesEncodingCSV(t *testing.T) {

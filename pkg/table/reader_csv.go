@@ -40,6 +40,7 @@ type csvReader struct {
 	pipe   *csvPipeline // started by the first Next
 	labels []*Labels    // per file column: read as codes (ReadOptions.Labels), or nil
 	reuse  bool         // ReadOptions.ReuseBuffers: batches lend pooled buffers
+	text   *textMode    // row-text mode (LendRowText), or nil
 }
 
 // binding is what a sidecar says of its data file, and where the data's
@@ -226,6 +227,7 @@ func (c *csvReader) Next() (arrow.RecordBatch, error) {
 		c.cur.Release()
 		c.cur = nil
 	}
+	c.dropText()
 	if c.err != nil {
 		return nil, c.err
 	}
@@ -235,7 +237,7 @@ func (c *csvReader) Next() (arrow.RecordBatch, error) {
 	if c.pipe == nil {
 		c.pipe = c.startPipeline()
 	}
-	rec, err := c.pipe.next(c)
+	rec, text, err := c.pipe.next(c)
 	if errors.Is(err, io.EOF) {
 		c.done = true
 		if err := c.verify(); err != nil {
@@ -250,7 +252,19 @@ func (c *csvReader) Next() (arrow.RecordBatch, error) {
 	}
 	c.rows += rec.NumRows()
 	c.cur = rec
+	if c.text != nil {
+		c.text.last = text
+	}
 	return rec, nil
+}
+
+// dropText releases the text of the last batch if RowTextOf did not
+// claim it.
+func (c *csvReader) dropText() {
+	if c.text != nil && c.text.last != nil {
+		c.text.last.Release()
+		c.text.last = nil
+	}
 }
 
 func (c *csvReader) Close() error {
@@ -258,6 +272,7 @@ func (c *csvReader) Close() error {
 		c.cur.Release()
 		c.cur = nil
 	}
+	c.dropText()
 	if c.pipe != nil {
 		c.pipe.stop()
 	}

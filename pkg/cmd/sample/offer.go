@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"slices"
 	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -39,12 +40,42 @@ type offerChunk struct {
 	row  int64              // the 1-based row of its first row there
 	pri  []sample.Priority  // set by work
 	pris *[]sample.Priority // pri's memory, back to the pool once emitted
+	text *table.RowText     // the rows' text (row-text mode), released by emit
+}
+
+// offerRowText makes offerRowsParallel read a CSV input in row-text mode
+// (table.LendRowText): the reader builds the id column alone (no column
+// when sampling by position), and the cells of a row the sampler keeps
+// are read from the text of its record. Most rows are dropped at a
+// comparison of their priority, and building every cell of every row was
+// most of sample's time. Tests turn it off to compare.
+var offerRowText = true
+
+// release releases the chunk's batch and text.
+func (c *offerChunk) release() {
+	c.rec.Release()
+	if c.text != nil {
+		c.text.Release()
+	}
 }
 
 // offerRowsParallel is offerRows with the priorities computed in parallel.
 func (o *Options) offerRowsParallel(in table.Reader, secret []byte, idCol int, keep []int, k keeper) (int64, error) {
 	meter := o.Streams.Progress("sample: read")
 	defer meter.Done()
+	idAt := idCol // the id column in the batches
+	var build []string
+	if idCol >= 0 {
+		build, idAt = []string{in.Schema().Field(idCol).Name}, 0
+	}
+	text := offerRowText && table.LendRowText(in, build)
+	if !text {
+		idAt = idCol
+	}
+	cols := keep // a kept row's cells: the kept columns, then the id
+	if idCol >= 0 {
+		cols = append(slices.Clone(keep), idCol)
+	}
 	var pos uint64
 	next := func() (*offerChunk, bool, error) {
 		rec, err := in.Next()
@@ -58,6 +89,9 @@ func (o *Options) offerRowsParallel(in table.Reader, secret []byte, idCol int, k
 		// The reader may move on to the next file before the chunk is
 		// emitted: name the chunk's file and rows now.
 		c := &offerChunk{rec: rec, pos: pos, file: in.Name(), row: rowOf(in, int64(pos))}
+		if text {
+			c.text = table.RowTextOf(in)
+		}
 		pos += uint64(rec.NumRows())
 		return c, true, nil
 	}
@@ -83,11 +117,11 @@ func (o *Options) offerRowsParallel(in table.Reader, secret []byte, idCol int, k
 			prf.Positions(c.pri, c.pos)
 			return c, nil
 		}
-		ids := table.ValuesOf(c.rec.Column(idCol))
+		ids := table.ValuesOf(c.rec.Column(idAt))
 		for i := range c.pri {
 			id := ids.String(i)
 			if id == "" {
-				c.rec.Release()
+				c.release()
 				return nil, &table.DataError{File: c.file, Row: c.row + int64(i), Column: o.ID, Err: errEmptyID}
 			}
 			c.pri[i] = prf.ID(id)
@@ -95,16 +129,31 @@ func (o *Options) offerRowsParallel(in table.Reader, secret []byte, idCol int, k
 		return c, nil
 	}
 	emit := func(c *offerChunk) error {
-		defer c.rec.Release()
+		defer c.release()
 		defer pris.Put(c.pris)
-		kc := newKeptCells(c.rec, keep, idCol)
 		var row int
+		var rowErr error
 		// One closure per chunk: Offer calls it only for a kept row.
-		copyRow := func() []string { return kc.row(row) }
+		var copyRow func() []string
+		if c.text != nil {
+			copyRow = func() []string {
+				cells, err := c.text.Row(row, cols)
+				if err != nil {
+					rowErr = err
+				}
+				return cells
+			}
+		} else {
+			kc := newKeptCells(c.rec, keep, idCol)
+			copyRow = func() []string { return kc.row(row) }
+		}
 		for i, p := range c.pri {
 			row = i
 			if err := k.Offer(p, copyRow); err != nil {
 				return err
+			}
+			if rowErr != nil {
+				return &table.DataError{File: c.file, Row: c.row + int64(i), Err: rowErr}
 			}
 		}
 		meter.Add(int64(len(c.pri)))

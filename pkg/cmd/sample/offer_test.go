@@ -14,19 +14,21 @@ import (
 
 // offerModes runs f under every way of offering rows that must agree: the
 // sequential loop, and the parallel one on 1 and 2 cores with the reader's
-// batches and with batches of 100 and 997 rows ($PRAMKIT_BATCH_ROWS); f returns the run's output
-// (files and messages).
+// batches and with batches of 100 and 997 rows ($PRAMKIT_BATCH_ROWS), with
+// kept rows' cells from built columns and from the records' text
+// (offerRowText); f returns the run's output (files and messages).
 func offerModes(t *testing.T, f func(mode string) string) {
 	t.Helper()
-	defer func(p int, s bool) {
+	defer func(p int, s, r bool) {
 		runtime.GOMAXPROCS(p)
-		offerSerial = s
-	}(runtime.GOMAXPROCS(0), offerSerial)
+		offerSerial, offerRowText = s, r
+	}(runtime.GOMAXPROCS(0), offerSerial, offerRowText)
 	offerSerial = true
 	want := f("serial")
 	offerSerial = false
 	for _, procs := range []int{1, 2} {
 		for _, chunk := range []int{0, 100, 997} {
+			offerRowText = chunk != 100 // the text with the reader's batches and with 997 rows
 			runtime.GOMAXPROCS(procs)
 			if chunk == 0 {
 				t.Setenv(table.BatchRowsEnv, "")
@@ -34,7 +36,7 @@ func offerModes(t *testing.T, f func(mode string) string) {
 			} else {
 				t.Setenv(table.BatchRowsEnv, fmt.Sprint(chunk))
 			}
-			mode := fmt.Sprintf("GOMAXPROCS=%d chunk=%d", procs, chunk)
+			mode := fmt.Sprintf("GOMAXPROCS=%d chunk=%d rowtext=%v", procs, chunk, offerRowText)
 			if got := f(mode); got != want {
 				t.Errorf("%s: output differs from the sequential loop's:\n%.2000s\nwant\n%.2000s", mode, got, want)
 			}
