@@ -331,6 +331,8 @@ func (p *csvPipeline) worker(ncols int, sel []int, labels []*Labels, batch int, 
 		}
 		// The batches hold copies of the cells: the chunk's bytes can go
 		// (the scanner's reference too) while the chunk waits its turn.
+		// In row-text mode each batch's RowText holds a reference of its
+		// own.
 		ch.data = nil
 		s.setInput(nil, false)
 		if ch.buf != nil {
