@@ -63,14 +63,14 @@ func (c *offerChunk) release() {
 func (o *Options) offerRowsParallel(in table.Reader, secret []byte, idCol int, keep []int, k keeper) (int64, error) {
 	meter := o.Streams.Progress("sample: read")
 	defer meter.Done()
-	idAt := idCol // the id column in the batches
-	var build []string
+	var build []string // in row-text mode, the batches hold the id column alone
 	if idCol >= 0 {
-		build, idAt = []string{in.Schema().Field(idCol).Name}, 0
+		build = []string{in.Schema().Field(idCol).Name}
 	}
 	text := offerRowText && table.LendRowText(in, build)
-	if !text {
-		idAt = idCol
+	idAt := idCol // the id column in the batches
+	if text && idCol >= 0 {
+		idAt = 0
 	}
 	cols := keep // a kept row's cells: the kept columns, then the id
 	if idCol >= 0 {
