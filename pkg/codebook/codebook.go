@@ -36,7 +36,7 @@ type Column struct {
 	labels  labelList  // all k labels, the missing category included
 	cuts    []float64  // nil for a categorical column
 	missing int        // index of the missing category, -1 if none
-	index   labelIndex // label → index (a numeric column's bucket labels too, for LabelIndex)
+	index   *lazyIndex // label → index (a numeric column's bucket labels too, for LabelIndex), built on first use
 }
 
 // Spec is a column as written in a codebook file: the JSON object
@@ -112,20 +112,19 @@ func newCategorical(s Spec) (Column, error) {
 	if err != nil {
 		return Column{}, err
 	}
-	c := Column{
-		name:    s.Name,
-		labels:  labels,
-		missing: -1,
-		index:   newLabelIndex(k),
-	}
+	c := Column{name: s.Name, labels: labels, missing: -1}
+	// A table of the labels finds a repeated category; the column's
+	// lookups take it if they come soon, or build it again (lazyIndex).
+	seen := new(labelIndex)
+	*seen = newLabelIndex(k)
 	for i, v := range s.Categories {
 		if err := checkItem("category", i, v); err != nil {
 			return Column{}, err
 		}
-		if j, dup := c.index.get(&c.labels, v); dup {
+		if j, dup := seen.get(&c.labels, v); dup {
 			return Column{}, fmt.Errorf("category %q appears twice (#%d and #%d); remove one, since each value needs one index", v, j+1, i+1)
 		}
-		c.index.put(v, uint32(i))
+		seen.put(v, uint32(i))
 		if v == s.Missing {
 			c.missing = i
 		}
@@ -135,8 +134,9 @@ func newCategorical(s Spec) (Column, error) {
 	}
 	if extra != nil {
 		c.missing = len(s.Categories)
-		c.index.put(s.Missing, uint32(c.missing))
+		seen.put(s.Missing, uint32(c.missing))
 	}
+	c.index = newLazyIndex(labels, seen)
 	return c, nil
 }
 
@@ -196,10 +196,8 @@ func newNumeric(s Spec) (Column, error) {
 	if err != nil {
 		return Column{}, err
 	}
-	c := Column{name: s.Name, labels: all, cuts: cuts, missing: -1, index: newLabelIndex(k)}
-	for i := range k { // for LabelIndex: Index buckets numbers by the cuts
-		c.index.put(all.at(i), uint32(i))
-	}
+	// The index serves LabelIndex (Index buckets numbers by the cuts).
+	c := Column{name: s.Name, labels: all, cuts: cuts, missing: -1, index: newLazyIndex(all, nil)}
 	if extra != nil {
 		c.missing = len(labels)
 	}
@@ -306,8 +304,14 @@ func (c *Column) Label(i int) string { return c.labels.at(i) }
 // labels (a category, or a numeric column's bucket label): the codebook's
 // own index, which costs a large column ~6 bytes a label (a Go map of its
 // labels, which countquery built, ~55).
+//
+// The first lookup builds the index (lazyIndex); it is safe to call from
+// several goroutines at once.
 func (c *Column) LabelIndex(s string) (int, bool) {
-	i, ok := c.index.get(&c.labels, s)
+	if c.index == nil {
+		return 0, false // the zero Column
+	}
+	i, ok := c.index.get().get(&c.labels, s)
 	return int(i), ok
 }
 

@@ -207,7 +207,10 @@ func (c *Column) Encoder(p Policy) (*Encoder, error) {
 	if int(p.Unknown) >= len(unknownNames) || int(p.Missing) >= len(missingNames) {
 		return nil, fmt.Errorf("codebook.Column.Encoder: column %q: invalid policy %v/%v", c.name, p.Unknown, p.Missing)
 	}
-	e := &Encoder{col: c, policy: p, index: c.index, labels: c.labels, cuts: c.cuts}
+	e := &Encoder{col: c, policy: p, labels: c.labels, cuts: c.cuts}
+	if c.cuts == nil {
+		e.index = *c.index.get() // built here if no lookup came before
+	}
 	if i, ok := c.MissingIndex(); ok {
 		e.missing, e.hasMissing, e.token = uint32(i), true, c.labels.at(i)
 	}

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -31,8 +32,8 @@ func TestLargeColumnIndex(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if (col.index.small == nil) != (k > largeIndex) {
-			t.Fatalf("k = %d: small map %v", k, col.index.small != nil)
+		if x := col.index.get(); (x.small == nil) != (k > largeIndex) {
+			t.Fatalf("k = %d: small map %v", k, x.small != nil)
 		}
 		enc, err := col.Encoder(Policy{})
 		if err != nil {
@@ -65,19 +66,21 @@ func TestLargeColumnIndex(t *testing.T) {
 	}
 }
 
-// TestColumnBytesPerLabel: a 300k-label column takes at most 18 bytes a
-// label of 7 bytes: the labels in one string (4 bytes a label plus its
-// bytes, labelList) and the index (4-byte slots, two thirds full: 6
-// bytes a label). A []string of labels took 16 bytes a label on top of
-// the decoded strings, a map[string]uint32 index about 50, a table of a
-// power of two of slots 14 here.
+// TestColumnBytesPerLabel: a 300k-label column takes at most 12 bytes a
+// label of 7 bytes until a lookup (the labels in one string: 4 bytes a
+// label plus its bytes, labelList), and at most 18 once a lookup has
+// built its index (4-byte slots, two thirds full: 6 bytes a label). A
+// []string of labels took 16 bytes a label on top of the decoded
+// strings, a map[string]uint32 index about 50, a table of a power of two
+// of slots 14 here; an index built with the column 6 more in decrypt,
+// which never looks a label up.
 func TestColumnBytesPerLabel(t *testing.T) {
 	const k = 300_000
 	cats := make([]string, k)
 	for i := range cats {
 		cats[i] = fmt.Sprintf("v%06d", i)
 	}
-	var before, after runtime.MemStats
+	var before, built, looked runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
 	col, err := NewColumn(Spec{Name: "c", Categories: cats})
@@ -85,17 +88,114 @@ func TestColumnBytesPerLabel(t *testing.T) {
 		t.Fatal(err)
 	}
 	runtime.GC()
-	runtime.ReadMemStats(&after)
+	runtime.ReadMemStats(&built)
+	if i, ok := col.LabelIndex("v000007"); !ok || i != 7 {
+		t.Fatalf("LabelIndex(v000007) = %d, %v", i, ok)
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&looked)
 	runtime.KeepAlive(col)
 	runtime.KeepAlive(cats)
-	per := float64(after.HeapAlloc-before.HeapAlloc) / k
-	t.Logf("%d labels: column %.1f bytes a label", k, per)
-	if per > 18 {
-		t.Errorf("a column of %d labels takes %.1f bytes a label, more than 18", k, per)
+	for _, c := range []struct {
+		when  string
+		after runtime.MemStats
+		limit float64
+	}{{"built", built, 12}, {"after a lookup", looked, 18}} {
+		per := float64(c.after.HeapAlloc-before.HeapAlloc) / k
+		t.Logf("%d labels, %s: column %.1f bytes a label", k, c.when, per)
+		if per > c.limit {
+			t.Errorf("a column of %d labels takes %.1f bytes a label %s, more than %v", k, per, c.when, c.limit)
+		}
 	}
 	if col.Label(12345) != "v012345" || col.K() != k {
 		t.Errorf("label 12345 = %q, K = %d", col.Label(12345), col.K())
 	}
+}
+
+// TestLazyIndexConcurrentFirstUse: the index is made by whichever
+// lookup comes first (taking the table the column was checked with, or,
+// after a collection freed it, building one), and lookups that race it
+// from many goroutines (LabelIndex, Encoder, on copies of the column made
+// by Select) all see it whole: every label at its position, nothing else
+// found. Run with -race.
+func TestLazyIndexConcurrentFirstUse(t *testing.T) {
+	for _, k := range []int{10, largeIndex + 1, 20_000} {
+		cats := make([]string, k)
+		for i := range cats {
+			cats[i] = fmt.Sprintf("c%d", i)
+		}
+		for _, tc := range []struct {
+			spec    Spec
+			collect bool // a collection between build and first lookup
+		}{
+			{Spec{Name: "c", Categories: cats, Missing: "?"}, false},
+			{Spec{Name: "c", Categories: cats, Missing: "?"}, true},
+			{Spec{Name: "c", Categories: append(cats[:k:k], "?"), Missing: "?"}, true},
+			{Spec{Name: "n", Cuts: []float64{1, 2, 3}, Missing: "NA"}, false},
+		} {
+			spec := tc.spec
+			cb, err := New(mustColumn(t, spec))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.collect {
+				runtime.GC()
+			}
+			col := &cb.Columns[0]
+			var wg sync.WaitGroup
+			errs := make(chan error, 8)
+			for g := range 8 {
+				wg.Go(func() {
+					c := col
+					if g%2 == 1 {
+						sel, err := cb.Select([]string{spec.Name})
+						if err != nil {
+							errs <- err
+							return
+						}
+						c = &sel.Columns[0]
+					}
+					if g%4 == 3 && !c.IsNumeric() {
+						enc, err := c.Encoder(Policy{})
+						if err != nil {
+							errs <- err
+							return
+						}
+						for i := range c.K() - 1 {
+							if x, err := enc.Index(c.Label(i)); err != nil || x != uint32(i) {
+								errs <- fmt.Errorf("%s: Index(%q) = %d, %v; want %d", spec.Name, c.Label(i), x, err, i)
+								return
+							}
+						}
+						return
+					}
+					for i := range c.K() {
+						if x, ok := c.LabelIndex(c.Label(i)); !ok || x != i {
+							errs <- fmt.Errorf("%s: LabelIndex(%q) = %d, %v; want %d", spec.Name, c.Label(i), x, ok, i)
+							return
+						}
+					}
+					if _, ok := c.LabelIndex("not a label"); ok {
+						errs <- fmt.Errorf("%s: LabelIndex found a label the column lacks", spec.Name)
+					}
+				})
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				t.Errorf("k = %d, collect %v: %v", k, tc.collect, err)
+			}
+		}
+	}
+}
+
+func mustColumn(t *testing.T, s Spec) Column {
+	t.Helper()
+	c, err := NewColumn(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
 
 // TestColumnDictionaryIsTheLabels: Column.Dictionary, which shares the
