@@ -54,28 +54,43 @@ func InverseInterval(c Counts, gamma, level float64) (Interval, error) {
 	if err != nil {
 		return Interval{}, fmt.Errorf("estimate.InverseInterval: %w", err)
 	}
-	if err := checkGamma(gamma); err != nil {
+	w, err := newWilson(c.K, m, gamma, level)
+	if err != nil {
 		return Interval{}, fmt.Errorf("estimate.InverseInterval: %w", err)
-	}
-	if err := checkLevel(level); err != nil {
-		return Interval{}, fmt.Errorf("estimate.InverseInterval: %w", err)
-	}
-	z := distuv.UnitNormal.Quantile((1 + level) / 2)
-	q := gamma + float64(c.K-1)
-	mf := float64(m)
-	bounds := func(T float64) (lo, hi float64) {
-		center := (T + z*z/(2*mf)) / (1 + z*z/mf)
-		half := z / (1 + z*z/mf) * math.Sqrt(T*(1-T)/mf+z*z/(4*mf*mf))
-		toT := func(p float64) float64 { return min(max((q*p-1)/(gamma-1), 0), 1) }
-		return toT(center - half), toT(center + half)
 	}
 	// Index is c's, shared (as Inverse's).
 	out := Interval{Level: level, Index: c.Index, Lo: make([]float64, len(c.Index)), Hi: make([]float64, len(c.Index))}
 	for i, n := range c.Count {
-		out.Lo[i], out.Hi[i] = bounds(float64(n) / mf)
+		out.Lo[i], out.Hi[i] = w.bounds(n)
 	}
-	out.RestLo, out.RestHi = bounds(0)
+	out.RestLo, out.RestHi = w.bounds(0)
 	return out, nil
+}
+
+// wilson computes InverseInterval's bounds for a release of m rows over K
+// cells.
+type wilson struct {
+	z, q, gamma, m float64
+}
+
+func newWilson(K uint64, m int64, gamma, level float64) (wilson, error) {
+	if err := checkGamma(gamma); err != nil {
+		return wilson{}, err
+	}
+	if err := checkLevel(level); err != nil {
+		return wilson{}, err
+	}
+	return wilson{z: distuv.UnitNormal.Quantile((1 + level) / 2), q: gamma + float64(K-1), gamma: gamma, m: float64(m)}, nil
+}
+
+// bounds returns the interval of a cell released n times.
+func (w wilson) bounds(n int64) (lo, hi float64) {
+	z, mf := w.z, w.m
+	T := float64(n) / mf
+	center := (T + z*z/(2*mf)) / (1 + z*z/mf)
+	half := z / (1 + z*z/mf) * math.Sqrt(T*(1-T)/mf+z*z/(4*mf*mf))
+	toT := func(p float64) float64 { return min(max((w.q*p-1)/(w.gamma-1), 0), 1) }
+	return toT(center - half), toT(center + half)
 }
 
 // BootstrapOptions tunes BootstrapInterval. The zero value gives defaults.

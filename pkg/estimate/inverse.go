@@ -28,7 +28,7 @@ func Inverse(c Counts, gamma float64) (Vector, error) {
 	q := gamma + float64(c.K-1)
 	v := Vector{K: c.K, Index: c.Index, Value: make([]float64, len(c.Index)), Rest: -1 / (gamma - 1)}
 	for i, n := range c.Count {
-		v.Value[i] = (q*float64(n)/float64(m) - 1) / (gamma - 1)
+		v.Value[i] = inverseAt(q, gamma, n, m)
 	}
 	return v, nil
 }

@@ -1,11 +1,9 @@
 package estimate
 
 import (
-	"cmp"
 	"fmt"
 	"math"
 	"math/bits"
-	"slices"
 )
 
 // EMOptions tunes MLE. The zero value gives the defaults: the exact
@@ -127,37 +125,12 @@ func MLE(c Counts, gamma float64, opts EMOptions) (EMResult, error) {
 	return mleExact(c, gamma), nil
 }
 
-// mleExact is MLE's closed form (see MLE for the derivation).
+// mleExact is MLE's closed form (see MLE for the derivation), computed
+// on the counts' Histogram (MLERule) and read off at each observed cell.
 func mleExact(c Counts, gamma float64) EMResult {
-	L := len(c.Index)
-	order := make([]int, L)
-	for i := range order {
-		order[i] = i
-	}
-	slices.SortFunc(order, func(a, b int) int { return cmp.Compare(c.Count[b], c.Count[a]) })
-	beta := 1 / (gamma - 1)
-	var s, sk int64
-	k := 0
-	for i, j := range order {
-		n := c.Count[j]
-		s += n
-		if !(float64(n)+beta*excess(int64(i+1), n, s) > 0) {
-			break
-		}
-		k, sk = i+1, s
-	}
-	x := make([]float64, L)
-	for _, j := range order[:k] {
-		n := c.Count[j]
-		x[j] = (float64(n) + beta*excess(int64(k), n, sk)) / float64(sk)
-	}
-	var ll float64
-	q := gamma + float64(c.K-1)
-	for i, xi := range x {
-		ll += float64(c.Count[i]) * math.Log(((gamma-1)*xi+1)/q)
-	}
+	rule, ll, _ := MLERule(HistogramOf(c), gamma) // c and γ are checked
 	return EMResult{
-		Estimate:      Vector{K: c.K, Index: append([]uint64(nil), c.Index...), Value: x},
+		Estimate:      rule.Vector(c),
 		Converged:     true,
 		LogLikelihood: []float64{ll},
 	}

@@ -20,15 +20,14 @@ func Project(v Vector) (Vector, error) {
 	if err := v.validate(); err != nil {
 		return Vector{}, fmt.Errorf("estimate.Project: %w", err)
 	}
-	type item struct{ v, w float64 }
-	items := make([]item, 0, len(v.Value)+1)
+	items := make([]weighted, 0, len(v.Value)+1)
 	for _, x := range v.Value {
-		items = append(items, item{x, 1})
+		items = append(items, weighted{x, 1})
 	}
 	if r := v.Unlisted(); r > 0 {
-		items = append(items, item{v.Rest, float64(r)})
+		items = append(items, weighted{v.Rest, float64(r)})
 	}
-	slices.SortFunc(items, func(a, b item) int {
+	slices.SortFunc(items, func(a, b weighted) int {
 		switch {
 		case a.v > b.v:
 			return -1
@@ -37,8 +36,35 @@ func Project(v Vector) (Vector, error) {
 		}
 		return 0
 	})
-	// v_k > τ_k holds exactly for the items above the root τ (they are a
-	// prefix of the sorted order), so the scan stops at the first failure.
+	// Equal values as one item of their total weight: the sum then has
+	// one term a distinct value, as ProjectedRule's (one a distinct
+	// count), and the two give the same τ to the bit. The sum cancels to
+	// within a few digits of the largest values when K ≫ m, so the order
+	// of its terms shows in the estimate's last digits.
+	merged := items[:0]
+	for _, it := range items {
+		if n := len(merged); n > 0 && merged[n-1].v == it.v {
+			merged[n-1].w += it.w
+			continue
+		}
+		merged = append(merged, it)
+	}
+	tau := simplexShift(merged)
+	out := Vector{K: v.K, Index: append([]uint64(nil), v.Index...), Value: make([]float64, len(v.Value)), Rest: max(v.Rest-tau, 0)}
+	for i, x := range v.Value {
+		out.Value[i] = max(x-tau, 0)
+	}
+	return out, nil
+}
+
+// weighted is a value held by w cells.
+type weighted struct{ v, w float64 }
+
+// simplexShift returns the projection's root τ for items sorted by
+// decreasing value: τ_k = (Σ_{i≤k} w_i·v_i − 1)/Σ_{i≤k} w_i, τ = τ_ρ for
+// the last item ρ with v_ρ > τ_ρ (those items are a prefix of the sorted
+// order, so the scan stops at the first failure).
+func simplexShift(items []weighted) float64 {
 	var s, w, tau float64
 	for _, it := range items {
 		s += it.w * it.v
@@ -49,11 +75,7 @@ func Project(v Vector) (Vector, error) {
 		}
 		tau = t
 	}
-	out := Vector{K: v.K, Index: append([]uint64(nil), v.Index...), Value: make([]float64, len(v.Value)), Rest: max(v.Rest-tau, 0)}
-	for i, x := range v.Value {
-		out.Value[i] = max(x-tau, 0)
-	}
-	return out, nil
+	return tau
 }
 
 // Projected returns Project(Inverse(c, gamma)): the paper's estimate
