@@ -268,14 +268,27 @@ func runPRAM(o *Options, in table.Reader) error {
 	if err != nil {
 		return err
 	}
-	counts, err := o.countPRAMParts(rel, in)
-	if err != nil {
+	stream := o.Tabulate || o.pramStreams(set, rel, sh)
+	t := newPRAMTally(rel.dom.Size(), stream)
+	defer t.close()
+	if err := o.countPRAMParts(rel, in, t); err != nil {
 		return err
 	}
 	if o.Tabulate {
-		return o.writePRAMCountTable(rel, counts)
+		return o.writePRAMCountTable(rel, t)
 	}
-	if err := rel.account(o, counts.M()); err != nil {
+	if err := rel.account(o, t.total); err != nil {
+		return err
+	}
+	if stream {
+		res, err := o.estimatePRAMStream(set, rel, sh, t)
+		if err != nil {
+			return err
+		}
+		return o.writePRAM(rel, res)
+	}
+	counts, err := t.counts()
+	if err != nil {
 		return err
 	}
 	res, err := o.estimatePRAM(set, rel, sh, counts)

@@ -177,6 +177,9 @@ func (rel *pramRelease) countRows(o *Options, in table.Reader, t *pramTally, ind
 				t.sparse[c.gs[i]] += int64(j - i)
 				i = j
 			}
+			if err := t.maybeSpill(); err != nil {
+				return err
+			}
 		}
 		t.total += n
 		rows += n

@@ -22,6 +22,43 @@ type pramView struct {
 	iv     *estimate.Interval // nil with --ci none
 	truth  *estimate.Vector   // with --truth
 	l2     float64
+	rules  *pramRules // a streamed estimate: est, iv and counts are unset
+}
+
+// pramRules is a streamed estimate (estimatePRAMStream): the estimate and
+// interval of a value are functions of its count, and the counts are
+// walked from the tally.
+type pramRules struct {
+	tally    *pramTally
+	m        int64
+	observed uint64
+	est      estimate.Rule
+	lo, hi   estimate.Rule // with ci
+	ci       bool
+}
+
+// observed returns the number of observed values of v.
+func (v *pramView) observed() uint64 {
+	if v.rules != nil {
+		return v.rules.observed
+	}
+	return uint64(len(v.counts.Index))
+}
+
+// hasCI reports whether v has intervals.
+func (v *pramView) hasCI() bool {
+	if v.rules != nil {
+		return v.rules.ci
+	}
+	return v.iv != nil
+}
+
+// m returns the number of released rows v counts.
+func (v *pramView) m() int64 {
+	if v.rules != nil {
+		return v.rules.m
+	}
+	return v.counts.M()
 }
 
 // pramResult is the outcome of one estimation.
@@ -41,36 +78,10 @@ type pramResult struct {
 // χ²₁(0.95)/2 ≈ 1.92).
 const pramMaxEMGap = 1e-3
 
-// pramEMGap bounds how far the log-likelihood ℓ(x) = Σ_j Count(j)·ln (A x)_j
-// of a distribution x is below its maximum over the simplex, by the
-// Frank–Wolfe duality gap of the concave ℓ (M. Jaggi, "Revisiting
-// Frank–Wolfe", ICML 2013, §2):
-//
-//	ℓ* − ℓ(x) ≤ max_g ∂ℓ/∂x_g − ⟨∇ℓ(x), x⟩ = m·(max_g r_g − 1),
-//	r_g = Σ_j T(j)·A[j, g]/(A x)_j = ((γ − 1)·T(g)/(A x)_g + ρ)/q,
-//	ρ = Σ_j T(j)/(A x)_j,   (A x)_j = ((γ − 1)·x_j + 1)/q,
-//
-// since ⟨r, x⟩ = Σ_j T(j) = 1; r is EM's multiplier (x_g ← x_g·r_g), so
-// the gap is 0 exactly at EM's fixed points that are maxima. A never-
-// observed g has T(g) = 0 and r_g = ρ/q. O(observed).
+// pramEMGap is estimate.LoglikGap of the estimate x of the counts c.
 func pramEMGap(c estimate.Counts, gamma float64, x estimate.Vector) float64 {
-	m := float64(c.M())
-	q := gamma + float64(c.K-1)
-	ratio := make([]float64, len(c.Index))
-	var rho float64
-	for i, g := range c.Index {
-		ax := ((gamma-1)*x.At(g) + 1) / q
-		ratio[i] = float64(c.Count[i]) / m / ax
-		rho += ratio[i]
-	}
-	maxR := 0.0
-	if uint64(len(c.Index)) < c.K {
-		maxR = rho / q
-	}
-	for _, r := range ratio {
-		maxR = max(maxR, ((gamma-1)*r+rho)/q)
-	}
-	return max(m*(maxR-1), 0)
+	h := estimate.HistogramOf(c)
+	return estimate.LoglikGap(h, gamma, estimate.RuleOf(h, c, x))
 }
 
 // pramRestrict returns the view of c (over d, γ) kept to the columns keep
@@ -242,4 +253,72 @@ func (o *Options) pramInterval(set pramSettings, v *pramView) (*estimate.Interva
 		return nil, err
 	}
 	return &iv, nil
+}
+
+// pramStreams reports whether the estimate is streamed
+// (estimatePRAMStream): every value's estimate and interval are functions
+// of its count, as for each method's closed form and Wilson's intervals
+// over all the release's columns, and nothing needs every count at once
+// (EM iterates over them, the bootstrap draws from them, --truth and
+// --marginal add them up by value).
+func (o *Options) pramStreams(set pramSettings, rel *pramRelease, sh pramShape) bool {
+	return !pramHoldWhole && !set.em.Iterative && set.ci != "bootstrap" && len(o.Truth) == 0 && sh.mk == nil && len(sh.keep) == len(rel.names)
+}
+
+// pramHoldWhole makes every estimate hold its counts whole
+// (estimatePRAM), for tests to compare the two.
+var pramHoldWhole = false
+
+// estimatePRAMStream estimates from the Histogram of the counts (one walk
+// over the tally), in memory independent of the number of observed
+// values: the same numbers as estimatePRAM, which holds every count and
+// estimate (~60 bytes an observed value).
+func (o *Options) estimatePRAMStream(set pramSettings, rel *pramRelease, sh pramShape, t *pramTally) (*pramResult, error) {
+	cells, err := t.cells()
+	if err != nil {
+		return nil, err
+	}
+	var hb estimate.HistogramBuilder
+	for c, ok := cells.next(); ok; c, ok = cells.next() {
+		hb.Add(c.n)
+	}
+	if cells.err != nil {
+		return nil, cells.err
+	}
+	h, err := hb.Histogram(t.K)
+	if err != nil {
+		return nil, err
+	}
+	r := &pramRules{tally: t, m: h.M(), observed: h.Observed()}
+	res := &pramResult{set: set}
+	gamma := rel.gamma
+	switch set.method {
+	case estimate.MethodMLE:
+		rule, ll, err := estimate.MLERule(h, gamma)
+		if err != nil {
+			return nil, err
+		}
+		r.est = rule
+		res.em = &estimate.EMResult{Converged: true, LogLikelihood: []float64{ll}}
+		res.emGap = estimate.LoglikGap(h, gamma, rule)
+	case estimate.MethodProjected:
+		r.est, err = estimate.ProjectedRule(h, gamma)
+	default:
+		r.est, err = estimate.InverseRule(h, gamma)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if set.ci == "wilson" {
+		if r.lo, r.hi, err = estimate.WilsonRule(h, gamma, set.level); err != nil {
+			return nil, err
+		}
+		r.ci = true
+	}
+	if res.bound, err = estimate.Bound(rel.dom.Size(), gamma, int(r.m)); err != nil {
+		return nil, err
+	}
+	res.fit = pramView{cols: sh.keep, dom: rel.dom, gamma: gamma, rules: r}
+	res.out = &res.fit
+	return res, nil
 }

@@ -52,7 +52,7 @@ func (o *Options) pramSummaryOf(rel *pramRelease, res *pramResult) (pramSummary,
 		K:              rel.dom.Size(),
 		Bound:          res.bound,
 		Releases:       rel.releases,
-		ObservedValues: len(res.fit.counts.Index),
+		ObservedValues: int(res.fit.observed()),
 		CI:             res.set.ci,
 	}
 	for _, j := range res.fit.cols {
@@ -166,7 +166,7 @@ func (o *Options) writePRAMTable(rel *pramRelease, res *pramResult, meta table.M
 	lay.est = add("estimate", arrow.PrimitiveTypes.Float64)
 	lay.obs = add("observed", arrow.PrimitiveTypes.Float64)
 	lay.cnt = add("count", arrow.PrimitiveTypes.Int64)
-	if v.iv != nil {
+	if v.hasCI() {
 		lay.lo = add("ci_low", arrow.PrimitiveTypes.Float64)
 		lay.hi = add("ci_high", arrow.PrimitiveTypes.Float64)
 	}
@@ -187,30 +187,79 @@ func (o *Options) writePRAMTable(rel *pramRelease, res *pramResult, meta table.M
 		return err
 	}
 	defer w.Abort()
-	tw := &pramTableWriter{bb: table.NewRowWriter(w, schema, 0), rel: rel, v: v, lay: lay, m: float64(v.counts.M()), x: make([]uint32, len(v.cols))}
+	tw := &pramTableWriter{bb: table.NewRowWriter(w, schema, 0), rel: rel, v: v, lay: lay, m: float64(v.m()), x: make([]uint32, len(v.cols))}
 	defer tw.bb.Release()
-	if aggregate {
-		for _, g := range v.est.Index {
-			if err := tw.row(g, 1); err != nil {
-				return err
-			}
-		}
-		if u := v.est.Unlisted(); u > 0 {
-			if err := tw.rest(u); err != nil {
-				return err
-			}
-		}
+	if v.rules != nil {
+		err = tw.stream(aggregate)
 	} else {
-		for g := range K {
-			if err := tw.row(g, 1); err != nil {
-				return err
-			}
-		}
+		err = tw.vectors(aggregate)
+	}
+	if err != nil {
+		return err
 	}
 	if err := tw.bb.Flush(); err != nil {
 		return err
 	}
 	return w.Commit()
+}
+
+// stream writes a streamed estimate's rows: every value, or with
+// aggregate the observed ones and a line for the others, from one more
+// walk over the tally.
+func (t *pramTableWriter) stream(aggregate bool) error {
+	r := t.v.rules
+	cells, err := r.tally.cells()
+	if err != nil {
+		return err
+	}
+	c, ok := cells.next()
+	if aggregate {
+		for ; ok; c, ok = cells.next() {
+			if err := t.ruleRow(c.g, c.n); err != nil {
+				return err
+			}
+		}
+		if cells.err != nil {
+			return cells.err
+		}
+		if u := t.v.dom.Size() - r.observed; u > 0 {
+			return t.rest(u)
+		}
+		return nil
+	}
+	for g := range t.v.dom.Size() {
+		var n int64
+		if ok && c.g == g {
+			n = c.n
+			c, ok = cells.next()
+		}
+		if err := t.ruleRow(g, n); err != nil {
+			return err
+		}
+	}
+	return cells.err
+}
+
+// vectors writes an estimate held whole (estimatePRAM).
+func (t *pramTableWriter) vectors(aggregate bool) error {
+	v := t.v
+	if aggregate {
+		for _, g := range v.est.Index {
+			if err := t.row(g, 1); err != nil {
+				return err
+			}
+		}
+		if u := v.est.Unlisted(); u > 0 {
+			return t.rest(u)
+		}
+		return nil
+	}
+	for g := range v.dom.Size() {
+		if err := t.row(g, 1); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // pramTableWriter writes the output rows in increasing order of the value g,
@@ -234,13 +283,35 @@ func pramSeek(idx []uint64, p *int, g uint64) bool {
 	return *p < len(idx) && idx[*p] == g
 }
 
-func (t *pramTableWriter) row(g, cells uint64) error {
-	v := t.v
-	if err := v.dom.Decode(g, t.x); err != nil {
+// labels writes the labels of value g.
+func (t *pramTableWriter) labels(g uint64) error {
+	if err := t.v.dom.Decode(g, t.x); err != nil {
 		return err
 	}
-	for a, j := range v.cols {
+	for a, j := range t.v.cols {
 		t.bb.String(a, t.rel.label(j, t.x[a]))
+	}
+	return nil
+}
+
+// ruleRow writes the row of value g, released n times, of a streamed
+// estimate.
+func (t *pramTableWriter) ruleRow(g uint64, n int64) error {
+	if err := t.labels(g); err != nil {
+		return err
+	}
+	r := t.v.rules
+	var lo, hi float64
+	if r.ci {
+		lo, hi = r.lo.At(n), r.hi.At(n)
+	}
+	return t.emit(1, r.est.At(n), n, lo, hi, 0)
+}
+
+func (t *pramTableWriter) row(g, cells uint64) error {
+	v := t.v
+	if err := t.labels(g); err != nil {
+		return err
 	}
 	est := v.est.Rest
 	if pramSeek(v.est.Index, &t.pe, g) {
@@ -273,6 +344,9 @@ func (t *pramTableWriter) rest(u uint64) error {
 	v := t.v
 	for a := range v.cols {
 		t.bb.String(a, "")
+	}
+	if r := v.rules; r != nil {
+		return t.emit(u, r.est.Rest, 0, r.lo.Rest, r.hi.Rest, 0)
 	}
 	var lo, hi, truth float64
 	if v.iv != nil {

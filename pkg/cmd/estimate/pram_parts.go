@@ -29,23 +29,29 @@ import (
 // from the summed counts: exactly what one run over all rows gives.
 
 // pramTally accumulates the counts of one release's joint values: a plain
-// array up to pramDenseCounts values, else a map (O(observed values)).
+// array up to pramDenseCounts values, else a map (O(observed values)),
+// which a spillable tally spills to runs on disk every pramSpillAt values
+// (see pram_runs.go), so that its memory is bounded whatever the number
+// of observed values.
 type pramTally struct {
-	K      uint64
-	dense  []int64
-	sparse map[uint64]int64
-	total  int64
+	K         uint64
+	dense     []int64
+	sparse    map[uint64]int64
+	total     int64
+	spillable bool      // the counts are only walked (cells), never held whole (counts)
+	runs      *pramRuns // nil until the first spill
+	keys      []uint64  // the map's sorted keys, once cells has walked it
 }
 
-func newPRAMTally(K uint64) *pramTally {
+func newPRAMTally(K uint64, spillable bool) *pramTally {
 	if K <= pramDenseCounts {
 		return &pramTally{K: K, dense: make([]int64, K)}
 	}
-	return &pramTally{K: K, sparse: make(map[uint64]int64)}
+	return &pramTally{K: K, sparse: make(map[uint64]int64), spillable: spillable}
 }
 
 // add counts n more rows with joint value g; false if the total would
-// overflow int64.
+// overflow int64. The caller spills (maybeSpill) between batches.
 func (t *pramTally) add(g uint64, n int64) bool {
 	if n > math.MaxInt64-t.total {
 		return false
@@ -59,7 +65,39 @@ func (t *pramTally) add(g uint64, n int64) bool {
 	return true
 }
 
+// maybeSpill spills a spillable tally's map once it holds pramSpillAt
+// values.
+func (t *pramTally) maybeSpill() error {
+	if !t.spillable || len(t.sparse) < pramSpillAt {
+		return nil
+	}
+	if t.runs == nil {
+		t.runs = &pramRuns{}
+	}
+	return t.runs.spill(t.sparse)
+}
+
+// finish ends the counting: a tally that has spilled spills the rest of
+// its map too, so that cells merges runs only.
+func (t *pramTally) finish() error {
+	if t.runs == nil || len(t.sparse) == 0 {
+		return nil
+	}
+	return t.runs.spill(t.sparse)
+}
+
+// close removes the tally's runs, if any.
+func (t *pramTally) close() {
+	if t.runs != nil {
+		t.runs.close()
+	}
+}
+
+// counts returns the whole tally in memory (not for a spilled one).
 func (t *pramTally) counts() (estimate.Counts, error) {
+	if t.runs != nil {
+		return estimate.Counts{}, fmt.Errorf("estimate: internal error: the counts were spilled to disk")
+	}
 	if t.dense != nil {
 		return estimate.CountsFromDense(t.dense)
 	}
@@ -82,11 +120,10 @@ type pramPart struct {
 // open as in) after checking that each is a part of rel's release, and
 // checks that the parts' rows add up to the release's m (unless
 // --tabulate, which may tabulate some of the parts).
-func (o *Options) countPRAMParts(rel *pramRelease, in table.Reader) (estimate.Counts, error) {
-	t := newPRAMTally(rel.dom.Size())
+func (o *Options) countPRAMParts(rel *pramRelease, in table.Reader, t *pramTally) error {
 	rows, err := rel.count(o, in, t)
 	if err != nil {
-		return estimate.Counts{}, err
+		return err
 	}
 	parts := []pramPart{{rel.name, rows, rel.meta}}
 	var more []string // the other parts (none when reading standard input)
@@ -95,21 +132,21 @@ func (o *Options) countPRAMParts(rel *pramRelease, in table.Reader) (estimate.Co
 	}
 	for i, path := range more {
 		if j := slices.IndexFunc(o.Inputs[:i+1], func(p string) bool { return pramSameFile(p, path) }); j >= 0 {
-			return estimate.Counts{}, cli.Usagef("%s is given twice (arguments %d and %d): give each part of the release once", path, j+1, i+2)
+			return cli.Usagef("%s is given twice (arguments %d and %d): give each part of the release once", path, j+1, i+2)
 		}
 		n, name, meta, err := o.countPRAMPart(rel, path, t)
 		if err != nil {
-			return estimate.Counts{}, err
+			return err
 		}
 		parts = append(parts, pramPart{name, n, meta})
 	}
 	if err := rel.checkPartRanges(o, parts); err != nil {
-		return estimate.Counts{}, err
+		return err
 	}
 	if len(parts) > 1 || o.Tabulate {
 		// (One file without --tabulate: account checks its rows are m.)
 		if err := rel.checkPartTotals(o, parts, t.total); err != nil {
-			return estimate.Counts{}, err
+			return err
 		}
 	}
 	if len(parts) > 1 {
@@ -120,9 +157,9 @@ func (o *Options) countPRAMParts(rel *pramRelease, in table.Reader) (estimate.Co
 		rel.name = strings.Join(names, " + ")
 	}
 	if t.total == 0 {
-		return estimate.Counts{}, fmt.Errorf("%s: %w", rel.name, errPRAMNoRows)
+		return fmt.Errorf("%s: %w", rel.name, errPRAMNoRows)
 	}
-	return t.counts()
+	return t.finish()
 }
 
 // countPRAMPart opens one more input, checks it is a part of rel's release
@@ -342,6 +379,9 @@ func (rel *pramRelease) count(o *Options, in table.Reader, t *pramTally) (int64,
 		}
 		lines += int64(nr)
 		meter.Add(int64(nr))
+		if err := t.maybeSpill(); err != nil {
+			return 0, err
+		}
 	}
 	return rows, nil
 }
@@ -349,7 +389,7 @@ func (rel *pramRelease) count(o *Options, in table.Reader, t *pramTally) (int64,
 // writePRAMCountTable writes the counts as a count table: the release's
 // columns (labels) and CountColumn, one row per observed joint value in
 // increasing order, with the release's metadata marked as a count table.
-func (o *Options) writePRAMCountTable(rel *pramRelease, c estimate.Counts) error {
+func (o *Options) writePRAMCountTable(rel *pramRelease, t *pramTally) error {
 	var fields []arrow.Field
 	for _, name := range rel.names {
 		if name == release.CountColumn {
@@ -368,17 +408,24 @@ func (o *Options) writePRAMCountTable(rel *pramRelease, c estimate.Counts) error
 	defer bb.Release()
 	x := make([]uint32, len(rel.names))
 	d := len(rel.names)
-	for i, g := range c.Index {
-		if err := rel.dom.Decode(g, x); err != nil {
+	cells, err := t.cells()
+	if err != nil {
+		return err
+	}
+	for c, ok := cells.next(); ok; c, ok = cells.next() {
+		if err := rel.dom.Decode(c.g, x); err != nil {
 			return err
 		}
 		for j := range d {
 			bb.String(j, rel.label(j, x[j]))
 		}
-		bb.Int64(d, c.Count[i])
+		bb.Int64(d, c.n)
 		if err := bb.EndRow(); err != nil {
 			return err
 		}
+	}
+	if cells.err != nil {
+		return cells.err
 	}
 	if err := bb.Flush(); err != nil {
 		return err
