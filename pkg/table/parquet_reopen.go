@@ -11,7 +11,8 @@ package table
 // between the two.
 //
 // r must stay open until the new reader is closed; closing the new reader
-// leaves r's file open. It returns nil, nil when r is not a Parquet file
+// leaves r's file open. The new reader's Meta is a copy of r's as it is
+// now (with the items a caller deleted from it left out). It returns nil, nil when r is not a Parquet file
 // reader or has read rows already.
 func ParquetReopen(r Reader, opt ReadOptions) (Reader, error) {
 	p, ok := r.(*parquetReader)
@@ -22,6 +23,7 @@ func ParquetReopen(r Reader, opt ReadOptions) (Reader, error) {
 	if err != nil {
 		return nil, err
 	}
+	q.meta = p.meta.Clone() // the footer's pramkit items are gone (forgetFooterMeta)
 	q.borrowed = true
 	return q, nil
 }

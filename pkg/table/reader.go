@@ -52,6 +52,9 @@ type Reader interface {
 	// Schema is the table's schema, without pramkit metadata.
 	Schema() *arrow.Schema
 	// Meta is the pramkit metadata that came with the table (never nil).
+	// It is the reader's own map, which the reader does not read again:
+	// a caller that has decoded a large item (a codebook: 10 MB at 1M
+	// labels) may delete it to free it while the reader stays open.
 	Meta() Meta
 	// Next returns the next batch, or io.EOF after the last one. The batch
 	// is valid until the next call to Next or Close; Retain it to keep it.

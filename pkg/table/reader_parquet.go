@@ -96,7 +96,25 @@ func openParquet(name string, f *os.File, br *bufio.Reader, opt ReadOptions) (rd
 	if err != nil {
 		return nil, err
 	}
+	forgetFooterMeta(pf)
 	return p, nil
+}
+
+// forgetFooterMeta drops the pramkit items of pf's parsed footer, once
+// they are in the reader's Meta: the footer stays referenced as long as
+// the reader, and the codebook in a key file's or a release's metadata
+// is 10 MB at 1M labels, which decrypt held twice for the whole run, as
+// the footer's string and as the codebook it parses (issue 11: peak RSS
+// ≤ 100 MB per stage). With the reader's Meta the only reference, a
+// caller that has decoded an item deletes it to free it (Reader.Meta).
+// Nothing reads the footer's key-value metadata after the open but
+// ParquetReopen, which takes the reader's Meta instead.
+func forgetFooterMeta(pf *file.Reader) {
+	for _, e := range pf.MetaData().KeyValueMetadata() {
+		if _, ok := metaKey(e.GetKey()); ok {
+			e.Value = nil
+		}
+	}
 }
 
 // parquetFrom reads the Parquet file sf, whose footer pf has parsed and
