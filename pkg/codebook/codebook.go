@@ -57,6 +57,10 @@ type Spec struct {
 	// Missing is the missing-value token; "" means the column has no
 	// missing category.
 	Missing string
+
+	// categories holds Categories instead when the parser has read them
+	// (labelBuilder), nil otherwise.
+	categories *labelBuilder
 }
 
 // NewColumn validates s and builds its column.
@@ -73,7 +77,7 @@ func newColumn(s Spec) (Column, error) {
 	if err := checkName(s.Name); err != nil {
 		return Column{}, err
 	}
-	hasCats, hasCuts := s.Categories != nil, s.Cuts != nil
+	hasCats, hasCuts := s.Categories != nil || s.categories != nil, s.Cuts != nil
 	switch {
 	case hasCats && hasCuts:
 		return Column{}, fmt.Errorf(`has both "categories" and "cuts"; a column is either categorical (categories) or numeric (cuts), remove one`)
@@ -94,21 +98,39 @@ func newColumn(s Spec) (Column, error) {
 }
 
 func newCategorical(s Spec) (Column, error) {
-	if len(s.Categories) == 0 {
+	cats := s.categories
+	if cats == nil {
+		cats = new(labelBuilder)
+		n := 0
+		for _, v := range s.Categories {
+			n += len(v)
+		}
+		cats.grow(len(s.Categories)+1, n+len(s.Missing))
+		for _, v := range s.Categories {
+			cats.add(v)
+		}
+	}
+	n := cats.len()
+	if n == 0 {
 		return Column{}, fmt.Errorf(`"categories" is empty; list at least one value`)
 	}
-	k := len(s.Categories)
-	if s.Missing != "" && !slices.Contains(s.Categories, s.Missing) {
+	extra := s.Missing != ""
+	for i := range cats.stored() {
+		if extra && cats.at(i) == s.Missing {
+			extra = false
+		}
+	}
+	k := n
+	if extra {
 		k++
 	}
 	if err := checkK(k, "categories", "bucket the column with cuts, or leave it out"); err != nil {
 		return Column{}, err
 	}
-	var extra []string
-	if s.Missing != "" && !slices.Contains(s.Categories, s.Missing) {
-		extra = []string{s.Missing}
+	if extra {
+		cats.add(s.Missing)
 	}
-	labels, err := newLabelList(s.Categories, extra...)
+	labels, err := cats.list()
 	if err != nil {
 		return Column{}, err
 	}
@@ -117,7 +139,8 @@ func newCategorical(s Spec) (Column, error) {
 	// lookups take it if they come soon, or build it again (lazyIndex).
 	seen := new(labelIndex)
 	*seen = newLabelIndex(k)
-	for i, v := range s.Categories {
+	for i := range n {
+		v := labels.at(i)
 		if err := checkItem("category", i, v); err != nil {
 			return Column{}, err
 		}
@@ -129,11 +152,11 @@ func newCategorical(s Spec) (Column, error) {
 			c.missing = i
 		}
 	}
-	if c.missing == 0 && len(s.Categories) == 1 {
+	if c.missing == 0 && n == 1 {
 		return Column{}, fmt.Errorf(`"categories" lists only the missing token %q; list at least one value besides it`, s.Missing)
 	}
-	if extra != nil {
-		c.missing = len(s.Categories)
+	if extra {
+		c.missing = n
 		seen.put(s.Missing, uint32(c.missing))
 	}
 	c.index = newLazyIndex(labels, seen)

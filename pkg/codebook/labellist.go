@@ -3,6 +3,7 @@ package codebook
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 )
 
@@ -30,19 +31,76 @@ func newLabelList(labels []string, extra ...string) (labelList, error) {
 	for _, l := range extra {
 		n += len(l)
 	}
-	if n > math.MaxInt32 {
-		return labelList{}, fmt.Errorf("labels of %d bytes in all, more than the limit of 2 GiB; bucket the column or leave it out", n)
-	}
-	var b strings.Builder
-	b.Grow(n)
-	offs := make([]int32, 1, 1+len(labels)+len(extra))
+	var b labelBuilder
+	b.grow(len(labels)+len(extra), n)
 	for _, set := range [][]string{labels, extra} {
 		for _, l := range set {
-			b.WriteString(l)
-			offs = append(offs, int32(b.Len()))
+			b.add(l)
 		}
 	}
-	return labelList{text: b.String(), offs: offs}, nil
+	return b.list()
+}
+
+// labelBuilder appends labels to a labelList one at a time: the parser
+// stores a file's categories in it as it decodes them, so that a list of
+// 1M categories is never a []string (16 bytes a label plus each decoded
+// string, 30 MB at 1M labels, live together with the codebook's text
+// while decrypt opens a key file: issue 11, peak RSS ≤ 100 MB).
+type labelBuilder struct {
+	text  strings.Builder
+	offs  []int32 // offsets of the labels stored, from 0
+	n     int     // labels added
+	bytes int     // their bytes in all, even past the limit (list refuses them)
+}
+
+// grow makes room for n more labels of size bytes in all.
+func (b *labelBuilder) grow(n, size int) {
+	if b.offs == nil {
+		b.offs = make([]int32, 1, 1+n)
+	} else {
+		b.offs = slices.Grow(b.offs, n)
+	}
+	if size <= math.MaxInt32 {
+		b.text.Grow(size)
+	}
+}
+
+// add appends label l.
+func (b *labelBuilder) add(l string) {
+	if b.offs == nil {
+		b.offs = []int32{0}
+	}
+	b.n++
+	b.bytes += len(l)
+	if b.bytes > math.MaxInt32 {
+		return // list reports it; at sees the labels stored before
+	}
+	b.text.WriteString(l)
+	b.offs = append(b.offs, int32(b.bytes))
+}
+
+// len is the number of labels added.
+func (b *labelBuilder) len() int { return b.n }
+
+// stored is the number of labels at can return: all of them unless they
+// passed the 2 GiB limit.
+func (b *labelBuilder) stored() int { return max(len(b.offs)-1, 0) }
+
+// at returns label i (i < stored()).
+func (b *labelBuilder) at(i int) string {
+	return b.text.String()[b.offs[i]:b.offs[i+1]]
+}
+
+// list returns the labels added, sharing the builder's memory: add no
+// more labels after it.
+func (b *labelBuilder) list() (labelList, error) {
+	if b.bytes > math.MaxInt32 {
+		return labelList{}, fmt.Errorf("labels of %d bytes in all, more than the limit of 2 GiB; bucket the column or leave it out", b.bytes)
+	}
+	if b.offs == nil {
+		b.offs = []int32{0}
+	}
+	return labelList{text: b.text.String(), offs: b.offs}, nil
 }
 
 // len is the number of labels.

@@ -150,7 +150,7 @@ func (p *parser) column(nth int) (Spec, error) {
 				where = fmt.Sprintf("column %q (#%d)", s.Name, nth)
 			}
 		case "categories":
-			s.Categories, err = p.strs(field)
+			s.categories, err = p.labels(field)
 		case "labels":
 			s.Labels, err = p.strs(field)
 		case "cuts":
@@ -224,7 +224,8 @@ func (p *parser) strs(field string) ([]string, error) {
 	if err := p.delim('[', field+" must be a list of strings"); err != nil {
 		return nil, err
 	}
-	out := make([]string, 0, p.items())
+	n, _ := p.items()
+	out := make([]string, 0, n)
 	for p.dec.More() {
 		tok, err := p.token()
 		if err != nil {
@@ -239,15 +240,39 @@ func (p *parser) strs(field string) ([]string, error) {
 	return out, p.delim(']', "")
 }
 
+// labels reads a list of strings into a labelBuilder, as strs does into
+// a []string: the categories of a column, stored as they are decoded
+// (labelBuilder says why).
+func (p *parser) labels(field string) (*labelBuilder, error) {
+	if err := p.delim('[', field+" must be a list of strings"); err != nil {
+		return nil, err
+	}
+	b := new(labelBuilder)
+	b.grow(p.items())
+	for p.dec.More() {
+		tok, err := p.token()
+		if err != nil {
+			return nil, err
+		}
+		s, ok := tok.(string)
+		if !ok {
+			return nil, p.errorf("%s must be a list of strings, but item #%d is %s", field, b.len()+1, describe(tok))
+		}
+		b.add(s)
+	}
+	return b, p.delim(']', "")
+}
+
 // items counts the items of the JSON array whose '[' the decoder has just
-// read, by its commas outside strings and nested values: a capacity for
-// strs, so that a list of 1M categories is not grown by appends, each a
-// fresh allocation and a copy (a third of loading such a codebook, most
-// of it page faults). Only a hint: a malformed list is the decoder's to
-// report.
-func (p *parser) items() int {
+// read, by its commas outside strings and nested values, and the bytes
+// inside its strings (escapes as written, so at least their decoded
+// size): capacities for strs and labels, so that a list of 1M categories
+// is not grown by appends, each a fresh allocation and a copy (a third of
+// loading such a codebook, most of it page faults). Only a hint: a
+// malformed list is the decoder's to report.
+func (p *parser) items() (n, strBytes int) {
 	data := p.data[min(int(p.dec.InputOffset()), len(p.data)):]
-	n, depth, inStr, esc, any := 0, 0, false, false, false
+	depth, inStr, esc, any := 0, false, false, false
 	for _, c := range data {
 		switch {
 		case inStr:
@@ -258,7 +283,9 @@ func (p *parser) items() int {
 				esc = true
 			case c == '"':
 				inStr = false
+				strBytes-- // (counted below)
 			}
+			strBytes++
 		case c == '"':
 			inStr, any = true, true
 		case c == '[' || c == '{':
@@ -268,7 +295,7 @@ func (p *parser) items() int {
 				if any {
 					n++
 				}
-				return n
+				return n, strBytes
 			}
 			depth--
 		case c == ',' && depth == 0:
@@ -277,7 +304,7 @@ func (p *parser) items() int {
 			any = true
 		}
 	}
-	return 0
+	return 0, 0
 }
 
 func (p *parser) nums(field string) ([]float64, error) {

@@ -408,20 +408,21 @@ func TestSpecRebuildsTheColumn(t *testing.T) {
 
 // TestItemsCountsTheList: the capacity hint for a list counts its items
 // by the commas outside strings and nested values, whatever the strings
-// hold (commas, brackets, escaped quotes).
+// hold (commas, brackets, escaped quotes), and the bytes inside the
+// strings, quotes left out, escapes as written.
 func TestItemsCountsTheList(t *testing.T) {
 	for _, tc := range []struct {
-		list string
-		want int
+		list      string
+		want, raw int
 	}{
-		{`[]`, 0},
-		{`[ ]`, 0},
-		{`["a"]`, 1},
-		{`["a", "b", "c"]`, 3},
-		{`["a,b", "c]", "{d"]`, 3},
-		{`["say \"hi\", ok", "x\\", "y"]`, 3},
-		{`[["x", "y"], {"k": [1, 2]}, "z"]`, 3},
-		{`[1, 2.5, -3]`, 3},
+		{`[]`, 0, 0},
+		{`[ ]`, 0, 0},
+		{`["a"]`, 1, 1},
+		{`["a", "b", "c"]`, 3, 3},
+		{`["a,b", "c]", "{d"]`, 3, 7},
+		{`["say \"hi\", ok", "x\\", "y"]`, 3, 18},
+		{`[["x", "y"], {"k": [1, 2]}, "z"]`, 3, 4},
+		{`[1, 2.5, -3]`, 3, 0},
 	} {
 		data := []byte(`{"v": ` + tc.list + `, "w": [9, 9]}`)
 		p := &parser{data: data, dec: json.NewDecoder(bytes.NewReader(data))}
@@ -430,8 +431,8 @@ func TestItemsCountsTheList(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if got := p.items(); got != tc.want {
-			t.Errorf("%s: items = %d, want %d", tc.list, got, tc.want)
+		if got, raw := p.items(); got != tc.want || raw != tc.raw {
+			t.Errorf("%s: items = %d, %d bytes; want %d, %d", tc.list, got, raw, tc.want, tc.raw)
 		}
 	}
 }
