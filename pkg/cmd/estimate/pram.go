@@ -103,6 +103,15 @@ or with --truth-id COL by that id column (which every file must have;
 memory then grows with n). The JSON summary gets l2_error = ‖T̂ − t‖₂ over
 all K values, t the true joint type, and the table a truth column.
 
+Memory: a release's counts are held in memory up to 262,144 observed
+values. Beyond that, an estimate over all the release's columns by a
+closed form (any --method without --max-iter or --tol) with --ci wilson
+or none, and --tabulate, spill them to a temporary file in $TMPDIR (2 to
+4 bytes an observed value, removed however the run ends) and take the
+same memory whatever their number; --columns, --marginal, --truth, --ci
+bootstrap and EM hold every count and estimate, ~100 bytes an observed
+value.
+
 Parts of a release: estimate takes several files of one release — pieces
 of decrypt's output holding disjoint rows, and count tables — and gives
 exactly the estimate (table, intervals, summary) of one run over all the
