@@ -106,9 +106,9 @@ all K values, t the true joint type, and the table a truth column.
 Memory: a release's counts are held in memory up to 262,144 observed
 values. Beyond that, an estimate over all the release's columns by a
 closed form (any --method without --max-iter or --tol) with --ci wilson
-or none, and --tabulate, spill them to a temporary file in $TMPDIR (2 to
-4 bytes an observed value, removed however the run ends) and take the
-same memory whatever their number; --columns, --marginal, --truth, --ci
+or none, and --tabulate, spill them to a temporary file in $TMPDIR (2
+to 10 bytes an observed value, removed however the run ends) and take
+the same memory whatever their number; --columns, --marginal, --truth, --ci
 bootstrap and EM hold every count and estimate, ~100 bytes an observed
 value.
 

@@ -20,9 +20,12 @@ import (
 // observed values in increasing order — which is all a streamed estimate
 // (estimatePRAMStream) and a count table need, read twice. Memory is then
 // the map (at most pramSpillAt values, ~40 bytes each with its keys
-// sorted to spill: ~10 MB) and a 32 KiB buffer a run; the runs take ~2 to 4 bytes an observed value on disk,
-// in one temporary file removed as soon as it is created, so a killed run
-// leaves nothing behind.
+// sorted to spill: ~10 MB) and a 32 KiB buffer a run. On disk a value
+// takes its distance to the run's previous one and its count as uvarints:
+// 2.6 bytes at K = 7M and 3M observed values (7.9 MB), up to 10 when K
+// is near 2^62.
+// The runs share one temporary file, removed as soon as it is created, so
+// a killed run leaves nothing behind.
 
 // pramSpillAt is how many observed values a spillable tally holds in
 // memory before it spills them to a run (a variable: tests lower it).
