@@ -112,10 +112,10 @@ func TestDealerMatchesReference(t *testing.T) {
 // TestDealerBytesPerValue bounds the Dealer's memory per codebook value on
 // an 85k-value column (issue 11: peak RSS ≤ 100 MB whatever the columns'
 // cardinality). The per-value layout (a slice of types and an urn per
-// value) took about 150 bytes a value at 4M rows (~47 rows a value, ~6
-// types a value); the flat one takes 8 bytes a value and 6 a (value,
-// type) pair, 32 here (40 with 8-byte pairs). The guard, 60 bytes a value,
-// sits well below the old layout and above the new one's 32; the
+// value) took about 150 bytes a value at 4M rows (~47 rows a value, ~4
+// types a value); a flat one with 8 bytes a value (offset, total) and 6 a
+// (value, type) pair 32; one word a pair and the offset alone take 20
+// here. The guard, 26 bytes a value, fails on the 6-byte pairs; the
 // measure is deterministic up to the allocator's size classes.
 func TestDealerBytesPerValue(t *testing.T) {
 	const v, l, rows = 85_000, 5, 4_000_000
@@ -136,10 +136,10 @@ func TestDealerBytesPerValue(t *testing.T) {
 	runtime.ReadMemStats(&after)
 	runtime.KeepAlive(d)
 	per := float64(after.HeapAlloc-before.HeapAlloc) / v
-	pairs := float64(len(d.typ)) / v
+	pairs := float64(len(d.pair)) / v
 	t.Logf("Dealer: %.1f bytes a value (%d types, %.1f types a value)", per, len(s.Types), pairs)
-	if per > 60 {
-		t.Errorf("Dealer holds %.1f bytes a value on %d values, more than 60", per, v)
+	if per > 26 {
+		t.Errorf("Dealer holds %.1f bytes a value on %d values, more than 26", per, v)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -12,7 +13,9 @@ import (
 // DivertOnly before Finish (which never makes them), publish exactly what
 // the Plan that keeps them publishes, draw for draw, on random count
 // vectors of both groupings, with and without a drop of N mod ℓ′ rows;
-// Deal is unchanged too, and the three hold the same sets.
+// Deal is unchanged too, and the three hold the same sets. So do the keep
+// and divert-only Plans told DropCounts before pass 1, whose schedules
+// are made in the counts' own memory (Counts is nil after Finish).
 func TestDropSchedulesSameDraws(t *testing.T) {
 	gen := rand.New(rand.NewPCG(21, 22))
 	ran := 0
@@ -44,16 +47,21 @@ func TestDropSchedulesSameDraws(t *testing.T) {
 			continue
 		}
 		ran++
-		var out [3][][]uint32
-		var types [3][][]int
+		var out [5][][]uint32
+		var types [5][][]int
 		var want [][]uint32 // the kept schedules' sets, flat
-		for k, mode := range []string{"keep", "drop", "divert only"} {
+		modes := []string{"keep", "drop", "divert only", "divert only, counts dropped", "keep, counts dropped"}
+		for k, mode := range modes {
 			p, err := NewPlan([]int{v, v}, l, g)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if mode == "divert only" {
+			if strings.HasPrefix(mode, "divert only") {
 				p.DivertOnly()
+			}
+			dropped := strings.HasSuffix(mode, "counts dropped")
+			if dropped {
+				p.DropCounts()
 			}
 			r := rand.New(rand.NewPCG(uint64(trial), 7))
 			for _, row := range rows {
@@ -61,10 +69,26 @@ func TestDropSchedulesSameDraws(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
+			if p.Counts(1) == nil {
+				t.Fatalf("%s: no counts before Finish", mode)
+			}
 			if err := p.Finish(r); err != nil {
 				t.Fatalf("trial %d: %v", trial, err)
 			}
-			if mode == "keep" {
+			if got := p.Counts(1) == nil; got != dropped {
+				t.Fatalf("%s: counts gone after Finish: %v", mode, got)
+			}
+			if mode == "keep, counts dropped" {
+				for k, sch := range p.Schedules {
+					var flat []uint32
+					for _, st := range sch.Types {
+						flat = append(flat, st.Values...)
+					}
+					if !slices.Equal(flat, want[k]) {
+						t.Fatalf("trial %d (%s): column %d: not the schedule of the counts kept", trial, mode, k)
+					}
+				}
+			} else if mode == "keep" {
 				want = nil
 				for _, sch := range p.Schedules {
 					var flat []uint32
@@ -111,7 +135,7 @@ func TestDropSchedulesSameDraws(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		for k := 1; k < 3; k++ {
+		for k := 1; k < len(modes); k++ {
 			if !slices.EqualFunc(out[0], out[k], slices.Equal) || !slices.EqualFunc(types[0], types[k], slices.Equal) {
 				t.Fatalf("trial %d (V = %d, ℓ′ = %d, %s): the published values or dealt types differ without the schedules (mode %d)", trial, v, l, g, k)
 			}
@@ -124,9 +148,10 @@ func TestDropSchedulesSameDraws(t *testing.T) {
 
 // TestDealerOwnSetsBytesPerType: on an 85k-value column under Anatomy's
 // grouping (about 2 set types a value), a Dealer with its own flat sets
-// holds at most 70 bytes a set type, where the schedule and the Dealer
-// together held about 93 (49 + 44). Deterministic up to the allocator's
-// size classes.
+// holds at most 44 bytes a set type (38 measured: 20 of values, 20 of
+// pairs, the offsets), where the schedule and the Dealer together held
+// about 93 (49 + 44) and the Dealer with 6-byte pairs and a total per
+// value 53. Deterministic up to the allocator's size classes.
 func TestDealerOwnSetsBytesPerType(t *testing.T) {
 	const v, l, rows = 85_000, 5, 4_000_000
 	counts := make([]int64, v)
@@ -153,19 +178,20 @@ func TestDealerOwnSetsBytesPerType(t *testing.T) {
 	perWith := float64(with.HeapAlloc-before.HeapAlloc) / float64(types)
 	perOwn := float64(own.HeapAlloc-before.HeapAlloc) / float64(types)
 	t.Logf("%d set types: schedule + Dealer %.1f bytes a type, Dealer with its own sets %.1f", types, perWith, perOwn)
-	if perOwn > 70 {
-		t.Errorf("a Dealer with its own sets holds %.1f bytes a set type, more than 70", perOwn)
+	if perOwn > 44 {
+		t.Errorf("a Dealer with its own sets holds %.1f bytes a set type, more than 44", perOwn)
 	}
 }
 
-// TestDealerBigPairs: pairs with 2^16 − 1 or more slots (a few values
-// and many rows: types of hundreds of thousands of groups) keep their
+// TestDealerBigPairs: pairs with more slots than their bits count (a few
+// values and many rows: types of hundreds of thousands of groups, here
+// with 16 bits for the count as if there were 2^16 types) keep their
 // count in Dealer.big; the Dealer still deals exactly what the reference
 // deals, draw for draw, down to empty, under both groupings (the random
 // one with T = 4 runs, so that its runs are long).
 func TestDealerBigPairs(t *testing.T) {
-	defer func(T int64) { randomRuns = T }(randomRuns)
-	randomRuns = 4
+	defer func(T int64, b int) { randomRuns, dealerTypeBits = T, b }(randomRuns, dealerTypeBits)
+	randomRuns, dealerTypeBits = 4, 16
 	for _, g := range Groupings {
 		const v, l, rows = 7, 3, 900_000
 		r := rand.New(rand.NewPCG(8, 9))
@@ -185,7 +211,7 @@ func TestDealerBigPairs(t *testing.T) {
 		}
 		d, ref := NewDealer(s), newRefDealer(s)
 		if len(d.big) == 0 {
-			t.Fatalf("%s: no pair with %d or more slots: the test needs bigger types", g, bigLeft)
+			t.Fatalf("%s: no pair with %d or more slots: the test needs bigger types", g, d.full())
 		}
 		r1, r2 := rand.New(rand.NewPCG(3, 4)), rand.New(rand.NewPCG(3, 4))
 		for i, x := range seq {

@@ -6,6 +6,7 @@ import (
 	"hash/maphash"
 	"math/rand/v2"
 	"slices"
+	"sort"
 	"unsafe"
 )
 
@@ -96,7 +97,7 @@ func (s *Schedule) Slots() [][]int {
 // rows; Σ counts a multiple of l, every count ≤ Σ/l) and grouping g. The
 // random grouping draws from r; anatomy draws nothing (r may be nil).
 func NewSchedule(counts []int64, l int, g Grouping, r *rand.Rand) (*Schedule, error) {
-	b, err := fillSets(counts, l, g, r)
+	b, err := fillSets(counts, l, g, r, false)
 	if err != nil {
 		return nil, err
 	}
@@ -106,25 +107,28 @@ func NewSchedule(counts []int64, l int, g Grouping, r *rand.Rand) (*Schedule, er
 
 // flatSets is a schedule's sets without SetTypes: set type t (in the
 // order of Schedule.Types) has the ℓ′ values values[t·ℓ′ : (t+1)·ℓ′],
-// ascending, and groups[t] groups. 4ℓ′ + 8 bytes a type, where Types
+// ascending, and groups[t] groups. 4ℓ′ + 4 bytes a type, where Types
 // takes 4ℓ′ + 32.
 type flatSets struct {
 	values []uint32
-	groups []int64
+	groups []uint32
 }
 
 // newFlatSets is NewSchedule(counts, l, g, r)'s sets, drawn alike, in
-// flat form.
-func newFlatSets(counts []int64, l int, g Grouping, r *rand.Rand) (flatSets, error) {
-	b, err := fillSets(counts, l, g, r)
+// flat form. With own, it works in counts' own memory and leaves them
+// zero (8 bytes a value not held twice: 8 MB at 1M values, the schedule's
+// peak).
+func newFlatSets(counts []int64, l int, g Grouping, r *rand.Rand, own bool) (flatSets, error) {
+	b, err := fillSets(counts, l, g, r, own)
 	if err != nil {
 		return flatSets{}, err
 	}
 	return b.flat(), nil
 }
 
-// fillSets checks NewSchedule's arguments and returns the bag of its sets.
-func fillSets(counts []int64, l int, g Grouping, r *rand.Rand) (*setBag, error) {
+// fillSets checks NewSchedule's arguments and returns the bag of its sets;
+// with own, the grouping works in counts' memory and leaves them zero.
+func fillSets(counts []int64, l int, g Grouping, r *rand.Rand, own bool) (*setBag, error) {
 	if l < 2 {
 		return nil, fmt.Errorf("anonymize.NewSchedule: ℓ′ must be at least 2, got %d", l)
 	}
@@ -143,16 +147,22 @@ func fillSets(counts []int64, l int, g Grouping, r *rand.Rand) (*setBag, error) 
 			return nil, fmt.Errorf("anonymize.NewSchedule: %w", err)
 		}
 	}
-	b := newSetBag(l, len(counts))
+	cnt := counts
+	if !own {
+		cnt = slices.Clone(counts)
+	}
+	var b *setBag
 	var err error
 	switch g {
 	case GroupingAnatomy:
-		err = anatomySets(counts, l, n/int64(l), b)
+		b = newSetBag(l, len(counts))
+		err = anatomySetsIn(cnt, l, n/int64(l), b)
 	case GroupingRandom:
 		if r == nil {
 			return nil, errors.New("anonymize.NewSchedule: nil random source")
 		}
-		err = randomSets(counts, l, n/int64(l), r, b)
+		b = newLateSetBag(l, len(counts))
+		err = randomSetsIn(cnt, l, n/int64(l), randomRuns, r, b)
 	default:
 		return nil, fmt.Errorf("anonymize.NewSchedule: unknown grouping %q", g)
 	}
@@ -168,17 +178,27 @@ func fillSets(counts []int64, l int, g Grouping, r *rand.Rand) (*setBag, error) 
 // one, serially, between anonymize's two passes.
 //
 // Memory: with many values (anatomy at 300k values: about 600k sets) the
-// sets dominate the schedule's computation, so a set is its ℓ′ values in
-// shared chunks, its group count and a slot of an open-addressing table
-// (4 bytes, at most three quarters full): 4ℓ′ + 8 + 5.3 to 10.7 bytes a
-// set, where a []SetType and a map[string]int with the values as keys took
-// 4ℓ′ + 32 to 48 + about 44 (TestSetBagBytesPerSet).
+// sets dominate the schedule's computation, so a set is a record of its
+// ℓ′ values and its group count in shared chunks (4ℓ′ + 4 bytes: a type
+// has fewer than MaxRows/ℓ′ < 2^32 groups) and, when the bag merges equal
+// sets as they come, a slot of an open-addressing table (4 bytes, at most
+// three quarters full): 4ℓ′ + 4 + 5.3 to 10.7 bytes a set, where a
+// []SetType and a map[string]int with the values as keys took 4ℓ′ + 32 to
+// 48 + about 44 (TestSetBagBytesPerSet). A bag made with late set (the
+// random grouping above 64 values) has no table: it keeps every run as a
+// record and flat merges the equal ones after sorting. That is no more
+// records than runs, at most T + V + ℓ′ + 1 of them (randomSets), and at
+// high cardinality hardly more than the distinct sets (1M values, 4M
+// rows: 491k runs, all distinct), so the table's 4 to 8 MB there bought
+// nothing. Anatomy's runs are not bounded that way (about one per group at
+// 85k values, 2.2 groups a set): its bag keeps the table.
 type setBag struct {
 	l      int
 	masks  map[uint64]uint32 // V ≤ 64: set index by bitmask
-	table  []uint32          // V > 64: set index + 1 (0: empty), by hash of its values
-	chunks [][]uint32        // set i's values: chunks[i/arenaSets][(i%arenaSets)·ℓ′:][:ℓ′], ascending
-	groups []int64           // set i's groups
+	table  []uint32          // V > 64 unless late: set index + 1 (0: empty), by hash of its values
+	late   bool              // no table: flat merges equal sets
+	chunks [][]uint32        // set i's record: chunks[i/arenaSets][(i%arenaSets)·(ℓ′+1):][:ℓ′+1], its values ascending, then its groups
+	n      int               // sets (records) held
 	key    []uint32
 	adds   int64 // calls to add: the runs of groups recorded
 }
@@ -187,9 +207,11 @@ type setBag struct {
 const arenaSets = 4096
 
 // setSeed seeds setBag's hash; the order of the sets never depends on it
-// (flatTypes sorts them).
+// (flat sorts them).
 var setSeed = maphash.MakeSeed()
 
+// newSetBag returns a bag for sets of l of v values that merges equal sets
+// as they come.
 func newSetBag(l, v int) *setBag {
 	b := &setBag{l: l, key: make([]uint32, l)}
 	if v <= 64 {
@@ -200,12 +222,25 @@ func newSetBag(l, v int) *setBag {
 	return b
 }
 
-// set returns set i's values.
-func (b *setBag) set(i uint32) []uint32 {
-	c := b.chunks[i/arenaSets]
-	j := int(i%arenaSets) * b.l
-	return c[j : j+b.l : j+b.l]
+// newLateSetBag returns a bag for sets of l of v values that merges equal
+// sets only in flat (no table), unless v ≤ 64 (bitmasks cost little).
+func newLateSetBag(l, v int) *setBag {
+	b := newSetBag(l, v)
+	if b.table != nil {
+		b.table, b.late = nil, true
+	}
+	return b
 }
+
+// rec returns set i's record: its ℓ′ values, then its groups.
+func (b *setBag) rec(i uint32) []uint32 {
+	c := b.chunks[i/arenaSets]
+	j := int(i%arenaSets) * (b.l + 1)
+	return c[j : j+b.l+1 : j+b.l+1]
+}
+
+// set returns set i's values.
+func (b *setBag) set(i uint32) []uint32 { return b.rec(i)[:b.l] }
 
 // hash hashes a set's values.
 func hashSet(set []uint32) uint64 {
@@ -214,15 +249,18 @@ func hashSet(set []uint32) uint64 {
 
 // newSet appends a set of sorted values with k groups and returns its index.
 func (b *setBag) newSet(sorted []uint32, k int64) uint32 {
-	i := uint32(len(b.groups))
+	i := uint32(b.n)
 	if i%arenaSets == 0 {
-		b.chunks = append(b.chunks, make([]uint32, 0, arenaSets*b.l))
+		b.chunks = append(b.chunks, make([]uint32, 0, arenaSets*(b.l+1)))
 	}
 	c := &b.chunks[len(b.chunks)-1]
-	*c = append(*c, sorted...)
-	b.groups = append(b.groups, k)
+	*c = append(append(*c, sorted...), uint32(k))
+	b.n++
 	return i
 }
+
+// more adds k groups to set i.
+func (b *setBag) more(i uint32, k int64) { b.rec(i)[b.l] += uint32(k) }
 
 // add records k groups with the values of set (ℓ′ distinct values in any
 // order; set is not kept).
@@ -237,7 +275,7 @@ func (b *setBag) add(set []uint32, k int64) {
 			m |= 1 << v
 		}
 		if t, ok := b.masks[m]; ok {
-			b.groups[t] += k
+			b.more(t, k)
 			return
 		}
 		copy(b.key, set)
@@ -247,16 +285,20 @@ func (b *setBag) add(set []uint32, k int64) {
 	}
 	copy(b.key, set)
 	slices.Sort(b.key)
+	if b.late {
+		b.newSet(b.key, k)
+		return
+	}
 	mask := uint64(len(b.table) - 1)
 	h := hashSet(b.key) & mask
 	for ; b.table[h] != 0; h = (h + 1) & mask {
 		if t := b.table[h] - 1; slices.Equal(b.set(t), b.key) {
-			b.groups[t] += k
+			b.more(t, k)
 			return
 		}
 	}
 	b.table[h] = b.newSet(b.key, k) + 1
-	if 4*len(b.groups) > 3*len(b.table) {
+	if 4*b.n > 3*len(b.table) {
 		b.grow()
 	}
 }
@@ -265,7 +307,7 @@ func (b *setBag) add(set []uint32, k int64) {
 func (b *setBag) grow() {
 	t := make([]uint32, 2*len(b.table))
 	mask := uint64(len(t) - 1)
-	for i := range uint32(len(b.groups)) {
+	for i := range uint32(b.n) {
 		h := hashSet(b.set(i)) & mask
 		for t[h] != 0 {
 			h = (h + 1) & mask
@@ -281,29 +323,56 @@ func (b *setBag) types() []SetType {
 	return t
 }
 
+// bagOrder sorts a bag's records in place, by their values
+// (lexicographically); the sets are distinct unless the bag is late.
+type bagOrder struct{ b *setBag }
+
+func (o bagOrder) Len() int { return o.b.n }
+func (o bagOrder) Less(i, j int) bool {
+	return slices.Compare(o.b.set(uint32(i)), o.b.set(uint32(j))) < 0
+}
+func (o bagOrder) Swap(i, j int) {
+	x, y := o.b.rec(uint32(i)), o.b.rec(uint32(j))
+	for k := range x {
+		x[k], y[k] = y[k], x[k]
+	}
+}
+
 // flat returns the sets in lexicographic order, in flat form, and empties
 // the bag. Between anonymize's passes this is the run's peak with many
-// values: the lookup table goes first, and the chunks before the group
-// counts are put in order, so that at most 4ℓ′ + 12 bytes a set coexist
-// with the values' array (4ℓ′ bytes a set).
+// values, so it works in place: the lookup table goes first, the records
+// are sorted where they are (a late bag's equal sets, now adjacent, are
+// merged), and the chunks are copied out and let go one by one, so that
+// the bag (4ℓ′ + 4 bytes a set) and its flat form (4ℓ′ + 4) are all that
+// coexist, where sorting an index and copying took 4ℓ′ + 12 bytes a set
+// more.
 func (b *setBag) flat() flatSets {
 	b.table, b.masks = nil, nil
-	n := len(b.groups)
-	order := make([]uint32, n)
-	for i := range order {
-		order[i] = uint32(i)
+	sort.Sort(bagOrder{b})
+	if b.late {
+		n := 0
+		for i := range uint32(b.n) {
+			if n > 0 && slices.Equal(b.set(uint32(n-1)), b.set(i)) {
+				b.more(uint32(n-1), int64(b.rec(i)[b.l]))
+				continue
+			}
+			copy(b.rec(uint32(n)), b.rec(i))
+			n++
+		}
+		b.n = n
+		b.chunks = b.chunks[:(n+arenaSets-1)/arenaSets]
 	}
-	slices.SortFunc(order, func(x, y uint32) int { return slices.Compare(b.set(x), b.set(y)) })
-	values := make([]uint32, 0, n*b.l)
-	for _, i := range order {
-		values = append(values, b.set(i)...)
+	values := make([]uint32, 0, b.n*b.l)
+	groups := make([]uint32, 0, b.n)
+	for c := range b.chunks {
+		for i := c * arenaSets; i < min(b.n, (c+1)*arenaSets); i++ {
+			r := b.rec(uint32(i))
+			values = append(values, r[:b.l]...)
+			groups = append(groups, r[b.l])
+		}
+		b.chunks[c] = nil
 	}
-	b.chunks = nil
-	groups := make([]int64, n)
-	for k, i := range order {
-		groups[k] = b.groups[i]
-	}
-	b.groups = nil
+	b.chunks, b.n = nil, 0
 	return flatSets{values: values, groups: groups}
 }
 
@@ -315,7 +384,7 @@ func (b *setBag) flatTypes() ([]SetType, []uint32) {
 	f := b.flat()
 	out := make([]SetType, len(f.groups))
 	for t, k := range f.groups {
-		out[t] = SetType{Values: f.values[t*b.l : (t+1)*b.l : (t+1)*b.l], Groups: k}
+		out[t] = SetType{Values: f.values[t*b.l : (t+1)*b.l : (t+1)*b.l], Groups: int64(k)}
 	}
 	return out, f.values
 }
@@ -332,7 +401,11 @@ func (b *setBag) flatTypes() ([]SetType, []uint32) {
 // O(ℓ′ log V): with many values and short runs (85k values: about one run
 // per group), re-sorting or merging all V buckets per run took minutes.
 func anatomySets(counts []int64, l int, groups int64, b *setBag) error {
-	cnt := slices.Clone(counts)
+	return anatomySetsIn(slices.Clone(counts), l, groups, b)
+}
+
+// anatomySetsIn is anatomySets in cnt's memory: it leaves cnt zero.
+func anatomySetsIn(cnt []int64, l int, groups int64, b *setBag) error {
 	h := bucketHeap{cnt: cnt}
 	for v, c := range cnt {
 		if c > 0 {
@@ -483,13 +556,24 @@ func randomSets(counts []int64, l int, groups int64, r *rand.Rand, b *setBag) er
 
 // randomSetsRuns is randomSets with T = runs.
 func randomSetsRuns(counts []int64, l int, groups, runs int64, r *rand.Rand, b *setBag) error {
+	return randomSetsIn(slices.Clone(counts), l, groups, runs, r, b)
+}
+
+// randomSetsIn is randomSetsRuns in cnt's memory, which it leaves zero:
+// the urn's weights are cnt itself. A value in the current set is out of
+// the urn (weight 0), so its count is kept aside while the set is formed:
+// a forced value's count is n (it is at the bound, and stays there), a
+// drawn value's is in left until the run is recorded and it goes back in.
+// The urn sees the weights the two arrays of before gave it (counts, and
+// a copy with the set's values at 0), so the draws are the same.
+func randomSetsIn(cnt []int64, l int, groups, runs int64, r *rand.Rand, b *setBag) error {
 	if runs < 1 {
 		return fmt.Errorf("%d runs", runs)
 	}
 	k := (groups + runs - 1) / runs
-	cnt := slices.Clone(counts)
-	free := newUrn(cnt)
+	free := newUrnMode(cnt, len(cnt) <= flatUrnMax, true)
 	set := make([]uint32, l)
+	left := make([]int64, l) // drawn values' counts, out of the urn
 	f := 0
 	for n := groups; n > 0; {
 		for {
@@ -511,23 +595,22 @@ func randomSetsRuns(counts []int64, l int, groups, runs int64, r *rand.Rand, b *
 			}
 			v := free.find(r.Int64N(total))
 			set[i] = uint32(v)
+			left[i] = free.weight(v)
 			free.set(v, 0) // out of the urn for the rest of this set
 		}
 		run := int64(1)
 		if k > 1 {
-			// free now holds the values outside the set.
+			// free now holds the values outside the set; a forced value
+			// has n ≥ run left.
 			_, out := free.largest()
 			run = min(k, n, n-out)
-			for _, v := range set {
-				run = min(run, cnt[v])
+			for _, c := range left[f:] {
+				run = min(run, c)
 			}
 		}
 		b.add(set, run)
-		for _, v := range set {
-			cnt[v] -= run
-		}
-		for _, v := range set[f:] {
-			free.set(int(v), cnt[v])
+		for i := f; i < l; i++ {
+			free.set(int(set[i]), left[i]-run)
 		}
 		n -= run
 	}
@@ -562,10 +645,15 @@ const flatUrnMax = 64
 // urnBlock is the weights of a block of the tree mode.
 const urnBlock = 64
 
-func newUrn(w []int64) *urn { return newUrnMode(w, len(w) <= flatUrnMax) }
+func newUrn(w []int64) *urn { return newUrnMode(w, len(w) <= flatUrnMax, false) }
 
-func newUrnMode(w []int64, flat bool) *urn {
-	u := &urn{flat: flat, w: slices.Clone(w)}
+// newUrnMode returns an urn over w, flat or a tree; with own, w is its
+// weights array (set changes it), else a copy.
+func newUrnMode(w []int64, flat, own bool) *urn {
+	if !own {
+		w = slices.Clone(w)
+	}
+	u := &urn{flat: flat, w: w}
 	if flat {
 		for _, x := range w {
 			u.tot += x

@@ -403,41 +403,83 @@ func TestUrnFind(t *testing.T) {
 }
 
 // TestSetBagBytesPerSet: the bag holds a set of ℓ′ = 5 values in at most
-// 48 bytes: its values (20), its group count (8, up to 16 with append's
-// spare capacity) and its table slot (4 bytes at most three quarters
-// full: up to 10.7). A []SetType and a map keyed by the values took about
-// 100 (TestSetBagBytesPerSet fails on that code).
+// 36 bytes: its record (20 bytes of values, 4 of group count) and its
+// table slot (4 bytes at most three quarters full: up to 10.7); a late bag
+// (no table) in at most 25. A []SetType and a map keyed by the values
+// took about 100, and records with an 8-byte group count in a slice of
+// their own up to 48 (TestSetBagBytesPerSet fails on that code).
 func TestSetBagBytesPerSet(t *testing.T) {
 	const n, l, v = 300_000, 5, 300_000
-	r := rand.New(rand.NewPCG(1, 2))
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	b := newSetBag(l, v)
-	set := make([]uint32, l)
-	for i := range n {
-		// Distinct sets: the first value is i's own.
-		set[0] = uint32(i)
-		for j := 1; j < l; j++ {
-			set[j] = uint32(n + j) // > every first value, distinct
+	for _, late := range []bool{false, true} {
+		r := rand.New(rand.NewPCG(1, 2))
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		b := newSetBag(l, v)
+		bound := 36.0
+		if late {
+			b, bound = newLateSetBag(l, v), 25
 		}
-		r.Shuffle(l, func(a, b int) { set[a], set[b] = set[b], set[a] })
-		b.add(set, int64(1+i%3))
-	}
-	runtime.GC()
-	runtime.ReadMemStats(&after)
-	per := float64(after.HeapAlloc-before.HeapAlloc) / n
-	t.Logf("%d sets of %d values: %.1f bytes a set", n, l, per)
-	if per > 48 {
-		t.Errorf("the bag takes %.1f bytes a set of %d values, more than 48", per, l)
-	}
-	types := b.types()
-	if len(types) != n {
-		t.Fatalf("%d types, want %d", len(types), n)
-	}
-	for i, st := range types {
-		if st.Values[0] != uint32(i) || st.Groups != int64(1+i%3) || !slices.IsSorted(st.Values) {
-			t.Fatalf("type %d: %v", i, st)
+		set := make([]uint32, l)
+		for i := range n {
+			// Distinct sets: the first value is i's own.
+			set[0] = uint32(i)
+			for j := 1; j < l; j++ {
+				set[j] = uint32(n + j) // > every first value, distinct
+			}
+			r.Shuffle(l, func(a, b int) { set[a], set[b] = set[b], set[a] })
+			b.add(set, int64(1+i%3))
 		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		per := float64(after.HeapAlloc-before.HeapAlloc) / n
+		t.Logf("late %v: %d sets of %d values: %.1f bytes a set", late, n, l, per)
+		if per > bound {
+			t.Errorf("late %v: the bag takes %.1f bytes a set of %d values, more than %.0f", late, per, l, bound)
+		}
+		types := b.types()
+		if len(types) != n {
+			t.Fatalf("late %v: %d types, want %d", late, len(types), n)
+		}
+		for i, st := range types {
+			if st.Values[0] != uint32(i) || st.Groups != int64(1+i%3) || !slices.IsSorted(st.Values) {
+				t.Fatalf("late %v: type %d: %v", late, i, st)
+			}
+		}
+	}
+}
+
+// TestLateSetBagMergesEqualSets: a late bag, which keeps every run and
+// merges equal sets only when flattened, gives the types a bag merging
+// them as they come gives — the same sets, in the same order, with the
+// groups summed — on sets drawn from few values (many repeats, across
+// several chunks) and from many (few).
+func TestLateSetBagMergesEqualSets(t *testing.T) {
+	for _, tc := range []struct{ v, pool int }{{70, 8}, {2000, 2000}} {
+		const l, adds = 4, 3 * arenaSets
+		v := tc.v
+		r := rand.New(rand.NewPCG(5, uint64(v)))
+		now, late := newSetBag(l, v), newLateSetBag(l, v)
+		if !late.late || now.table == nil {
+			t.Fatal("the bags do not merge as the test assumes")
+		}
+		set := make([]uint32, l)
+		for range adds {
+			// l distinct values of the pool, spread over the codebook.
+			for j, x := range r.Perm(tc.pool)[:l] {
+				set[j] = uint32(x * (v / tc.pool))
+			}
+			k := int64(1 + r.IntN(5))
+			now.add(set, k)
+			late.add(set, k)
+		}
+		want, got := now.types(), late.types()
+		if !slices.EqualFunc(want, got, func(x, y SetType) bool { return x.Groups == y.Groups && slices.Equal(x.Values, y.Values) }) {
+			t.Fatalf("V = %d: the late bag's %d types differ from the merging bag's %d", v, len(got), len(want))
+		}
+		if tc.pool < 10 && len(want) > adds/10 {
+			t.Fatalf("V = %d: %d types of %d adds: too few repeats to test the merge", v, len(want), adds)
+		}
+		t.Logf("V = %d: %d types", v, len(want))
 	}
 }

@@ -3,6 +3,7 @@ package anonymize
 import (
 	"errors"
 	"fmt"
+	"math/bits"
 	"math/rand/v2"
 	"slices"
 )
@@ -80,25 +81,28 @@ func (r *Reservoir) Drop(d int, rnd *rand.Rand) (rows []int64, vals [][]uint32, 
 // probability proportional to v's remaining slots in it, and keeps for
 // each value one count per type (a tree when the value has several types).
 //
-// Memory: the (value, type) pairs live in flat arrays indexed by value
-// (compressed rows: off[v]..off[v+1]), 6 bytes a pair and 8 a value
-// (counts fit in uint32: at most MaxRows rows; a pair's remaining slots in
-// 16 bits, the rare pair with 2^16 − 1 or more in a map), so that a
-// codebook of 85k values costs under 1 MB plus 6 bytes per pair instead of
-// a slice and an urn per value (about 155 bytes a value before, 32 now at
-// 4M rows, TestDealerBytesPerValue); only a value held by more than flatUrnMax
-// types gets a segment tree (urn) of its own. The random grouping has at
-// most 2^14 + V + ℓ′ + 1 types, so ℓ′ times that many pairs, whatever the
-// rows (randomSets).
+// Memory: the (value, type) pairs live in one flat array indexed by value
+// (compressed rows: off[v]..off[v+1]), 4 bytes a pair and 4 a value: a
+// pair is one word, its type in the high bits and its remaining slots in
+// the low ones, as many as the types leave (32 − ⌈log2 types⌉: 13 at 491k
+// types, enough for any type of fewer than 8191 groups; a pair with more
+// left keeps its count in a map, at most N/(ℓ′·2^bits) of them). A value's
+// remaining slots are the sum of its pairs', summed when a row comes (2.4
+// pairs a value at 1M values) rather than stored. So a column of 1M values
+// at 4M rows holds 4 + 4·2.4 bytes a value plus the sets' 4ℓ′ a type,
+// where a slice and an urn per value took about 155 bytes a value, and 6
+// bytes a pair with 8 a value took 31 (TestDealerBytesPerValue); only a
+// value held by more than flatUrnMax types gets a segment tree (urn) of
+// its own. The random grouping has at most 2^14 + V + ℓ′ + 1 types, so ℓ′
+// times that many pairs, whatever the rows (randomSets).
 type Dealer struct {
 	s    *Schedule         // nil once ownSets has copied the sets
 	sets []uint32          // after ownSets: set type t's values are sets[t·ℓ′ : (t+1)·ℓ′]
 	l    int               // ℓ′
 	off  []uint32          // value v's pairs are off[v]..off[v+1]−1
-	typ  []uint32          // per pair: the type, increasing within a value
-	left []uint16          // per pair: the value's remaining slots in the type, or bigLeft
-	big  map[uint32]uint32 // pairs with bigLeft or more slots left: how many
-	tot  []uint32          // per value: its remaining slots
+	pair []uint32          // per pair: type<<bits | remaining slots (all ones: in big)
+	bits uint              // the low bits of a pair that count its slots
+	big  map[uint32]uint32 // pairs whose remaining slots do not fit their bits: how many
 	tree map[uint32]*urn   // values with more than flatUrnMax types
 }
 
@@ -113,36 +117,44 @@ func NewDealer(s *Schedule) *Dealer {
 // over v values at ℓ′ = l, keeping f's values as its own sets (as
 // ownSets leaves them).
 func newFlatDealer(v, l int, f flatSets) *Dealer {
-	d := newDealer(v, l, len(f.groups), func(t int) []uint32 { return f.values[t*l : (t+1)*l] }, func(t int) int64 { return f.groups[t] })
+	d := newDealer(v, l, len(f.groups), func(t int) []uint32 { return f.values[t*l : (t+1)*l] }, func(t int) int64 { return int64(f.groups[t]) })
 	d.sets = f.values
 	return d
 }
 
+// dealerTypeBits is the fewest bits a Dealer gives a pair's type: 0, the
+// bits its number of types needs. A variable only so that tests can make
+// the slot counts' bits few, and reach Dealer.big cheaply.
+var dealerTypeBits = 0
+
 // newDealer prepares to deal the slots of n set types over v values,
 // type t having the values vals(t) and groups(t) groups.
 func newDealer(v, l, n int, vals func(t int) []uint32, groups func(t int) int64) *Dealer {
-	d := &Dealer{l: l, off: make([]uint32, v+1), tot: make([]uint32, v)}
+	d := &Dealer{l: l, off: make([]uint32, v+1)}
+	d.bits = 32 - uint(max(bits.Len32(uint32(max(n, 1)-1)), dealerTypeBits, 1))
 	for t := range n {
 		for _, x := range vals(t) {
 			d.off[x+1]++
 		}
 	}
+	// off[x+1] becomes the start of x's pairs, then, as they are placed,
+	// their end: the start of x+1's (no second array of cursors).
+	var start uint32
 	for x := range v {
-		d.off[x+1] += d.off[x]
+		c := d.off[x+1]
+		d.off[x+1] = start
+		start += c
 	}
-	d.typ = make([]uint32, d.off[v])
-	d.left = make([]uint16, d.off[v])
-	next := slices.Clone(d.off[:v])
+	d.pair = make([]uint32, start)
 	// Types in increasing order: each value's pairs come out sorted by type,
 	// the order of Schedule.Slots, which fixes the draws of a seeded run.
 	for t := range n {
-		g := uint32(groups(t))
+		g := groups(t)
 		for _, x := range vals(t) {
-			i := next[x]
-			next[x]++
-			d.typ[i] = uint32(t)
+			i := d.off[x+1]
+			d.off[x+1]++
+			d.pair[i] = uint32(t) << d.bits
 			d.setLeft(i, g)
-			d.tot[x] += g
 		}
 	}
 	for x := range v {
@@ -154,34 +166,34 @@ func newDealer(v, l, n int, vals func(t int) []uint32, groups func(t int) int64)
 			for i := range w {
 				w[i] = d.slots(d.off[x] + uint32(i))
 			}
-			d.tree[uint32(x)] = newUrnMode(w, false)
+			d.tree[uint32(x)] = newUrnMode(w, false, true)
 		}
 	}
 	return d
 }
 
-// bigLeft in Dealer.left marks a pair whose remaining slots are in
-// Dealer.big: 2^16 − 1 or more (a type of that many groups: at most
-// N/(ℓ′·65535) of them).
-const bigLeft = 1<<16 - 1
+// full is a pair's slot count that says its count is in Dealer.big.
+func (d *Dealer) full() uint32 { return 1<<d.bits - 1 }
 
 // setLeft sets pair p's remaining slots to c.
-func (d *Dealer) setLeft(p, c uint32) {
-	if c < bigLeft {
-		d.left[p] = uint16(c)
+func (d *Dealer) setLeft(p uint32, c int64) {
+	full := d.full()
+	if c < int64(full) {
+		d.pair[p] = d.pair[p]&^full | uint32(c)
 		delete(d.big, p)
 		return
 	}
 	if d.big == nil {
 		d.big = map[uint32]uint32{}
 	}
-	d.left[p] = bigLeft
-	d.big[p] = c
+	d.pair[p] |= full
+	d.big[p] = uint32(c)
 }
 
 // slots returns pair p's remaining slots.
 func (d *Dealer) slots(p uint32) int64 {
-	if c := d.left[p]; c != bigLeft {
+	full := d.full()
+	if c := d.pair[p] & full; c != full {
 		return int64(c)
 	}
 	return int64(d.big[p])
@@ -189,11 +201,11 @@ func (d *Dealer) slots(p uint32) int64 {
 
 // take removes one of pair p's remaining slots (there is one).
 func (d *Dealer) take(p uint32) {
-	if d.left[p] != bigLeft {
-		d.left[p]--
+	if d.pair[p]&d.full() != d.full() {
+		d.pair[p]--
 		return
 	}
-	d.setLeft(p, d.big[p]-1)
+	d.setLeft(p, int64(d.big[p])-1)
 }
 
 // errNoSlot: a row of a value whose slots are all dealt; the counts of
@@ -203,34 +215,56 @@ var errNoSlot = errors.New("more rows of this value than in the first pass (did 
 // Deal gives a row of value v one of v's remaining slots, drawn uniformly,
 // and returns the slot's set type (an index into the schedule's Types).
 func (d *Dealer) Deal(v uint32, r *rand.Rand) (int, error) {
-	if int(v) >= len(d.tot) || d.tot[v] == 0 {
+	if int(v) >= len(d.off)-1 {
 		return 0, fmt.Errorf("value index %d: %w", v, errNoSlot)
 	}
 	lo, hi := d.off[v], d.off[v+1]
-	w := d.left[lo:hi]
+	ps := d.pair[lo:hi]
+	full := d.full()
 	i := 0
-	if len(w) > 1 {
-		x := r.Int64N(int64(d.tot[v]))
-		if u := d.tree[v]; u != nil {
-			i = u.find(x)
-			u.set(i, u.weight(i)-1)
-		} else {
-			// The flat urn's scan (urn.find), on the value's own pairs.
-			for i = range w {
-				c := int64(w[i])
-				if c == bigLeft {
-					c = int64(d.big[lo+uint32(i)])
-				}
-				if x < c {
-					break
-				}
-				x -= c
+	switch {
+	case len(ps) == 0:
+		return 0, fmt.Errorf("value index %d: %w", v, errNoSlot)
+	case len(ps) == 1:
+		if ps[0]&full == 0 {
+			return 0, fmt.Errorf("value index %d: %w", v, errNoSlot)
+		}
+	case len(ps) > flatUrnMax:
+		u := d.tree[v]
+		tot := u.total()
+		if tot == 0 {
+			return 0, fmt.Errorf("value index %d: %w", v, errNoSlot)
+		}
+		i = u.find(r.Int64N(tot))
+		u.set(i, u.weight(i)-1)
+	default:
+		// The flat urn's scan (urn.find), on the value's own pairs, after
+		// their sum.
+		var tot int64
+		for j, p := range ps {
+			c := int64(p & full)
+			if c == int64(full) {
+				c = int64(d.big[lo+uint32(j)])
 			}
+			tot += c
+		}
+		if tot == 0 {
+			return 0, fmt.Errorf("value index %d: %w", v, errNoSlot)
+		}
+		x := r.Int64N(tot)
+		for i = range ps {
+			c := int64(ps[i] & full)
+			if c == int64(full) {
+				c = int64(d.big[lo+uint32(i)])
+			}
+			if x < c {
+				break
+			}
+			x -= c
 		}
 	}
 	d.take(lo + uint32(i))
-	d.tot[v]--
-	return int(d.typ[lo+uint32(i)]), nil
+	return int(ps[i] >> d.bits), nil
 }
 
 // Divert deals a slot to a row of value v and returns the value it
@@ -287,8 +321,9 @@ func (s *Schedule) flat(l int) bool {
 
 // Done reports whether every slot has been dealt.
 func (d *Dealer) Done() bool {
-	for _, t := range d.tot {
-		if t != 0 {
+	full := d.full()
+	for _, p := range d.pair {
+		if p&full != 0 {
 			return false
 		}
 	}
@@ -316,6 +351,7 @@ type Plan struct {
 	dealers    []*Dealer
 	divertOnly bool      // DivertOnly
 	keepBase   bool      // KeepGroupBase
+	dropCounts bool      // DropCounts before Finish: Finish consumes them
 	bases      [][]int64 // GroupBase
 	next       int       // index into Dropped of the next row to skip
 	row        int64     // rows seen in pass 2
@@ -399,37 +435,58 @@ func (p *Plan) Finish(r *rand.Rand) error {
 	}
 	for k, c := range p.counts {
 		if p.divertOnly {
-			f, err := newFlatSets(c, p.l, p.grouping, r)
+			f, err := newFlatSets(c, p.l, p.grouping, r, p.dropCounts)
 			if err != nil {
 				return fmt.Errorf("anonymize.Plan.Finish: sensitive column %d: %w", k, err)
 			}
+			if p.dropCounts {
+				p.counts[k] = nil // zero now: the next column's schedule may use the memory
+			}
 			p.dealers = append(p.dealers, newFlatDealer(len(c), p.l, f))
 			if p.keepBase {
-				// The group counts become the numbers of the groups before
-				// each type, in place.
+				// The numbers of the groups before each type.
+				base := make([]int64, len(f.groups))
 				var next int64
 				for t, g := range f.groups {
-					f.groups[t], next = next, next+g
+					base[t], next = next, next+int64(g)
 				}
-				p.bases = append(p.bases, f.groups)
+				p.bases = append(p.bases, base)
 			}
 			continue
 		}
-		s, err := NewSchedule(c, p.l, p.grouping, r)
+		b, err := fillSets(c, p.l, p.grouping, r, p.dropCounts)
 		if err != nil {
 			return fmt.Errorf("anonymize.Plan.Finish: sensitive column %d: %w", k, err)
 		}
+		if p.dropCounts {
+			p.counts[k] = nil
+		}
+		types, values := b.flatTypes()
+		s := &Schedule{L: p.l, V: len(c), Grouping: p.grouping, Types: types, values: values}
 		p.Schedules = append(p.Schedules, s)
 		p.dealers = append(p.dealers, NewDealer(s))
+	}
+	if p.dropCounts {
+		p.counts = nil
 	}
 	return nil
 }
 
-// DropCounts, after Finish, lets the value counts go (Counts returns nil
-// afterwards): Divert and Deal never read them, and a caller that prints
-// no report of them has no use for them either. 8 bytes a value: 8 MB of
-// anonymize's peak over a column of 1M values.
-func (p *Plan) DropCounts() { p.counts = nil }
+// DropCounts lets the value counts go (Counts returns nil afterwards):
+// Divert and Deal never read them, and a caller that prints no report of
+// them has no use for them either. 8 bytes a value: 8 MB of anonymize's
+// peak over a column of 1M values. Called before Finish (even before
+// pass 1: Count still counts), it lets Finish compute each schedule in
+// the counts' own memory, which it leaves zero, instead of a copy, and
+// let them go then: at 1M values the schedule's work is the counts and
+// the sets, no longer twice the counts.
+func (p *Plan) DropCounts() {
+	if p.dealers == nil {
+		p.dropCounts = true
+		return
+	}
+	p.counts = nil
+}
 
 // DivertOnly, before Finish, tells the plan that its caller only Diverts
 // (anonymize's A′): Finish then makes no Schedules, and leaves the plan

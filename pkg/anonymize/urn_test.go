@@ -17,7 +17,7 @@ func TestUrnModes(t *testing.T) {
 		for i := range w {
 			w[i] = r.Int64N(6) // small weights: many ties and zeros
 		}
-		flat, tree := newUrnMode(w, true), newUrnMode(w, false)
+		flat, tree := newUrnMode(w, true, false), newUrnMode(w, false, false)
 		for step := range 2000 {
 			if ft, tt := flat.total(), tree.total(); ft != tt {
 				t.Fatalf("n=%d step %d: total %d (flat) vs %d (tree)", n, step, ft, tt)

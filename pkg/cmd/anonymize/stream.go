@@ -256,7 +256,15 @@ func (o *Options) countPass(in table.Reader, cb *codebook.Codebook, r *rand.Rand
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	defer in1.Close()
+	// Closed once pass 1 ends (a reader's Close may not be called twice).
+	open1 := true
+	close1 := func() {
+		if open1 {
+			open1 = false
+			in1.Close()
+		}
+	}
+	defer close1()
 	g1, err := o.globalColumns(in1, cb)
 	if err != nil {
 		return nil, nil, nil, err
@@ -274,9 +282,15 @@ func (o *Options) countPass(in table.Reader, cb *codebook.Codebook, r *rand.Rand
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	// The reader's buffers go before the schedules are made.
+	close1()
 	d := &dataset{name: in.Name(), names: g.names, sens: g.sens, missing: g1.missing, rows: plan.Rows()}
-	for k := range g.sens {
-		d.counts = append(d.counts, plan.Counts(k))
+	if o.Report {
+		// Else the plan's counts may be the schedule's working memory
+		// (Plan.DropCounts before Finish), and go with it.
+		for k := range g.sens {
+			d.counts = append(d.counts, plan.Counts(k))
+		}
 	}
 	if err := plan.Finish(r); err != nil {
 		return nil, nil, nil, d.libError(err)
@@ -297,16 +311,17 @@ func (o *Options) runDiverted(in table.Reader, cb *codebook.Codebook) error {
 	// Pass 2 only diverts: the Dealers' flat sets are all it needs of the
 	// schedules (half their memory on a high-cardinality column), so the
 	// plan never makes the rest.
-	g, plan, d, err := o.countPass(in, cb, r, (*anonymize.Plan).DivertOnly)
+	g, plan, d, err := o.countPass(in, cb, r, func(p *anonymize.Plan) {
+		p.DivertOnly()
+		if !o.Report {
+			p.DropCounts()
+		}
+	})
 	if err != nil {
 		return err
 	}
 	n := plan.Rows() - int64(len(plan.Dropped))
 	o.notes(d, len(plan.Dropped), n)
-	if !o.Report {
-		plan.DropCounts()
-		d.counts = nil
-	}
 	meta, err := o.meta(cb, &release.Anonymized{Mechanism: diverted, Grouping: o.Grouping, Rows: n, Dropped: int64(len(plan.Dropped)), MissingDropped: d.missing, L: o.L})
 	if err != nil {
 		return err
@@ -531,6 +546,9 @@ func (o *Options) runAnatomy(in table.Reader, cb *codebook.Codebook) error {
 	g, plan, d, err := o.countPass(in, cb, r, func(p *anonymize.Plan) {
 		p.DivertOnly()
 		p.KeepGroupBase()
+		if !o.Report {
+			p.DropCounts()
+		}
 	})
 	if err != nil {
 		return err
@@ -538,10 +556,6 @@ func (o *Options) runAnatomy(in table.Reader, cb *codebook.Codebook) error {
 	sv := g.sens[0]
 	n := plan.Rows() - int64(len(plan.Dropped))
 	o.notes(d, len(plan.Dropped), n)
-	if !o.Report {
-		plan.DropCounts()
-		d.counts = nil
-	}
 	base, groups := plan.GroupBase(0), n/int64(o.L)
 	a := release.Anonymized{Mechanism: anatomy, Grouping: o.Grouping, Rows: n, Dropped: int64(len(plan.Dropped)), MissingDropped: d.missing, L: o.L,
 		Groups: int(groups)}
