@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"maps"
 	"slices"
 	"strconv"
+	"unicode/utf8"
 	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -234,10 +236,93 @@ func encodeSidecar(m Meta) ([]byte, error) {
 	return json.Marshal(sidecar{Pramkit: 1, Meta: m})
 }
 
-// encodeBoundSidecar is a sidecar file's content: the metadata and the
-// digest of the data file it describes.
-func encodeBoundSidecar(m Meta, d dataDigest) ([]byte, error) {
-	return json.Marshal(sidecar{Pramkit: 1, Meta: m, Data: &d})
+// writeBoundSidecar writes a sidecar file's content, the metadata and the
+// digest of the data file it describes, to w: the bytes of
+// json.Marshal(sidecar{Pramkit: 1, Meta: m, Data: &d}) and a newline,
+// written a piece at a time. json.Marshal builds the whole file in a
+// buffer grown by doubling and then copies it: ~25 MB live at once for
+// decrypt's sidecar, whose codebook of 1M labels is 10 MB of JSON inside
+// a JSON string (issue 11: peak RSS ≤ 100 MB per stage). Every string is
+// escaped by json.Marshal itself, in pieces cut between two of the runes
+// it decodes (pieceWriter.string), so the bytes are the same.
+func writeBoundSidecar(w io.Writer, m Meta, d dataDigest) error {
+	dj, err := json.Marshal(&d)
+	if err != nil {
+		return err
+	}
+	p := &pieceWriter{w: w, b: make([]byte, 0, 2*sidecarPiece)}
+	p.b = append(p.b, `{"pramkit":1,"meta":`...)
+	if m == nil {
+		p.b = append(p.b, "null"...)
+	} else {
+		p.b = append(p.b, '{')
+		for i, k := range slices.Sorted(maps.Keys(m)) {
+			if i > 0 {
+				p.b = append(p.b, ',')
+			}
+			p.string(k)
+			p.b = append(p.b, ':')
+			p.string(m[k])
+		}
+		p.b = append(p.b, '}')
+	}
+	p.b = append(p.b, `,"data":`...)
+	p.b = append(p.b, dj...)
+	p.b = append(p.b, "}\n"...)
+	p.flush(0)
+	return p.err
+}
+
+// sidecarPiece is the size of the pieces of a string that
+// writeBoundSidecar escapes at a time, and of its writes; tests make it
+// small, but no less than utf8.UTFMax (string backs up to three bytes
+// from a cut).
+var sidecarPiece = 64 << 10
+
+// pieceWriter writes JSON to w through a buffer of about sidecarPiece
+// bytes; err is w's first error, after which nothing more is written.
+type pieceWriter struct {
+	w   io.Writer
+	b   []byte
+	err error
+}
+
+// flush writes the buffer if it holds at least atLeast bytes.
+func (p *pieceWriter) flush(atLeast int) {
+	if len(p.b) < atLeast || len(p.b) == 0 {
+		return
+	}
+	if p.err == nil {
+		_, p.err = p.w.Write(p.b)
+	}
+	p.b = p.b[:0]
+}
+
+// string appends s as json.Marshal writes it, a piece of sidecarPiece
+// bytes at a time. A piece ends before a byte that starts a rune, or
+// after three bytes that cannot start one (a rune has at most four
+// bytes): json.Marshal decodes s rune by rune, an invalid byte alone, so
+// it decodes every piece as it decodes s, and escapes nothing across the
+// cuts.
+func (p *pieceWriter) string(s string) {
+	p.b = append(p.b, '"')
+	for len(s) > 0 {
+		n := min(len(s), sidecarPiece)
+		if n < len(s) {
+			c := n
+			for k := 0; k < utf8.UTFMax-1 && !utf8.RuneStart(s[c]); k++ {
+				c--
+			}
+			if utf8.RuneStart(s[c]) {
+				n = c
+			}
+		}
+		q, _ := json.Marshal(s[:n]) // a string always marshals
+		p.b = append(p.b, q[1:len(q)-1]...)
+		s = s[n:]
+		p.flush(sidecarPiece)
+	}
+	p.b = append(p.b, '"')
 }
 
 func decodeSidecar(b []byte) (Meta, error) {

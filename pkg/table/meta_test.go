@@ -1,11 +1,14 @@
 package table
 
 import (
+	"bytes"
 	"encoding/json"
+	"math/rand/v2"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // spacedJSON is a json.Marshaler whose output has layout and characters
@@ -91,5 +94,45 @@ func TestParquetMetaIsTheReadersOnly(t *testing.T) {
 	defer q.Close()
 	if !reflect.DeepEqual(q.Meta(), meta) {
 		t.Errorf("reopened Meta = %v, want %v", q.Meta(), meta)
+	}
+}
+
+// TestWriteBoundSidecarIsJSONMarshal: the sidecar written a piece at a
+// time is json.Marshal's bytes and a newline, whatever the strings hold
+// (invalid UTF-8, runes of two to four bytes, '<', '>', '&', U+2028,
+// U+2029, quotes, control bytes) and wherever the pieces' cuts fall.
+func TestWriteBoundSidecarIsJSONMarshal(t *testing.T) {
+	defer func(n int) { sidecarPiece = n }(sidecarPiece)
+	r := rand.New(rand.NewPCG(5, 6))
+	atoms := []string{"a", "é", "€", "😀", "\u2028", "\u2029", "<", ">", "&", `"`, `\`, "\n", "\x01", "\xff", "\xe2\x82", "\xf0\x9f\x98", "\x80", " "}
+	str := func(n int) string {
+		var b strings.Builder
+		for range n {
+			b.WriteString(atoms[r.IntN(len(atoms))])
+		}
+		return b.String()
+	}
+	d := dataDigest{Bytes: 123, SHA256: strings.Repeat("ab", 32)}
+	for _, piece := range []int{utf8.UTFMax, 5, 7, 16, 64 << 10} {
+		sidecarPiece = piece
+		for range 50 {
+			m := Meta{}
+			for range 1 + r.IntN(4) {
+				m[str(r.IntN(4))] = str(r.IntN(200))
+			}
+			for _, meta := range []Meta{m, nil} {
+				want, err := json.Marshal(sidecar{Pramkit: 1, Meta: meta, Data: &d})
+				if err != nil {
+					t.Fatal(err)
+				}
+				var got bytes.Buffer
+				if err := writeBoundSidecar(&got, meta, d); err != nil {
+					t.Fatal(err)
+				}
+				if got.String() != string(want)+"\n" {
+					t.Fatalf("piece %d, meta %q:\n got %q\nwant %q", piece, meta, got.String(), want)
+				}
+			}
+		}
 	}
 }

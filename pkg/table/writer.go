@@ -375,16 +375,14 @@ func (w *writer) commitPair(af *atomicFile) error {
 	}
 	side := w.side
 	if len(w.meta) > 0 {
-		b, err := encodeBoundSidecar(w.meta, af.sum.digest())
-		if err != nil {
-			w.abortFiles()
-			return err
-		}
 		if err := side.open(); err != nil {
 			w.abortFiles()
 			return err
 		}
-		side.Write(append(b, '\n'))
+		if err := writeBoundSidecar(side, w.meta, af.sum.digest()); err != nil {
+			w.abortFiles()
+			return err
+		}
 		if err := side.prepare(); err != nil {
 			w.abortFiles()
 			return err
