@@ -83,3 +83,87 @@ func (a *asyncWriter) Abort() {
 }
 
 func (a *asyncWriter) Format() table.Format { return a.w.Format() }
+
+// createLate creates the output with the metadata meta returns, at once
+// when rows are written as they come (--keep-order) or to standard
+// output, else only when lateWriter.open is called or the first row is
+// written: a release's metadata holds its codebook (10 MB of JSON at 1M
+// labels, and as much again while it is encoded), which the writer keeps
+// to its Commit, and A′'s shuffle writes nothing before its input ends,
+// when the Dealers are gone. That was the 10 MB between 66 MB of live
+// heap at 1M sensitive values and 56. The destination is still checked
+// now, so that a bad -o fails before pass 2 as before: a writer is
+// created there with empty metadata and aborted (a partial file made and
+// removed; Create writes nothing to the destination before Commit).
+func (o *Options) createLate(schema *arrow.Schema, meta func() (table.Meta, error), inFormat table.Format) (table.Writer, error) {
+	create := func(m table.Meta) (table.Writer, error) {
+		return o.Streams.Create(o.Output, schema, m, inFormat, o.inputs())
+	}
+	if o.Order.Keep || table.IsStdio(o.Output.Path) {
+		m, err := meta()
+		if err != nil {
+			return nil, err
+		}
+		return create(m)
+	}
+	probe, err := create(table.Meta{})
+	if err != nil {
+		return nil, err
+	}
+	format := probe.Format()
+	probe.Abort()
+	return &lateWriter{format: format, create: func() (table.Writer, error) {
+		m, err := meta()
+		if err != nil {
+			return nil, err
+		}
+		return create(m)
+	}}, nil
+}
+
+// lateWriter is a table.Writer whose table is created when open is called
+// or it is first written to or committed (createLate).
+type lateWriter struct {
+	create func() (table.Writer, error)
+	format table.Format
+	w      table.Writer
+}
+
+func (l *lateWriter) open() error {
+	if l.w != nil {
+		return nil
+	}
+	w, err := l.create()
+	if err != nil {
+		return err
+	}
+	l.w, l.create = w, nil
+	return nil
+}
+
+func (l *lateWriter) Write(rec arrow.RecordBatch) error {
+	if err := l.open(); err != nil {
+		return err
+	}
+	return l.w.Write(rec)
+}
+
+func (l *lateWriter) Commit() error {
+	if err := l.open(); err != nil {
+		return err
+	}
+	return l.w.Commit()
+}
+
+func (l *lateWriter) Abort() {
+	if l.w != nil {
+		l.w.Abort()
+	}
+}
+
+func (l *lateWriter) Format() table.Format {
+	if l.w != nil {
+		return l.w.Format()
+	}
+	return l.format
+}

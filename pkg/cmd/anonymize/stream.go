@@ -322,10 +322,7 @@ func (o *Options) runDiverted(in table.Reader, cb *codebook.Codebook) error {
 	}
 	n := plan.Rows() - int64(len(plan.Dropped))
 	o.notes(d, len(plan.Dropped), n)
-	meta, err := o.meta(cb, &release.Anonymized{Mechanism: diverted, Grouping: o.Grouping, Rows: n, Dropped: int64(len(plan.Dropped)), MissingDropped: d.missing, L: o.L})
-	if err != nil {
-		return err
-	}
+	rel := &release.Anonymized{Mechanism: diverted, Grouping: o.Grouping, Rows: n, Dropped: int64(len(plan.Dropped)), MissingDropped: d.missing, L: o.L}
 	// The codebook's categorical columns travel as codes too (nsaCoder),
 	// through the shuffle: --keep-order writes the rows as they come,
 	// and strings need no dictionary that grows between batches.
@@ -367,7 +364,7 @@ func (o *Options) runDiverted(in table.Reader, cb *codebook.Codebook) error {
 		}
 	}
 	schema = arrow.NewSchema(fields, nil)
-	fw, err := o.Streams.Create(o.Output, schema, meta, in.Format(), o.inputs())
+	fw, err := o.createLate(schema, func() (table.Meta, error) { return o.meta(cb, rel) }, in.Format())
 	if err != nil {
 		return err
 	}
@@ -413,6 +410,13 @@ func (o *Options) runDiverted(in table.Reader, cb *codebook.Codebook) error {
 		return fmt.Errorf("%s: %w", in2.Name(), err)
 	}
 	meter.Done()
+	// The Dealers are garbage now: the output (its metadata) takes their
+	// place, before the shuffle writes to it.
+	if lw, ok := fw.(*lateWriter); ok {
+		if err := lw.open(); err != nil {
+			return err
+		}
+	}
 	if err := sw.Commit(); err != nil {
 		return err
 	}

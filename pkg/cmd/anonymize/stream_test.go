@@ -220,3 +220,36 @@ func TestAnatomyPairsRowsAtRandom(t *testing.T) {
 	stattest.AssertBinomial(t, "row 0 grouped with row 2", paired, runs, 0.5, 1e-6)
 	stattest.AssertBinomial(t, "row 0 in group 0", first, runs, 0.5, 1e-6)
 }
+
+// TestDivertedLateOutput: A′ creates its output only after pass 2
+// (createLate), but a destination Create refuses is still refused, with
+// Create's message, and a run leaves in the folder its output and sidecar
+// and nothing else (the early check's partial file is gone).
+func TestDivertedLateOutput(t *testing.T) {
+	dir, in, cb, _ := testTable(t, []int{30, 30, 30, 30, 20, 20})
+	for _, tc := range []struct{ out, want string }{
+		{dir, "is a folder"},
+		{in, in},
+		{filepath.Join(dir, "no", "such", "out.csv"), "cannot create the output"},
+	} {
+		code, _, errs := runAnon("--sensitive", "s", "--l", "3", "--codebook", cb, "--seed", "1", in, "-o", tc.out)
+		if code == 0 || !strings.Contains(errs, tc.want) {
+			t.Errorf("-o %s: exit %d, stderr %q, want a failure naming %q", tc.out, code, errs, tc.want)
+		}
+	}
+	for _, format := range []string{"csv", "parquet"} {
+		out := filepath.Join(dir, "out."+format)
+		mustAnon(t, "--sensitive", "s", "--l", "3", "--codebook", cb, "--seed", "1", in, "-o", out)
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	if want := []string{"cb.json", "in.csv", "out.csv", "out.csv.meta.json", "out.parquet"}; !slices.Equal(names, want) {
+		t.Errorf("the folder holds %v, want %v", names, want)
+	}
+}
