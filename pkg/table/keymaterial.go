@@ -59,16 +59,46 @@ func keyKind(path string) KeyKind {
 	}
 	if strings.HasSuffix(path, sidecarSuffix) {
 		if b, err := os.ReadFile(path); err == nil {
-			if s, err := decodeSidecarFull(b); err == nil && s.Meta["stage"] == StageKey {
+			if stage, ok := sidecarStage(b); ok && stage == StageKey {
 				return KeySidecar
 			}
 		}
 		return NotKey
 	}
-	if m, ok := peekMeta(path); ok && m["stage"] == StageKey {
+	if stage, ok := peekStage(path); ok && stage == StageKey {
 		return KeyFile
 	}
 	return NotKey
+}
+
+// peekStage is peekMeta(path)'s "stage" item, read without the other
+// items where it can be (keypeek.go): from a Parquet footer that has
+// pramkit items and no stage "key" (a key file is opened, to be sure), and
+// from a CSV's sidecar.
+func peekStage(path string) (string, bool) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", false
+	}
+	defer f.Close()
+	head := make([]byte, 8)
+	n, _ := io.ReadFull(f, head)
+	head = head[:n]
+	switch {
+	case sniff(head) == Parquet:
+		if stage, ours, err := parquetStage(f); err == nil && ours && stage != StageKey {
+			return stage, true
+		}
+	case sniff(head) == Arrow, bytes.HasPrefix(head, []byte(metaLinePrefix)):
+	default:
+		b, err := os.ReadFile(sidecarPath(path))
+		if err != nil {
+			return "", false
+		}
+		return sidecarStage(b)
+	}
+	m, ok := peekMeta(path)
+	return m["stage"], ok
 }
 
 // secretKind recognises the two secret layouts by their first bytes: 64 hex

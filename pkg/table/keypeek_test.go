@@ -1,0 +1,137 @@
+package table
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// keyKindByOpening is keyKind as it was before keypeek.go: every table at
+// the path opened whole (peekMeta), every sidecar decoded whole.
+func keyKindByOpening(path string) KeyKind {
+	st, err := os.Stat(path)
+	if err != nil || !st.Mode().IsRegular() {
+		return NotKey
+	}
+	if k := secretKind(path, st.Size()); k != NotKey {
+		return k
+	}
+	if strings.HasSuffix(path, sidecarSuffix) {
+		if b, err := os.ReadFile(path); err == nil {
+			if s, err := decodeSidecarFull(b); err == nil && s.Meta["stage"] == StageKey {
+				return KeySidecar
+			}
+		}
+		return NotKey
+	}
+	if m, ok := peekMeta(path); ok && m["stage"] == StageKey {
+		return KeyFile
+	}
+	return NotKey
+}
+
+// TestKeyKindReadsOnlyTheStage: judging a destination by its stage item
+// alone (a Parquet footer walked, a sidecar decoded but for its stage)
+// gives what opening the file whole gave, for tables of every format
+// with and without pramkit metadata, large items, other stages, stages
+// spelt oddly, sidecars with items that are not strings, and damaged
+// files.
+func TestKeyKindReadsOnlyTheStage(t *testing.T) {
+	dir := t.TempDir()
+	big := strings.Repeat("é<&\u2028x", 50_000)
+	var paths []string
+	for i, meta := range []Meta{
+		{"stage": "key", "codebook": big},
+		{"stage": "key"},
+		{"codebook": big, "stage": "decrypt"},
+		{"stage": "keys"},
+		{"stage": "ke"},
+		{"stage": big},
+		{"n": "3"},
+		{},
+	} {
+		for _, ext := range []string{"parquet", "csv", "arrow"} {
+			p := filepath.Join(dir, "t"+string(rune('a'+i))+"."+ext)
+			w, err := Create(p, StringSchema([]string{"a"}), meta, WriteOptions{RowGroupRows: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			bb := NewBatchBuilder(StringSchema([]string{"a"}))
+			for _, v := range []string{"x", "y", "z"} {
+				bb.AppendStrings([]string{v})
+			}
+			if err := w.Write(bb.NewBatch()); err != nil {
+				t.Fatal(err)
+			}
+			if err := w.Commit(); err != nil {
+				t.Fatal(err)
+			}
+			paths = append(paths, p)
+			if ext == "csv" && len(meta) > 0 {
+				paths = append(paths, sidecarPath(p))
+			}
+			if ext == "parquet" && len(meta) > 0 {
+				// The footer is walked, not left to Open.
+				f, err := os.Open(p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				stage, ours, err := parquetStage(f)
+				f.Close()
+				if want := meta["stage"]; err != nil || !ours || (stage != want && len(want) <= 64) {
+					t.Errorf("%s: parquetStage = %q, %v, %v; want %q", filepath.Base(p), stage, ours, err, want)
+				}
+			}
+			if ext == "parquet" {
+				// Damaged: cut in the footer, and with its end only.
+				b, err := os.ReadFile(p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for j, d := range [][]byte{b[:len(b)-20], b[len(b)-200:], append(b[:len(b)-9:len(b)-9], "XPAR1"...)} {
+					q := filepath.Join(dir, "cut"+string(rune('a'+i))+string(rune('0'+j))+".parquet")
+					if err := os.WriteFile(q, d, 0o600); err != nil {
+						t.Fatal(err)
+					}
+					paths = append(paths, q)
+				}
+			}
+		}
+	}
+	for i, side := range []string{
+		`{"pramkit":1,"meta":{"stage":"key","n":3}}`,
+		`{"pramkit":1,"meta":{"stage":"key","n":null}}`,
+		`{"pramkit":1,"meta":{"stage":"\u006bey"}}`,
+		`{"pramkit":1,"meta":{"Stage":"key"}}`,
+		`{"pramkit":1,"meta":{"stage":"key","stage":"x"}}`,
+		`{"pramkit":1,"meta":{"stage":"x","stage":"key"}}`,
+		`{"pramkit":2,"meta":{"stage":"key"}}`,
+		`{"pramkit":1,"meta":{"stage":"key"},"data":{"bytes":"x"}}`,
+		`{"pramkit":1,"meta":{"stage":"key"}`,
+		`{"pramkit":1,"meta":{"stage":"key","c":"` + strings.Repeat("a\\\"", 500) + `"}}`,
+		`{"pramkit":1,"meta":null}`,
+	} {
+		p := filepath.Join(dir, "s"+string(rune('a'+i))+".csv")
+		if err := os.WriteFile(p, []byte("a\nx\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(sidecarPath(p), []byte(side), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		paths = append(paths, p, sidecarPath(p))
+	}
+	keys := 0
+	for _, p := range paths {
+		got, want := keyKind(p), keyKindByOpening(p)
+		if got != want {
+			t.Errorf("%s: %v, opened whole %v", filepath.Base(p), got, want)
+		}
+		if got != NotKey {
+			keys++
+		}
+	}
+	if keys < 8 {
+		t.Errorf("only %d key files among the cases", keys)
+	}
+}
