@@ -3,6 +3,7 @@ package anonymize
 import (
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"testing"
 )
 
@@ -88,22 +89,27 @@ func TestDealerMatchesReference(t *testing.T) {
 					t.Fatalf("no value has more than %d types: the tree path is not tested", flatUrnMax)
 				}
 			}
-			d, ref := NewDealer(s), newRefDealer(s)
-			r1, r2 := rand.New(rand.NewPCG(3, 4)), rand.New(rand.NewPCG(3, 4))
-			for i, v := range rows {
-				got, err := d.Deal(v, r1)
-				if err != nil {
-					t.Fatalf("row %d: %v", i, err)
+			// Pairs of the width the Dealer picks, and of each forced.
+			defer func(w int) { dealerWords = w }(dealerWords)
+			for _, width := range []int{0, 24, 32} {
+				dealerWords = width
+				d, ref := NewDealer(s), newRefDealer(s)
+				r1, r2 := rand.New(rand.NewPCG(3, 4)), rand.New(rand.NewPCG(3, 4))
+				for i, v := range rows {
+					got, err := d.Deal(v, r1)
+					if err != nil {
+						t.Fatalf("%d-bit pairs: row %d: %v", width, i, err)
+					}
+					if want := ref.deal(v, r2); got != want {
+						t.Fatalf("%d-bit pairs: row %d (value %d): dealt type %d, the reference %d", width, i, v, got, want)
+					}
 				}
-				if want := ref.deal(v, r2); got != want {
-					t.Fatalf("row %d (value %d): dealt type %d, the reference %d", i, v, got, want)
+				if !d.Done() {
+					t.Fatalf("%d-bit pairs: slots left after dealing every row", width)
 				}
-			}
-			if !d.Done() {
-				t.Fatal("slots left after dealing every row")
-			}
-			if _, err := d.Deal(rows[0], r1); err == nil {
-				t.Fatal("a row beyond the counts got a slot")
+				if _, err := d.Deal(rows[0], r1); err == nil {
+					t.Fatalf("%d-bit pairs: a row beyond the counts got a slot", width)
+				}
 			}
 		})
 	}
@@ -114,9 +120,10 @@ func TestDealerMatchesReference(t *testing.T) {
 // cardinality). The per-value layout (a slice of types and an urn per
 // value) took about 150 bytes a value at 4M rows (~47 rows a value, ~4
 // types a value); a flat one with 8 bytes a value (offset, total) and 6 a
-// (value, type) pair 32; one word a pair and the offset alone take 20
-// here. The guard, 26 bytes a value, fails on the 6-byte pairs; the
-// measure is deterministic up to the allocator's size classes.
+// (value, type) pair 32; a 32-bit word a pair and the offset alone 20;
+// 24-bit pairs (67k types: 17 bits of type, 7 of count) take 16 here. The
+// guard, 18 bytes a value, fails on the 32-bit pairs; the measure is
+// deterministic up to the allocator's size classes.
 func TestDealerBytesPerValue(t *testing.T) {
 	const v, l, rows = 85_000, 5, 4_000_000
 	counts := make([]int64, v)
@@ -136,10 +143,10 @@ func TestDealerBytesPerValue(t *testing.T) {
 	runtime.ReadMemStats(&after)
 	runtime.KeepAlive(d)
 	per := float64(after.HeapAlloc-before.HeapAlloc) / v
-	pairs := float64(len(d.pair)) / v
+	pairs := float64(d.pair.len()) / v
 	t.Logf("Dealer: %.1f bytes a value (%d types, %.1f types a value)", per, len(s.Types), pairs)
-	if per > 26 {
-		t.Errorf("Dealer holds %.1f bytes a value on %d values, more than 26", per, v)
+	if per > 18 {
+		t.Errorf("Dealer holds %.1f bytes a value on %d values, more than 18", per, v)
 	}
 }
 
@@ -177,4 +184,39 @@ func TestScheduleSetsFromArena(t *testing.T) {
 		}
 	}
 	checkSchedule(t, s, counts, l)
+}
+
+// TestWordsRoundTrip: 24- and 32-bit words give back what was put, at
+// every place (the last 24-bit word reads the padding byte) and at the
+// widths' largest values, without touching their neighbours.
+func TestWordsRoundTrip(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	for _, narrow := range []bool{false, true} {
+		const n = 1001
+		w := newWords(n, narrow)
+		top := uint32(1<<32 - 1)
+		if narrow {
+			top = maxU24
+		}
+		want := make([]uint32, n)
+		for _, i := range r.Perm(n) {
+			x := r.Uint32() & top
+			if i%7 == 0 {
+				x = top
+			}
+			w.put(i, x)
+			want[i] = x
+		}
+		if w.len() != n {
+			t.Fatalf("narrow %v: %d words, want %d", narrow, w.len(), n)
+		}
+		for i := range n {
+			if got := w.at(i); got != want[i] {
+				t.Fatalf("narrow %v: word %d is %#x, want %#x", narrow, i, got, want[i])
+			}
+		}
+		if got := w.uint32s(); !slices.Equal(got, want) {
+			t.Fatalf("narrow %v: uint32s differs", narrow)
+		}
+	}
 }

@@ -148,10 +148,12 @@ func TestDropSchedulesSameDraws(t *testing.T) {
 
 // TestDealerOwnSetsBytesPerType: on an 85k-value column under Anatomy's
 // grouping (about 2 set types a value), a Dealer with its own flat sets
-// holds at most 44 bytes a set type (38 measured: 20 of values, 20 of
-// pairs, the offsets), where the schedule and the Dealer together held
-// about 93 (49 + 44) and the Dealer with 6-byte pairs and a total per
-// value 53. Deterministic up to the allocator's size classes.
+// holds at most 44 bytes a set type (33 measured: 20 of values, 15 of
+// 24-bit pairs, the offsets less what the types' slices took), where the
+// schedule and the Dealer together held about 93 (49 + 44) and the Dealer
+// with 6-byte pairs and a total per value 53. (anonymize's Plan gives its
+// Dealers 24-bit sets too: 15 bytes of values.) Deterministic up to the
+// allocator's size classes.
 func TestDealerOwnSetsBytesPerType(t *testing.T) {
 	const v, l, rows = 85_000, 5, 4_000_000
 	counts := make([]int64, v)
@@ -185,46 +187,49 @@ func TestDealerOwnSetsBytesPerType(t *testing.T) {
 
 // TestDealerBigPairs: pairs with more slots than their bits count (a few
 // values and many rows: types of hundreds of thousands of groups, here
-// with 16 bits for the count as if there were 2^16 types) keep their
-// count in Dealer.big; the Dealer still deals exactly what the reference
+// with 16 bits for the type as if there were 2^16 types, leaving 8 or 16
+// for the count in 24- or 32-bit pairs) keep their count in Dealer.big; the Dealer still deals exactly what the reference
 // deals, draw for draw, down to empty, under both groupings (the random
 // one with T = 4 runs, so that its runs are long).
 func TestDealerBigPairs(t *testing.T) {
-	defer func(T int64, b int) { randomRuns, dealerTypeBits = T, b }(randomRuns, dealerTypeBits)
+	defer func(T int64, b, w int) { randomRuns, dealerTypeBits, dealerWords = T, b, w }(randomRuns, dealerTypeBits, dealerWords)
 	randomRuns, dealerTypeBits = 4, 16
-	for _, g := range Groupings {
-		const v, l, rows = 7, 3, 900_000
-		r := rand.New(rand.NewPCG(8, 9))
-		counts := make([]int64, v)
-		seq := make([]uint32, rows)
-		for i := range seq {
-			x := uint32(r.IntN(v))
-			if r.IntN(4) == 0 {
-				x %= 3 // uneven counts
+	for _, width := range []int{24, 32} {
+		dealerWords = width
+		for _, g := range Groupings {
+			const v, l, rows = 7, 3, 900_000
+			r := rand.New(rand.NewPCG(8, 9))
+			counts := make([]int64, v)
+			seq := make([]uint32, rows)
+			for i := range seq {
+				x := uint32(r.IntN(v))
+				if r.IntN(4) == 0 {
+					x %= 3 // uneven counts
+				}
+				seq[i] = x
+				counts[x]++
 			}
-			seq[i] = x
-			counts[x]++
-		}
-		s, err := NewSchedule(counts, l, g, rand.New(rand.NewPCG(1, 2)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		d, ref := NewDealer(s), newRefDealer(s)
-		if len(d.big) == 0 {
-			t.Fatalf("%s: no pair with %d or more slots: the test needs bigger types", g, d.full())
-		}
-		r1, r2 := rand.New(rand.NewPCG(3, 4)), rand.New(rand.NewPCG(3, 4))
-		for i, x := range seq {
-			got, err := d.Deal(x, r1)
+			s, err := NewSchedule(counts, l, g, rand.New(rand.NewPCG(1, 2)))
 			if err != nil {
-				t.Fatalf("%s: row %d: %v", g, i, err)
+				t.Fatal(err)
 			}
-			if want := ref.deal(x, r2); got != want {
-				t.Fatalf("%s: row %d (value %d): dealt type %d, the reference %d", g, i, x, got, want)
+			d, ref := NewDealer(s), newRefDealer(s)
+			if len(d.big) == 0 {
+				t.Fatalf("%s, %d bits: no pair with %d or more slots: the test needs bigger types", g, width, d.full())
 			}
-		}
-		if !d.Done() || len(d.big) != 0 {
-			t.Fatalf("%s: slots left after dealing every row (%d big pairs)", g, len(d.big))
+			r1, r2 := rand.New(rand.NewPCG(3, 4)), rand.New(rand.NewPCG(3, 4))
+			for i, x := range seq {
+				got, err := d.Deal(x, r1)
+				if err != nil {
+					t.Fatalf("%s, %d bits: row %d: %v", g, width, i, err)
+				}
+				if want := ref.deal(x, r2); got != want {
+					t.Fatalf("%s, %d bits: row %d (value %d): dealt type %d, the reference %d", g, width, i, x, got, want)
+				}
+			}
+			if !d.Done() || len(d.big) != 0 {
+				t.Fatalf("%s, %d bits: slots left after dealing every row (%d big pairs)", g, width, len(d.big))
+			}
 		}
 	}
 }

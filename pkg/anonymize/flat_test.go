@@ -39,7 +39,7 @@ func TestScheduleValuesFlat(t *testing.T) {
 		}
 		d := NewDealer(s)
 		d.ownSets()
-		if !slices.Equal(d.sets, want) || &d.sets[0] != &s.values[0] {
+		if !slices.Equal(d.sets.u32, want) || &d.sets.u32[0] != &s.values[0] {
 			t.Fatalf("%s: ownSets did not keep the flat values", g)
 		}
 		// A schedule whose Types were replaced is copied, not aliased.
@@ -50,7 +50,7 @@ func TestScheduleValuesFlat(t *testing.T) {
 		}
 		d2 := NewDealer(s2)
 		d2.ownSets()
-		if !slices.Equal(d2.sets, want) || &d2.sets[0] == &s.values[0] {
+		if !slices.Equal(d2.sets.u32, want) || &d2.sets.u32[0] == &s.values[0] {
 			t.Fatalf("%s: ownSets of a non-flat schedule did not copy its values", g)
 		}
 	}

@@ -107,23 +107,24 @@ func NewSchedule(counts []int64, l int, g Grouping, r *rand.Rand) (*Schedule, er
 
 // flatSets is a schedule's sets without SetTypes: set type t (in the
 // order of Schedule.Types) has the ℓ′ values values[t·ℓ′ : (t+1)·ℓ′],
-// ascending, and groups[t] groups. 4ℓ′ + 4 bytes a type, where Types
-// takes 4ℓ′ + 32.
+// ascending, and groups[t] groups. 4ℓ′ + 4 bytes a type (3ℓ′ + 4 with
+// narrow values), where Types takes 4ℓ′ + 32.
 type flatSets struct {
-	values []uint32
+	values words
 	groups []uint32
 }
 
 // newFlatSets is NewSchedule(counts, l, g, r)'s sets, drawn alike, in
-// flat form. With own, it works in counts' own memory and leaves them
-// zero (8 bytes a value not held twice: 8 MB at 1M values, the schedule's
+// flat form, their values of 24 bits if narrow (every value index below
+// 2^24). With own, it works in counts' own memory and leaves them zero
+// (8 bytes a value not held twice: 8 MB at 1M values, the schedule's
 // peak).
-func newFlatSets(counts []int64, l int, g Grouping, r *rand.Rand, own bool) (flatSets, error) {
+func newFlatSets(counts []int64, l int, g Grouping, r *rand.Rand, own, narrow bool) (flatSets, error) {
 	b, err := fillSets(counts, l, g, r, own)
 	if err != nil {
 		return flatSets{}, err
 	}
-	return b.flat(), nil
+	return b.flat(narrow), nil
 }
 
 // fillSets checks NewSchedule's arguments and returns the bag of its sets;
@@ -338,15 +339,15 @@ func (o bagOrder) Swap(i, j int) {
 	}
 }
 
-// flat returns the sets in lexicographic order, in flat form, and empties
-// the bag. Between anonymize's passes this is the run's peak with many
+// flat returns the sets in lexicographic order, in flat form (values of
+// 24 bits if narrow: all below 2^24), and empties the bag. Between anonymize's passes this is the run's peak with many
 // values, so it works in place: the lookup table goes first, the records
 // are sorted where they are (a late bag's equal sets, now adjacent, are
 // merged), and the chunks are copied out and let go one by one, so that
 // the bag (4ℓ′ + 4 bytes a set) and its flat form (4ℓ′ + 4) are all that
 // coexist, where sorting an index and copying took 4ℓ′ + 12 bytes a set
 // more.
-func (b *setBag) flat() flatSets {
+func (b *setBag) flat(narrow bool) flatSets {
 	b.table, b.masks = nil, nil
 	sort.Sort(bagOrder{b})
 	if b.late {
@@ -362,12 +363,14 @@ func (b *setBag) flat() flatSets {
 		b.n = n
 		b.chunks = b.chunks[:(n+arenaSets-1)/arenaSets]
 	}
-	values := make([]uint32, 0, b.n*b.l)
+	values := newWords(b.n*b.l, narrow)
 	groups := make([]uint32, 0, b.n)
 	for c := range b.chunks {
 		for i := c * arenaSets; i < min(b.n, (c+1)*arenaSets); i++ {
 			r := b.rec(uint32(i))
-			values = append(values, r[:b.l]...)
+			for j, x := range r[:b.l] {
+				values.put(i*b.l+j, x)
+			}
 			groups = append(groups, r[b.l])
 		}
 		b.chunks[c] = nil
@@ -381,12 +384,13 @@ func (b *setBag) flat() flatSets {
 // returned), and empties the bag; Dealer.ownSets keeps the array rather
 // than copying it.
 func (b *setBag) flatTypes() ([]SetType, []uint32) {
-	f := b.flat()
+	f := b.flat(false)
+	values := f.values.u32
 	out := make([]SetType, len(f.groups))
 	for t, k := range f.groups {
-		out[t] = SetType{Values: f.values[t*b.l : (t+1)*b.l : (t+1)*b.l], Groups: int64(k)}
+		out[t] = SetType{Values: values[t*b.l : (t+1)*b.l : (t+1)*b.l], Groups: int64(k)}
 	}
-	return out, f.values
+	return out, values
 }
 
 // anatomySets runs Anatomy's group creation on counts alone, exactly as

@@ -82,25 +82,30 @@ func (r *Reservoir) Drop(d int, rnd *rand.Rand) (rows []int64, vals [][]uint32, 
 // each value one count per type (a tree when the value has several types).
 //
 // Memory: the (value, type) pairs live in one flat array indexed by value
-// (compressed rows: off[v]..off[v+1]), 4 bytes a pair and 4 a value: a
-// pair is one word, its type in the high bits and its remaining slots in
-// the low ones, as many as the types leave (32 − ⌈log2 types⌉: 13 at 491k
-// types, enough for any type of fewer than 8191 groups; a pair with more
-// left keeps its count in a map, at most N/(ℓ′·2^bits) of them). A value's
-// remaining slots are the sum of its pairs', summed when a row comes (2.4
-// pairs a value at 1M values) rather than stored. So a column of 1M values
-// at 4M rows holds 4 + 4·2.4 bytes a value plus the sets' 4ℓ′ a type,
-// where a slice and an urn per value took about 155 bytes a value, and 6
-// bytes a pair with 8 a value took 31 (TestDealerBytesPerValue); only a
-// value held by more than flatUrnMax types gets a segment tree (urn) of
-// its own. The random grouping has at most 2^14 + V + ℓ′ + 1 types, so ℓ′
-// times that many pairs, whatever the rows (randomSets).
+// (compressed rows: off[v]..off[v+1]), a word a pair and 4 bytes a value:
+// a pair's word holds its type in the high bits and its remaining slots in
+// the low ones, as many as the types leave, and is of 24 bits (3 bytes)
+// when the types leave the counts at least 4 (at most 2^20 types) and
+// fewer than one pair in 64 has a count that does not fit, else of 32. A
+// pair whose count does not fit keeps it in a map. A value's remaining
+// slots are the sum of its pairs', summed when a row comes (2.5 pairs a
+// value at 1M values) rather than stored. The sets a Dealer publishes
+// from, ℓ′ values a type, are of 24 bits too when all values are (Plan
+// with DivertOnly). So a column of 1M values at 4M rows under the random
+// grouping (491k types, 19 bits of type, 5 of count) holds 4 + 3·2.5
+// bytes a value plus 3ℓ′ bytes a type: 19 bytes a value all told, where a
+// slice and an urn per value took about 155 for the pairs alone, 6 bytes
+// a pair with 8 a value and 4ℓ′ a type 31, and 32-bit words 23
+// (TestDealerBytesPerValue). Only a value held by more than flatUrnMax
+// types gets a segment tree (urn) of its own. The random grouping has at
+// most 2^14 + V + ℓ′ + 1 types, so ℓ′ times that many pairs, whatever the
+// rows (randomSets).
 type Dealer struct {
 	s    *Schedule         // nil once ownSets has copied the sets
-	sets []uint32          // after ownSets: set type t's values are sets[t·ℓ′ : (t+1)·ℓ′]
+	sets words             // without s: set type t's values are sets[t·ℓ′ : (t+1)·ℓ′]
 	l    int               // ℓ′
 	off  []uint32          // value v's pairs are off[v]..off[v+1]−1
-	pair []uint32          // per pair: type<<bits | remaining slots (all ones: in big)
+	pair words             // per pair: type<<bits | remaining slots (all ones: in big)
 	bits uint              // the low bits of a pair that count its slots
 	big  map[uint32]uint32 // pairs whose remaining slots do not fit their bits: how many
 	tree map[uint32]*urn   // values with more than flatUrnMax types
@@ -108,7 +113,7 @@ type Dealer struct {
 
 // NewDealer prepares to deal the slots of s.
 func NewDealer(s *Schedule) *Dealer {
-	d := newDealer(s.V, s.L, len(s.Types), func(t int) []uint32 { return s.Types[t].Values }, func(t int) int64 { return s.Types[t].Groups })
+	d := newDealer(s.V, s.L, len(s.Types), func(t, j int) uint32 { return s.Types[t].Values[j] }, func(t int) int64 { return s.Types[t].Groups })
 	d.s = s
 	return d
 }
@@ -117,43 +122,65 @@ func NewDealer(s *Schedule) *Dealer {
 // over v values at ℓ′ = l, keeping f's values as its own sets (as
 // ownSets leaves them).
 func newFlatDealer(v, l int, f flatSets) *Dealer {
-	d := newDealer(v, l, len(f.groups), func(t int) []uint32 { return f.values[t*l : (t+1)*l] }, func(t int) int64 { return int64(f.groups[t]) })
+	d := newDealer(v, l, len(f.groups), func(t, j int) uint32 { return f.values.at(t*l + j) }, func(t int) int64 { return int64(f.groups[t]) })
 	d.sets = f.values
 	return d
 }
 
 // dealerTypeBits is the fewest bits a Dealer gives a pair's type: 0, the
-// bits its number of types needs. A variable only so that tests can make
-// the slot counts' bits few, and reach Dealer.big cheaply.
-var dealerTypeBits = 0
+// bits its number of types needs; dealerWords, when not 0, forces pairs of
+// that many bits (24 or 32). Variables only so that tests can make the
+// slot counts' bits few, and reach Dealer.big cheaply, in either width.
+var dealerTypeBits, dealerWords = 0, 0
 
 // newDealer prepares to deal the slots of n set types over v values,
-// type t having the values vals(t) and groups(t) groups.
-func newDealer(v, l, n int, vals func(t int) []uint32, groups func(t int) int64) *Dealer {
+// type t having the values val(t, 0), …, val(t, l−1) and groups(t)
+// groups.
+func newDealer(v, l, n int, val func(t, j int) uint32, groups func(t int) int64) *Dealer {
 	d := &Dealer{l: l, off: make([]uint32, v+1)}
-	d.bits = 32 - uint(max(bits.Len32(uint32(max(n, 1)-1)), dealerTypeBits, 1))
 	for t := range n {
-		for _, x := range vals(t) {
-			d.off[x+1]++
+		for j := range l {
+			d.off[val(t, j)+1]++
 		}
 	}
 	// off[x+1] becomes the start of x's pairs, then, as they are placed,
 	// their end: the start of x+1's (no second array of cursors).
-	var start uint32
+	var pairs uint32
 	for x := range v {
 		c := d.off[x+1]
-		d.off[x+1] = start
-		start += c
+		d.off[x+1] = pairs
+		pairs += c
 	}
-	d.pair = make([]uint32, start)
+	typeBits := uint(max(bits.Len32(uint32(max(n, 1)-1)), dealerTypeBits, 1))
+	width := uint(32)
+	if typeBits+4 <= 24 {
+		// 24-bit pairs unless more than one in 64 would keep its count in
+		// the map.
+		full := int64(1)<<(24-typeBits) - 1
+		escapes := 0
+		for t := range n {
+			if groups(t) >= full {
+				escapes += l
+			}
+		}
+		if 64*escapes <= int(pairs) {
+			width = 24
+		}
+	}
+	if dealerWords == 32 || dealerWords == 24 && typeBits < 24 {
+		width = uint(dealerWords)
+	}
+	d.bits = width - typeBits
+	d.pair = newWords(int(pairs), width == 24)
 	// Types in increasing order: each value's pairs come out sorted by type,
 	// the order of Schedule.Slots, which fixes the draws of a seeded run.
 	for t := range n {
 		g := groups(t)
-		for _, x := range vals(t) {
+		for j := range l {
+			x := val(t, j)
 			i := d.off[x+1]
 			d.off[x+1]++
-			d.pair[i] = uint32(t) << d.bits
+			d.pair.put(int(i), uint32(t)<<d.bits)
 			d.setLeft(i, g)
 		}
 	}
@@ -178,22 +205,23 @@ func (d *Dealer) full() uint32 { return 1<<d.bits - 1 }
 // setLeft sets pair p's remaining slots to c.
 func (d *Dealer) setLeft(p uint32, c int64) {
 	full := d.full()
+	w := d.pair.at(int(p)) &^ full
 	if c < int64(full) {
-		d.pair[p] = d.pair[p]&^full | uint32(c)
+		d.pair.put(int(p), w|uint32(c))
 		delete(d.big, p)
 		return
 	}
 	if d.big == nil {
 		d.big = map[uint32]uint32{}
 	}
-	d.pair[p] |= full
+	d.pair.put(int(p), w|full)
 	d.big[p] = uint32(c)
 }
 
 // slots returns pair p's remaining slots.
 func (d *Dealer) slots(p uint32) int64 {
 	full := d.full()
-	if c := d.pair[p] & full; c != full {
+	if c := d.pair.at(int(p)) & full; c != full {
 		return int64(c)
 	}
 	return int64(d.big[p])
@@ -201,8 +229,8 @@ func (d *Dealer) slots(p uint32) int64 {
 
 // take removes one of pair p's remaining slots (there is one).
 func (d *Dealer) take(p uint32) {
-	if d.pair[p]&d.full() != d.full() {
-		d.pair[p]--
+	if w := d.pair.at(int(p)); w&d.full() != d.full() {
+		d.pair.put(int(p), w-1)
 		return
 	}
 	d.setLeft(p, int64(d.big[p])-1)
@@ -219,52 +247,44 @@ func (d *Dealer) Deal(v uint32, r *rand.Rand) (int, error) {
 		return 0, fmt.Errorf("value index %d: %w", v, errNoSlot)
 	}
 	lo, hi := d.off[v], d.off[v+1]
-	ps := d.pair[lo:hi]
 	full := d.full()
-	i := 0
-	switch {
-	case len(ps) == 0:
+	i := uint32(0)
+	switch n := hi - lo; {
+	case n == 0:
 		return 0, fmt.Errorf("value index %d: %w", v, errNoSlot)
-	case len(ps) == 1:
-		if ps[0]&full == 0 {
+	case n == 1:
+		if d.pair.at(int(lo))&full == 0 {
 			return 0, fmt.Errorf("value index %d: %w", v, errNoSlot)
 		}
-	case len(ps) > flatUrnMax:
+	case n > flatUrnMax:
 		u := d.tree[v]
 		tot := u.total()
 		if tot == 0 {
 			return 0, fmt.Errorf("value index %d: %w", v, errNoSlot)
 		}
-		i = u.find(r.Int64N(tot))
-		u.set(i, u.weight(i)-1)
+		i = uint32(u.find(r.Int64N(tot)))
+		u.set(int(i), u.weight(int(i))-1)
 	default:
 		// The flat urn's scan (urn.find), on the value's own pairs, after
 		// their sum.
 		var tot int64
-		for j, p := range ps {
-			c := int64(p & full)
-			if c == int64(full) {
-				c = int64(d.big[lo+uint32(j)])
-			}
-			tot += c
+		for p := lo; p < hi; p++ {
+			tot += d.slots(p)
 		}
 		if tot == 0 {
 			return 0, fmt.Errorf("value index %d: %w", v, errNoSlot)
 		}
 		x := r.Int64N(tot)
-		for i = range ps {
-			c := int64(ps[i] & full)
-			if c == int64(full) {
-				c = int64(d.big[lo+uint32(i)])
-			}
+		for ; i < n-1; i++ {
+			c := d.slots(lo + i)
 			if x < c {
 				break
 			}
 			x -= c
 		}
 	}
-	d.take(lo + uint32(i))
-	return int(ps[i] >> d.bits), nil
+	d.take(lo + i)
+	return int(d.pair.at(int(lo+i)) >> d.bits), nil
 }
 
 // Divert deals a slot to a row of value v and returns the value it
@@ -275,12 +295,10 @@ func (d *Dealer) Divert(v uint32, r *rand.Rand) (uint32, error) {
 	if err != nil {
 		return 0, err
 	}
-	var vals []uint32
-	if d.sets != nil {
-		vals = d.sets[t*d.l : (t+1)*d.l]
-	} else {
-		vals = d.s.Types[t].Values
+	if d.s == nil {
+		return d.sets.at(t*d.l + r.IntN(d.l)), nil
 	}
+	vals := d.s.Types[t].Values
 	return vals[r.IntN(len(vals))], nil
 }
 
@@ -295,12 +313,13 @@ func (d *Dealer) ownSets() {
 		return
 	}
 	if d.s.flat(d.l) {
-		d.sets = d.s.values
+		d.sets = words{u32: d.s.values}
 	} else {
-		d.sets = make([]uint32, 0, d.l*len(d.s.Types))
+		sets := make([]uint32, 0, d.l*len(d.s.Types))
 		for _, st := range d.s.Types {
-			d.sets = append(d.sets, st.Values...)
+			sets = append(sets, st.Values...)
 		}
+		d.sets = words{u32: sets}
 	}
 	d.s = nil
 }
@@ -322,8 +341,8 @@ func (s *Schedule) flat(l int) bool {
 // Done reports whether every slot has been dealt.
 func (d *Dealer) Done() bool {
 	full := d.full()
-	for _, p := range d.pair {
-		if p&full != 0 {
+	for p := range d.pair.len() {
+		if d.pair.at(p)&full != 0 {
 			return false
 		}
 	}
@@ -435,7 +454,10 @@ func (p *Plan) Finish(r *rand.Rand) error {
 	}
 	for k, c := range p.counts {
 		if p.divertOnly {
-			f, err := newFlatSets(c, p.l, p.grouping, r, p.dropCounts)
+			// Sets of 24-bit values unless Sets must return the Dealer's
+			// own array (KeepGroupBase: anonymize --mechanism anatomy).
+			narrow := !p.keepBase && len(c)-1 <= maxU24
+			f, err := newFlatSets(c, p.l, p.grouping, r, p.dropCounts, narrow)
 			if err != nil {
 				return fmt.Errorf("anonymize.Plan.Finish: sensitive column %d: %w", k, err)
 			}
@@ -523,11 +545,13 @@ func (p *Plan) DropSchedules() {
 	p.Schedules = nil
 }
 
-// Sets returns, after DropSchedules, sensitive column k's set types'
-// values, flat: type t's ℓ′ values, ascending, are Sets(k)[t·ℓ′ : (t+1)·ℓ′]
-// (Schedule.Types[t].Values before the drop). The caller must not change
-// them.
-func (p *Plan) Sets(k int) []uint32 { return p.dealers[k].sets }
+// Sets returns, after DropSchedules or under DivertOnly, sensitive column
+// k's set types' values, flat: type t's ℓ′ values, ascending, are
+// Sets(k)[t·ℓ′ : (t+1)·ℓ′] (Schedule.Types[t].Values before the drop). The
+// caller must not change them. It is the Dealer's own array after
+// DropSchedules or under KeepGroupBase, else a copy (the Dealer's are of
+// 24 bits).
+func (p *Plan) Sets(k int) []uint32 { return p.dealers[k].sets.uint32s() }
 
 // nextRow advances pass 2 by one row: its number, and whether it is kept
 // (not one of the dropped rows). method names the caller in errors.
