@@ -135,3 +135,40 @@ func TestKeyKindReadsOnlyTheStage(t *testing.T) {
 		t.Errorf("only %d key files among the cases", keys)
 	}
 }
+
+// FuzzKeyKindIsOpeningWhole: whatever bytes are at a destination with a
+// .parquet name, judging it by its footer's stage item alone gives what
+// opening it whole gives (the walker never panics, loops or allocates by
+// a length it read; when unsure it leaves the answer to Open).
+func FuzzKeyKindIsOpeningWhole(f *testing.F) {
+	dir := f.TempDir()
+	for i, meta := range []Meta{{"stage": "key", "codebook": "abc"}, {"stage": "decrypt"}, {}} {
+		p := filepath.Join(dir, "seed"+string(rune('a'+i))+".parquet")
+		w, err := Create(p, StringSchema([]string{"a"}), meta, WriteOptions{})
+		if err != nil {
+			f.Fatal(err)
+		}
+		bb := NewBatchBuilder(StringSchema([]string{"a"}))
+		bb.AppendStrings([]string{"x"})
+		if err := w.Write(bb.NewBatch()); err != nil {
+			f.Fatal(err)
+		}
+		if err := w.Commit(); err != nil {
+			f.Fatal(err)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		p := filepath.Join(t.TempDir(), "out.parquet")
+		if err := os.WriteFile(p, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if got, want := keyKind(p), keyKindByOpening(p); got != want {
+			t.Errorf("keyKind %v, opened whole %v", got, want)
+		}
+	})
+}
