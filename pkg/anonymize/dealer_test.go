@@ -121,9 +121,10 @@ func TestDealerMatchesReference(t *testing.T) {
 // value) took about 150 bytes a value at 4M rows (~47 rows a value, ~4
 // types a value); a flat one with 8 bytes a value (offset, total) and 6 a
 // (value, type) pair 32; a 32-bit word a pair and the offset alone 20;
-// 24-bit pairs (67k types: 17 bits of type, 7 of count) take 16 here. The
-// guard, 18 bytes a value, fails on the 32-bit pairs; the measure is
-// deterministic up to the allocator's size classes.
+// 24-bit pairs (67k types: 17 bits of type, 7 of count) 16, and with
+// 2-byte offsets 14 here. The guard, 15 bytes a value, fails on 4-byte
+// offsets or 32-bit pairs; the measure is deterministic up to the
+// allocator's size classes.
 func TestDealerBytesPerValue(t *testing.T) {
 	const v, l, rows = 85_000, 5, 4_000_000
 	counts := make([]int64, v)
@@ -145,8 +146,8 @@ func TestDealerBytesPerValue(t *testing.T) {
 	per := float64(after.HeapAlloc-before.HeapAlloc) / v
 	pairs := float64(d.pair.len()) / v
 	t.Logf("Dealer: %.1f bytes a value (%d types, %.1f types a value)", per, len(s.Types), pairs)
-	if per > 18 {
-		t.Errorf("Dealer holds %.1f bytes a value on %d values, more than 18", per, v)
+	if per > 15 {
+		t.Errorf("Dealer holds %.1f bytes a value on %d values, more than 15", per, v)
 	}
 }
 
@@ -217,6 +218,41 @@ func TestWordsRoundTrip(t *testing.T) {
 		}
 		if got := w.uint32s(); !slices.Equal(got, want) {
 			t.Fatalf("narrow %v: uint32s differs", narrow)
+		}
+	}
+}
+
+// TestOffsetsBothForms: offsets give back every entry of the array they
+// were made of, compressed (every block of offsetBlock entries spans less
+// than 2^16) or not (one block spans more), at block boundaries too.
+func TestOffsetsBothForms(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	for _, tc := range []struct {
+		name       string
+		gap        int  // largest step between entries
+		compressed bool // the form expected
+	}{
+		{"small steps", 40, true},
+		{"a block past 2^16", 1 << 12, false},
+	} {
+		off := make([]uint32, 5*offsetBlock+3)
+		for i := 1; i < len(off); i++ {
+			off[i] = off[i-1] + uint32(r.IntN(tc.gap+1))
+		}
+		if tc.compressed && off[offsetBlock] >= 1<<16 {
+			t.Fatalf("%s: the test's steps are too large", tc.name)
+		}
+		o := newOffsets(slices.Clone(off))
+		if got := o.all == nil; got != tc.compressed {
+			t.Fatalf("%s: compressed %v, want %v", tc.name, got, tc.compressed)
+		}
+		if o.values() != len(off)-1 {
+			t.Fatalf("%s: %d values, want %d", tc.name, o.values(), len(off)-1)
+		}
+		for i, x := range off {
+			if got := o.at(uint32(i)); got != x {
+				t.Fatalf("%s: entry %d is %d, want %d", tc.name, i, got, x)
+			}
 		}
 	}
 }

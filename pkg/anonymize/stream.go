@@ -82,7 +82,8 @@ func (r *Reservoir) Drop(d int, rnd *rand.Rand) (rows []int64, vals [][]uint32, 
 // each value one count per type (a tree when the value has several types).
 //
 // Memory: the (value, type) pairs live in one flat array indexed by value
-// (compressed rows: off[v]..off[v+1]), a word a pair and 4 bytes a value:
+// (compressed rows: off[v]..off[v+1]), a word a pair and 2 bytes a value
+// (offsets):
 // a pair's word holds its type in the high bits and its remaining slots in
 // the low ones, as many as the types leave, and is of 24 bits (3 bytes)
 // when the types leave the counts at least 4 (at most 2^20 types) and
@@ -92,8 +93,8 @@ func (r *Reservoir) Drop(d int, rnd *rand.Rand) (rows []int64, vals [][]uint32, 
 // value at 1M values) rather than stored. The sets a Dealer publishes
 // from, ℓ′ values a type, are of 24 bits too when all values are (Plan
 // with DivertOnly). So a column of 1M values at 4M rows under the random
-// grouping (491k types, 19 bits of type, 5 of count) holds 4 + 3·2.5
-// bytes a value plus 3ℓ′ bytes a type: 19 bytes a value all told, where a
+// grouping (491k types, 19 bits of type, 5 of count) holds 2 + 3·2.5
+// bytes a value plus 3ℓ′ bytes a type: 17 bytes a value all told, where a
 // slice and an urn per value took about 155 for the pairs alone, 6 bytes
 // a pair with 8 a value and 4ℓ′ a type 31, and 32-bit words 23
 // (TestDealerBytesPerValue). Only a value held by more than flatUrnMax
@@ -104,7 +105,7 @@ type Dealer struct {
 	s    *Schedule         // nil once ownSets has copied the sets
 	sets words             // without s: set type t's values are sets[t·ℓ′ : (t+1)·ℓ′]
 	l    int               // ℓ′
-	off  []uint32          // value v's pairs are off[v]..off[v+1]−1
+	off  offsets           // value v's pairs are off.at(v)..off.at(v+1)−1
 	pair words             // per pair: type<<bits | remaining slots (all ones: in big)
 	bits uint              // the low bits of a pair that count its slots
 	big  map[uint32]uint32 // pairs whose remaining slots do not fit their bits: how many
@@ -137,18 +138,19 @@ var dealerTypeBits, dealerWords = 0, 0
 // type t having the values val(t, 0), …, val(t, l−1) and groups(t)
 // groups.
 func newDealer(v, l, n int, val func(t, j int) uint32, groups func(t int) int64) *Dealer {
-	d := &Dealer{l: l, off: make([]uint32, v+1)}
+	d := &Dealer{l: l}
+	off := make([]uint32, v+1)
 	for t := range n {
 		for j := range l {
-			d.off[val(t, j)+1]++
+			off[val(t, j)+1]++
 		}
 	}
 	// off[x+1] becomes the start of x's pairs, then, as they are placed,
 	// their end: the start of x+1's (no second array of cursors).
 	var pairs uint32
 	for x := range v {
-		c := d.off[x+1]
-		d.off[x+1] = pairs
+		c := off[x+1]
+		off[x+1] = pairs
 		pairs += c
 	}
 	typeBits := uint(max(bits.Len32(uint32(max(n, 1)-1)), dealerTypeBits, 1))
@@ -178,24 +180,25 @@ func newDealer(v, l, n int, val func(t, j int) uint32, groups func(t int) int64)
 		g := groups(t)
 		for j := range l {
 			x := val(t, j)
-			i := d.off[x+1]
-			d.off[x+1]++
+			i := off[x+1]
+			off[x+1]++
 			d.pair.put(int(i), uint32(t)<<d.bits)
 			d.setLeft(i, g)
 		}
 	}
 	for x := range v {
-		if m := d.off[x+1] - d.off[x]; m > flatUrnMax {
+		if m := off[x+1] - off[x]; m > flatUrnMax {
 			if d.tree == nil {
 				d.tree = map[uint32]*urn{}
 			}
 			w := make([]int64, m)
 			for i := range w {
-				w[i] = d.slots(d.off[x] + uint32(i))
+				w[i] = d.slots(off[x] + uint32(i))
 			}
 			d.tree[uint32(x)] = newUrnMode(w, false, true)
 		}
 	}
+	d.off = newOffsets(off)
 	return d
 }
 
@@ -243,10 +246,10 @@ var errNoSlot = errors.New("more rows of this value than in the first pass (did 
 // Deal gives a row of value v one of v's remaining slots, drawn uniformly,
 // and returns the slot's set type (an index into the schedule's Types).
 func (d *Dealer) Deal(v uint32, r *rand.Rand) (int, error) {
-	if int(v) >= len(d.off)-1 {
+	if int(v) >= d.off.values() {
 		return 0, fmt.Errorf("value index %d: %w", v, errNoSlot)
 	}
-	lo, hi := d.off[v], d.off[v+1]
+	lo, hi := d.off.at(v), d.off.at(v+1)
 	full := d.full()
 	i := uint32(0)
 	switch n := hi - lo; {
