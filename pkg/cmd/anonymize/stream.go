@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -410,9 +411,15 @@ func (o *Options) runDiverted(in table.Reader, cb *codebook.Codebook) error {
 		return fmt.Errorf("%s: %w", in2.Name(), err)
 	}
 	meter.Done()
-	// The Dealers are garbage now: the output (its metadata) takes their
-	// place, before the shuffle writes to it.
+	// The Dealers are garbage now: the output (its metadata, and as much
+	// again while it is encoded) takes their place, before the shuffle
+	// writes to it. A collection first, so that it reuses their memory
+	// rather than grow the heap to the limit before one: 1M values, peak
+	// RSS 98–100 → 93 MB (anatomy grouping 101–103 → 96), for one
+	// collection of a ~35 MB heap.
 	if lw, ok := fw.(*lateWriter); ok {
+		plan = nil
+		runtime.GC()
 		if err := lw.open(); err != nil {
 			return err
 		}
