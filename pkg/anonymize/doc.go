@@ -83,9 +83,13 @@
 //
 // Memory: the counts (O(V) per column), the reservoir (O(ℓ′)), and per
 // column the schedule and the dealer's remaining slots, O(ℓ′) per distinct
-// value set (about 0.3 KB at ℓ′ = 5): at most min(C(V, ℓ′), N/ℓ′) of them
-// (C(15, 5) = 3003 for Adult's occupation at ℓ′ = 5), and for the random
-// grouping at most T + V + ℓ′ + 1 whatever N (T = 2^14 runs, below).
+// value set (about 0.3 KB at ℓ′ = 5 with the Schedule's SetTypes, 6ℓ′
+// bytes for the Dealer of a Plan told DivertOnly, plus 2 bytes a value:
+// see Dealer): at most min(C(V, ℓ′), N/ℓ′) of them (C(15, 5) = 3003 for
+// Adult's occupation at ℓ′ = 5), and for the random grouping at most
+// T + V + ℓ′ + 1 whatever N (T = 2^14 runs, below). A Plan told
+// DropCounts before Finish computes the schedules in the counts' memory
+// and lets them go.
 //
 // The in-memory Anonymize, Anatomize and NewPartition stay: the figures
 // (scripts/figures) and countquery's Adult tests use them, and they are the

@@ -176,10 +176,10 @@ publishes it at once. They hold the counts and one entry per distinct
 value set (at most C(V, ℓ′) of them for V values; with --grouping random
 also at most 2^14 + V + ℓ′ + 1 whatever the rows, as above 2^14 groups one
 random draw serves a run of consecutive groups). Memory does grow with
-the sensitive column's distinct values, by about 60 to 90 bytes a value
-(the codebook, the counts and the set types); on 4M rows, 78 MB at 80k
-values, 79 MB at 300k, 87 MB at 500k and 117 MB at 1M (78, 87, 102 and
-130 MB with --grouping anatomy). Past 128k values the shuffle's budget below gives way to the
+the sensitive column's distinct values, by about 35 to 40 bytes a value
+(the codebook, ~16, and the set types and free places, 17 at 1M values,
+24 with --grouping anatomy); on 4M rows, peak RSS 77 MB at 300k values
+and 90 to 94 MB at 1M, either grouping (CSV output). Past 128k values the shuffle's budget below gives way to the
 per-value state, down to 4 MiB. anatomy numbers the
 groups of the rows after a first shuffle and shuffles them again; with
 --keep-order it holds the table instead (about 30 bytes per row) and
