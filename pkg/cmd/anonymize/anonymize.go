@@ -72,6 +72,9 @@ type Options struct {
 	// batchSize is the rows per input batch, 0 for the default (tests vary
 	// it: a seeded run must not depend on it).
 	batchSize int
+	// manyValues: the sensitive columns have more than manyValues values
+	// in all (countPass), and the input batches are half as large.
+	manyValues bool
 }
 
 // anonymizeIntro begins --help's text: then come the mechanisms' sections,
