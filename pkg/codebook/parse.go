@@ -221,46 +221,47 @@ func (p *parser) str(field string) (string, error) {
 // strs reads a list of strings; an empty list gives a non-nil empty slice so
 // that "categories": [] is reported as empty rather than as absent.
 func (p *parser) strs(field string) ([]string, error) {
-	if err := p.delim('[', field+" must be a list of strings"); err != nil {
-		return nil, err
-	}
-	n, _ := p.items()
-	out := make([]string, 0, n)
-	for p.dec.More() {
-		tok, err := p.token()
-		if err != nil {
-			return nil, err
-		}
-		s, ok := tok.(string)
-		if !ok {
-			return nil, p.errorf("%s must be a list of strings, but item #%d is %s", field, len(out)+1, describe(tok))
-		}
+	var out []string
+	err := p.eachString(field, func(n, _ int) { out = make([]string, 0, n) }, func(s string) int {
 		out = append(out, s)
-	}
-	return out, p.delim(']', "")
+		return len(out)
+	})
+	return out, err
 }
 
 // labels reads a list of strings into a labelBuilder, as strs does into
 // a []string: the categories of a column, stored as they are decoded
 // (labelBuilder says why).
 func (p *parser) labels(field string) (*labelBuilder, error) {
-	if err := p.delim('[', field+" must be a list of strings"); err != nil {
-		return nil, err
-	}
 	b := new(labelBuilder)
-	b.grow(p.items())
+	err := p.eachString(field, b.grow, func(s string) int {
+		b.add(s)
+		return b.len()
+	})
+	return b, err
+}
+
+// eachString reads a list of strings: start gets its length and string
+// bytes ahead (items), add each string in turn and returns how many it
+// holds (for errors).
+func (p *parser) eachString(field string, start func(n, strBytes int), add func(string) int) error {
+	if err := p.delim('[', field+" must be a list of strings"); err != nil {
+		return err
+	}
+	start(p.items())
+	held := 0
 	for p.dec.More() {
 		tok, err := p.token()
 		if err != nil {
-			return nil, err
+			return err
 		}
 		s, ok := tok.(string)
 		if !ok {
-			return nil, p.errorf("%s must be a list of strings, but item #%d is %s", field, b.len()+1, describe(tok))
+			return p.errorf("%s must be a list of strings, but item #%d is %s", field, held+1, describe(tok))
 		}
-		b.add(s)
+		held = add(s)
 	}
-	return b, p.delim(']', "")
+	return p.delim(']', "")
 }
 
 // items counts the items of the JSON array whose '[' the decoder has just
