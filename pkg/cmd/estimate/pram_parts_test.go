@@ -10,6 +10,27 @@ import (
 	"github.com/pramkit/pramkit/pkg/table"
 )
 
+// readCSV reads a CSV table the fixture wrote (cells without commas or
+// quotes): its header, rows and metadata.
+func (f *pramFixture) readCSV(path string) (header []string, rows [][]string, meta table.Meta) {
+	f.t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	r, err := table.Open(path, table.ReadOptions{})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	meta = r.Meta()
+	r.Close()
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	for _, l := range lines[1:] {
+		rows = append(rows, strings.Split(l, ","))
+	}
+	return strings.Split(lines[0], ","), rows, meta
+}
+
 // pramSplit writes rows in len(names) contiguous parts, each with meta.
 func (f *pramFixture) split(header []string, rows [][]string, meta table.Meta, names ...string) []string {
 	var out []string
@@ -78,22 +99,8 @@ func TestPRAMPartsRefused(t *testing.T) {
 	c1 := f.path("c1.csv")
 	pramMustRun(t, NewCmd, "--tabulate", parts[0], "-o", c1)
 	countsOf := func(name string, edit func([]string) []string) string {
-		b, err := os.ReadFile(c1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		r, err := table.Open(c1, table.ReadOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		meta := r.Meta()
-		r.Close()
-		lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-		var rows [][]string
-		for _, l := range lines[1:] {
-			rows = append(rows, strings.Split(l, ","))
-		}
-		return f.write(name, edit(strings.Split(lines[0], ",")), func() [][]string {
+		header, rows, meta := f.readCSV(c1)
+		return f.write(name, edit(header), func() [][]string {
 			rows[0] = edit(rows[0])
 			return rows
 		}(), meta)

@@ -3,7 +3,6 @@ package estimate
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 
@@ -37,24 +36,10 @@ func pramWideRelease(t *testing.T, f *pramFixture, ku, kv, m int) (whole string,
 	parts = f.split([]string{"u", "v"}, rows, meta, "w1.csv", "w2.csv", "w3.csv")
 	tab := f.path("w2-tab.csv")
 	pramMustRun(t, NewCmd, "--tabulate", parts[1], "-o", tab)
-	b, err := os.ReadFile(tab)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := table.Open(tab, table.ReadOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tabMeta := r.Meta()
-	r.Close()
-	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-	var counted [][]string
-	for _, l := range lines[1:] {
-		counted = append(counted, strings.Split(l, ","))
-	}
+	header, counted, tabMeta := f.readCSV(tab)
 	// A value no row has, with an explicit zero count.
 	counted = append(counted, []string{fmt.Sprint("u", ku-1), fmt.Sprint("v", kv-1), "0"})
-	tab = f.write("w2-counts.csv", []string{"u", "v", "count"}, counted, tabMeta)
+	tab = f.write("w2-counts.csv", header, counted, tabMeta)
 	parts[1] = tab
 	return whole, parts
 }
