@@ -455,19 +455,24 @@ func (p *Plan) Finish(r *rand.Rand) error {
 			p.counts[k][x]--
 		}
 	}
-	for k, c := range p.counts {
+	for k := range p.counts {
+		// With dropCounts the counts are the schedule's working memory
+		// and end zero: nothing holds them past it (c is not used after
+		// the call), so that they are not kept beside the sets and the
+		// Dealer being built (8 MB at 1M values).
+		c, v := p.counts[k], len(p.counts[k])
+		if p.dropCounts {
+			p.counts[k] = nil
+		}
 		if p.divertOnly {
 			// Sets of 24-bit values unless Sets must return the Dealer's
 			// own array (KeepGroupBase: anonymize --mechanism anatomy).
-			narrow := !p.keepBase && len(c)-1 <= maxU24
+			narrow := !p.keepBase && v-1 <= maxU24
 			f, err := newFlatSets(c, p.l, p.grouping, r, p.dropCounts, narrow)
 			if err != nil {
 				return fmt.Errorf("anonymize.Plan.Finish: sensitive column %d: %w", k, err)
 			}
-			if p.dropCounts {
-				p.counts[k] = nil // zero now: the next column's schedule may use the memory
-			}
-			p.dealers = append(p.dealers, newFlatDealer(len(c), p.l, f))
+			p.dealers = append(p.dealers, newFlatDealer(v, p.l, f))
 			if p.keepBase {
 				// The numbers of the groups before each type.
 				base := make([]int64, len(f.groups))
@@ -483,11 +488,8 @@ func (p *Plan) Finish(r *rand.Rand) error {
 		if err != nil {
 			return fmt.Errorf("anonymize.Plan.Finish: sensitive column %d: %w", k, err)
 		}
-		if p.dropCounts {
-			p.counts[k] = nil
-		}
 		types, values := b.flatTypes()
-		s := &Schedule{L: p.l, V: len(c), Grouping: p.grouping, Types: types, values: values}
+		s := &Schedule{L: p.l, V: v, Grouping: p.grouping, Types: types, values: values}
 		p.Schedules = append(p.Schedules, s)
 		p.dealers = append(p.dealers, NewDealer(s))
 	}
