@@ -223,12 +223,7 @@ func (t *thriftWalk) skip(typ byte, depth int) error {
 			return e
 		}
 		for range size {
-			if etyp == thriftTrue || etyp == thriftFalse {
-				_, err = t.r.ReadByte()
-			} else {
-				err = t.skip(etyp, depth+1)
-			}
-			if err != nil {
+			if err := t.skipElement(etyp, depth+1); err != nil {
 				return err
 			}
 		}
@@ -246,12 +241,7 @@ func (t *thriftWalk) skip(typ byte, depth int) error {
 		}
 		for range size {
 			for _, et := range []byte{kv >> 4, kv & 0x0f} {
-				if et == thriftTrue || et == thriftFalse {
-					_, err = t.r.ReadByte()
-				} else {
-					err = t.skip(et, depth+1)
-				}
-				if err != nil {
+				if err := t.skipElement(et, depth+1); err != nil {
 					return err
 				}
 			}
@@ -262,6 +252,16 @@ func (t *thriftWalk) skip(typ byte, depth int) error {
 		err = errors.New("unknown thrift type")
 	}
 	return err
+}
+
+// skipElement reads past an element of a list, set or map of type typ: a
+// boolean element takes a byte of its own, unlike a boolean field.
+func (t *thriftWalk) skipElement(typ byte, depth int) error {
+	if typ == thriftTrue || typ == thriftFalse {
+		_, err := t.r.ReadByte()
+		return err
+	}
+	return t.skip(typ, depth)
 }
 
 // sidecarStage is decodeSidecarFull(b).Meta["stage"], and whether it
