@@ -281,6 +281,60 @@ func TestBatchRowsEnvSetsTheDefaultBatchSize(t *testing.T) {
 	}
 }
 
+// TestLowerCSVBatchRows: a CSV reader told before it starts reads batches
+// of the lower size, all the rows in order; one that has started, or a
+// higher size, is left as it is.
+func TestLowerCSVBatchRows(t *testing.T) {
+	header, rows, _ := pipeRows(100)
+	p := filepath.Join(t.TempDir(), "t.csv")
+	writeRows(t, p, header, rows, nil, WriteOptions{})
+	for _, c := range []struct {
+		rows    int
+		started bool
+		ok      bool
+		want    int64
+	}{{7, false, true, 7}, {1000, false, false, 100}, {0, false, false, 100}, {7, true, false, 100}} {
+		r, err := Open(p, ReadOptions{BatchSize: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.started {
+			if _, err := r.Next(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if ok := LowerCSVBatchRows(r, c.rows); ok != c.ok {
+			t.Errorf("%+v: LowerCSVBatchRows = %v", c, ok)
+		}
+		if c.started {
+			r.Close()
+			continue
+		}
+		var got [][]string
+		var first int64
+		for {
+			rec, err := r.Next()
+			if err != nil {
+				break
+			}
+			if first == 0 {
+				first = rec.NumRows()
+			}
+			for i := range int(rec.NumRows()) {
+				var row []string
+				for j := range int(rec.NumCols()) {
+					row = append(row, ValuesOf(rec.Column(j)).String(i))
+				}
+				got = append(got, row)
+			}
+		}
+		r.Close()
+		if first != c.want || !reflect.DeepEqual(got, rows) {
+			t.Errorf("%+v: first batch of %d rows (want %d), rows equal: %v", c, first, c.want, reflect.DeepEqual(got, rows))
+		}
+	}
+}
+
 // TestParquetReaderClosedEarlyStopsDecoding closes Parquet readers after
 // one batch, and after none: the decoding goroutine ends, and a second
 // Close is harmless.

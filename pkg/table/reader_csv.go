@@ -329,6 +329,20 @@ func (c *csvReader) fileCol(i int) int {
 	return c.sel[i]
 }
 
+// LowerCSVBatchRows makes r, a CSV reader that has not started reading,
+// read batches of at most rows rows (its chunks in flight shrink with
+// them), for a caller that learns after opening r that its own state
+// takes most of the memory (estimate, with a codebook of a million
+// labels). It reports whether it did.
+func LowerCSVBatchRows(r Reader, rows int) bool {
+	c, ok := r.(*csvReader)
+	if !ok || c.pipe != nil || c.done || c.err != nil || rows < 1 || rows >= c.batch {
+		return false
+	}
+	c.batch = rows
+	return true
+}
+
 // ReuseCSVBuffers turns ReadOptions.ReuseBuffers on for r when r is a CSV
 // reader that has not started reading, for a caller that opened r before
 // it knew it would keep nothing of a batch past its release (estimate
