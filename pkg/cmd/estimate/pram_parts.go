@@ -96,7 +96,7 @@ func (t *pramTally) close() {
 // counts returns the whole tally in memory (not for a spilled one).
 func (t *pramTally) counts() (estimate.Counts, error) {
 	if t.runs != nil {
-		return estimate.Counts{}, fmt.Errorf("estimate: internal error: the counts were spilled to disk")
+		return estimate.Counts{}, fmt.Errorf("internal error: the counts were spilled to disk")
 	}
 	if t.dense != nil {
 		return estimate.CountsFromDense(t.dense)

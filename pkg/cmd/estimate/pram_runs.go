@@ -53,13 +53,13 @@ func (r *pramRuns) spill(m map[uint64]int64) error {
 	if r.f == nil {
 		f, err := os.CreateTemp("", "pramkit-estimate-*")
 		if err != nil {
-			return fmt.Errorf("estimate: a temporary file for the counts: %w (set TMPDIR to a directory with room)", err)
+			return fmt.Errorf("a temporary file for the counts: %w (set TMPDIR to a directory with room)", err)
 		}
 		// Unlinked at once: the file lives while it is open, and goes
 		// when the process ends, however it ends.
 		if err := os.Remove(f.Name()); err != nil {
 			f.Close()
-			return fmt.Errorf("estimate: %w", err)
+			return fmt.Errorf("the temporary file for the counts: %w", err)
 		}
 		r.f, r.w = f, bufio.NewWriterSize(f, 1<<16)
 	}
@@ -76,7 +76,7 @@ func (r *pramRuns) spill(m map[uint64]int64) error {
 		k := binary.PutUvarint(tmp[:], g-prev)
 		k += binary.PutUvarint(tmp[k:], uint64(m[g]))
 		if _, err := r.w.Write(tmp[:k]); err != nil {
-			return fmt.Errorf("estimate: writing the counts to a temporary file: %w (set TMPDIR to a directory with room)", err)
+			return fmt.Errorf("writing the counts to a temporary file: %w (set TMPDIR to a directory with room)", err)
 		}
 		r.size += int64(k)
 		prev = g
@@ -114,7 +114,7 @@ func (u *pramRun) advance() error {
 	}
 	n, err2 := binary.ReadUvarint(u.r)
 	if err != nil || err2 != nil {
-		return fmt.Errorf("estimate: reading back the counts from the temporary file: %w", errors.Join(err, err2))
+		return fmt.Errorf("reading back the counts from the temporary file: %w", errors.Join(err, err2))
 	}
 	u.g += d
 	u.n = int64(n)
@@ -161,7 +161,7 @@ func (t *pramTally) cells() (*pramCells, error) {
 	}
 	r := t.runs
 	if err := r.w.Flush(); err != nil {
-		return nil, fmt.Errorf("estimate: writing the counts to a temporary file: %w", err)
+		return nil, fmt.Errorf("writing the counts to a temporary file: %w", err)
 	}
 	c := &pramCells{}
 	var start int64

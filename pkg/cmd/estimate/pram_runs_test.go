@@ -3,6 +3,7 @@ package estimate
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 
@@ -108,5 +109,24 @@ func TestPRAMSpilledTabulateIsTheHeldOne(t *testing.T) {
 	pramSpillAt = 7
 	if got := pramMustRun(t, NewCmd, append([]string{"--tabulate"}, parts...)...); got != wantParts {
 		t.Errorf("spilled tabulate of parts differs:\n%.600s\nwant\n%.600s", got, wantParts)
+	}
+}
+
+// TestPRAMSpillWithoutRoomFailsCleanly: when the counts must spill and
+// $TMPDIR cannot take them, estimate fails with one line that says to set
+// TMPDIR, and writes no table.
+func TestPRAMSpillWithoutRoomFailsCleanly(t *testing.T) {
+	defer func(s int) { pramSpillAt = s }(pramSpillAt)
+	f := newPRAMFixture(t)
+	whole, _ := pramWideRelease(t, f, 1100, 1000, 3000)
+	pramSpillAt = 7
+	t.Setenv("TMPDIR", f.path("no-such-dir"))
+	out := f.path("est.csv")
+	_, err := pramTryRun(NewCmd, whole, "-o", out)
+	if err == nil || !strings.Contains(err.Error(), "set TMPDIR") || strings.Contains(err.Error(), "estimate: estimate:") || strings.Count(strings.TrimSpace(err.Error()), "\n") > 0 {
+		t.Errorf("err = %v, want one line saying to set TMPDIR, named once", err)
+	}
+	if _, serr := os.Stat(out); serr == nil {
+		t.Errorf("%s was written", out)
 	}
 }
