@@ -209,7 +209,7 @@ func (s *store) ioError(err error) error {
 			dir = os.TempDir()
 		}
 	}
-	return fmt.Errorf("sample: keeping the sample's rows in temporary files in %s (set TMPDIR to a folder with room): %w", dir, err)
+	return fmt.Errorf("keeping the sample's rows in temporary files in %s (set TMPDIR to a folder with room): %w", dir, err)
 }
 
 // each calls f with the kept rows in (priority, index) order until f

@@ -158,14 +158,14 @@ func (o *Options) writeLocalReport(rep *localReport) error {
 func localSummaryMeta(summary any) (table.Meta, error) {
 	js, err := json.Marshal(summary)
 	if err != nil {
-		return nil, fmt.Errorf("estimate: summary: %w", err)
+		return nil, fmt.Errorf("summary: %w", err)
 	}
 	meta := table.Meta{}
 	var add func(prefix string, obj []byte) error
 	add = func(prefix string, obj []byte) error {
 		var items map[string]json.RawMessage
 		if err := json.Unmarshal(obj, &items); err != nil {
-			return fmt.Errorf("estimate: summary: %w", err)
+			return fmt.Errorf("summary: %w", err)
 		}
 		for k, v := range items {
 			switch v[0] {
@@ -177,7 +177,7 @@ func localSummaryMeta(summary any) (table.Meta, error) {
 			case '"':
 				var s string
 				if err := json.Unmarshal(v, &s); err != nil {
-					return fmt.Errorf("estimate: summary: %w", err)
+					return fmt.Errorf("summary: %w", err)
 				}
 				meta[prefix+k] = s
 			default:

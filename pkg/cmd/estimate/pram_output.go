@@ -101,7 +101,7 @@ func (o *Options) writePRAM(rel *pramRelease, res *pramResult) error {
 	}
 	js, err := json.Marshal(sum)
 	if err != nil {
-		return fmt.Errorf("estimate: summary: %w", err)
+		return fmt.Errorf("summary: %w", err)
 	}
 	toFile := !table.IsStdio(o.Output.Path)
 	if o.JSON {

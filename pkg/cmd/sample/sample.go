@@ -598,7 +598,7 @@ func (o *Options) write(meta table.Meta, names []string, format table.Format, se
 		return err
 	}
 	if wrote != m {
-		return fmt.Errorf("sample: internal error: %d rows drawn for a sample of m = %d", wrote, m)
+		return fmt.Errorf("internal error: %d rows drawn for a sample of m = %d", wrote, m)
 	}
 	if err := rw.Flush(); err != nil {
 		return err
