@@ -24,10 +24,18 @@ func (c Counts) M() int64 {
 	return m
 }
 
+// checkJointSize checks that K is a joint alphabet size, 1 ≤ K ≤ 2^62.
+func checkJointSize(K uint64) error {
+	if K < 1 || K > pram.MaxJointSize {
+		return fmt.Errorf("joint alphabet size K must be in [1, 2^62], got %d", K)
+	}
+	return nil
+}
+
 // validate checks the invariants documented on Counts and returns m.
 func (c Counts) validate() (int64, error) {
-	if c.K < 1 || c.K > pram.MaxJointSize {
-		return 0, fmt.Errorf("joint alphabet size K must be in [1, 2^62], got %d", c.K)
+	if err := checkJointSize(c.K); err != nil {
+		return 0, err
 	}
 	if len(c.Index) != len(c.Count) {
 		return 0, fmt.Errorf("%d indexes but %d counts", len(c.Index), len(c.Count))
@@ -79,8 +87,8 @@ type Counter struct {
 
 // NewCounter returns an empty Counter over a joint alphabet of size K.
 func NewCounter(K uint64) (*Counter, error) {
-	if K < 1 || K > pram.MaxJointSize {
-		return nil, fmt.Errorf("estimate.NewCounter: joint alphabet size K must be in [1, 2^62], got %d", K)
+	if err := checkJointSize(K); err != nil {
+		return nil, fmt.Errorf("estimate.NewCounter: %w", err)
 	}
 	return &Counter{k: K, counts: make(map[uint64]int64)}, nil
 }

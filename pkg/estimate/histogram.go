@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-
-	"github.com/pramkit/pramkit/pkg/pram"
 )
 
 // Histogram is a release's counts up to a relabelling of the cells:
@@ -87,8 +85,8 @@ func (h Histogram) Observed() uint64 {
 
 // validate checks the invariants documented on Histogram and returns m.
 func (h Histogram) validate() (int64, error) {
-	if h.K < 1 || h.K > pram.MaxJointSize {
-		return 0, fmt.Errorf("joint alphabet size K must be in [1, 2^62], got %d", h.K)
+	if err := checkJointSize(h.K); err != nil {
+		return 0, err
 	}
 	if len(h.Count) != len(h.Cells) {
 		return 0, fmt.Errorf("%d counts but %d cell numbers", len(h.Count), len(h.Cells))
