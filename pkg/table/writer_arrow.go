@@ -1,6 +1,8 @@
 package table
 
 import (
+	"io"
+
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 )
@@ -30,7 +32,42 @@ func newArrowWriter(s sink, schema *arrow.Schema, meta Meta, batchRows int) (*ar
 		batchRows = RowGroupRows
 	}
 	full := withMeta(schema, meta)
-	return &arrowWriter{w: ipc.NewWriter(s, ipc.WithSchema(full)), schema: full, batchRows: batchRows, memos: dictMemos(full)}, nil
+	// The ipc.Writer is given the schema without its metadata (it compares
+	// batches' schemas without it): the payloads write the message with it
+	// (arrowPayloads).
+	bare := arrow.NewSchemaWithEndian(full.Fields(), nil, full.Endianness())
+	w := ipc.NewWriterWithPayloadWriter(&arrowPayloads{w: s, schema: full}, ipc.WithSchema(bare))
+	return &arrowWriter{w: w, schema: full, batchRows: batchRows, memos: dictMemos(full)}, nil
+}
+
+// arrowPayloads writes an ipc.Writer's messages as its stream writer does,
+// but for the schema message, which it writes itself, metadata included
+// (writeSchemaMessage): arrow-go's would copy a large metadata several
+// times.
+type arrowPayloads struct {
+	w      io.Writer
+	schema *arrow.Schema
+	sent   bool // the schema message
+}
+
+func (p *arrowPayloads) Start() error { return nil }
+
+// WritePayload writes pl, except the first: ipc.Writer's first payload is
+// always its schema's message, which is replaced with p.schema's.
+func (p *arrowPayloads) WritePayload(pl ipc.Payload) error {
+	if !p.sent {
+		p.sent = true
+		return writeSchemaMessage(p.w, p.schema)
+	}
+	_, err := pl.WritePayload(p.w)
+	return err
+}
+
+// Close ends the stream with the end-of-stream marker: a continuation and
+// a zero length.
+func (p *arrowPayloads) Close() error {
+	_, err := p.w.Write([]byte{0xFF, 0xFF, 0xFF, 0xFF, 0, 0, 0, 0})
+	return err
 }
 
 // write copies rec's rows into the batch being gathered and writes each
