@@ -2,6 +2,7 @@ package table
 
 import (
 	"bytes"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -22,14 +23,15 @@ import (
 type Coder struct {
 	lookup func(label string) (uint32, error)
 
-	// The dictionary mapped last: a copy of its labels' bytes and offsets,
-	// to recognise it in the next batch, and the code (or error) of each
-	// entry.
-	dictData  []byte
-	dictOffs  []int32
-	dictValid bool
+	// The dictionary mapped last, retained, and the code of each entry:
+	// dictErrs holds the error of each entry that has none (its dictCodes
+	// entry is noCode). Retained, not copied, to recognise it in the next
+	// batch: its buffers cannot be freed, hence not reused, while held.
+	// At 1M labels the copy was ~10 MB and an error per entry 16 MB, in
+	// each worker's Coder: estimate on an Arrow release took 213–240 MB.
+	dict      arrow.Array
 	dictCodes []uint32
-	dictErrs  []error
+	dictErrs  map[int]error
 
 	// Codes of integer cells seen so far (capped, for columns of a few
 	// distinct numbers such as a Parquet int32 "age").
@@ -174,10 +176,13 @@ func (c *Coder) dictionary(dst []uint32, d *array.Dictionary, off int) (int, err
 		vals := idx.Int32Values()[off : off+len(dst)]
 		for i, k := range vals {
 			// validateBatch checked 0 ≤ k < len(dictionary).
-			if err := c.dictErrs[k]; err != nil {
-				return i, err
+			code := c.dictCodes[k]
+			if code == noCode {
+				if err := c.dictErrs[int(k)]; err != nil {
+					return i, err
+				}
 			}
-			dst[i] = c.dictCodes[k]
+			dst[i] = code
 		}
 		return -1, nil
 	}
@@ -190,49 +195,74 @@ func (c *Coder) dictionary(dst []uint32, d *array.Dictionary, off int) (int, err
 			continue
 		}
 		k := d.GetValueIndex(off + i)
-		if err := c.dictErrs[k]; err != nil {
-			return i, err
+		code := c.dictCodes[k]
+		if code == noCode {
+			if err := c.dictErrs[k]; err != nil {
+				return i, err
+			}
 		}
-		dst[i] = c.dictCodes[k]
+		dst[i] = code
 	}
 	return -1, nil
 }
 
+// noCode marks a dictionary entry that may have no code: its error, if it
+// has one, is in Coder.dictErrs (a real code of that value has none).
+const noCode = math.MaxUint32
+
 // mapDictionary looks up every entry of dict, unless dict holds the same
 // labels as the dictionary mapped last.
 func (c *Coder) mapDictionary(dict arrow.Array) {
-	str, isStr := dict.(*array.String)
-	if isStr && str.NullN() == 0 {
-		offs := str.ValueOffsets()
-		data := str.ValueBytes()[offs[0]:offs[len(offs)-1]]
-		if c.dictValid && bytes.Equal(data, c.dictData) && sameOffsets(offs, c.dictOffs) {
-			return
-		}
-		c.dictData = append(c.dictData[:0], data...)
-		c.dictOffs = c.dictOffs[:0]
-		for _, o := range offs {
-			c.dictOffs = append(c.dictOffs, o-offs[0])
-		}
-		c.dictValid = true
-	} else {
-		c.dictValid = false
+	if c.dict != nil && sameLabels(dict, c.dict) {
+		return
 	}
+	if c.dict != nil {
+		c.dict.Release()
+	}
+	dict.Retain()
+	c.dict = dict
 	n := dict.Len()
 	c.dictCodes = slices.Grow(c.dictCodes[:0], n)[:n]
-	c.dictErrs = slices.Grow(c.dictErrs[:0], n)[:n]
+	clear(c.dictErrs)
 	vs := ValuesOf(dict)
 	for k := range n {
-		c.dictCodes[k], c.dictErrs[k] = c.lookup(vs.String(k))
+		code, err := c.lookup(vs.String(k))
+		if err != nil {
+			if c.dictErrs == nil {
+				c.dictErrs = make(map[int]error)
+			}
+			c.dictErrs[k] = err
+			code = noCode
+		}
+		c.dictCodes[k] = code
 	}
 }
 
-// sameOffsets reports whether offs, rebased to start at 0, equal base.
+// sameLabels reports whether dictionaries a and b are string arrays
+// without nulls of the same labels in the same order (others are never
+// the same: they are mapped again).
+func sameLabels(a, b arrow.Array) bool {
+	sa, ok := a.(*array.String)
+	sb, ok2 := b.(*array.String)
+	if !ok || !ok2 || sa.NullN() != 0 || sb.NullN() != 0 || sa.Len() != sb.Len() {
+		return false
+	}
+	if sa.Len() == 0 {
+		return true
+	}
+	oa, ob := sa.ValueOffsets(), sb.ValueOffsets()
+	return bytes.Equal(sa.ValueBytes()[oa[0]:oa[len(oa)-1]], sb.ValueBytes()[ob[0]:ob[len(ob)-1]]) &&
+		sameOffsets(oa, ob)
+}
+
+// sameOffsets reports whether offs and base, each rebased to start at 0,
+// are equal.
 func sameOffsets(offs, base []int32) bool {
 	if len(offs) != len(base) {
 		return false
 	}
 	for i, o := range offs {
-		if o-offs[0] != base[i] {
+		if o-offs[0] != base[i]-base[0] {
 			return false
 		}
 	}

@@ -296,3 +296,62 @@ func TestParquetDictionaryReadMatchesIndependentReader(t *testing.T) {
 		t.Fatalf("%d rows, want %d", row, len(rows))
 	}
 }
+
+// dictColumn returns a dictionary column of indices idx over labels,
+// made in mem.
+func dictColumn(mem memory.Allocator, labels []string, idx ...int32) *array.Dictionary {
+	sb := array.NewStringBuilder(mem)
+	defer sb.Release()
+	sb.AppendValues(labels, nil)
+	dict := sb.NewArray()
+	defer dict.Release()
+	ib := array.NewInt32Builder(mem)
+	defer ib.Release()
+	ib.AppendValues(idx, nil)
+	ind := ib.NewArray()
+	defer ind.Release()
+	return array.NewDictionaryArray(&arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int32, ValueType: arrow.BinaryTypes.String}, ind, dict)
+}
+
+// TestCoderMapsEachDictionaryOnce: a Coder looks a dictionary's labels
+// up once, and not again for a later batch's dictionary of the same
+// labels (another array, the first one released); a dictionary of other
+// labels, even of the same lengths, is looked up again. An entry with no
+// code is an error only at the cells that use it, and a label whose code
+// is noCode's value is coded. The dictionary is held until the next one
+// is mapped, so that its memory is not reused under the comparison.
+func TestCoderMapsEachDictionaryOnce(t *testing.T) {
+	codes := map[string]uint32{"a": 0, "b": 1, "big": noCode, "c": 2}
+	var lookups int
+	c := NewCoder(func(s string) (uint32, error) {
+		lookups++
+		if code, ok := codes[s]; ok {
+			return code, nil
+		}
+		return 0, &UnknownLabelError{Label: s}
+	})
+	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
+	code := func(labels []string, idx ...int32) ([]uint32, int, error) {
+		col := dictColumn(mem, labels, idx...)
+		defer col.Release()
+		dst := make([]uint32, len(idx))
+		bad, err := c.Codes(dst, col, 0)
+		return dst, bad, err
+	}
+	dst, bad, err := code([]string{"a", "zz", "big", "b"}, 0, 2, 3, 2)
+	if bad >= 0 || fmt.Sprint(dst) != fmt.Sprint([]uint32{0, noCode, 1, noCode}) || lookups != 4 {
+		t.Fatalf("codes %v, bad %d %v, %d lookups; want [0 max 1 max], none, 4", dst, bad, err, lookups)
+	}
+	if mem.CurrentAlloc() == 0 {
+		t.Error("the mapped dictionary is not held once its batch is released")
+	}
+	_, bad, err = code([]string{"a", "zz", "big", "b"}, 3, 1)
+	var ue *UnknownLabelError
+	if bad != 1 || !errors.As(err, &ue) || ue.Label != "zz" || lookups != 4 {
+		t.Errorf("same labels again: bad %d, %v, %d lookups; want cell 1 unknown \"zz\", still 4", bad, err, lookups)
+	}
+	dst, bad, _ = code([]string{"a", "zz", "big", "c"}, 3, 0)
+	if bad >= 0 || dst[0] != 2 || dst[1] != 0 || lookups != 8 {
+		t.Errorf("other labels: codes %v, bad %d, %d lookups; want [2 0], none, 8", dst, bad, lookups)
+	}
+}
