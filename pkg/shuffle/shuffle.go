@@ -133,7 +133,8 @@ type Options struct {
 	// os.TempDir().
 	Dir string
 	// BatchRows is the number of rows per emitted batch. Default
-	// table.DefaultBatchSize/2: the batches being decoded, handed over and
+	// table.DefaultBatchSize/2, or as many rows as fit in
+	// table.GroupBytes/2 when fewer (table.RowsWithin): the batches being decoded, handed over and
 	// encoded (a Parquet writer copies one) are most of what an emitting
 	// shuffle holds, and half-size batches took anonymize's and bitflip's
 	// peak RSS from about 100 to 91 MB on 1M rows, at no cost in time.
@@ -262,7 +263,10 @@ func New(schema *arrow.Schema, r *rand.Rand, opt Options) (*Shuffler, error) {
 		opt.Buckets = DefaultBuckets
 	}
 	if opt.BatchRows == 0 {
-		opt.BatchRows = table.DefaultBatchSize / 2
+		// Fewer rows for a wide table (bitflip's one-hot reports, an
+		// int32 column a bit): a batch is decoded, handed over and
+		// copied by the writer, so its cells, not its rows, are bounded.
+		opt.BatchRows = table.RowsWithin(schema, table.GroupBytes/2, table.DefaultBatchSize/2)
 	}
 	switch {
 	case opt.Budget < 0:

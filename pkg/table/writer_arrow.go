@@ -11,7 +11,8 @@ import (
 // a table from one pramkit tool to the next.
 //
 // Like the Parquet writer's row groups, its record batches hold exactly
-// batchRows rows (RowGroupRows unless a test asks otherwise), the last one
+// batchRows rows (RowGroupRows, fewer for a wide table (RowsWithin),
+// unless a test asks otherwise), the last one
 // the rest: the rows are copied into a rowGroupBuf, once each, so the
 // stream's bytes depend on its rows only, not on the batches the stage
 // wrote (issue 11: a seeded run gives the same bytes at any core count and
@@ -29,7 +30,7 @@ type arrowWriter struct {
 
 func newArrowWriter(s sink, schema *arrow.Schema, meta Meta, batchRows int) (*arrowWriter, error) {
 	if batchRows <= 0 {
-		batchRows = RowGroupRows
+		batchRows = RowsWithin(schema, GroupBytes, RowGroupRows)
 	}
 	full := withMeta(schema, meta)
 	// The ipc.Writer is given the schema without its metadata (it compares

@@ -1,0 +1,90 @@
+package table
+
+import (
+	"bytes"
+	"fmt"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+)
+
+// int32Schema is a schema of n int32 columns b0…b{n−1}, as bitflip's
+// reports of n bits.
+func int32Schema(n int) *arrow.Schema {
+	fs := make([]arrow.Field, n)
+	for j := range fs {
+		fs[j] = arrow.Field{Name: fmt.Sprintf("b%d", j), Type: arrow.PrimitiveTypes.Int32}
+	}
+	return arrow.NewSchema(fs, nil)
+}
+
+// TestRowsWithinBoundsAGroupsCells: a group of a narrow table keeps its
+// rows (every stage's output on the bench: 17 bits, 7 strings); a wide
+// one is cut to the rows whose cells fit the bytes, never below 64 rows.
+func TestRowsWithinBoundsAGroupsCells(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		schema *arrow.Schema
+		bytes  int
+		want   int
+	}{
+		{"17 bits", int32Schema(17), GroupBytes, RowGroupRows},
+		{"32 bits", int32Schema(32), GroupBytes, RowGroupRows},
+		{"200 bits", int32Schema(200), GroupBytes, GroupBytes / 800},
+		{"8 strings", StringSchema([]string{"a", "b", "c", "d", "e", "f", "g", "h"}), GroupBytes, RowGroupRows},
+		{"15 strings", StringSchema([]string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m", "n", "o"}), GroupBytes, GroupBytes / 240},
+		{"a million bits", int32Schema(1 << 20), GroupBytes, 64},
+		{"no columns", arrow.NewSchema(nil, nil), GroupBytes, RowGroupRows},
+	} {
+		if got := RowsWithin(c.schema, c.bytes, RowGroupRows); got != c.want {
+			t.Errorf("%s: RowsWithin = %d rows, want %d", c.name, got, c.want)
+		}
+	}
+	if got := RowsWithin(int32Schema(1<<20), GroupBytes, 10); got != 10 {
+		t.Errorf("the floor of 64 rows passes the most asked (10): %d", got)
+	}
+}
+
+// TestWideArrowBatchesAreBounded: an Arrow output of 300 int32 columns
+// goes out in record batches of RowsWithin rows (~7,000, 8 MiB of cells),
+// not RowGroupRows (78 MB of cells, held up to twice while written).
+func TestWideArrowBatchesAreBounded(t *testing.T) {
+	const L, n = 300, 20000
+	schema := int32Schema(L)
+	var buf bytes.Buffer
+	w, err := Create("-", schema, nil, WriteOptions{Format: Arrow, Stdout: &buf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	block := Block(L, n)
+	for j := range block {
+		for i := range block[j] {
+			block[j][i] = uint32((i + j) & 1)
+		}
+	}
+	rec := Int32Batch(schema, block, n)
+	if err := w.Write(rec); err != nil {
+		t.Fatal(err)
+	}
+	rec.Release()
+	if err := w.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	r, err := ipc.NewReader(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Release()
+	per, rows, batches := GroupBytes/(4*L), 0, 0
+	for r.Next() {
+		k := int(r.RecordBatch().NumRows())
+		if k != min(per, n-rows) {
+			t.Errorf("a batch of %d rows at row %d, want %d", k, rows, min(per, n-rows))
+		}
+		rows, batches = rows+k, batches+1
+	}
+	if want := (n + per - 1) / per; rows != n || batches != want {
+		t.Errorf("%d rows in %d batches, want %d in %d", rows, batches, n, want)
+	}
+}
