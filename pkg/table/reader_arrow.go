@@ -44,7 +44,9 @@ func openArrowStream(name string, f *os.File, br *bufio.Reader, opt ReadOptions)
 		}
 		return nil, err
 	}
-	return &arrowStreamReader{name: name, f: f, r: r, schema: withMeta(projectSchema(s, sel), nil), sel: sel, meta: metaFromSchema(s)}, nil
+	meta := metaFromSchema(s)
+	forgetSchemaMeta(s)
+	return &arrowStreamReader{name: name, f: f, r: r, schema: withMeta(projectSchema(s, sel), nil), sel: sel, meta: meta}, nil
 }
 
 func (a *arrowStreamReader) Name() string          { return a.name }
@@ -121,7 +123,9 @@ func openArrowFile(name string, f *os.File, br *bufio.Reader, opt ReadOptions) (
 		sf.Close()
 		return nil, err
 	}
-	return &arrowFileReader{name: name, f: sf, r: r, schema: withMeta(projectSchema(s, sel), nil), sel: sel, meta: metaFromSchema(s)}, nil
+	meta := metaFromSchema(s)
+	forgetSchemaMeta(s)
+	return &arrowFileReader{name: name, f: sf, r: r, schema: withMeta(projectSchema(s, sel), nil), sel: sel, meta: meta}, nil
 }
 
 func (a *arrowFileReader) Name() string          { return a.name }
@@ -159,6 +163,24 @@ func (a *arrowFileReader) Close() error {
 	}
 	a.r.Close()
 	return a.f.Close()
+}
+
+// forgetSchemaMeta empties the pramkit items of the schema an ipc reader
+// decoded, once they are in the reader's Meta, as forgetFooterMeta does
+// for a Parquet footer: the ipc reader keeps its schema as long as it
+// lives, and a decrypted release's codebook is 10 MB of it at 1M labels.
+// With the reader's Meta the only reference, a caller that has decoded an
+// item deletes it to free it (Reader.Meta). The items are emptied in
+// place (Metadata.Values is the schema's own slice): nothing reads the
+// ipc reader's schema metadata after the open.
+func forgetSchemaMeta(s *arrow.Schema) {
+	md := s.Metadata()
+	vals := md.Values()
+	for i, k := range md.Keys() {
+		if _, ok := metaKey(k); ok {
+			vals[i] = ""
+		}
+	}
 }
 
 // rebatch returns rec's columns under schema s (same fields, different

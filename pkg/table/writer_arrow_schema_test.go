@@ -3,6 +3,9 @@ package table
 import (
 	"bytes"
 	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -154,5 +157,77 @@ func TestArrowStreamWithLongMetadataIsArrowGos(t *testing.T) {
 	lens, read := arrowIPCRows(t, got.Bytes(), 1)
 	if fmt.Sprint(lens) != "[4 4 2]" || read[9] != "v0" || read[5] != "v2" {
 		t.Errorf("arrow-go reads batches of %v rows, labels %q", lens, read)
+	}
+}
+
+// TestArrowMetaIsTheReadersOnly: once an Arrow stream or file is open, its
+// pramkit items live in the reader's Meta alone, not also in the schema
+// the ipc reader keeps (forgetSchemaMeta), so a caller that deletes a
+// decoded item frees it; other tools' items stay in that schema.
+func TestArrowMetaIsTheReadersOnly(t *testing.T) {
+	meta := Meta{"n": "2", "codebook": strings.Repeat("c", 1000)}
+	md := arrow.NewMetadata([]string{"other.tool"}, []string{"kept"})
+	schema := arrow.NewSchema([]arrow.Field{{Name: "a", Type: arrow.BinaryTypes.String}}, &md)
+	full := withMeta(schema, meta)
+	sb := array.NewStringBuilder(memory.DefaultAllocator)
+	sb.AppendValues([]string{"x", "y"}, nil)
+	col := sb.NewArray()
+	defer col.Release()
+	rec := array.NewRecordBatch(full, []arrow.Array{col}, 2)
+	defer rec.Release()
+
+	var stream, file bytes.Buffer
+	sw := ipc.NewWriter(&stream, ipc.WithSchema(full))
+	fw, err := ipc.NewFileWriter(&file, ipc.WithSchema(full))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []interface {
+		Write(arrow.RecordBatch) error
+		Close() error
+	}{sw, fw} {
+		if err := w.Write(rec); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir := t.TempDir()
+	for name, data := range map[string][]byte{"s.arrow": stream.Bytes(), "f.arrow": file.Bytes()} {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		r, err := Open(p, ReadOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(r.Meta(), meta) {
+			t.Errorf("%s: Meta = %v, want %v", name, r.Meta(), meta)
+		}
+		var kept *arrow.Schema
+		inner := r
+		if s, ok := r.(*slicingReader); ok {
+			inner = s.Reader
+		}
+		switch a := inner.(type) {
+		case *arrowStreamReader:
+			kept = a.r.Schema()
+		case *arrowFileReader:
+			kept = a.r.Schema()
+		default:
+			t.Fatalf("%s: read by a %T", name, r)
+		}
+		km := kept.Metadata()
+		for i, k := range km.Keys() {
+			if _, ours := metaKey(k); ours && km.Values()[i] != "" {
+				t.Errorf("%s: the ipc reader's schema still holds %s", name, k)
+			}
+		}
+		if v, ok := km.GetValue("other.tool"); !ok || v != "kept" {
+			t.Errorf("%s: the ipc reader's schema lost the other tool's item", name)
+		}
+		r.Close()
 	}
 }
