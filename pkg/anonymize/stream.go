@@ -371,12 +371,14 @@ type Plan struct {
 	// Schedules holds each sensitive column's schedule after Finish.
 	Schedules  []*Schedule
 	dealers    []*Dealer
-	divertOnly bool      // DivertOnly
-	keepBase   bool      // KeepGroupBase
-	dropCounts bool      // DropCounts before Finish: Finish consumes them
-	bases      [][]int64 // GroupBase
-	next       int       // index into Dropped of the next row to skip
-	row        int64     // rows seen in pass 2
+	divertOnly bool       // DivertOnly
+	keepBase   bool       // KeepGroupBase
+	dropCounts bool       // DropCounts before Finish: Finish consumes them
+	bases      [][]uint32 // GroupBase, per column
+	groups     int64      // the groups of every column, after Finish
+	numbering  bool       // Done found every slot dealt: Number may count
+	next       int        // index into Dropped of the next row to skip
+	row        int64      // rows seen in pass 2
 }
 
 // NewPlan starts streaming A′ at ℓ′ = l for sensitive columns with
@@ -465,22 +467,28 @@ func (p *Plan) Finish(r *rand.Rand) error {
 			p.counts[k] = nil
 		}
 		if p.divertOnly {
-			// Sets of 24-bit values unless Sets must return the Dealer's
-			// own array (KeepGroupBase: anonymize --mechanism anatomy).
-			narrow := !p.keepBase && v-1 <= maxU24
-			f, err := newFlatSets(c, p.l, p.grouping, r, p.dropCounts, narrow)
+			f, err := newFlatSets(c, p.l, p.grouping, r, p.dropCounts, v-1 <= maxU24)
 			if err != nil {
 				return fmt.Errorf("anonymize.Plan.Finish: sensitive column %d: %w", k, err)
 			}
-			p.dealers = append(p.dealers, newFlatDealer(v, p.l, f))
+			d := newFlatDealer(v, p.l, f)
+			p.dealers = append(p.dealers, d)
+			p.groups = 0
+			for _, g := range f.groups {
+				p.groups += int64(g)
+			}
 			if p.keepBase {
-				// The numbers of the groups before each type.
-				base := make([]int64, len(f.groups))
-				var next int64
+				// The numbers of the groups before each type, in the
+				// groups' own array (fewer than MaxRows/ℓ′ groups: 32
+				// bits). Deal reads no sets, and EachSet rebuilds them
+				// from the pairs: they go (3ℓ′ bytes a set type, 10.5 MB
+				// of anonymize --mechanism anatomy's pass 2 at 1M values).
+				var next uint32
 				for t, g := range f.groups {
-					base[t], next = next, next+int64(g)
+					f.groups[t], next = next, next+g
 				}
-				p.bases = append(p.bases, base)
+				p.bases = append(p.bases, f.groups)
+				d.sets = words{}
 			}
 			continue
 		}
@@ -523,17 +531,123 @@ func (p *Plan) DropCounts() {
 // 19 MB of SetTypes next to a 21 MB Dealer had been the run's peak.
 func (p *Plan) DivertOnly() { p.divertOnly = true }
 
-// KeepGroupBase, with DivertOnly before Finish, has Finish keep what
-// Anatomy's group numbering needs of the schedules besides the sets:
-// GroupBase. 8 bytes a set type.
+// KeepGroupBase, with DivertOnly before Finish, prepares the plan for
+// Anatomy (anonymize --mechanism anatomy), which Deals and never Diverts:
+// Finish keeps the groups' numbering (GroupBase, 4 bytes a set type) and
+// lets the sets go once the Dealers are made; EachSet rebuilds them from
+// the Dealer's pairs, and Number numbers the groups in the pairs' counts
+// once pass 2 has emptied them. So the sets are not held through pass 2
+// and no counter per (type, value) is made for the numbering: at 1M
+// values under the anatomy grouping (733k set types), 10.5 MB of sets and
+// 7 MB of counters.
 func (p *Plan) KeepGroupBase() { p.keepBase = true }
 
 // GroupBase returns, after Finish under KeepGroupBase, Anatomy's numbering
 // of sensitive column k's groups: set type t's groups are GroupBase(k)[t],
 // GroupBase(k)[t]+1, …, up to the next type's base (the last type's up to
-// the number of groups), the types in the order of Sets. The caller must
-// not change it.
-func (p *Plan) GroupBase(k int) []int64 { return p.bases[k] }
+// the number of groups), the types in the order of Sets. A copy.
+func (p *Plan) GroupBase(k int) []int64 {
+	base := make([]int64, len(p.bases[k]))
+	for t, b := range p.bases[k] {
+		base[t] = int64(b)
+	}
+	return base
+}
+
+// typeGroups returns, under KeepGroupBase, the first group of column k's
+// set type t and its number of groups.
+func (p *Plan) typeGroups(k, t int) (base, groups int64) {
+	b := p.bases[k]
+	end := p.groups
+	if t+1 < len(b) {
+		end = int64(b[t+1])
+	}
+	return int64(b[t]), end - int64(b[t])
+}
+
+// setBlock is the set types EachSet rebuilds per scan of the pairs: 1.3
+// MB of values at ℓ′ = 5, and a dozen scans at 733k types. A variable
+// only so that tests can make the blocks smaller than their types.
+var setBlock = 1 << 16
+
+// EachSet calls fn, after Finish under KeepGroupBase, with each of
+// sensitive column k's set types in order: its values, ascending (the
+// Schedule's Types[t].Values; fn must not keep them), its first group
+// (GroupBase) and its number of groups. The sets are rebuilt from the
+// Dealer's pairs, which list each value's types: setBlock types at a
+// time, each block one scan of the pairs in value order, so that the
+// values of a set come ascending. The pairs' types do not change as
+// slots are dealt or numbered, so it may be called at any time.
+func (p *Plan) EachSet(k int, fn func(t int, vals []uint32, base, groups int64) error) error {
+	if p.bases == nil {
+		return errors.New("anonymize.Plan.EachSet: called before Finish, or without DivertOnly and KeepGroupBase")
+	}
+	d, l, n := p.dealers[k], p.l, len(p.bases[k])
+	buf := make([]uint32, min(n, setBlock)*l)
+	fill := make([]int32, min(n, setBlock))
+	for t0 := 0; t0 < n; t0 += setBlock {
+		t1 := min(n, t0+setBlock)
+		clear(fill)
+		for v := range uint32(d.off.values()) {
+			for i := d.off.at(v); i < d.off.at(v+1); i++ {
+				t := int(d.pair.at(int(i)) >> d.bits)
+				if t < t0 || t >= t1 {
+					continue
+				}
+				if int(fill[t-t0]) == l {
+					return fmt.Errorf("anonymize.Plan.EachSet: set type %d has more than ℓ′ = %d values", t, l)
+				}
+				buf[(t-t0)*l+int(fill[t-t0])] = v
+				fill[t-t0]++
+			}
+		}
+		for t := t0; t < t1; t++ {
+			if int(fill[t-t0]) != l {
+				return fmt.Errorf("anonymize.Plan.EachSet: set type %d has %d values, not ℓ′ = %d", t, fill[t-t0], l)
+			}
+			base, groups := p.typeGroups(k, t)
+			if err := fn(t, buf[(t-t0)*l:(t-t0+1)*l], base, groups); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// Number gives, after pass 2 under KeepGroupBase (Done returned nil),
+// a row of value v dealt to set type t in sensitive column k its group:
+// the j-th call for (v, t) returns the type's j-th group, GroupBase(k)[t]
+// + j (anonymize's numbering of Anatomy's groups; the rows come in a
+// uniformly random order). It counts in the Dealer's pair (v, t), which
+// pass 2 left at zero slots, so the count is as wide as the slots were.
+func (p *Plan) Number(k int, v uint32, t int) (int64, error) {
+	if !p.numbering {
+		return 0, errors.New("anonymize.Plan.Number: called before Done, or without KeepGroupBase")
+	}
+	d := p.dealers[k]
+	if t < 0 || t >= len(p.bases[k]) || int(v) >= d.off.values() {
+		return 0, fmt.Errorf("anonymize.Plan.Number: value index %d in set type %d, which the schedule does not have", v, t)
+	}
+	// A value's pairs are in increasing order of type.
+	for a, b := d.off.at(v), d.off.at(v+1); a < b; {
+		m := a + (b-a)/2
+		switch mt := int(d.pair.at(int(m)) >> d.bits); {
+		case mt < t:
+			a = m + 1
+		case mt > t:
+			b = m
+		default:
+			base, groups := p.typeGroups(k, t)
+			c := d.slots(m)
+			if c >= groups {
+				return 0, fmt.Errorf("anonymize.Plan.Number: more rows of value index %d in set type %d than its %d groups", v, t, groups)
+			}
+			d.setLeft(m, c+1)
+			return base + c, nil
+		}
+	}
+	return 0, fmt.Errorf("anonymize.Plan.Number: set type %d does not hold value index %d", t, v)
+}
 
 // DropSchedules lets the schedules go after Finish, for a caller that
 // only Diverts (anonymize's A′): each column's Dealer keeps the sets it
@@ -554,9 +668,19 @@ func (p *Plan) DropSchedules() {
 // k's set types' values, flat: type t's ℓ′ values, ascending, are
 // Sets(k)[t·ℓ′ : (t+1)·ℓ′] (Schedule.Types[t].Values before the drop). The
 // caller must not change them. It is the Dealer's own array after
-// DropSchedules or under KeepGroupBase, else a copy (the Dealer's are of
-// 24 bits).
-func (p *Plan) Sets(k int) []uint32 { return p.dealers[k].sets.uint32s() }
+// DropSchedules, else a copy (the Dealer's are of 24 bits; under
+// KeepGroupBase it has none, and they are rebuilt as EachSet does).
+func (p *Plan) Sets(k int) []uint32 {
+	if p.bases == nil {
+		return p.dealers[k].sets.uint32s()
+	}
+	var sets []uint32
+	p.EachSet(k, func(_ int, vals []uint32, _, _ int64) error {
+		sets = append(sets, vals...)
+		return nil
+	})
+	return sets
+}
 
 // nextRow advances pass 2 by one row: its number, and whether it is kept
 // (not one of the dropped rows). method names the caller in errors.
@@ -577,6 +701,9 @@ func (p *Plan) nextRow(method string) (row int64, kept bool, err error) {
 // the same order). It returns false for a dropped row; else it writes the
 // published value index of every sensitive column to out.
 func (p *Plan) Divert(vals, out []uint32, r *rand.Rand) (bool, error) {
+	if p.bases != nil {
+		return false, errors.New("anonymize.Plan.Divert: the plan keeps no sets (KeepGroupBase); Deal")
+	}
 	row, kept, err := p.nextRow("Divert")
 	if !kept || err != nil {
 		return false, err
@@ -620,5 +747,6 @@ func (p *Plan) Done() error {
 			return errors.New("the second pass has fewer rows of some value than the first (did the input change between the passes?)")
 		}
 	}
+	p.numbering = p.bases != nil
 	return nil
 }

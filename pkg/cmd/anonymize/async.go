@@ -1,10 +1,12 @@
 package anonymize
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
+	"github.com/pramkit/pramkit/pkg/cli"
 	"github.com/pramkit/pramkit/pkg/table"
 )
 
@@ -96,10 +98,16 @@ func (a *asyncWriter) Format() table.Format { return a.w.Format() }
 // created there with empty metadata and aborted (a partial file made and
 // removed; Create writes nothing to the destination before Commit).
 func (o *Options) createLate(schema *arrow.Schema, meta func() (table.Meta, error), inFormat table.Format) (table.Writer, error) {
+	return o.createLateAt(o.Output, schema, meta, inFormat, o.inputs())
+}
+
+// createLateAt is createLate for the output out, which must not
+// overwrite inputs (Anatomy's two tables, each checked against the other).
+func (o *Options) createLateAt(out cli.Output, schema *arrow.Schema, meta func() (table.Meta, error), inFormat table.Format, inputs []string) (table.Writer, error) {
 	create := func(m table.Meta) (table.Writer, error) {
-		return o.Streams.Create(o.Output, schema, m, inFormat, o.inputs())
+		return o.Streams.Create(out, schema, m, inFormat, inputs)
 	}
-	if o.Order.Keep || table.IsStdio(o.Output.Path) {
+	if o.Order.Keep || table.IsStdio(out.Path) {
 		m, err := meta()
 		if err != nil {
 			return nil, err
@@ -148,11 +156,19 @@ func (l *lateWriter) Write(rec arrow.RecordBatch) error {
 	return l.w.Write(rec)
 }
 
+// Commit commits the table and lets the writer go: a committed writer
+// still holds its metadata, and Anatomy's sensitive table is committed
+// before its row table is made (runAnatomy).
 func (l *lateWriter) Commit() error {
 	if err := l.open(); err != nil {
 		return err
 	}
-	return l.w.Commit()
+	if err := l.w.Commit(); err != nil {
+		return err
+	}
+	l.format, l.w = l.w.Format(), nil
+	l.create = func() (table.Writer, error) { return nil, errors.New("internal error: a write after Commit") }
+	return nil
 }
 
 func (l *lateWriter) Abort() {

@@ -34,15 +34,9 @@ func (o *Options) inputs() []string {
 // with the encoding policies, sensitive columns and their codebook filled
 // in here) plus insecure_seed and order.
 func (o *Options) meta(cb *codebook.Codebook, a *release.Anonymized) (table.Meta, error) {
-	// The encoding policies let estimate --truth read the original table
-	// the way anonymize did.
-	a.Policy = o.policy()
-	a.Sensitive = o.Sensitive
-	sel, err := cb.Select(o.Sensitive)
-	if err != nil {
+	if err := o.fill(cb, a); err != nil {
 		return nil, err
 	}
-	a.Codebook = sel
 	meta := table.Meta{}
 	if o.insecureIn {
 		meta[release.KeyInsecureSeed] = "true"
@@ -54,6 +48,24 @@ func (o *Options) meta(cb *codebook.Codebook, a *release.Anonymized) (table.Meta
 	}
 	return meta, nil
 }
+
+// fill fills in a's encoding policies, sensitive columns and their
+// codebook (cb's).
+func (o *Options) fill(cb *codebook.Codebook, a *release.Anonymized) error {
+	// The encoding policies let estimate --truth read the original table
+	// the way anonymize did.
+	a.Policy = o.policy()
+	a.Sensitive = o.Sensitive
+	sel, err := cb.Select(o.Sensitive)
+	if err != nil {
+		return err
+	}
+	a.Codebook = sel
+	return nil
+}
+
+// insecure reports whether meta marks the publication insecure_seed.
+func (o *Options) insecure() bool { return o.insecureIn || o.Seed.Insecure }
 
 // notes tells on stderr which rows were left out of the publication. Each
 // line names the publication: two runs (A′ and Anatomy of one table, as in
@@ -194,7 +206,7 @@ func (o *Options) runAnatomyInMemory(in table.Reader, cb *codebook.Codebook) err
 	}
 	fields = append(fields, arrow.Field{Name: o.GroupCol, Type: arrow.PrimitiveTypes.Int64})
 	schema := arrow.NewSchema(fields, nil)
-	w, err := o.Streams.Create(o.Output, schema, meta, in.Format(), append(o.inputs(), o.Groups))
+	w, err := o.Streams.Create(o.Output, schema, meta, in.Format(), o.rowsInputs())
 	if err != nil {
 		return err
 	}
@@ -225,24 +237,57 @@ func (o *Options) createGroupsTable(in table.Reader, cb *codebook.Codebook, a *r
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	stMeta := table.Meta{}
-	if err := a.GroupsTableMeta(meta[release.KeyInsecureSeed] == "true").Encode(stMeta); err != nil {
+	stMeta, err := o.groupsMeta(cb, a)
+	if err != nil {
 		return nil, nil, nil, err
 	}
 	stSchema := GroupsSchema(o.GroupCol, sensitive)
-	gw, err := o.Streams.Create(cli.Output{Path: o.Groups, Format: o.Output.Format, Flag: "--groups"}, stSchema, stMeta, in.Format(), append(o.inputs(), o.Output.Path))
+	gw, err := o.Streams.Create(o.groupsOutput(), stSchema, stMeta, in.Format(), o.groupsInputs())
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	return meta, gw, stSchema, nil
 }
 
+// groupsOutput is where --groups writes the sensitive table.
+func (o *Options) groupsOutput() cli.Output {
+	return cli.Output{Path: o.Groups, Format: o.Output.Format, Flag: "--groups"}
+}
+
+// groupsInputs are the files the sensitive table must not overwrite: the
+// inputs and the row table.
+func (o *Options) groupsInputs() []string { return append(o.inputs(), o.Output.Path) }
+
+// rowsInputs are the files Anatomy's row table must not overwrite: the
+// inputs and the sensitive table.
+func (o *Options) rowsInputs() []string { return append(o.inputs(), o.Groups) }
+
 // anatomyMeta completes Anatomy's metadata a with the group column, a
 // fresh release id and the sensitive table's name, and returns the row
 // table's metadata.
 func (o *Options) anatomyMeta(cb *codebook.Codebook, a *release.Anonymized) (table.Meta, error) {
-	a.GroupColumn, a.ReleaseID, a.GroupsTable = o.GroupCol, releaseID(), table.DisplayName(o.Groups)
+	o.anatomyIDs(a)
 	return o.meta(cb, a)
+}
+
+// anatomyIDs completes Anatomy's metadata a with the group column, a
+// fresh release id and the sensitive table's name.
+func (o *Options) anatomyIDs(a *release.Anonymized) {
+	a.GroupColumn, a.ReleaseID, a.GroupsTable = o.GroupCol, releaseID(), table.DisplayName(o.Groups)
+}
+
+// groupsMeta is the metadata of the sensitive table of Anatomy release a
+// (after anatomyIDs): it fills in a's sensitive columns and codebook as
+// meta does, without making the row table's metadata.
+func (o *Options) groupsMeta(cb *codebook.Codebook, a *release.Anonymized) (table.Meta, error) {
+	if err := o.fill(cb, a); err != nil {
+		return nil, err
+	}
+	stMeta := table.Meta{}
+	if err := a.GroupsTableMeta(o.insecure()).Encode(stMeta); err != nil {
+		return nil, err
+	}
+	return stMeta, nil
 }
 
 // GroupsSchema is the schema of Anatomy's sensitive table: the group id,
@@ -271,36 +316,33 @@ func GroupBase(sch *anonymize.Schedule) []int64 {
 
 // WriteSchedule writes Anatomy's sensitive table from the schedule (the
 // groups numbered as GroupBase says, each listing its ℓ values with count
-// 1) to w, a batch at a time, as anonymize writes it from the flat sets
-// (numberer.writeGroups); the Beam stage has the schedule's Types alone.
+// 1) to w, a batch at a time, as anonymize writes it from its plan's
+// sets (setSpill); the Beam stage has the schedule's Types alone.
 // label(v) is value index v's label.
 func WriteSchedule(w table.Writer, schema *arrow.Schema, sch *anonymize.Schedule, label func(int) string) error {
 	base := GroupBase(sch)
-	return writeGroupsOf(w, schema, len(sch.Types), func(t int) ([]uint32, int64, int64) {
-		return sch.Types[t].Values, base[t], sch.Types[t].Groups
+	return writeGroupsOf(w, schema, func(fn func(t int, vals []uint32, base, groups int64) error) error {
+		for t, st := range sch.Types {
+			if err := fn(t, st.Values, base[t], st.Groups); err != nil {
+				return err
+			}
+		}
+		return nil
 	}, label)
 }
 
-// writeGroups writes Anatomy's sensitive table from the numbering's sets
-// and groups to w (see WriteSchedule).
-func (nb *numberer) writeGroups(w table.Writer, schema *arrow.Schema, label func(int) string) error {
-	return writeGroupsOf(w, schema, len(nb.base), func(t int) ([]uint32, int64, int64) {
-		return nb.sets[t*nb.l : (t+1)*nb.l], nb.base[t], nb.groupsOf(t)
-	}, label)
-}
-
-// writeGroupsOf writes Anatomy's sensitive table of n set types, type t
-// having the values, first group number and groups typ(t), a batch at a
-// time: memory does not grow with the groups.
-func writeGroupsOf(w table.Writer, schema *arrow.Schema, n int, typ func(t int) ([]uint32, int64, int64), label func(int) string) error {
+// writeGroupsOf writes Anatomy's sensitive table of the set types each
+// calls its function with (type t, its values, first group number and
+// groups; in the types' order), a batch at a time: memory does not grow
+// with the groups.
+func writeGroupsOf(w table.Writer, schema *arrow.Schema, each func(func(t int, vals []uint32, base, groups int64) error) error, label func(int) string) error {
 	var st []anonymize.AnatomyEntry
 	flush := func() error {
 		err := writeST(w, schema, st, label)
 		st = st[:0]
 		return err
 	}
-	for t := range n {
-		vals, base, groups := typ(t)
+	err := each(func(_ int, vals []uint32, base, groups int64) error {
 		for g := range groups {
 			for _, v := range vals {
 				st = append(st, anonymize.AnatomyEntry{Group: uint32(base + g), Value: v, Count: 1})
@@ -311,6 +353,10 @@ func writeGroupsOf(w table.Writer, schema *arrow.Schema, n int, typ func(t int) 
 				}
 			}
 		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	return flush()
 }

@@ -585,18 +585,23 @@ func (o *Options) runAnatomy(in table.Reader, cb *codebook.Codebook) error {
 	sv := g.sens[0]
 	n := plan.Rows() - int64(len(plan.Dropped))
 	o.notes(d, len(plan.Dropped), n)
-	base, groups := plan.GroupBase(0), n/int64(o.L)
-	a := release.Anonymized{Mechanism: anatomy, Grouping: o.Grouping, Rows: n, Dropped: int64(len(plan.Dropped)), MissingDropped: d.missing, L: o.L,
+	groups := n / int64(o.L)
+	a := &release.Anonymized{Mechanism: anatomy, Grouping: o.Grouping, Rows: n, Dropped: int64(len(plan.Dropped)), MissingDropped: d.missing, L: o.L,
 		Groups: int(groups)}
-	meta, gw, stSchema, err := o.createGroupsTable(in, cb, &a, sv.name)
+	o.anatomyIDs(a)
+	// Both tables are created late (createLateAt; their destinations are
+	// checked now): each one's metadata holds the codebook (10 MB of JSON
+	// at 1M values, and as much again while it is encoded), which had
+	// been held twice beside pass 2's Dealer. The sensitive table is
+	// written and committed once pass 2 is over and the Dealer gone, the
+	// row table created when the numbering is over (numberer.done).
+	stSchema := GroupsSchema(o.GroupCol, sv.name)
+	gw, err := o.createLateAt(o.groupsOutput(), stSchema, func() (table.Meta, error) { return o.groupsMeta(cb, a) }, in.Format(), o.groupsInputs())
 	if err != nil {
 		return err
 	}
 	defer gw.Abort()
-	nb := &numberer{l: o.L, sets: plan.Sets(0), base: base, groups: groups}
-	if err := nb.writeGroups(gw, stSchema, sv.col.Label); err != nil {
-		return err
-	}
+	nb := &numberer{plan: plan}
 
 	// The rows: pass 2 → shuffle → numbering → shuffle → -o.
 	var nsa []int // input columns published as they are
@@ -613,7 +618,7 @@ func (o *Options) runAnatomy(in table.Reader, cb *codebook.Codebook) error {
 	fields = append(fields, arrow.Field{Name: o.GroupCol, Type: arrow.PrimitiveTypes.Int64})
 	schema := arrow.NewSchema(fields, nil)
 	hiddenSchema := arrow.NewSchema(hidden, nil)
-	fw, err := o.Streams.Create(o.Output, schema, meta, in.Format(), append(o.inputs(), o.Groups))
+	fw, err := o.createLateAt(o.Output, schema, func() (table.Meta, error) { return o.meta(cb, a) }, in.Format(), o.rowsInputs())
 	if err != nil {
 		return err
 	}
@@ -626,7 +631,9 @@ func (o *Options) runAnatomy(in table.Reader, cb *codebook.Codebook) error {
 		return err
 	}
 	defer ow.Abort()
-	nb.w, nb.rw, nb.nsa, nb.next = ow, table.NewRowWriter(ow, schema, 0), len(nsa), make([]uint16, len(base)*o.L)
+	// Quarter-size batches as pass 2's below: the numbering runs beside
+	// the plan's Dealer, the codebook and both shuffles.
+	nb.w, nb.rw, nb.nsa = ow, table.NewRowWriter(ow, schema, table.DefaultBatchSize/4), len(nsa)
 	defer nb.rw.Release()
 	shw, err := shuffle.NewWriter(nb, hiddenSchema, numberRand, shuffle.Options{Budget: budget})
 	if err != nil {
@@ -639,7 +646,15 @@ func (o *Options) runAnatomy(in table.Reader, cb *codebook.Codebook) error {
 	if err != nil {
 		return err
 	}
-	defer in2.Close()
+	// Closed once pass 2 ends (a reader's Close may not be called twice).
+	open2 := true
+	close2 := func() {
+		if open2 {
+			open2 = false
+			in2.Close()
+		}
+	}
+	defer close2()
 	// Quarter-size batches: the batch being built, the one in sw's queue
 	// and the one the shuffle encodes held 17 MB of the run's 56 MB live
 	// heap at the default size (6 string columns at 10M rows). The
@@ -675,44 +690,75 @@ func (o *Options) runAnatomy(in table.Reader, cb *codebook.Codebook) error {
 		return err
 	}
 	meter.Done()
-	if err := gw.Commit(); err != nil {
-		return err
+	close2()
+	// The sensitive table is written once every row is numbered and the
+	// plan is gone (its sets kept in a temporary file, setSpill), and
+	// committed before the row table is created, so that no two of the
+	// plan and the two tables' metadata are held together. If the row
+	// table then fails, it is removed again (also on a signal).
+	groupsDone, published := false, false
+	defer func() {
+		if groupsDone && !published && !table.IsStdio(o.Groups) {
+			removeTable(o.Groups)
+		}
+	}()
+	var forget []func()
+	defer func() {
+		for _, f := range forget {
+			f()
+		}
+	}()
+	nb.done = func() error {
+		sets, err := spillSets(nb.plan, o.L)
+		if err != nil {
+			return err
+		}
+		defer sets.remove()
+		nb.plan, plan = nil, nil
+		runtime.GC()
+		if err := writeGroupsOf(gw, stSchema, sets.each, sv.col.Label); err != nil {
+			return err
+		}
+		if err := gw.Commit(); err != nil {
+			return err
+		}
+		groupsDone = true
+		if !table.IsStdio(o.Groups) {
+			for _, p := range []string{o.Groups, o.Groups + ".meta.json"} {
+				f, err := table.TrackTemp(p)
+				if err != nil {
+					return err
+				}
+				forget = append(forget, f)
+			}
+		}
+		if lw, ok := fw.(*lateWriter); ok {
+			// The sensitive table's metadata goes first.
+			runtime.GC()
+			return lw.open()
+		}
+		return nil
 	}
 	if err := sw.Commit(); err != nil {
-		removeTable(o.Groups)
 		return err
 	}
+	published = true
 	return nil
 }
 
 // numberer receives the dealt rows of Anatomy in a uniformly random order
 // and gives each its group: the j-th row of value v in set type t to
-// arrive gets the type's j-th group (see runAnatomy), then passes the row
-// on without its type and value.
+// arrive gets the type's j-th group (see runAnatomy; Plan.Number counts
+// in the Dealer's pairs), then passes the row on without its type and
+// value.
 type numberer struct {
-	w      table.Writer // the output, behind its own shuffle
-	rw     *table.RowWriter
-	l      int
-	sets   []uint32 // set type t's values are sets[t·ℓ : (t+1)·ℓ] (Plan.Sets)
-	base   []int64  // GroupBase
-	groups int64    // the schedule's groups
-	// next counts, per (type, place of the value in the type's set), the
-	// rows numbered (fewer than the type's groups, at most MaxRows): in 16
-	// bits, 2ℓ′ bytes a set type (4.5 MB less at 300k values), the rare
-	// count of nextBig or more in big (a type of that many groups: at
-	// most N/(ℓ′·65535) of them).
-	next []uint16
-	big  map[int]uint32
+	w    table.Writer // the output, behind its own shuffle
+	rw   *table.RowWriter
+	plan *anonymize.Plan // after pass 2 (Plan.Done), under KeepGroupBase
 	nsa  int
-}
-
-// groupsOf is the number of groups of set type t.
-func (nb *numberer) groupsOf(t int) int64 {
-	end := nb.groups
-	if t+1 < len(nb.base) {
-		end = nb.base[t+1]
-	}
-	return end - nb.base[t]
+	// done, when not nil, is called once every row is numbered, before
+	// the output's shuffle emits them.
+	done func() error
 }
 
 func (nb *numberer) Write(rec arrow.RecordBatch) error {
@@ -725,23 +771,16 @@ func (nb *numberer) Write(rec arrow.RecordBatch) error {
 	if !ok1 || !ok2 {
 		return errors.New("internal error: the shuffle changed the type and value columns' type")
 	}
-	l := nb.l
 	bb := nb.rw.BatchBuilder
 	for i := range int(rec.NumRows()) {
-		t := int(types.Value(i))
-		if t < 0 || t >= len(nb.base) {
-			return errors.New("internal error: a row dealt to a set type the schedule does not have")
-		}
-		place, ok := slices.BinarySearch(nb.sets[t*l:(t+1)*l], uint32(vals.Value(i)))
-		k := t*l + place
-		if !ok || nb.numbered(k) >= nb.groupsOf(t) {
-			return errors.New("internal error: a row dealt to a set without its value, or to a full set")
+		g, err := nb.plan.Number(0, uint32(vals.Value(i)), int(types.Value(i)))
+		if err != nil {
+			return fmt.Errorf("internal error: %w", err)
 		}
 		for c, v := range cells {
 			bb.String(c, v.String(i))
 		}
-		bb.Int64(nb.nsa, nb.base[t]+nb.numbered(k))
-		nb.count(k)
+		bb.Int64(nb.nsa, g)
 		if err := nb.rw.EndRow(); err != nil {
 			return err
 		}
@@ -749,35 +788,14 @@ func (nb *numberer) Write(rec arrow.RecordBatch) error {
 	return nil
 }
 
-// nextBig in numberer.next marks a count kept in numberer.big.
-const nextBig = 1<<16 - 1
-
-// numbered is the rows numbered at next[k].
-func (nb *numberer) numbered(k int) int64 {
-	if c := nb.next[k]; c != nextBig {
-		return int64(c)
-	}
-	return int64(nb.big[k])
-}
-
-// count counts one more row numbered at next[k].
-func (nb *numberer) count(k int) {
-	switch c := nb.next[k]; {
-	case c < nextBig-1:
-		nb.next[k]++
-	case c == nextBig-1:
-		if nb.big == nil {
-			nb.big = map[int]uint32{}
-		}
-		nb.next[k], nb.big[k] = nextBig, nextBig
-	default:
-		nb.big[k]++
-	}
-}
-
 func (nb *numberer) Commit() error {
 	if err := nb.rw.Flush(); err != nil {
 		return err
+	}
+	if nb.done != nil {
+		if err := nb.done(); err != nil {
+			return err
+		}
 	}
 	return nb.w.Commit()
 }

@@ -4,14 +4,17 @@ import (
 	"bytes"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/pramkit/pramkit/internal/stattest"
+	"github.com/pramkit/pramkit/pkg/anonymize"
 	"github.com/pramkit/pramkit/pkg/cli"
 )
 
@@ -251,5 +254,107 @@ func TestDivertedLateOutput(t *testing.T) {
 	}
 	if want := []string{"cb.json", "in.csv", "out.csv", "out.csv.meta.json", "out.parquet"}; !slices.Equal(names, want) {
 		t.Errorf("the folder holds %v, want %v", names, want)
+	}
+}
+
+// TestAnatomyLateOutputs: --mechanism anatomy creates its two tables only
+// after pass 2 (the sensitive table once the rows are numbered, the row
+// table after it), but a destination Create refuses, for either table or
+// both the same, is still refused before any is written, with Create's
+// message; a refused run leaves neither table, and a run leaves in the
+// folder its two tables and their sidecars and nothing else, and nothing
+// in $TMPDIR (the sets kept there between the passes are gone).
+func TestAnatomyLateOutputs(t *testing.T) {
+	dir, in, cb, _ := testTable(t, []int{30, 30, 30, 30, 20, 20})
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	out, groups := filepath.Join(dir, "out.csv"), filepath.Join(dir, "g.csv")
+	for _, tc := range []struct{ out, groups, want string }{
+		{dir, groups, "is a folder"},
+		{out, dir, "is a folder"},
+		{in, groups, in},
+		{out, in, in},
+		{out, out, "name the same file"},
+		{filepath.Join(dir, "no", "such", "out.csv"), groups, "cannot create the output"},
+		{out, filepath.Join(dir, "no", "such", "g.csv"), "g.csv"},
+	} {
+		code, _, errs := runAnon("--mechanism", "anatomy", "--sensitive", "s", "--l", "3", "--codebook", cb, "--seed", "1", in, "-o", tc.out, "--groups", tc.groups)
+		if code == 0 || !strings.Contains(errs, tc.want) {
+			t.Errorf("-o %s --groups %s: exit %d, stderr %q, want a failure naming %q", tc.out, tc.groups, code, errs, tc.want)
+		}
+		for _, p := range []string{out, groups} {
+			if _, err := os.Stat(p); err == nil {
+				t.Fatalf("-o %s --groups %s: %s was written", tc.out, tc.groups, p)
+			}
+		}
+	}
+	for _, format := range []string{"csv", "parquet"} {
+		mustAnon(t, "--mechanism", "anatomy", "--sensitive", "s", "--l", "3", "--codebook", cb, "--seed", "1", in,
+			"-o", filepath.Join(dir, "out."+format), "--groups", filepath.Join(dir, "g."+format))
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	if want := []string{"cb.json", "g.csv", "g.csv.meta.json", "g.parquet", "in.csv", "out.csv", "out.csv.meta.json", "out.parquet"}; !slices.Equal(names, want) {
+		t.Errorf("the folder holds %v, want %v", names, want)
+	}
+	if ents, err := os.ReadDir(tmp); err != nil || len(ents) != 0 {
+		t.Errorf("$TMPDIR holds %v (%v), want nothing", ents, err)
+	}
+}
+
+// TestSetSpillReadsBackEachSet: the sets kept in a temporary file between
+// the passes read back as Plan.EachSet gave them (values, first group,
+// groups), and remove leaves nothing.
+func TestSetSpillReadsBackEachSet(t *testing.T) {
+	t.Setenv("TMPDIR", t.TempDir())
+	for _, g := range anonymize.Groupings {
+		p, err := anonymize.NewPlan([]int{40}, 4, g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.DivertOnly()
+		p.KeepGroupBase()
+		r := rand.New(rand.NewPCG(1, 2))
+		for i := range 4001 {
+			if err := p.Count([]uint32{uint32(i*i) % 40}, r); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := p.Finish(r); err != nil {
+			t.Fatal(err)
+		}
+		type set struct {
+			vals         []uint32
+			base, groups int64
+		}
+		var want, got []set
+		p.EachSet(0, func(_ int, vals []uint32, base, groups int64) error {
+			want = append(want, set{slices.Clone(vals), base, groups})
+			return nil
+		})
+		s, err := spillSets(p, 4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = s.each(func(ty int, vals []uint32, base, groups int64) error {
+			if ty != len(got) {
+				t.Fatalf("type %d after %d", ty, len(got))
+			}
+			got = append(got, set{slices.Clone(vals), base, groups})
+			return nil
+		})
+		if err != nil || !reflect.DeepEqual(got, want) {
+			t.Fatalf("%s: read back %v (%v), want %v", g, got, err, want)
+		}
+		s.remove()
+		if ents, _ := os.ReadDir(os.TempDir()); len(ents) != 0 {
+			t.Fatalf("%s: $TMPDIR holds %v after remove", g, ents)
+		}
 	}
 }
