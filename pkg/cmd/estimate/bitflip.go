@@ -3,6 +3,7 @@ package estimate
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -466,8 +467,9 @@ func (r bitflipResult) asReport() *localReport {
 	if truth {
 		cols = append(cols, localColumn{name: "true", float: true}, localColumn{name: "l2_error", float: true})
 	}
-	rep := &localReport{summary: r.json(), columns: cols, meta: table.Meta{}}
+	rep := &localReport{summary: func(bool) any { return r.json() }, columns: cols, meta: table.Meta{}}
 	rep.meta.SetInt(release.KeyBits, int64(rel.mech.Bits()))
+	var rows [][]any // L rows at most
 	for _, gr := range r.groups {
 		name := rel.layout.Group(gr.j).Name
 		for x, lab := range gr.labels {
@@ -479,9 +481,10 @@ func (r bitflipResult) asReport() *localReport {
 			if truth {
 				row = append(row, gr.truth[x], gr.l2)
 			}
-			rep.rows = append(rep.rows, row)
+			rows = append(rows, row)
 		}
 	}
+	rep.rows = slices.Values(rows)
 	return rep
 }
 
@@ -579,7 +582,7 @@ func (o *Options) bitflipAnonymity(rel *bitflipRelease) error {
 // bitflipAnonymityReport is the one-row table of --anonymity.
 func bitflipAnonymityReport(rel *bitflipRelease, out bitflipAnonymityOut) *localReport {
 	a := out.Anonymity
-	rep := &localReport{summary: out, meta: table.Meta{}}
+	rep := &localReport{summary: func(bool) any { return out }, meta: table.Meta{}}
 	rep.meta.SetInt(release.KeyBits, int64(out.L))
 	rep.columns = []localColumn{{name: "method"}, {name: "records", float: true}, {name: "L", float: true}}
 	row := []any{a.Method, float64(out.Records), float64(out.L)}
@@ -594,7 +597,7 @@ func bitflipAnonymityReport(rel *bitflipRelease, out bitflipAnonymityOut) *local
 	rep.columns = append(rep.columns, localColumn{name: "epsilon_per_record", float: true}, localColumn{name: "epsilon_encoded", float: true},
 		localColumn{name: "record"}, localColumn{name: "report"})
 	row = append(row, out.EpsilonPerRecord, out.EpsilonEncoded, a.Record, a.Report)
-	rep.rows = [][]any{row}
+	rep.rows = slices.Values([][]any{row})
 	return rep
 }
 

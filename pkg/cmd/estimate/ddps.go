@@ -92,6 +92,11 @@ type ddpsRelease struct {
 	nonParticipant string   // the category reported as ⊥0, "" if none
 	noneToken      string   // how ⊥0 is written
 	cb             *codebook.Codebook
+	col            *codebook.Column // the column's, in cb
+	// output[x] is the output of codebook index x: 1..V in codebook
+	// order, −1 for the non-participant category (never a report; its
+	// owners report ⊥0 in round two).
+	output []int32
 }
 
 func runDDPS(o *Options, in table.Reader) error {
@@ -108,14 +113,14 @@ func runDDPS(o *Options, in table.Reader) error {
 	if err := o.checkDDPSTabulate(); err != nil {
 		return err
 	}
-	pairs, err := o.countDDPSParts(rel, in)
+	pairs, err := o.countDDPSParts(rel, in, o.Tabulate)
 	if err != nil {
 		return err
 	}
 	if o.Tabulate {
 		return o.writeDDPSCountTable(rel, in.Meta(), pairs)
 	}
-	tally := pairs.tally(rel.mech)
+	tally := pairs.t
 	est, estimator := ddps.Estimates{}, "difference"
 	if o.ddpsOpts().RoundTwo {
 		est, err = rel.mech.EstimateRoundTwo(tally)
@@ -156,11 +161,33 @@ func readDDPSRelease(in table.Reader) (*ddpsRelease, error) {
 		if rel.cb, err = codebook.Parse([]byte(s)); err != nil {
 			return nil, fmt.Errorf("%s: the codebook in the metadata is not valid (%v); %s", name, err, damaged)
 		}
-		if _, ok := rel.cb.Column(rel.column); !ok {
+		var ok bool
+		if rel.col, ok = rel.cb.Column(rel.column); !ok {
 			return nil, fmt.Errorf("%s: the codebook in the metadata has no column %q; %s", name, rel.column, damaged)
 		}
 	} else {
 		return nil, fmt.Errorf("%s: the metadata lacks the codebook; %s", name, damaged)
+	}
+	// The values are the codebook's categories but the non-participant
+	// one, in its order (perturb writes both from the codebook): reports
+	// are then looked up in the codebook's compact label index, not a map
+	// of their own (~60 bytes a value; issue 11, 1M values).
+	rel.output = make([]int32, rel.col.K())
+	next := 0
+	for x := range rel.output {
+		lab := rel.col.Label(x)
+		if rel.nonParticipant != "" && lab == rel.nonParticipant {
+			rel.output[x] = -1
+			continue
+		}
+		if next >= len(rel.values) || rel.values[next] != lab {
+			return nil, fmt.Errorf("%s: the codebook and the values in the metadata disagree (category %d, %q); %s", name, x+1, lab, damaged)
+		}
+		next++
+		rel.output[x] = int32(next)
+	}
+	if next != len(rel.values) {
+		return nil, fmt.Errorf("%s: the metadata lists %d values, the codebook's column %q %d; %s", name, len(rel.values), rel.column, next, damaged)
 	}
 	// ddps.New keeps masses that sum to 1 up to rounding, so this is the
 	// mechanism perturb used, π_s and π_⊥ bit for bit.
@@ -173,22 +200,9 @@ func readDDPSRelease(in table.Reader) (*ddpsRelease, error) {
 // readTruth counts the true values of the original table's column: the
 // number of owners per output o (0 for the non-participant category).
 func (rel *ddpsRelease) readTruth(o *Options, path string) ([]int64, error) {
-	col, _ := rel.cb.Column(rel.column)
-	enc, err := col.Encoder(codebook.Policy{})
+	enc, err := rel.col.Encoder(codebook.Policy{})
 	if err != nil {
 		return nil, err
-	}
-	// output[x] is the output of codebook index x.
-	output := make([]int, col.K())
-	next := 1
-	for x, lab := range col.Labels() {
-		if lab != rel.nonParticipant || rel.nonParticipant == "" {
-			output[x] = next
-			next++
-		}
-	}
-	if next != len(rel.values)+1 {
-		return nil, fmt.Errorf("%s: the codebook and the values in the metadata disagree; the release was edited: randomize the original table again", rel.name)
 	}
 	counts := make([]int64, len(rel.values)+1)
 	err = o.scanTruth(path, []string{rel.column}, func(file string, rec arrow.RecordBatch, cols []int, first int64) error {
@@ -198,7 +212,7 @@ func (rel *ddpsRelease) readTruth(o *Options, path string) ([]int64, error) {
 			if err != nil {
 				return &table.DataError{File: file, Row: first + int64(i), Column: rel.column, Err: err}
 			}
-			counts[output[x]]++
+			counts[max(rel.output[x], 0)]++ // the non-participant category truly holds ⊥0
 		}
 		return nil
 	})
@@ -255,7 +269,7 @@ type ddpsTrueCount struct {
 	Count int64  `json:"count"`
 }
 
-func (r ddpsResult) json() ddpsJSON {
+func (r ddpsResult) json(lists bool) ddpsJSON {
 	rel, est := r.rel, r.est
 	out := ddpsJSON{
 		Mechanism: release.MechanismDDPS, PiS: rel.mech.PiS(), Epsilon: rel.mech.Epsilon(),
@@ -263,6 +277,9 @@ func (r ddpsResult) json() ddpsJSON {
 		Reports: est.N, Column: rel.column, Estimator: r.estimator,
 	}
 	for i, v := range rel.values {
+		if !lists {
+			break
+		}
 		c := est.Counts[i+1]
 		out.Counts = append(out.Counts, ddpsCountJSON{Value: v, Estimate: c.Count, SD: c.SD})
 	}
@@ -272,6 +289,9 @@ func (r ddpsResult) json() ddpsJSON {
 	if r.truth != nil {
 		t := &ddpsTruthJSON{Participants: r.trueParticipants(), L2Error: r.l2()}
 		for i, v := range rel.values {
+			if !lists {
+				break
+			}
 			t.Counts = append(t.Counts, ddpsTrueCount{Value: v, Count: r.truth[i+1]})
 		}
 		out.Truth = t
@@ -306,20 +326,26 @@ func (r ddpsResult) asReport() *localReport {
 	if r.truth != nil {
 		cols = append(cols, localColumn{name: "true", float: true}, localColumn{name: "error", float: true})
 	}
-	rep := &localReport{summary: r.json(), columns: cols}
-	add := func(label string, o int) {
+	rep := &localReport{summary: func(lists bool) any { return r.json(lists) }, columns: cols}
+	row := func(label string, o int) []any {
 		c := est.Counts[o]
 		row := []any{label, c.Count, c.SD}
 		if r.truth != nil {
 			row = append(row, float64(r.truth[o]), c.Count-float64(r.truth[o]))
 		}
-		rep.rows = append(rep.rows, row)
+		return row
 	}
-	for i, v := range rel.values {
-		add(v, i+1)
-	}
-	if rel.nonParticipant != "" {
-		add(rel.nonParticipant+" (not participating)", 0)
+	// One row at a time, as written: V rows built first took ~100 bytes a
+	// value.
+	rep.rows = func(yield func([]any) bool) {
+		for i, v := range rel.values {
+			if !yield(row(v, i+1)) {
+				return
+			}
+		}
+		if rel.nonParticipant != "" {
+			yield(row(rel.nonParticipant+" (not participating)", 0))
+		}
 	}
 	return rep
 }

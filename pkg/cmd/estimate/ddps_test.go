@@ -263,7 +263,11 @@ func TestDDPSEstimateRejectsBadInput(t *testing.T) {
 	cmdtest.WriteFile(t, dir, "oneround.csv.meta.json", string(meta))
 	badEps := cmdtest.WriteFile(t, dir, "badeps.csv", "job.round1,job.round2\nSales,Tech\n")
 	cmdtest.WriteFile(t, dir, "badeps.csv.meta.json", strings.Replace(string(meta), `"epsilon":"`, `"epsilon":"9`, 1))
-	for _, p := range []string{edited, oneRound, badEps} {
+	// The values in another order than the codebook's categories: a
+	// report would be read as another value.
+	swapped := cmdtest.WriteFile(t, dir, "swapped.csv", "job.round1,job.round2\nSales,Tech\n")
+	cmdtest.WriteFile(t, dir, "swapped.csv.meta.json", strings.Replace(string(meta), `"values":"[\"Sales\",\"Tech\"`, `"values":"[\"Tech\",\"Sales\"`, 1))
+	for _, p := range []string{edited, oneRound, badEps, swapped} {
 		cmdtest.BindSidecar(t, p) // tables edited by hand, on purpose
 	}
 	noJob := cmdtest.WriteFile(t, dir, "nojob.csv", "id\np1\n")
@@ -274,6 +278,7 @@ func TestDDPSEstimateRejectsBadInput(t *testing.T) {
 		{Name: "another column", Args: []string{rel, "--columns", "sex"}, Code: 2, Msg: `is a ddps release of the one column "job"`},
 		{Name: "two truths", Args: []string{rel, "--truth", in, "--truth", in}, Code: 2, Msg: "give --truth once"},
 		{Name: "edited release", Args: []string{edited}, Code: 1, Msg: `edited.csv: row 2, column "job.round2": "Boss" is not an output of this release`},
+		{Name: "values not the codebook's", Args: []string{swapped}, Code: 1, Msg: `swapped.csv: the codebook and the values in the metadata disagree (category 1, "Sales"); the release was damaged or edited`},
 		{Name: "a round missing", Args: []string{oneRound}, Code: 1, Msg: `has no column "job.round2"`},
 		{Name: "ε does not match the masses", Args: []string{badEps}, Code: 1, Msg: `metadata "epsilon" = 90.81093021621633 does not match π_s = 0.2, π_⊥ = [0.16 0.16 0.16 0.16 0.16] (ε = max_v ln((π_⊥v + π_s)/π_⊥v) = 0.8109302162163288)`},
 		{Name: "truth without the column", Args: []string{rel, "--truth", noJob}, Code: 1, Msg: `nojob.csv has no column "job"`},

@@ -3,6 +3,7 @@ package estimate
 import (
 	"encoding/json"
 	"fmt"
+	"iter"
 	"maps"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -26,10 +27,14 @@ type localColumn struct {
 
 // localReport is a table of estimates with its --json summary.
 type localReport struct {
-	summary any // what --json prints
+	// summary is what --json prints; without lists, only the items the
+	// output's metadata takes (localSummaryMeta), not the per-value
+	// lists, which at 1M values took ~100 MB built and marshalled to be
+	// dropped.
+	summary func(lists bool) any
 	columns []localColumn
-	rows    [][]any    // string or float64 cells, as columns says
-	meta    table.Meta // items besides the summary's, or nil
+	rows    iter.Seq[[]any] // string or float64 cells, as columns says
+	meta    table.Meta      // items besides the summary's, or nil
 }
 
 // checkLocalFlags refuses, before anything is read, what no local release
@@ -103,14 +108,14 @@ func (o *Options) writeLocalReport(rep *localReport) error {
 	if o.JSON {
 		enc := json.NewEncoder(o.Streams.Out)
 		enc.SetEscapeHTML(false) // labels such as ">50K" as they are
-		if err := enc.Encode(rep.summary); err != nil {
+		if err := enc.Encode(rep.summary(true)); err != nil {
 			return err
 		}
 		if table.IsStdio(o.Output.Path) {
 			return nil
 		}
 	}
-	meta, err := localSummaryMeta(rep.summary)
+	meta, err := localSummaryMeta(rep.summary(false))
 	if err != nil {
 		return err
 	}
@@ -133,7 +138,7 @@ func (o *Options) writeLocalReport(rep *localReport) error {
 	defer w.Abort()
 	rw := table.NewRowWriter(w, schema, 0)
 	defer rw.Release()
-	for _, row := range rep.rows {
+	for row := range rep.rows {
 		for j, cell := range row {
 			if rep.columns[j].float {
 				rw.Float64(j, cell.(float64))

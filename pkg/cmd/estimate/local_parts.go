@@ -36,11 +36,24 @@ import (
 // unlike a γ-diagonal release's the parts' total cannot be checked: a
 // missing part goes unnoticed, and only a path given twice is refused.
 
-// ddpsPairs accumulates the counts of report pairs (o1, o2), outputs
-// 0..V: O(observed pairs) memory.
+// ddpsPairs accumulates the reports of the two rounds, outputs 0..V:
+// their counts C1 and C2 (the tally), in O(V) memory; or, for a count
+// table (pairs), the counts of report pairs (o1, o2), O(observed pairs)
+// memory — ~40 bytes a pair in a map, 160 MB for 4M owners of 1M values,
+// which the estimators do not need.
 type ddpsPairs struct {
-	count map[[2]int]int64
+	count map[[2]int]int64 // nil unless pairs
+	t     *ddps.Tally
 	total int64
+}
+
+// newDDPSPairs counts for m's estimators, and the pairs too if pairs.
+func newDDPSPairs(m *ddps.Mechanism, pairs bool) *ddpsPairs {
+	p := &ddpsPairs{t: m.NewTally()}
+	if pairs {
+		p.count = map[[2]int]int64{}
+	}
+	return p
 }
 
 // add counts n more owners reporting (o1, o2); false on int64 overflow.
@@ -49,24 +62,19 @@ func (p *ddpsPairs) add(o1, o2 int, n int64) bool {
 		return false
 	}
 	p.total += n
-	p.count[[2]int{o1, o2}] += n
+	p.t.RoundOne[o1] += n
+	p.t.RoundTwo[o2] += n
+	if p.count != nil {
+		p.count[[2]int{o1, o2}] += n
+	}
 	return true
 }
 
-// tally is the rounds' counts for the estimators.
-func (p *ddpsPairs) tally(m *ddps.Mechanism) *ddps.Tally {
-	t := m.NewTally()
-	for k, n := range p.count {
-		t.RoundOne[k[0]] += n
-		t.RoundTwo[k[1]] += n
-	}
-	return t
-}
-
 // countDDPSParts reads the first input (rel's, open as in) and every other
-// one, after checking that it is a part of rel's release, into one tally.
-func (o *Options) countDDPSParts(rel *ddpsRelease, in table.Reader) (*ddpsPairs, error) {
-	p := &ddpsPairs{count: map[[2]int]int64{}}
+// one, after checking that it is a part of rel's release, into one tally,
+// and the report pairs too if pairs (--tabulate).
+func (o *Options) countDDPSParts(rel *ddpsRelease, in table.Reader, pairs bool) (*ddpsPairs, error) {
+	p := newDDPSPairs(rel.mech, pairs)
 	if err := rel.countPairs(in, p); err != nil {
 		return nil, err
 	}
@@ -138,10 +146,17 @@ func (rel *ddpsRelease) countPairs(in table.Reader, p *ddpsPairs) error {
 		}
 		return fmt.Errorf("%s has no column %q: a ddps release holds %s and %s; the file was edited: randomize the original table again", rel.name, name, names[0], names[1])
 	}
-	output := make(map[string]int, len(rel.values)+1)
-	output[rel.noneToken] = 0
-	for i, v := range rel.values {
-		output[v] = i + 1
+	// output is the report written s: ⊥0, or a value by the codebook's
+	// index (readDDPSRelease checked that the values are its categories).
+	output := func(s string) (int, bool) {
+		if s == rel.noneToken {
+			return 0, true
+		}
+		x, ok := rel.col.LabelIndex(s)
+		if !ok || rel.output[x] < 0 {
+			return 0, false
+		}
+		return int(rel.output[x]), true
 	}
 	// A part may be empty (countDDPSParts refuses an empty whole).
 	return scanColumns(in, names, missing, nil, func(rec arrow.RecordBatch, cols []int, first int64) error {
@@ -154,7 +169,7 @@ func (rel *ddpsRelease) countPairs(in table.Reader, p *ddpsPairs) error {
 			row := first + int64(i)
 			var o [2]int
 			for r := range vals {
-				x, ok := output[vals[r].String(i)]
+				x, ok := output(vals[r].String(i))
 				if !ok {
 					return &table.DataError{File: rel.name, Row: row, Column: names[r],
 						Err: fmt.Errorf("%s is not an output of this release (%s or a category of %s); the file was edited: randomize the original table again", table.QuoteCell(vals[r].String(i)), rel.noneToken, rel.column)}
