@@ -8,6 +8,7 @@ import (
 	"maps"
 	"math"
 	"os"
+	"runtime"
 	"runtime/debug"
 	"slices"
 	"sync"
@@ -117,22 +118,37 @@ func (rel *pramRelease) countRows(o *Options, in table.Reader, t *pramTally, ind
 		lines += rec.NumRows()
 		return c, true, nil
 	}
-	// Coders keep a batch's dictionary mapped: one set per worker.
-	coders := sync.Pool{New: func() any {
+	// Coders keep a batch's dictionary mapped: one set per worker, kept
+	// for the run. (A sync.Pool lost its sets at each collection, and a
+	// new set mapped a 1M-label dictionary again: ~4 MB and 1M lookups,
+	// with up to three sets alive at once.)
+	coders := make(chan []*table.Coder, runtime.GOMAXPROCS(0)+1)
+	getCoders := func() []*table.Coder {
+		select {
+		case cs := <-coders:
+			return cs
+		default:
+		}
 		cs := make([]*table.Coder, len(index))
 		for j := range cs {
 			cs[j] = table.LookupCoder(index[j])
 		}
 		return cs
-	}}
+	}
+	putCoders := func(cs []*table.Coder) {
+		select {
+		case coders <- cs:
+		default:
+		}
+	}
 	scratch := sync.Pool{New: func() any { return new(pramScratch) }}
 	chunkCounts := t.dense != nil && len(t.dense) <= pramChunkCounts
 	work := func(c pramChunk) (pramCounted, error) {
 		sc := scratch.Get().(*pramScratch)
 		out := pramCounted{rec: c.rec, scratch: sc}
-		cs := coders.Get().([]*table.Coder)
+		cs := getCoders()
 		out.gs, out.err = rel.jointValues(c, cs, stride, sc)
-		coders.Put(cs)
+		putCoders(cs)
 		switch {
 		case out.err != nil:
 		case chunkCounts:

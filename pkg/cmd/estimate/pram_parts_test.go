@@ -96,6 +96,11 @@ func TestPRAMPartsRefused(t *testing.T) {
 	other := f.meta()
 	other["fingerprint"] = "0abc"
 	op := f.split([]string{"a", "b"}, pramFixtureRows(), other, "o1.csv", "o2.csv", "o3.csv")
+	// Parts are compared by their codebook's text, which the first part's
+	// metadata no longer holds once parsed (its sum stands for it).
+	otherCB := f.meta()
+	otherCB["codebook"] += " "
+	cp := f.split([]string{"a", "b"}, pramFixtureRows(), otherCB, "q1.csv", "q2.csv", "q3.csv")
 	c1 := f.path("c1.csv")
 	pramMustRun(t, NewCmd, "--tabulate", parts[0], "-o", c1)
 	countsOf := func(name string, edit func([]string) []string) string {
@@ -129,6 +134,8 @@ func TestPRAMPartsRefused(t *testing.T) {
 		want string
 	}{
 		{[]string{parts[0], parts[1], op[2]}, "p1.csv and " + op[2] + ` are not parts of the same release: their metadata item "fingerprint" differs ("00ff" vs "0abc")`},
+		{[]string{parts[0], parts[1], cp[2]}, "p1.csv and " + cp[2] + ` are not parts of the same release: their metadata item "codebook" differs`},
+		{[]string{"--tabulate", parts[0], parts[1], cp[2]}, "p1.csv and " + cp[2] + ` are not parts of the same release: their metadata item "codebook" differs`},
 		{[]string{c1, parts[0], parts[1], parts[2]}, "the parts have more rows than the release: " + c1 + " (4) + " + parts[0] + " (4) + " + parts[1] + " (4) + " + parts[2] + " (4) = 16 rows, but the release has m = 12; a part was given twice"},
 		{[]string{c1, parts[2]}, "= 8 rows, but the release has m = 12; a part is missing"},
 		{[]string{"--tabulate", c1, parts[0], parts[1], parts[2]}, "= 16 rows, but the release has m = 12; a part was given twice"},

@@ -1,6 +1,8 @@
 package estimate
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"math"
@@ -35,6 +37,30 @@ type pramRelease struct {
 	// sampleReleases counts all releases of the sample that perturb knew
 	// of (its ledger included), when more than releases.
 	sampleReleases int
+	// codebookItem is the SHA-256 of the metadata's codebook text
+	// (codebookSumOf; "" if it has none), which meta then drops unless a
+	// count table will carry it (--tabulate): a codebook of 1M labels is
+	// 10 MB of JSON besides its parsed labels (issue 11: peak RSS ≤ 100
+	// MB whatever the cardinality), and parts of the release only need to
+	// show the same text (partItem).
+	codebookItem string
+}
+
+// partItem is the metadata item key as parts of one release must share
+// it: the codebook by its sum (its text may be gone, see codebookSum),
+// any other item as it is.
+func (rel *pramRelease) partItem(key string) (string, bool) {
+	if key == release.KeyCodebook {
+		return rel.codebookItem, rel.codebookItem != ""
+	}
+	v, ok := rel.meta[key]
+	return v, ok
+}
+
+// codebookSumOf is the codebook item's text as partItem compares it.
+func codebookSumOf(text string) string {
+	sum := sha256.Sum256([]byte(text))
+	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
 // label is the codebook label of value x of column j. The codebook's own
@@ -141,6 +167,12 @@ func (o *Options) openPRAMRelease(in table.Reader) (*pramRelease, error) {
 	}
 	if err := o.pramReleaseGamma(rel, meta); err != nil {
 		return nil, err
+	}
+	if metaCB {
+		rel.codebookItem = codebookSumOf(meta[release.KeyCodebook])
+		if !o.Tabulate {
+			delete(meta, release.KeyCodebook) // (the reader's Meta is its only holder)
+		}
 	}
 	return rel, nil
 }
