@@ -31,11 +31,19 @@ type parquetWriter struct {
 	memos     []dictMemo // the groups' dictionary copies (dictMemo)
 	// Row groups are encoded on a goroutine of their own (encode), beside
 	// the stage that makes the rows.
-	queue  chan arrow.RecordBatch
-	done   chan error // encode's first error (or nil), once queue is closed
+	queue chan arrow.RecordBatch
+	done  chan error // encode's first error (or nil), once queue is closed
+	// sem, set instead of queue for a table wider than GroupBytes allows
+	// in a group, makes queueGroup encode the group itself (column
+	// encoders running, as encode's).
+	sem    chan struct{}
 	failed atomic.Pointer[error]
 	strs   stringDicts // used by encode only
 }
+
+// inlineWideGroups turns on the one-group-at-a-time path of wide tables;
+// tests turn it off to show that the file's bytes are the same either way.
+var inlineWideGroups = true
 
 // parquetQueue is the number of row groups that may wait to be encoded.
 const parquetQueue = 1
@@ -55,7 +63,15 @@ func newParquetWriter(s sink, schema *arrow.Schema, meta Meta, groupRows int) (*
 	if err != nil {
 		return nil, err
 	}
-	p := &parquetWriter{fw: fw, schema: schema, fields: schema.Fields(), groupRows: groupRows, memos: dictMemos(schema), queue: make(chan arrow.RecordBatch, parquetQueue), done: make(chan error, 1)}
+	p := &parquetWriter{fw: fw, schema: schema, fields: schema.Fields(), groupRows: groupRows, memos: dictMemos(schema)}
+	if inlineWideGroups && RowsWithin(schema, GroupBytes, groupRows) < groupRows {
+		// A wide table (bitflip's one-hot bits): one row group at a time,
+		// encoded (its columns on every core) before the next is gathered,
+		// where the queue and encode's open groups hold up to four.
+		p.sem = make(chan struct{}, runtime.GOMAXPROCS(0))
+		return p, nil
+	}
+	p.queue, p.done = make(chan arrow.RecordBatch, parquetQueue), make(chan error, 1)
 	go p.encode(p.queue)
 	return p, nil
 }
@@ -196,6 +212,17 @@ func (p *parquetWriter) queueGroup() error {
 	if err != nil {
 		return err
 	}
+	if p.sem != nil {
+		defer rec.Release()
+		gw, err := p.startGroup(rec, p.sem)
+		if err == nil {
+			err = gw.wait()
+		}
+		if err != nil {
+			p.failed.Store(&err)
+		}
+		return err
+	}
 	p.queue <- rec
 	return nil
 }
@@ -333,6 +360,19 @@ func flushDictPage(cw file.ColumnChunkWriter, a arrow.Array) error {
 
 func (p *parquetWriter) close() error {
 	defer releaseMemos(p.memos)
+	if p.sem != nil {
+		var err error
+		if failed := p.failed.Load(); failed != nil {
+			err = *failed
+		} else if p.group != nil {
+			err = p.queueGroup()
+		}
+		p.group = nil
+		if err != nil {
+			p.fw.close()
+			return err
+		}
+	}
 	if p.queue != nil {
 		var err error
 		if p.group != nil && p.failed.Load() == nil {
