@@ -50,8 +50,8 @@ The metadata records q, L, the layout of the bits (to regroup them) and:
                                   1 per binary column
 Memory does not grow with the rows beyond the shuffle's 16 MiB (see above).
 It grows with L for a Parquet output, whose row groups of 65,536 rows hold
-4 bytes a bit, up to three at once: ~0.7 MB a bit, over 100 MB from about
-L = 50 (shorter groups would grow the file's footer with the rows
+4 bytes a bit (one group at a time: ~0.26 MB a bit, 98 MB at L = 140, 136
+MB at L = 200; shorter groups would grow the file's footer with the rows
 instead). CSV and Arrow outputs stay under 100 MB (measured to L = 4,000).`
 
 	bitflipExample = `
