@@ -321,31 +321,50 @@ func GroupBase(sch *anonymize.Schedule) []int64 {
 // label(v) is value index v's label.
 func WriteSchedule(w table.Writer, schema *arrow.Schema, sch *anonymize.Schedule, label func(int) string) error {
 	base := GroupBase(sch)
-	return writeGroupsOf(w, schema, func(fn func(t int, vals []uint32, base, groups int64) error) error {
+	labels := make([]string, sch.L)
+	return writeGroupsOf(w, schema, func(fn func(t int, labels []string, base, groups int64) error) error {
 		for t, st := range sch.Types {
-			if err := fn(t, st.Values, base[t], st.Groups); err != nil {
+			for j, v := range st.Values {
+				labels[j] = label(int(v))
+			}
+			if err := fn(t, labels[:len(st.Values)], base[t], st.Groups); err != nil {
 				return err
 			}
 		}
 		return nil
-	}, label)
+	})
+}
+
+// groupEntry is a row of Anatomy's sensitive table, with count 1.
+type groupEntry struct {
+	group int64
+	label string
 }
 
 // writeGroupsOf writes Anatomy's sensitive table of the set types each
-// calls its function with (type t, its values, first group number and
-// groups; in the types' order), a batch at a time: memory does not grow
-// with the groups.
-func writeGroupsOf(w table.Writer, schema *arrow.Schema, each func(func(t int, vals []uint32, base, groups int64) error) error, label func(int) string) error {
-	var st []anonymize.AnatomyEntry
+// calls its function with (type t, its values' labels, first group number
+// and groups; in the types' order), a batch at a time: memory does not
+// grow with the groups.
+func writeGroupsOf(w table.Writer, schema *arrow.Schema, each func(func(t int, labels []string, base, groups int64) error) error) error {
+	var st []groupEntry
 	flush := func() error {
-		err := writeST(w, schema, st, label)
+		rw := table.NewRowWriter(w, schema, 0)
+		defer rw.Release()
+		for _, e := range st {
+			rw.Int64(0, e.group)
+			rw.String(1, e.label)
+			rw.Int64(2, 1)
+			if err := rw.EndRow(); err != nil {
+				return err
+			}
+		}
 		st = st[:0]
-		return err
+		return rw.Flush()
 	}
-	err := each(func(_ int, vals []uint32, base, groups int64) error {
+	err := each(func(_ int, labels []string, base, groups int64) error {
 		for g := range groups {
-			for _, v := range vals {
-				st = append(st, anonymize.AnatomyEntry{Group: uint32(base + g), Value: v, Count: 1})
+			for _, l := range labels {
+				st = append(st, groupEntry{base + g, l})
 			}
 			if len(st) >= table.DefaultBatchSize {
 				if err := flush(); err != nil {

@@ -592,11 +592,11 @@ func (o *Options) runAnatomy(in table.Reader, cb *codebook.Codebook) error {
 	// Both tables are created late (createLateAt; their destinations are
 	// checked now): each one's metadata holds the codebook (10 MB of JSON
 	// at 1M values, and as much again while it is encoded), which had
-	// been held twice beside pass 2's Dealer. The sensitive table is
-	// written and committed once pass 2 is over and the Dealer gone, the
-	// row table created when the numbering is over (numberer.done).
+	// been held twice beside pass 2's Dealer. Both are created once the
+	// rows are numbered (numberer.done), the sensitive table first.
+	late := &anatomyLate{cb: cb, a: a, label: sv.col.Label}
 	stSchema := GroupsSchema(o.GroupCol, sv.name)
-	gw, err := o.createLateAt(o.groupsOutput(), stSchema, func() (table.Meta, error) { return o.groupsMeta(cb, a) }, in.Format(), o.groupsInputs())
+	gw, err := o.createLateAt(o.groupsOutput(), stSchema, func() (table.Meta, error) { return late.groupsMeta(o) }, in.Format(), o.groupsInputs())
 	if err != nil {
 		return err
 	}
@@ -618,7 +618,7 @@ func (o *Options) runAnatomy(in table.Reader, cb *codebook.Codebook) error {
 	fields = append(fields, arrow.Field{Name: o.GroupCol, Type: arrow.PrimitiveTypes.Int64})
 	schema := arrow.NewSchema(fields, nil)
 	hiddenSchema := arrow.NewSchema(hidden, nil)
-	fw, err := o.createLateAt(o.Output, schema, func() (table.Meta, error) { return o.meta(cb, a) }, in.Format(), o.rowsInputs())
+	fw, err := o.createLateAt(o.Output, schema, func() (table.Meta, error) { return late.rowsMeta(o) }, in.Format(), o.rowsInputs())
 	if err != nil {
 		return err
 	}
@@ -691,11 +691,13 @@ func (o *Options) runAnatomy(in table.Reader, cb *codebook.Codebook) error {
 	}
 	meter.Done()
 	close2()
-	// The sensitive table is written once every row is numbered and the
-	// plan is gone (its sets kept in a temporary file, setSpill), and
-	// committed before the row table is created, so that no two of the
-	// plan and the two tables' metadata are held together. If the row
-	// table then fails, it is removed again (also on a signal).
+	// Once every row is numbered, the sets go to a temporary file with
+	// their labels (setSpill), the plan goes, the two tables' metadata
+	// are made (sharing the codebook's JSON) and the codebook goes; the
+	// sensitive table is then written from the file and committed before
+	// the row table is created, so that no two of the plan, the codebook
+	// and the metadata being encoded are held together. If the row table
+	// then fails, the sensitive table is removed again (also on a signal).
 	groupsDone, published := false, false
 	defer func() {
 		if groupsDone && !published && !table.IsStdio(o.Groups) {
@@ -709,14 +711,18 @@ func (o *Options) runAnatomy(in table.Reader, cb *codebook.Codebook) error {
 		}
 	}()
 	nb.done = func() error {
-		sets, err := spillSets(nb.plan, o.L)
+		sets, err := spillSets(nb.plan, o.L, late.label)
 		if err != nil {
 			return err
 		}
 		defer sets.remove()
-		nb.plan, plan = nil, nil
+		nb.plan, plan, late.label, o.readLabels = nil, nil, nil, nil
 		runtime.GC()
-		if err := writeGroupsOf(gw, stSchema, sets.each, sv.col.Label); err != nil {
+		if err := late.make(o); err != nil {
+			return err
+		}
+		runtime.GC()
+		if err := writeGroupsOf(gw, stSchema, sets.each); err != nil {
 			return err
 		}
 		if err := gw.Commit(); err != nil {
@@ -744,6 +750,61 @@ func (o *Options) runAnatomy(in table.Reader, cb *codebook.Codebook) error {
 	}
 	published = true
 	return nil
+}
+
+// anatomyLate is what Anatomy's two tables need of the codebook once
+// pass 2 is over: the sets' labels (label, until they are spilled) and
+// the metadata, which make computes once (the codebook's JSON shared by
+// both) and then lets the codebook go: the row table holds no label.
+type anatomyLate struct {
+	cb           *codebook.Codebook
+	a            *release.Anonymized
+	label        func(int) string
+	made         bool
+	rows, groups table.Meta
+}
+
+// make makes both tables' metadata, once, and lets the codebook go.
+func (l *anatomyLate) make(o *Options) error {
+	if l.made {
+		return nil
+	}
+	rows, err := o.meta(l.cb, l.a)
+	if err != nil {
+		return err
+	}
+	// The sensitive table's items, its codebook the row table's JSON of
+	// the same codebook (a.Codebook; Encode of an empty one stands in
+	// for encoding it a second time).
+	g := l.a.GroupsTableMeta(o.insecure())
+	g.Codebook = &codebook.Codebook{}
+	groups := table.Meta{}
+	if err := g.Encode(groups); err != nil {
+		return err
+	}
+	groups[release.KeyCodebook] = rows[release.KeyCodebook]
+	l.rows, l.groups, l.cb, l.a.Codebook, l.made = rows, groups, nil, nil, true
+	return nil
+}
+
+// rowsMeta is the row table's metadata.
+func (l *anatomyLate) rowsMeta(o *Options) (table.Meta, error) {
+	if err := l.make(o); err != nil {
+		return nil, err
+	}
+	m := l.rows
+	l.rows = nil
+	return m, nil
+}
+
+// groupsMeta is the sensitive table's metadata.
+func (l *anatomyLate) groupsMeta(o *Options) (table.Meta, error) {
+	if err := l.make(o); err != nil {
+		return nil, err
+	}
+	m := l.groups
+	l.groups = nil
+	return m, nil
 }
 
 // numberer receives the dealt rows of Anatomy in a uniformly random order

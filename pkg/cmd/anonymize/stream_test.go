@@ -309,10 +309,11 @@ func TestAnatomyLateOutputs(t *testing.T) {
 }
 
 // TestSetSpillReadsBackEachSet: the sets kept in a temporary file between
-// the passes read back as Plan.EachSet gave them (values, first group,
-// groups), and remove leaves nothing.
+// the passes read back as Plan.EachSet gave them (values' labels, first
+// group, groups), and remove leaves nothing.
 func TestSetSpillReadsBackEachSet(t *testing.T) {
 	t.Setenv("TMPDIR", t.TempDir())
+	label := func(v int) string { return strings.Repeat("é", v%3) + strconv.Itoa(v) }
 	for _, g := range anonymize.Groupings {
 		p, err := anonymize.NewPlan([]int{40}, 4, g)
 		if err != nil {
@@ -330,23 +331,27 @@ func TestSetSpillReadsBackEachSet(t *testing.T) {
 			t.Fatal(err)
 		}
 		type set struct {
-			vals         []uint32
+			labels       []string
 			base, groups int64
 		}
 		var want, got []set
 		p.EachSet(0, func(_ int, vals []uint32, base, groups int64) error {
-			want = append(want, set{slices.Clone(vals), base, groups})
+			var labels []string
+			for _, v := range vals {
+				labels = append(labels, label(int(v)))
+			}
+			want = append(want, set{labels, base, groups})
 			return nil
 		})
-		s, err := spillSets(p, 4)
+		s, err := spillSets(p, 4, label)
 		if err != nil {
 			t.Fatal(err)
 		}
-		err = s.each(func(ty int, vals []uint32, base, groups int64) error {
+		err = s.each(func(ty int, labels []string, base, groups int64) error {
 			if ty != len(got) {
 				t.Fatalf("type %d after %d", ty, len(got))
 			}
-			got = append(got, set{slices.Clone(vals), base, groups})
+			got = append(got, set{slices.Clone(labels), base, groups})
 			return nil
 		})
 		if err != nil || !reflect.DeepEqual(got, want) {
