@@ -552,7 +552,10 @@ func (p *publisher) flush(rec arrow.RecordBatch) error {
 // numbered rows then go through a second, independent shuffle: coming out
 // in the first shuffle's order, the group ids of each value would be
 // increasing along the output, telling which rows hold different values.
-// Memory: two shuffles' budgets and one counter per (type, value).
+// Memory: two shuffles' budgets and the plan's Dealer, whose (value, type)
+// pairs count the rows numbered once pass 2 has emptied them
+// (Plan.Number); the sensitive table is written from a temporary file
+// once the plan and the codebook are gone (numberer.done, setSpill).
 //
 // --keep-order cannot number through a shuffle and keep the input's order
 // in bounded memory: it keeps the in-memory version (runAnatomyInMemory,
