@@ -1,7 +1,6 @@
 package stage
 
 import (
-	"fmt"
 	"math/rand/v2"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -34,34 +33,15 @@ func ddpsSplit(key []byte, meta map[string]string, shards int, sp anonSplit, emi
 	if err != nil {
 		return err
 	}
-	cb, err := codebook.Parse([]byte(meta[release.KeyCodebook]))
-	if err != nil {
-		return fmt.Errorf("the release metadata's codebook: %v", err)
-	}
-	col, ok := cb.Column(md.Column)
-	if !ok {
-		return fmt.Errorf("the release metadata's codebook has no column %q", md.Column)
-	}
-	enc, err := col.Encoder(codebook.Policy{})
+	enc, err := md.Col.Encoder(codebook.Policy{})
 	if err != nil {
 		return err
 	}
 	// value[i] is codebook category i's true value: 0 for the
 	// non-participant category, else its output 1..V.
-	value := make([]int, col.K())
-	out := map[string]int{}
-	for o, lab := range md.Values {
-		out[lab] = o + 1
-	}
-	for i, lab := range col.Labels() {
-		if md.NonParticipant != "" && lab == md.NonParticipant {
-			continue
-		}
-		o, ok := out[lab]
-		if !ok {
-			return fmt.Errorf("internal error: category %q of %s is not an output of the release", lab, md.Column)
-		}
-		value[i] = o
+	value := make([]int, md.Col.K())
+	for i := range value {
+		value[i] = md.Output(i)
 	}
 	keyed := rng.NewKeyed(rng.Key(key))
 	var st rng.Stream
@@ -104,7 +84,11 @@ func writeDDPSShard(dir, ext string, i int, rows []bitRow, meta map[string]strin
 	if err := md.Decode(table.Meta(meta), "the release metadata"); err != nil {
 		return err
 	}
-	labels := table.NewLabels(append([]string{md.NoneToken}, md.Values...))
+	labs := make([]string, md.V+1)
+	for o := range labs {
+		labs[o] = md.Label(o)
+	}
+	labels := table.NewLabels(labs)
 	schema := arrow.NewSchema([]arrow.Field{table.DictField(names[0]), table.DictField(names[1])}, nil)
 	return writeBitRows(dir, ext, i, rows, schema, meta, func(part []bitRow) arrow.RecordBatch {
 		one, two := make([]uint32, len(part)), make([]uint32, len(part))

@@ -46,7 +46,10 @@ func TestDDPSOnPrism(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	labels := append([]string{md.NoneToken}, md.Values...)
+	labels := make([]string, md.V+1)
+	for o := range labels {
+		labels[o] = md.Label(o)
+	}
 	book, err := codebook.Load(cb)
 	if err != nil {
 		t.Fatal(err)

@@ -74,10 +74,11 @@ func IsCountTable(meta map[string]string) bool { return meta[KeyCountTable] == C
 var ReleasePartKeys = []string{KeyMechanism, KeyFingerprint, KeyGamma, KeyGammas, KeyGammaComposed, KeyReleases, KeyN, KeyM, KeyJointSize, KeyColumns, KeyCodebook, KeyNoiseID}
 
 // DDPSPartKeys are ReleasePartKeys' analogue for ddps releases: the column,
-// its values and the masses (which fix the estimator), and the codebook.
-// A ddps release records no number of owners, so its parts' total is not
-// checkable.
-var DDPSPartKeys = []string{KeyMechanism, KeyFingerprint, "column", "none_token", "non_participant", "pi_s", "pi_bot", "values", KeyEpsilon, KeyCodebook}
+// the masses (which fix the estimator), and the codebook, which fixes the
+// values (and the "values" item of releases before contract version 4: the
+// parts of one release have it or lack it alike). A ddps release records
+// no number of owners, so its parts' total is not checkable.
+var DDPSPartKeys = []string{KeyMechanism, KeyFingerprint, KeyDDPSColumn, KeyDDPSNoneToken, KeyDDPSNonParticipant, KeyDDPSPiS, KeyDDPSPiBottom, KeyDDPSValues, KeyEpsilon, KeyCodebook}
 
 // AnonymizePartKeys are ReleasePartKeys' analogue for anonymize's
 // publications (A′, Anatomy's row table, global): the parts of one release,

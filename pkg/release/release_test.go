@@ -4,6 +4,7 @@ import (
 	"math"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -293,30 +294,129 @@ func TestBitflipRoundTrip(t *testing.T) {
 	})
 }
 
-func ddpsHonest(t *testing.T, nonPart string) (DDPS, table.Meta) {
+// ddpsCodebook is the codebook item of ddpsHonest's releases: job's
+// categories a, b, c and the non-participant category ?.
+const ddpsCodebook = `{"columns":[{"name":"job","categories":["a","?","b","c"]}]}`
+
+// ddpsHonest is a release of job with π_s = 0.2 and masses masses (nil:
+// uniform, (1 − π_s)/(V + 1) = 0.2 each), as perturb writes it: the
+// mechanism's masses, normalized if they had to be.
+func ddpsHonest(t *testing.T, nonPart string, masses []float64) (DDPS, table.Meta) {
 	t.Helper()
-	d := DDPS{Column: "job", NoneToken: "(none)", NonParticipant: nonPart, Values: []string{"a", "b", "c"}, PiS: 0.2, PiBottom: []float64{0.1, 0.3, 0.2, 0.2}}
-	mech, err := ddps.New(ddps.Options{Values: 3, PiS: d.PiS, PiBottom: d.PiBottom, NonParticipants: nonPart != ""})
+	cb := ddpsCodebook
+	if nonPart == "" {
+		cb = strings.Replace(cb, `"?",`, "", 1)
+	}
+	mech, err := ddps.New(ddps.Options{Values: 3, PiS: 0.2, PiBottom: masses, NonParticipants: nonPart != ""})
 	if err != nil {
 		t.Fatal(err)
 	}
-	d.Epsilon = mech.Epsilon()
-	meta := table.Meta{}
+	d := DDPS{Column: "job", NoneToken: "(none)", NonParticipant: nonPart, PiS: mech.PiS(), Epsilon: mech.Epsilon()}
+	if masses == nil {
+		d.PiBottomEach = mech.PiBottom()[0]
+	} else {
+		d.PiBottom = mech.PiBottom()
+	}
+	meta := table.Meta{KeyCodebook: cb}
 	if err := d.Encode(meta); err != nil {
 		t.Fatal(err)
 	}
 	return d, meta
 }
 
+// handMasses are ddpsHonest's own (non-uniform) masses.
+var handMasses = []float64{0.1, 0.3, 0.2, 0.2}
+
+// offMasses are uniform but sum with π_s to 1 + 4e-12: ddps.New divides
+// them and π_s by the sum, so they are not (1 − π_s)/(V + 1) bit for bit.
+var offMasses = []float64{0.2 + 1e-12, 0.2 + 1e-12, 0.2 + 1e-12, 0.2 + 1e-12}
+
 func TestDDPSRoundTrip(t *testing.T) {
 	for _, np := range []string{"", "?"} {
-		want, meta := ddpsHonest(t, np)
-		var got DDPS
-		if err := got.Decode(meta, "r.csv"); err != nil || !reflect.DeepEqual(got, want) {
-			t.Fatalf("got %+v, %v; want %+v", got, err, want)
+		for _, masses := range [][]float64{nil, handMasses, {0.2, 0.2, 0.2, 0.2}, offMasses} {
+			want, meta := ddpsHonest(t, np, masses)
+			var got DDPS
+			if err := got.Decode(meta, "r.csv"); err != nil {
+				t.Fatalf("%q, %v: %v", np, masses, err)
+			}
+			if got.Column != want.Column || got.NoneToken != want.NoneToken || got.NonParticipant != np || got.PiS != want.PiS || got.Epsilon != want.Epsilon || got.V != 3 {
+				t.Errorf("%q, %v: got %+v, want %+v", np, masses, got, want)
+			}
+			for o := range 4 {
+				if got.Mass(o) != want.Mass(o) {
+					t.Errorf("%q, %v: π_⊥%d = %v, want %v", np, masses, o, got.Mass(o), want.Mass(o))
+				}
+			}
+			if labels := []string{got.Label(0), got.Label(1), got.Label(2), got.Label(3)}; !slices.Equal(labels, []string{"(none)", "a", "b", "c"}) {
+				t.Errorf("%q: labels %q", np, labels)
+			}
+			var outputs []int
+			for x := range got.Col.K() {
+				outputs = append(outputs, got.Output(x))
+			}
+			if want := map[string][]int{"": {1, 2, 3}, "?": {1, 0, 2, 3}}[np]; !slices.Equal(outputs, want) {
+				t.Errorf("%q: outputs of the categories %v, want %v", np, outputs, want)
+			}
+			gm, err := got.Mechanism()
+			if err != nil {
+				t.Fatal(err)
+			}
+			wm, _ := ddps.New(ddps.Options{Values: 3, PiS: 0.2, PiBottom: masses, NonParticipants: np != ""})
+			if gm.PiS() != wm.PiS() || !slices.Equal(gm.PiBottom(), wm.PiBottom()) || gm.NonParticipants() != wm.NonParticipants() {
+				t.Errorf("%q, %v: mechanism π_s %v π_⊥ %v, want %v %v", np, masses, gm.PiS(), gm.PiBottom(), wm.PiS(), wm.PiBottom())
+			}
 		}
 	}
-	_, meta := ddpsHonest(t, "")
+}
+
+// TestDDPSUniformMassesAreOneNumber: equal masses (the default, --epsilon,
+// or given) are stored as one number, not V + 1 copies, and other masses
+// as the list; neither form lists the values, which the codebook holds.
+func TestDDPSUniformMassesAreOneNumber(t *testing.T) {
+	for _, c := range []struct {
+		masses []float64
+		want   string
+	}{{nil, "0.2"}, {[]float64{0.2, 0.2, 0.2, 0.2}, "0.2"}, {offMasses, "0.20000000000019996"}, {handMasses, "[0.1,0.3,0.2,0.2]"}} {
+		_, meta := ddpsHonest(t, "", c.masses)
+		if meta[KeyDDPSPiBottom] != c.want {
+			t.Errorf("%v: pi_bot %q, want %q", c.masses, meta[KeyDDPSPiBottom], c.want)
+		}
+		if _, ok := meta[KeyDDPSValues]; ok {
+			t.Errorf("%v: the values are listed: %q", c.masses, meta[KeyDDPSValues])
+		}
+	}
+}
+
+// TestDDPSReadsOlderReleases: a release of contract version 3 listed the
+// values and every mass; it is read as before, its values checked against
+// the codebook.
+func TestDDPSReadsOlderReleases(t *testing.T) {
+	old := func(np, values, masses string) table.Meta {
+		_, meta := ddpsHonest(t, np, nil)
+		meta[KeyDDPSValues], meta[KeyDDPSPiBottom] = values, masses
+		return meta
+	}
+	for _, np := range []string{"", "?"} {
+		var d DDPS
+		if err := d.Decode(old(np, `["a","b","c"]`, "[0.2,0.2,0.2,0.2]"), "r.csv"); err != nil {
+			t.Fatal(err)
+		}
+		if d.V != 3 || d.PiBottom == nil || d.Mass(3) != 0.2 || d.Label(2) != "b" {
+			t.Errorf("%q: got %+v", np, d)
+		}
+	}
+	checkEdits(t, old("?", `["a","b","c"]`, "[0.2,0.2,0.2,0.2]"), func() decoder { return new(DDPS) }, []edit{
+		{"values reordered", set("values", `["a","c","b"]`), `^r\.csv: metadata "values" disagrees with the codebook's column "job": value 2 is "c", not "b"; the file was edited`},
+		{"value added", set("values", `["a","b","c","d"]`), `metadata "values" lists 4 values, the codebook's column "job" 3`},
+		{"non-participant listed", set("values", `["a","?","b"]`), `value 2 is "\?", not "b"`},
+		{"value dropped", set("values", `["a","b"]`), `metadata "values" lists 2 values, the codebook's column "job" 3`},
+		{"no values", set("values", "[]"), `metadata "values" lists no values`},
+		{"values damaged", set("values", `["a"`), `metadata "values" is not valid`},
+	})
+}
+
+func TestDDPSRefusesEdits(t *testing.T) {
+	_, meta := ddpsHonest(t, "", handMasses)
 	checkEdits(t, meta, func() decoder { return new(DDPS) }, []edit{
 		{"epsilon edited", set("epsilon", "0.1"), `^r\.csv: metadata "epsilon" = 0\.1 does not match π_s = 0\.2, π_⊥ = \[0\.1 0\.3 0\.2 0\.2\] \(ε = max_v ln\(\(π_⊥v \+ π_s\)/π_⊥v\) = 0\.6931\d*\); the file was edited or damaged — randomize the original table again with perturb --mechanism ddps$`},
 		{"pi_s edited", set("pi_s", "0.25", "pi_bot", "[0.1,0.25,0.2,0.2]"), `metadata "epsilon" = 0\.6931\d* does not match π_s = 0\.25, π_⊥ = \[0\.1 0\.25 0\.2 0\.2\] \(ε = .* = 0\.8109\d*\)`},
@@ -325,9 +425,27 @@ func TestDDPSRoundTrip(t *testing.T) {
 		{"pi_s text", set("pi_s", "banana"), `metadata "pi_s" = "banana" is not a number`},
 		{"zero mass", set("pi_bot", "[0.1,0,0.4,0.3]"), `is out of range: ddps\.New: π_⊥1 = 0`},
 		{"wrong count", set("pi_bot", "[0.4,0.4]"), `needs V \+ 1 = 4 masses`},
-		{"no values", set("values", "[]"), `metadata "values" lists no values`},
+		{"masses damaged", set("pi_bot", "[0.1,0.3"), `metadata "pi_bot" is not valid`},
+		{"masses made uniform", set("pi_bot", "0.25"), `metadata "pi_bot" = 0\.25 each is out of range: ddps\.New: .* must be 1, got 1\.2;`},
 		{"epsilon NaN", set("epsilon", "NaN"), `metadata "epsilon" = NaN is out of range`},
 		{"no column", del("column"), `no "column" in the metadata`},
+		{"column not in the codebook", set("column", "role"), `the codebook in the metadata has no column "role"`},
+		{"no codebook", del("codebook"), `no "codebook" in the metadata`},
+		{"none token a category", set("none_token", "b"), `the codebook's column "job" has a category "b", the none token`},
+		{"non-participant not a category", set("non_participant", "x"), `metadata "non_participant" = "x" is not a category of the codebook's column "job"`},
+		{"only the non-participant", set("non_participant", "a", "codebook", `{"columns":[{"name":"job","categories":["a"]}]}`), `has no value besides the non-participant one`},
+	})
+	_, uni := ddpsHonest(t, "", nil)
+	checkEdits(t, uni, func() decoder { return new(DDPS) }, []edit{
+		{"harmless respelling", set("pi_bot", "2e-1"), ""},
+		{"uniform mass edited", set("pi_bot", "0.15"), `^r\.csv: metadata "pi_bot" = 0\.15 each is out of range: ddps\.New: .* must be 1, got 0\.8; the file was edited`},
+		{"uniform mass text", set("pi_bot", "most"), `metadata "pi_bot" = "most" is not a number`},
+		{"uniform mass NaN", set("pi_bot", "NaN"), `metadata "pi_bot" = NaN each is out of range: ddps\.New: π_⊥0 must be finite`},
+		{"uniform mass and pi_s edited", set("pi_s", "0.4", "pi_bot", "0.15"), `metadata "epsilon" = 0\.6931\d* does not match π_s = 0\.4, π_⊥ = 0\.15 each \(ε = .* = 1\.2992\d*\)`},
+		{"epsilon edited", set("epsilon", "0.5"), `metadata "epsilon" = 0\.5 does not match π_s = 0\.2, π_⊥ = 0\.2 each \(ε = .* = 0\.6931\d*\)`},
+		{"a value added", set("codebook", `{"columns":[{"name":"job","categories":["a","b","c","d"]}]}`), `metadata "pi_bot" = 0\.2 each is out of range: ddps\.New: .* must be 1, got 1\.2`},
+		{"masses listed", set("pi_bot", "[0.2,0.2,0.2,0.2]"), ""},
+		{"empty", set("pi_bot", ""), `metadata "pi_bot" = "" is not a number`},
 	})
 }
 

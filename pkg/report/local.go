@@ -223,20 +223,16 @@ func (o *Options) ddps(s *Section, in table.Reader) error {
 	if err != nil {
 		return fmt.Errorf("%s: %v; randomize the original table again", in.Name(), err)
 	}
-	if c, ok := meta[release.KeyCodebook]; ok {
-		if cb, err := codebook.Parse([]byte(c)); err == nil {
-			s.Facts = append(s.Facts, codebookFacts(cb)...)
-		}
-	}
+	s.Facts = append(s.Facts, codebookFacts(d.Codebook)...)
 	s.Kind = "Local release: DDPS (Joy's distributed differential privacy by sampling, pramkit perturb --mechanism ddps)"
 	if release.IsCountTable(meta) {
 		s.Kind = "Local release: DDPS, as a count table (estimate --tabulate)"
 	}
-	V := len(d.Values)
+	V := d.V
 	s.What = fmt.Sprintf("Two reports per person on column %s: round one reports %q (no value) with probability π_s = %s and otherwise a noise value; round two names the person's own value with probability π_s, otherwise a noise value. The difference of the rounds estimates how many people hold each of the %d values.", d.Column, d.NoneToken, num(d.PiS), V)
 	own := 0.0 // the largest chance that round two names the person's own value
-	for _, p := range d.PiBottom[1:] {
-		own = max(own, d.PiS+p)
+	for o := 1; o <= V; o++ {
+		own = max(own, d.PiS+d.Mass(o))
 	}
 	s.Privacy = fmt.Sprintf("Round one does not depend on the person's value, and round two names it with probability at most %s (π_s plus its noise mass); whatever a person holds, the chance of any pair of reports changes by at most a factor e^ε = %s (ε = %s).", num(own), num(math.Exp(d.Epsilon)), num(d.Epsilon))
 	s.Facts = append(s.Facts,
@@ -245,16 +241,30 @@ func (o *Options) ddps(s *Section, in table.Reader) error {
 	if d.NonParticipant != "" {
 		s.Facts = append(s.Facts, Fact{"non-participant value", d.NonParticipant})
 	}
-	out := map[string]int{d.NoneToken: 0}
-	for i, v := range d.Values {
-		out[v] = i + 1
+	// output returns the output a report or true value s names: ⊥0 for
+	// the none token, else its category's (0 for the non-participant
+	// one); ok is false for any other s. The codebook's label index
+	// stands in for a map of the V labels.
+	output := func(lab string) (o int, ok bool) {
+		if lab == d.NoneToken {
+			return 0, true
+		}
+		x, ok := d.Col.LabelIndex(lab)
+		if !ok {
+			return 0, false
+		}
+		return d.Output(x), true
 	}
 	t := mech.NewTally()
 	names := []string{d.Column + ".round1", d.Column + ".round2"}
 	err = scanRows(in, names, func(vals []table.Values, i int, w int64, row int64) error {
 		var r [2]int
 		for k := range 2 {
-			o, ok := out[vals[k].String(i)]
+			lab := vals[k].String(i)
+			o, ok := output(lab)
+			if ok && o == 0 && lab != d.NoneToken {
+				ok = false // the non-participant category is never a report
+			}
 			if !ok {
 				return &table.DataError{File: in.Name(), Row: row, Column: names[k], Err: fmt.Errorf("report %s is none of the release's values; the release was edited: randomize the original table again", table.QuoteCell(vals[k].String(i)))}
 			}
@@ -282,10 +292,8 @@ func (o *Options) ddps(s *Section, in table.Reader) error {
 		truth = make([]float64, V+1)
 		err := scanRows(tin, []string{d.Column}, func(vals []table.Values, i int, w int64, row int64) error {
 			v := vals[0].String(i)
-			if o, ok := out[v]; ok && v != d.NoneToken {
-				truth[o] += float64(w)
-			} else if v == d.NonParticipant && d.NonParticipant != "" {
-				truth[0] += float64(w)
+			if o, ok := output(v); ok && v != d.NoneToken {
+				truth[o] += float64(w) // 0 for the non-participant category
 			} else {
 				return &table.DataError{File: tin.Name(), Row: row, Column: d.Column, Err: fmt.Errorf("value %s is not among the release's values; give the table that was randomized", table.QuoteCell(v))}
 			}
@@ -295,7 +303,10 @@ func (o *Options) ddps(s *Section, in table.Reader) error {
 			return err
 		}
 	}
-	cats := append([]string(nil), d.Values...)
+	cats := make([]string, V) // the chart's, cut to maxBars below
+	for v := range V {
+		cats[v] = d.Label(v + 1)
+	}
 	cnt, lo, hi := make([]float64, V), make([]float64, V), make([]float64, V)
 	head := []string{d.Column, "estimated count", "sd", "round one", "round two"}
 	if truth != nil {
@@ -305,7 +316,7 @@ func (o *Options) ddps(s *Section, in table.Reader) error {
 	for v := range V {
 		e := est.Counts[v+1]
 		cnt[v], lo[v], hi[v] = e.Count, e.Count-e.SD, e.Count+e.SD
-		r := []string{d.Values[v], num(math.Round(e.Count*10) / 10), num(math.Round(e.SD*10) / 10), itoa(t.RoundOne[v+1]), itoa(t.RoundTwo[v+1])}
+		r := []string{d.Label(v + 1), num(math.Round(e.Count*10) / 10), num(math.Round(e.SD*10) / 10), itoa(t.RoundOne[v+1]), itoa(t.RoundTwo[v+1])}
 		if truth != nil {
 			r = append(r, num(truth[v+1]))
 		}

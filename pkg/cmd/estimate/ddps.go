@@ -88,15 +88,23 @@ type ddpsRelease struct {
 	name           string
 	column         string
 	mech           *ddps.Mechanism
-	values         []string // labels of ⊥1..⊥V
-	nonParticipant string   // the category reported as ⊥0, "" if none
-	noneToken      string   // how ⊥0 is written
-	cb             *codebook.Codebook
-	col            *codebook.Column // the column's, in cb
-	// output[x] is the output of codebook index x: 1..V in codebook
-	// order, −1 for the non-participant category (never a report; its
-	// owners report ⊥0 in round two).
-	output []int32
+	md             release.DDPS // the labels of ⊥0..⊥V (label)
+	nonParticipant string       // the category reported as ⊥0, "" if none
+	noneToken      string       // how ⊥0 is written
+	col            *codebook.Column
+}
+
+// label returns how output ⊥o is written.
+func (rel *ddpsRelease) label(o int) string { return rel.md.Label(o) }
+
+// output returns the output of codebook index x: 1..V in codebook order,
+// −1 for the non-participant category (never a report; its owners report
+// ⊥0 in round two).
+func (rel *ddpsRelease) output(x int) int {
+	if o := rel.md.Output(x); o > 0 {
+		return o
+	}
+	return -1
 }
 
 func runDDPS(o *Options, in table.Reader) error {
@@ -106,6 +114,12 @@ func runDDPS(o *Options, in table.Reader) error {
 	rel, err := readDDPSRelease(in)
 	if err != nil {
 		return err
+	}
+	if !o.Tabulate && len(o.Inputs) <= 1 {
+		// Parsed, the codebook text is needed neither to compare parts
+		// nor for a count table's metadata: the reader's Meta is its only
+		// holder (10 MB at 1M values).
+		delete(in.Meta(), release.KeyCodebook)
 	}
 	if len(o.Columns) > 1 || (len(o.Columns) == 1 && o.Columns[0] != rel.column) {
 		return cli.Usagef("--columns: %s is a ddps release of the one column %q", rel.name, rel.column)
@@ -148,51 +162,19 @@ func runDDPS(o *Options, in table.Reader) error {
 // readDDPSRelease reads and checks a ddps release's metadata.
 func readDDPSRelease(in table.Reader) (*ddpsRelease, error) {
 	name, meta := in.Name(), in.Meta()
-	damaged := "the release was damaged or edited: randomize the original table again with perturb --mechanism ddps"
-	// The column, values, masses and ε, typed and checked against each
-	// other: an edited mass or ε is refused rather than estimated with.
+	// The column, codebook, masses and ε, typed and checked against each
+	// other: an edited mass or ε, or an older release's values that are
+	// not the codebook's, is refused rather than estimated with.
 	var md release.DDPS
 	if err := md.Decode(meta, name); err != nil {
 		return nil, err
 	}
-	rel := &ddpsRelease{name: name, column: md.Column, values: md.Values, nonParticipant: md.NonParticipant, noneToken: md.NoneToken}
-	var err error
-	if s, ok := meta[release.KeyCodebook]; ok {
-		if rel.cb, err = codebook.Parse([]byte(s)); err != nil {
-			return nil, fmt.Errorf("%s: the codebook in the metadata is not valid (%v); %s", name, err, damaged)
-		}
-		var ok bool
-		if rel.col, ok = rel.cb.Column(rel.column); !ok {
-			return nil, fmt.Errorf("%s: the codebook in the metadata has no column %q; %s", name, rel.column, damaged)
-		}
-	} else {
-		return nil, fmt.Errorf("%s: the metadata lacks the codebook; %s", name, damaged)
-	}
-	// The values are the codebook's categories but the non-participant
-	// one, in its order (perturb writes both from the codebook): reports
-	// are then looked up in the codebook's compact label index, not a map
-	// of their own (~60 bytes a value; issue 11, 1M values).
-	rel.output = make([]int32, rel.col.K())
-	next := 0
-	for x := range rel.output {
-		lab := rel.col.Label(x)
-		if rel.nonParticipant != "" && lab == rel.nonParticipant {
-			rel.output[x] = -1
-			continue
-		}
-		if next >= len(rel.values) || rel.values[next] != lab {
-			return nil, fmt.Errorf("%s: the codebook and the values in the metadata disagree (category %d, %q); %s", name, x+1, lab, damaged)
-		}
-		next++
-		rel.output[x] = int32(next)
-	}
-	if next != len(rel.values) {
-		return nil, fmt.Errorf("%s: the metadata lists %d values, the codebook's column %q %d; %s", name, len(rel.values), rel.column, next, damaged)
-	}
+	rel := &ddpsRelease{name: name, column: md.Column, md: md, nonParticipant: md.NonParticipant, noneToken: md.NoneToken, col: md.Col}
 	// ddps.New keeps masses that sum to 1 up to rounding, so this is the
 	// mechanism perturb used, π_s and π_⊥ bit for bit.
+	var err error
 	if rel.mech, err = md.Mechanism(); err != nil {
-		return nil, fmt.Errorf("%s: %v; %s", name, err, damaged)
+		return nil, fmt.Errorf("%s: %v; the release was damaged or edited: randomize the original table again with perturb --mechanism ddps", name, err)
 	}
 	return rel, nil
 }
@@ -204,7 +186,7 @@ func (rel *ddpsRelease) readTruth(o *Options, path string) ([]int64, error) {
 	if err != nil {
 		return nil, err
 	}
-	counts := make([]int64, len(rel.values)+1)
+	counts := make([]int64, rel.mech.Values()+1)
 	err = o.scanTruth(path, []string{rel.column}, func(file string, rec arrow.RecordBatch, cols []int, first int64) error {
 		vals := table.ValuesOf(rec.Column(cols[0]))
 		for i := range vals.Len() {
@@ -212,7 +194,7 @@ func (rel *ddpsRelease) readTruth(o *Options, path string) ([]int64, error) {
 			if err != nil {
 				return &table.DataError{File: file, Row: first + int64(i), Column: rel.column, Err: err}
 			}
-			counts[max(rel.output[x], 0)]++ // the non-participant category truly holds ⊥0
+			counts[rel.md.Output(int(x))]++ // the non-participant category truly holds ⊥0
 		}
 		return nil
 	})
@@ -276,23 +258,17 @@ func (r ddpsResult) json(lists bool) ddpsJSON {
 		Participants: est.Participants.Count, ParticipantsSD: est.Participants.SD,
 		Reports: est.N, Column: rel.column, Estimator: r.estimator,
 	}
-	for i, v := range rel.values {
-		if !lists {
-			break
-		}
-		c := est.Counts[i+1]
-		out.Counts = append(out.Counts, ddpsCountJSON{Value: v, Estimate: c.Count, SD: c.SD})
+	for o := 1; lists && o <= rel.mech.Values(); o++ {
+		c := est.Counts[o]
+		out.Counts = append(out.Counts, ddpsCountJSON{Value: rel.label(o), Estimate: c.Count, SD: c.SD})
 	}
 	if rel.nonParticipant != "" {
 		out.NonParticipant = &ddpsNonPartJSON{Value: rel.nonParticipant, Estimate: est.Counts[0].Count, SD: est.Counts[0].SD}
 	}
 	if r.truth != nil {
 		t := &ddpsTruthJSON{Participants: r.trueParticipants(), L2Error: r.l2()}
-		for i, v := range rel.values {
-			if !lists {
-				break
-			}
-			t.Counts = append(t.Counts, ddpsTrueCount{Value: v, Count: r.truth[i+1]})
+		for o := 1; lists && o <= rel.mech.Values(); o++ {
+			t.Counts = append(t.Counts, ddpsTrueCount{Value: rel.label(o), Count: r.truth[o]})
 		}
 		out.Truth = t
 	}
@@ -338,8 +314,8 @@ func (r ddpsResult) asReport() *localReport {
 	// One row at a time, as written: V rows built first took ~100 bytes a
 	// value.
 	rep.rows = func(yield func([]any) bool) {
-		for i, v := range rel.values {
-			if !yield(row(v, i+1)) {
+		for o := 1; o <= rel.mech.Values(); o++ {
+			if !yield(row(rel.label(o), o)) {
 				return
 			}
 		}

@@ -251,6 +251,33 @@ func TestDDPSEstimateRebuildsTheReleasesMechanism(t *testing.T) {
 	}
 }
 
+// TestDDPSEstimateReadsOlderReleasesAlike: a release of contract version 3
+// listed the values and every mass π_⊥; its rows with those items give the
+// estimates of the release as written now.
+func TestDDPSEstimateReadsOlderReleasesAlike(t *testing.T) {
+	dir, _, _, rel := lmDDPSRelease(t, "rel.csv")
+	meta, err := os.ReadFile(rel + ".meta.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := os.ReadFile(rel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(meta), `"pi_bot":"0.16"`) || strings.Contains(string(meta), `"values"`) {
+		t.Fatalf("perturb's metadata lists the masses or values: %s", meta)
+	}
+	old := cmdtest.WriteFile(t, dir, "old.csv", string(rows))
+	cmdtest.WriteFile(t, dir, "old.csv.meta.json", strings.Replace(string(meta), `"pi_bot":"0.16"`,
+		`"pi_bot":"[0.16,0.16,0.16,0.16,0.16]","values":"[\"Sales\",\"Tech\",\"Craft\",\"?\"]"`, 1))
+	cmdtest.BindSidecar(t, old)
+	for _, args := range [][]string{{"--json"}, {"--json", "--round-two"}, {}} {
+		if got, want := lmMustRun(t, "estimate", append([]string{old}, args...)...), lmMustRun(t, "estimate", append([]string{rel}, args...)...); got != want {
+			t.Errorf("%v: the older release gives\n%s\nwant\n%s", args, got, want)
+		}
+	}
+}
+
 func TestDDPSEstimateRejectsBadInput(t *testing.T) {
 	dir, cb, in, rel := lmDDPSRelease(t, "rel.csv")
 	meta, err := os.ReadFile(rel + ".meta.json")
@@ -263,10 +290,11 @@ func TestDDPSEstimateRejectsBadInput(t *testing.T) {
 	cmdtest.WriteFile(t, dir, "oneround.csv.meta.json", string(meta))
 	badEps := cmdtest.WriteFile(t, dir, "badeps.csv", "job.round1,job.round2\nSales,Tech\n")
 	cmdtest.WriteFile(t, dir, "badeps.csv.meta.json", strings.Replace(string(meta), `"epsilon":"`, `"epsilon":"9`, 1))
-	// The values in another order than the codebook's categories: a
-	// report would be read as another value.
+	// An older release's values (contract version 3 listed them) in
+	// another order than the codebook's categories: a report would be read
+	// as another value.
 	swapped := cmdtest.WriteFile(t, dir, "swapped.csv", "job.round1,job.round2\nSales,Tech\n")
-	cmdtest.WriteFile(t, dir, "swapped.csv.meta.json", strings.Replace(string(meta), `"values":"[\"Sales\",\"Tech\"`, `"values":"[\"Tech\",\"Sales\"`, 1))
+	cmdtest.WriteFile(t, dir, "swapped.csv.meta.json", strings.Replace(string(meta), `"pi_bot":`, `"values":"[\"Tech\",\"Sales\",\"Craft\",\"?\"]","pi_bot":`, 1))
 	for _, p := range []string{edited, oneRound, badEps, swapped} {
 		cmdtest.BindSidecar(t, p) // tables edited by hand, on purpose
 	}
@@ -278,9 +306,9 @@ func TestDDPSEstimateRejectsBadInput(t *testing.T) {
 		{Name: "another column", Args: []string{rel, "--columns", "sex"}, Code: 2, Msg: `is a ddps release of the one column "job"`},
 		{Name: "two truths", Args: []string{rel, "--truth", in, "--truth", in}, Code: 2, Msg: "give --truth once"},
 		{Name: "edited release", Args: []string{edited}, Code: 1, Msg: `edited.csv: row 2, column "job.round2": "Boss" is not an output of this release`},
-		{Name: "values not the codebook's", Args: []string{swapped}, Code: 1, Msg: `swapped.csv: the codebook and the values in the metadata disagree (category 1, "Sales"); the release was damaged or edited`},
+		{Name: "values not the codebook's", Args: []string{swapped}, Code: 1, Msg: `swapped.csv: metadata "values" disagrees with the codebook's column "job": value 1 is "Tech", not "Sales"; the file was edited or damaged`},
 		{Name: "a round missing", Args: []string{oneRound}, Code: 1, Msg: `has no column "job.round2"`},
-		{Name: "ε does not match the masses", Args: []string{badEps}, Code: 1, Msg: `metadata "epsilon" = 90.81093021621633 does not match π_s = 0.2, π_⊥ = [0.16 0.16 0.16 0.16 0.16] (ε = max_v ln((π_⊥v + π_s)/π_⊥v) = 0.8109302162163288)`},
+		{Name: "ε does not match the masses", Args: []string{badEps}, Code: 1, Msg: `metadata "epsilon" = 90.81093021621633 does not match π_s = 0.2, π_⊥ = 0.16 each (ε = max_v ln((π_⊥v + π_s)/π_⊥v) = 0.8109302162163288)`},
 		{Name: "truth without the column", Args: []string{rel, "--truth", noJob}, Code: 1, Msg: `nojob.csv has no column "job"`},
 		{Name: "truth is a release", Args: []string{rel, "--truth", rel}, Code: 1, Msg: "is a release (mechanism ddps), not the original table"},
 	}

@@ -153,10 +153,10 @@ func (rel *ddpsRelease) countPairs(in table.Reader, p *ddpsPairs) error {
 			return 0, true
 		}
 		x, ok := rel.col.LabelIndex(s)
-		if !ok || rel.output[x] < 0 {
+		if !ok || rel.output(x) < 0 {
 			return 0, false
 		}
-		return int(rel.output[x]), true
+		return rel.output(x), true
 	}
 	// A part may be empty (countDDPSParts refuses an empty whole).
 	return scanColumns(in, names, missing, nil, func(rec arrow.RecordBatch, cols []int, first int64) error {
@@ -236,12 +236,7 @@ func (o *Options) writeDDPSCountTable(rel *ddpsRelease, meta table.Meta, p *ddps
 	defer w.Abort()
 	rw := table.NewRowWriter(w, schema, 0)
 	defer rw.Release()
-	label := func(x int) string {
-		if x == 0 {
-			return rel.noneToken
-		}
-		return rel.values[x-1]
-	}
+	label := rel.label
 	keys := slices.SortedFunc(maps.Keys(p.count), func(a, b [2]int) int {
 		if a[0] != b[0] {
 			return a[0] - b[0]

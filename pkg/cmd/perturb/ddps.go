@@ -51,7 +51,9 @@ of every row, as columns COLUMN.round1 and COLUMN.round2 with the category
 labels; nothing else of the input is released. Rows whose value is the
 --non-participant category (e.g. ? for "no occupation") are the paper's
 "No" population: they report ⊥0 in round two as well, and their category is
-not one of the V outputs. The metadata records π_s, π_⊥, the codebook and
+not one of the V outputs. The metadata records π_s, π_⊥ (one number when
+all V + 1 masses are equal), the codebook (its categories but the
+--non-participant one are the values ⊥1..⊥V) and
   ε = max over true values v of ln((π_⊥v + π_s)/π_⊥v)   (Eq. 42–45):
 only round two depends on the owner's value, and it moves mass π_s onto it.
 The two rounds are drawn independently. Memory does not grow with the rows
@@ -111,7 +113,7 @@ func runDDPS(o *Options) error {
 	}
 
 	o.markInsecureSeed(meta, in)
-	// The reports are codes over plan.labels (table.Labels): the shuffle
+	// The reports are codes over plan's labels (table.Labels): the shuffle
 	// carries a varint a cell and the writer no string a row.
 	schema := arrow.NewSchema([]arrow.Field{table.DictField(col.Name() + ".round1"), table.DictField(col.Name() + ".round2")}, nil)
 	o.Order.Record(meta)
@@ -177,9 +179,10 @@ func (o *Options) ddpsSetup() (*ddpsRun, error) {
 	if err != nil {
 		return nil, err
 	}
-	// The items estimate decodes with release.DDPS.
+	// The items estimate decodes with release.DDPS (the values are the
+	// codebook's categories but the non-participant one).
 	md := release.DDPS{Column: col.Name(), NoneToken: NoneToken, NonParticipant: d.NonParticipant,
-		Values: plan.labels[1:], PiS: mech.PiS(), PiBottom: mech.PiBottom(), Epsilon: mech.Epsilon()}
+		PiS: mech.PiS(), PiBottom: mech.PiBottom(), Epsilon: mech.Epsilon()}
 	meta := table.Meta{release.KeyStage: release.StagePerturb}
 	if err := md.Encode(meta); err != nil {
 		return nil, err
@@ -190,39 +193,70 @@ func (o *Options) ddpsSetup() (*ddpsRun, error) {
 	return &ddpsRun{col, plan, mech, meta}, nil
 }
 
-// ddpsPlan is what runDDPS decided from the codebook and the flags.
+// ddpsPlan is what runDDPS decided from the codebook and the flags. It
+// numbers the outputs from the column's compact labels, with no list of
+// them: at 1M values a list of the labels and a table of the values took
+// 25 MB for the whole run (issue 11).
 type ddpsPlan struct {
 	opts ddps.Options
-	// value maps a codebook index to the true value: 0 for the
-	// non-participant category, else 1..V.
-	value []int
-	// labels[o] is how output ⊥o is written: NoneToken, then the V
-	// categories.
-	labels []string
+	col  *codebook.Column
+	np   int // col's index of the --non-participant category, −1 without one
+}
+
+// value returns codebook index x's true value: 0 for the non-participant
+// category, else its output 1..V (the categories but that one, in order,
+// as release.DDPS numbers them).
+func (p *ddpsPlan) value(x int) int {
+	switch {
+	case p.np < 0 || x < p.np:
+		return x + 1
+	case x == p.np:
+		return 0
+	}
+	return x
+}
+
+// label returns how output ⊥o is written: NoneToken, then the V
+// categories.
+func (p *ddpsPlan) label(o int) string {
+	switch {
+	case o == 0:
+		return NoneToken
+	case p.np < 0 || o-1 < p.np:
+		return p.col.Label(o - 1)
+	}
+	return p.col.Label(o)
+}
+
+// values lists the V categories, for a message.
+func (p *ddpsPlan) values() string {
+	labels := make([]string, p.opts.Values)
+	for o := range labels {
+		labels[o] = p.label(o + 1)
+	}
+	return strings.Join(labels, ", ")
 }
 
 // ddpsPlan numbers the column's categories as outputs and checks the
 // masses, naming the flags in its errors.
 func (o *Options) ddpsPlan(col *codebook.Column) (ddpsPlan, error) {
 	d := o.ddpsOpts()
-	labels := col.Labels()
-	p := ddpsPlan{value: make([]int, len(labels)), labels: []string{NoneToken}}
-	np := -1
-	for i, lab := range labels {
-		if lab == NoneToken {
-			return p, fmt.Errorf("column %s has a category %q, the token of the output ⊥0 (no value) in a ddps release; rename the category in the codebook", col.Name(), NoneToken)
-		}
-		if d.NonParticipant != "" && lab == d.NonParticipant {
-			np = i
-			continue
-		}
-		p.labels = append(p.labels, lab)
-		p.value[i] = len(p.labels) - 1
+	p := ddpsPlan{col: col, np: -1}
+	if _, ok := col.LabelIndex(NoneToken); ok {
+		return p, fmt.Errorf("column %s has a category %q, the token of the output ⊥0 (no value) in a ddps release; rename the category in the codebook", col.Name(), NoneToken)
 	}
-	if d.NonParticipant != "" && np < 0 {
-		return p, cli.Usagef("--non-participant %q is not a category of %s (categories: %s)", d.NonParticipant, col.Name(), strings.Join(labels, ", "))
+	if d.NonParticipant != "" {
+		x, ok := col.LabelIndex(d.NonParticipant)
+		if !ok {
+			return p, cli.Usagef("--non-participant %q is not a category of %s (categories: %s)", d.NonParticipant, col.Name(), strings.Join(col.Labels(), ", "))
+		}
+		p.np = x
 	}
-	V := len(p.labels) - 1
+	np := p.np
+	V := col.K()
+	if np >= 0 {
+		V--
+	}
 	if V < 1 {
 		return p, cli.Usagef("column %s has no category besides the --non-participant one: nothing to report", col.Name())
 	}
@@ -237,12 +271,12 @@ func (o *Options) ddpsPlan(col *codebook.Column) (ddpsPlan, error) {
 	}
 	if pb := d.PiBottom; pb != nil {
 		if len(pb) != V+1 {
-			return p, cli.Usagef("--pi-bot needs V + 1 = %d masses, for %s then %s's categories in codebook order (%s), got %d", V+1, NoneToken, col.Name(), strings.Join(p.labels[1:], ", "), len(pb))
+			return p, cli.Usagef("--pi-bot needs V + 1 = %d masses, for %s then %s's categories in codebook order (%s), got %d", V+1, NoneToken, col.Name(), p.values(), len(pb))
 		}
 		total := p.opts.PiS
 		for i, x := range pb {
 			if !(x >= 0) || math.IsInf(x, 0) {
-				return p, cli.Usagef("--pi-bot mass %d (output %s) must be a finite number ≥ 0, got %v", i+1, p.labels[i], x)
+				return p, cli.Usagef("--pi-bot mass %d (output %s) must be a finite number ≥ 0, got %v", i+1, p.label(i), x)
 			}
 			total += x
 		}
@@ -255,7 +289,7 @@ func (o *Options) ddpsPlan(col *codebook.Column) (ddpsPlan, error) {
 		}
 		for i := start; i <= V; i++ {
 			if pb[i] == 0 {
-				return p, cli.Usagef("--pi-bot mass %d (output %s) is 0: a report of %s would then reveal the value (ε = ∞); give every value a positive mass", i+1, p.labels[i], p.labels[i])
+				return p, cli.Usagef("--pi-bot mass %d (output %s) is 0: a report of %s would then reveal the value (ε = ∞); give every value a positive mass", i+1, p.label(i), p.label(i))
 			}
 		}
 		p.opts.PiBottom = pb
@@ -270,7 +304,7 @@ func (o *Options) ddpsPlan(col *codebook.Column) (ddpsPlan, error) {
 func ddpsRows(o *Options, in table.Reader, idx int, enc *codebook.Encoder, plan ddpsPlan, mech *ddps.Mechanism, schema *arrow.Schema, w table.Writer, r *rand.Rand) error {
 	keyed := rng.DrawKeyed(r)
 	tag := rng.Tag("DDPS")
-	labels := table.NewLabels(plan.labels)
+	labels := table.LabelsOf(plan.opts.Values+1, plan.label)
 	// A worker's state: the coder keeps a batch's dictionary mapped.
 	type state struct {
 		coder *table.Coder
@@ -299,7 +333,7 @@ func ddpsRows(o *Options, in table.Reader, idx int, enc *codebook.Encoder, plan 
 		row0 := uint64(c.First - 1)
 		for i, x := range s.codes {
 			keyed.Reset(&s.st, tag, row0+uint64(i))
-			one, two, err := mech.Report(s.r, plan.value[x])
+			one, two, err := mech.Report(s.r, plan.value(int(x)))
 			if err != nil {
 				return err
 			}
