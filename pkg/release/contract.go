@@ -18,7 +18,12 @@ import (
 // the "version" item every pramkit stage writes but no "contract".
 // Version 3 adds anonymize's "grouping" (KeyGrouping); a version-2 release
 // has none and its groups are Anatomy's, the only grouping there was.
-const ContractVersion = 3
+// Version 4 writes a ddps release's equal masses "pi_bot" as one number and
+// drops its "values" (the codebook's categories); a release of version 2
+// or 3 has the list and the item, which DDPS.Decode still reads. An older
+// pramkit refuses a version-4 file with "upgrade pramkit" instead of
+// misreading the masses or missing the values.
+const ContractVersion = 4
 
 // MinContractVersion is the oldest contract version this pramkit reads:
 // every item of versions 2..ContractVersion is either present in all of

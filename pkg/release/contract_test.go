@@ -13,7 +13,7 @@ func TestStampedFilesDecode(t *testing.T) {
 	meta := table.Meta{}
 	Sample{N: 10, M: 2, Fingerprint: "ab"}.Encode(meta)
 	Stamp(meta, "1.2.3")
-	if meta[KeyContract] != "3" || meta[KeyVersion] != "1.2.3" {
+	if meta[KeyContract] != "4" || meta[KeyVersion] != "1.2.3" {
 		t.Fatalf("stamped %v", meta)
 	}
 	var s Sample
@@ -32,9 +32,9 @@ func TestOtherContractRefused(t *testing.T) {
 		contract string // "" leaves the item out
 		want     string
 	}{
-		{"older, no item", "", "r.csv: the file was written under release contract version 1 (by pramkit 0.3.0) and this pramkit reads versions 2 to 3; re-run the stage that wrote it with this pramkit"},
-		{"newer", "4", "r.csv: the file was written under release contract version 4 (by pramkit 0.3.0), newer than this pramkit reads (2 to 3); upgrade pramkit"},
-		{"garbage", "two", "r.csv: the file was written under release contract version unknown (by pramkit 0.3.0) and this pramkit reads versions 2 to 3; re-run the stage that wrote it with this pramkit"},
+		{"older, no item", "", "r.csv: the file was written under release contract version 1 (by pramkit 0.3.0) and this pramkit reads versions 2 to 4; re-run the stage that wrote it with this pramkit"},
+		{"newer", "5", "r.csv: the file was written under release contract version 5 (by pramkit 0.3.0), newer than this pramkit reads (2 to 4); upgrade pramkit"},
+		{"garbage", "two", "r.csv: the file was written under release contract version unknown (by pramkit 0.3.0) and this pramkit reads versions 2 to 4; re-run the stage that wrote it with this pramkit"},
 	}
 	decoders := map[string]func(table.Meta) error{
 		"Sample":             func(m table.Meta) error { var s Sample; return s.Decode(m, "r.csv") },
@@ -96,7 +96,7 @@ func TestOlderUnderstoodContractDecodes(t *testing.T) {
 	if err := a.Decode(ameta, "r.csv"); err != nil || a.Grouping != GroupingAnatomy {
 		t.Fatalf("version 2 A′ release: grouping %q, %v; want anatomy", a.Grouping, err)
 	}
-	for _, v := range []string{"2", "3"} {
+	for _, v := range []string{"2", "3", "4"} {
 		if err := CheckContract(table.Meta{KeyContract: v, KeyVersion: "x"}, "r.csv"); err != nil {
 			t.Errorf("version %s: %v", v, err)
 		}
