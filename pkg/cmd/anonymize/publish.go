@@ -321,9 +321,12 @@ func GroupBase(sch *anonymize.Schedule) []int64 {
 // label(v) is value index v's label.
 func WriteSchedule(w table.Writer, schema *arrow.Schema, sch *anonymize.Schedule, label func(int) string) error {
 	base := GroupBase(sch)
-	labels := make([]string, sch.L)
+	var labels []string // (a schedule the Beam stage rebuilt has Types alone, no L)
 	return writeGroupsOf(w, schema, func(fn func(t int, labels []string, base, groups int64) error) error {
 		for t, st := range sch.Types {
+			if len(labels) < len(st.Values) {
+				labels = make([]string, len(st.Values))
+			}
 			for j, v := range st.Values {
 				labels[j] = label(int(v))
 			}
