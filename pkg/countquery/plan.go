@@ -84,7 +84,8 @@ const (
 	// codebook, per column.
 	memoMax = 1 << 16
 	// maxTuple bounds a query group's table of sensitive-value
-	// combinations; bigger groups are answered query by query.
+	// combinations over several sensitive columns; bigger groups are
+	// answered query by query.
 	maxTuple = 1 << 16
 )
 
@@ -458,7 +459,11 @@ func NewPlanFor(rel *Release, schema *arrow.Schema, nsaBook *codebook.Codebook, 
 	p.qLocal = make([][]int32, len(queries))
 	p.qTuple = make([]int, len(queries))
 	for _, g := range order {
-		if p.tupleSize(g) <= maxTuple {
+		// A group over one sensitive column counts V + 1 classes, linear
+		// in V whatever it is: answering its queries one by one instead
+		// gave each a table of V + 1 entries, O(V²) (report's per-value
+		// counts at 70k values took minutes and GBs).
+		if len(g.sens) <= 1 || p.tupleSize(g) <= maxTuple {
 			p.addGroup(g, g.queries, func(i int) []term { return parsedQ[i].sens })
 			continue
 		}

@@ -169,14 +169,34 @@ func (o *Options) anonymized(s *Section, in table.Reader) error {
 			refs = []chart.Ref{{Name: fmt.Sprintf("T_f = %s (Lemma 4)", num(g.Tf)), Value: g.Tf}}
 			head = append(head, fmt.Sprintf("P(rel. error ≥ %s) ≤ (Ineq. 3)", num(o.RelError)), "≥ T_f", fmt.Sprintf("T_P = P(rel. error > %s) (Def. 5)", num(o.RelError)))
 		}
-		c := cats
-		if len(c) > maxBars {
-			c = c[:maxBars]
-			for j := range series {
-				series[j].Values = series[j].Values[:maxBars]
+		// A column of many values: the charts show the maxBars and the
+		// table lists the maxRows values of the largest counts (a table of
+		// 1M values made a 110 MB page, and 660 MB of rows to make it).
+		bars := sortedTop(est, maxBars)
+		if len(cats) <= maxBars {
+			bars = bars[:0]
+			for i := range cats {
+				bars = append(bars, i)
 			}
 		}
+		pick := func(v []float64) []float64 {
+			out := make([]float64, len(bars))
+			for k, i := range bars {
+				out[k] = v[i]
+			}
+			return out
+		}
+		c := make([]string, len(bars))
+		for k, i := range bars {
+			c[k] = cats[i]
+		}
+		for j := range series {
+			series[j].Values = pick(series[j].Values)
+		}
 		caption := "How many rows hold each value."
+		if len(cats) > maxBars {
+			caption = fmt.Sprintf("The %d largest of %d values' counts. ", maxBars, len(cats)) + caption
+		}
 		if g != nil {
 			caption = fmt.Sprintf("Values counted at least T_f = %s times have the utility guarantee of Lemma 4: a relative error of at least ε = %s with probability at most T_E = %s.", num(g.Tf), num(o.RelError), num(o.TE))
 		}
@@ -194,7 +214,16 @@ func (o *Options) anonymized(s *Section, in table.Reader) error {
 			}
 			t.Numeric = append(t.Numeric, true, false, true)
 		}
-		for i := range cats {
+		rows := sortedTop(est, maxRows)
+		if len(cats) > maxRows {
+			t.Note = fmt.Sprintf("The %d values of the largest counts, of %d; estimate --query %s=VALUE answers any other. ", maxRows, len(cats), name)
+		} else {
+			rows = rows[:0]
+			for i := range cats {
+				rows = append(rows, i)
+			}
+		}
+		for _, i := range rows {
 			r := []string{cats[i], num(math.Round(est[i]*100) / 100)}
 			if hasTruth {
 				r = append(r, num(truth[i]))
@@ -210,14 +239,12 @@ func (o *Options) anonymized(s *Section, in table.Reader) error {
 			if hasTruth {
 				basis = "the true counts (--truth)"
 			}
-			t.Note = fmt.Sprintf("Guarantees computed from %s; ε = %s (--rel-error), T_E = %s (--te).", basis, num(o.RelError), num(o.TE))
+			t.Note += fmt.Sprintf("Guarantees computed from %s; ε = %s (--rel-error), T_E = %s (--te).", basis, num(o.RelError), num(o.TE))
 			tp, cheb := make([]float64, len(cats)), make([]float64, len(cats))
 			for i, v := range g.Values {
 				tp[i], cheb[i] = v.Privacy, v.ErrorBound
 			}
-			if len(cats) > maxBars {
-				tp, cheb = tp[:maxBars], cheb[:maxBars]
-			}
+			tp, cheb = pick(tp), pick(cheb)
 			gb, err := barsBlock(chart.Bars{Title: fmt.Sprintf("Guarantees per %s at relative error ε = %s", name, num(o.RelError)), ValueLabel: "probability", Categories: c, Max: 1,
 				Series: []chart.Series{{Name: "T_P: P(relative error > ε), Definition 5", Values: tp}, {Name: "Chebyshev bound on P(relative error ≥ ε), Inequality 3", Values: cheb}}},
 				"Definition 5's privacy guarantee T_P: the larger, the less a published count tells about the true one; rare values are protected, frequent ones are accurate.")

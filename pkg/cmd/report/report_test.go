@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -343,5 +344,65 @@ func TestReportOfSeveralFiles(t *testing.T) {
 	}
 	if n := bytes.Count(doc, []byte(`<li><a href="#file-`)); n != len(kinds) {
 		t.Errorf("%d entries in the contents, want %d", n, len(kinds))
+	}
+}
+
+// TestReportOfManyValuesListsTheLargest: an anonymized column of 70,000
+// values (more than countquery's 2^16 combinations, which answered each
+// value's count query with a table of every value: O(V²), minutes) is
+// reported in seconds, its table listing the 500 values of the largest
+// counts with a note that says so, not all 70,000.
+func TestReportOfManyValuesListsTheLargest(t *testing.T) {
+	const V = 70000
+	dir := t.TempDir()
+	var data, cats strings.Builder
+	data.WriteString("s,x\n")
+	for i := range 2 * V {
+		v := i % V
+		if i%7 == 0 {
+			v = i % 600 // 600 values of larger counts
+		}
+		fmt.Fprintf(&data, "v%d,%d\n", v, i%3)
+	}
+	for v := range V {
+		if v > 0 {
+			cats.WriteByte(',')
+		}
+		fmt.Fprintf(&cats, "%q", fmt.Sprintf("v%d", v))
+	}
+	in := filepath.Join(dir, "t.csv")
+	cb := filepath.Join(dir, "cb.json")
+	an := filepath.Join(dir, "an.csv")
+	if err := os.WriteFile(in, []byte(data.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cb, []byte(`{"columns":[{"name":"s","categories":[`+cats.String()+`]}]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tool, _ := tools.Lookup("anonymize")
+	if res := cmdtest.Run(tool.New, nil, "--sensitive", "s", "--l", "3", "--codebook", cb, in, "-o", an); res.Code != 0 {
+		t.Fatalf("anonymize: exit %d: %s", res.Code, res.Stderr)
+	}
+	out := filepath.Join(dir, "r.html")
+	start := time.Now()
+	if res := cmdtest.Run(newCmd, nil, an, "-o", out); res.Code != 0 {
+		t.Fatalf("report: exit %d: %s", res.Code, res.Stderr)
+	}
+	if d := time.Since(start); d > 60*time.Second {
+		t.Errorf("report of %d values took %v", V, d)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := string(b)
+	if want := fmt.Sprintf("The 500 values of the largest counts, of %d", V); !strings.Contains(page, want) {
+		t.Errorf("the page does not say %q", want)
+	}
+	if n := strings.Count(page, ">v"); n > 500+2*40+10 {
+		t.Errorf("the page names %d values, want the 500 of the table and the charts' 40", n)
+	}
+	if !strings.Contains(page, ">v0<") {
+		t.Errorf("v0, among the largest counts, is not listed")
 	}
 }
