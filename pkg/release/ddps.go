@@ -96,11 +96,16 @@ func (d *DDPS) Label(o int) string {
 
 // Output returns the output of the column's category x: 1..V, or 0 for
 // the non-participant category (its owners report ⊥0 in round two).
-func (d *DDPS) Output(x int) int {
+func (d *DDPS) Output(x int) int { return DDPSOutput(d.np, x) }
+
+// DDPSOutput is the output of category x of a ddps column whose
+// non-participant category is np (−1 if none): the categories but that
+// one are the outputs 1..V in codebook order, np's owners report ⊥0.
+func DDPSOutput(np, x int) int {
 	switch {
-	case d.np < 0 || x < d.np:
+	case np < 0 || x < np:
 		return x + 1
-	case x == d.np:
+	case x == np:
 		return 0
 	}
 	return x

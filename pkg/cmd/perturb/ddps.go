@@ -206,15 +206,7 @@ type ddpsPlan struct {
 // value returns codebook index x's true value: 0 for the non-participant
 // category, else its output 1..V (the categories but that one, in order,
 // as release.DDPS numbers them).
-func (p *ddpsPlan) value(x int) int {
-	switch {
-	case p.np < 0 || x < p.np:
-		return x + 1
-	case x == p.np:
-		return 0
-	}
-	return x
-}
+func (p *ddpsPlan) value(x int) int { return release.DDPSOutput(p.np, x) }
 
 // label returns how output ⊥o is written: NoneToken, then the V
 // categories.
