@@ -244,14 +244,7 @@ func TestDivertedLateOutput(t *testing.T) {
 		out := filepath.Join(dir, "out."+format)
 		mustAnon(t, "--sensitive", "s", "--l", "3", "--codebook", cb, "--seed", "1", in, "-o", out)
 	}
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, e := range ents {
-		names = append(names, e.Name())
-	}
+	names := fileNames(t, dir)
 	if want := []string{"cb.json", "in.csv", "out.csv", "out.csv.meta.json", "out.parquet"}; !slices.Equal(names, want) {
 		t.Errorf("the folder holds %v, want %v", names, want)
 	}
@@ -292,6 +285,18 @@ func TestAnatomyLateOutputs(t *testing.T) {
 		mustAnon(t, "--mechanism", "anatomy", "--sensitive", "s", "--l", "3", "--codebook", cb, "--seed", "1", in,
 			"-o", filepath.Join(dir, "out."+format), "--groups", filepath.Join(dir, "g."+format))
 	}
+	names := fileNames(t, dir)
+	if want := []string{"cb.json", "g.csv", "g.csv.meta.json", "g.parquet", "in.csv", "out.csv", "out.csv.meta.json", "out.parquet"}; !slices.Equal(names, want) {
+		t.Errorf("the folder holds %v, want %v", names, want)
+	}
+	if ents, err := os.ReadDir(tmp); err != nil || len(ents) != 0 {
+		t.Errorf("$TMPDIR holds %v (%v), want nothing", ents, err)
+	}
+}
+
+// fileNames lists the names in dir, sorted.
+func fileNames(t *testing.T, dir string) []string {
+	t.Helper()
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -300,12 +305,7 @@ func TestAnatomyLateOutputs(t *testing.T) {
 	for _, e := range ents {
 		names = append(names, e.Name())
 	}
-	if want := []string{"cb.json", "g.csv", "g.csv.meta.json", "g.parquet", "in.csv", "out.csv", "out.csv.meta.json", "out.parquet"}; !slices.Equal(names, want) {
-		t.Errorf("the folder holds %v, want %v", names, want)
-	}
-	if ents, err := os.ReadDir(tmp); err != nil || len(ents) != 0 {
-		t.Errorf("$TMPDIR holds %v (%v), want nothing", ents, err)
-	}
+	return names
 }
 
 // TestSetSpillReadsBackEachSet: the sets kept in a temporary file between
