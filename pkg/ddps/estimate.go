@@ -78,7 +78,7 @@ func (m *Mechanism) estimate(t *Tally, n int64, paired bool) Estimates {
 				c += N
 			}
 		} else {
-			c = (float64(t.RoundTwo[o]) - N*m.piBot[o]) / m.piS
+			c = (float64(t.RoundTwo[o]) - N*m.mass(o)) / m.piS
 		}
 		out.Counts[o] = Estimate{Count: c, SD: m.countSD(o, N, min(max(c, 0), N), paired)}
 	}
@@ -93,8 +93,8 @@ func (m *Mechanism) estimate(t *Tally, n int64, paired bool) Estimates {
 //
 // a_o = π_⊥o + π_s, b_o = π_⊥o, c_o = π_⊥o + π_s·[o = 0].
 func (m *Mechanism) countSD(o int, N, nO float64, paired bool) float64 {
-	a := m.piBot[o] + m.piS
-	b := m.piBot[o]
+	a := m.mass(o) + m.piS
+	b := m.mass(o)
 	v := nO*a*(1-a) + (N-nO)*b*(1-b)
 	if paired {
 		c := b

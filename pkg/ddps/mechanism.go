@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 )
 
 // MaxValues is the largest number of categories V a Mechanism accepts.
@@ -53,13 +54,32 @@ type Options struct {
 // C_i = ⌊2^64·(m_0 + … + m_i)⌋ with the partial sums in float64; each
 // probability is within about (V + 2)·2^−53 of its mass (rounding of the
 // partial sums), and a zero mass is never drawn.
+//
+// Memory. Past smallTable outcomes the C_i are not all stored: only every
+// 16th partial sum is (ends, cums), and a draw adds the masses of one
+// stride again from the partial sum before it, in the same order, so it
+// finds the same C_i bit for bit. (C_i cannot be had by a multiplication,
+// even for equal masses: (i + 1)·m differs from the sum m + … + m in the
+// last bits, and a draw near C_i would change.) Equal masses (the default)
+// are one number. At V = 1M the masses and the table of the C_i took
+// 16 MB; the strided sums take 1 MB.
 type Mechanism struct {
 	values  int
 	piS     float64
-	piBot   []float64
+	piBot   []float64 // π_⊥0..π_⊥V; nil when all are each
+	each    float64
 	nonPart bool
-	cdf     []uint64 // C_0..C_V; outcome V + 1 (the π_s draw) is [C_V, 2^64)
+	// ends[k] = C_i and cums[k] the float64 partial sum m_0 + … + m_i for
+	// i = min(k·stride + stride − 1, V); outcome V + 1 (the π_s draw) is
+	// [C_V, 2^64).
+	ends   []uint64
+	cums   []float64
+	stride int // outcomes per stored sum: 1, or 16 past smallTable
 }
+
+// smallTable is the number of outcomes up to which every C_i is stored
+// (64 KiB): a draw then adds no mass again.
+const smallTable = 1 << 12
 
 // New returns the DDPS mechanism for opts.
 func New(opts Options) (*Mechanism, error) {
@@ -71,11 +91,9 @@ func New(opts Options) (*Mechanism, error) {
 	if math.IsNaN(ps) || math.IsInf(ps, 0) || !(ps > 0 && ps < 1) {
 		return nil, fmt.Errorf("ddps.New: sampling mass π_s must be in (0, 1), got %v", ps)
 	}
-	pb := make([]float64, V+1)
+	m := &Mechanism{values: V, piS: ps, nonPart: opts.NonParticipants}
 	if opts.PiBottom == nil {
-		for o := range pb {
-			pb[o] = (1 - ps) / float64(V+1)
-		}
+		m.each = (1 - ps) / float64(V+1)
 	} else {
 		if len(opts.PiBottom) != V+1 {
 			return nil, fmt.Errorf("ddps.New: π_⊥ needs V + 1 = %d masses (⊥0..⊥%d), got %d", V+1, V, len(opts.PiBottom))
@@ -87,33 +105,51 @@ func New(opts Options) (*Mechanism, error) {
 			}
 			total += p
 		}
+		pb := slices.Clone(opts.PiBottom)
 		switch d := math.Abs(total - 1); {
 		case d > sumTolerance:
 			return nil, fmt.Errorf("ddps.New: π_⊥0 + … + π_⊥%d + π_s must be 1, got %.12g", V, total)
 		case d > roundingSlack(V):
-			for o, p := range opts.PiBottom {
+			for o, p := range pb {
 				pb[o] = p / total
 			}
-			ps /= total
-		default:
-			copy(pb, opts.PiBottom)
+			m.piS = ps / total
+		}
+		if slices.ContainsFunc(pb, func(p float64) bool { return p != pb[0] }) {
+			m.piBot = pb
+		} else {
+			m.each = pb[0]
 		}
 	}
-	m := &Mechanism{values: V, piS: ps, piBot: pb, nonPart: opts.NonParticipants}
 	if m.domainSize() >= 2 {
 		for o := m.domainStart(); o <= V; o++ {
-			if pb[o] == 0 {
+			if m.mass(o) == 0 {
 				return nil, fmt.Errorf("ddps.New: π_⊥%d = 0 would make output ⊥%d reveal true value %d (ε = ∞)", o, o, o)
 			}
 		}
 	}
-	m.cdf = make([]uint64, V+1)
+	m.stride = 1
+	if V+1 > smallTable {
+		m.stride = 16
+	}
+	strides := V/m.stride + 1 // outcomes 0..V
+	m.ends, m.cums = make([]uint64, 0, strides), make([]float64, 0, strides)
 	var cum float64
-	for o, p := range pb {
-		cum += p
-		m.cdf[o] = toUint64(cum)
+	for o := 0; o <= V; o++ {
+		cum += m.mass(o)
+		if o%m.stride == m.stride-1 || o == V {
+			m.ends, m.cums = append(m.ends, toUint64(cum)), append(m.cums, cum)
+		}
 	}
 	return m, nil
+}
+
+// mass returns π_⊥o.
+func (m *Mechanism) mass(o int) float64 {
+	if m.piBot == nil {
+		return m.each
+	}
+	return m.piBot[o]
 }
 
 // toUint64 returns ⌊2^64·x⌋ for x in [0, 1], saturating at 2^64 − 1.
@@ -121,7 +157,7 @@ func toUint64(x float64) uint64 {
 	if x >= 1 {
 		return math.MaxUint64
 	}
-	return uint64(math.Ldexp(x, 64))
+	return uint64(x * 0x1p64) // exact: a power of two, and x·2^64 < 2^64
 }
 
 // domainStart is the smallest possible true value: 0 with non-participants.
@@ -140,8 +176,22 @@ func (m *Mechanism) Values() int { return m.values }
 // PiS returns π_s (after normalization).
 func (m *Mechanism) PiS() float64 { return m.piS }
 
-// PiBottom returns a copy of π_⊥0..π_⊥V (after normalization).
-func (m *Mechanism) PiBottom() []float64 { return append([]float64(nil), m.piBot...) }
+// PiBottom returns a copy of π_⊥0..π_⊥V (after normalization): V + 1
+// floats; UniformMass gives equal masses as one.
+func (m *Mechanism) PiBottom() []float64 {
+	if m.piBot != nil {
+		return slices.Clone(m.piBot)
+	}
+	p := make([]float64, m.values+1)
+	for o := range p {
+		p[o] = m.each
+	}
+	return p
+}
+
+// UniformMass returns the mass every π_⊥o has, when they are all equal
+// (the default masses, or equal ones given).
+func (m *Mechanism) UniformMass() (float64, bool) { return m.each, m.piBot == nil }
 
 // NonParticipants reports whether true value 0 is allowed.
 func (m *Mechanism) NonParticipants() bool { return m.nonPart }
@@ -155,7 +205,7 @@ func (m *Mechanism) Epsilon() float64 {
 	}
 	var eps float64
 	for o := m.domainStart(); o <= m.values; o++ {
-		eps = max(eps, math.Log1p(m.piS/m.piBot[o]))
+		eps = max(eps, math.Log1p(m.piS/m.mass(o)))
 	}
 	return eps
 }
@@ -208,18 +258,36 @@ func (m *Mechanism) Report(r *rand.Rand, v int) (one, two int, err error) {
 	return one, two, nil
 }
 
-// draw returns outcome i in 0..V+1 of the masses (π_⊥0, …, π_⊥V, π_s): the
-// smallest i with U < C_i, or V + 1 when there is none.
-func (m *Mechanism) draw(r *rand.Rand) int {
-	u := r.Uint64()
-	lo, hi := 0, len(m.cdf) // answer in [lo, hi]
+// draw returns outcome i in 0..V+1 of the masses (π_⊥0, …, π_⊥V, π_s)
+// for a uniform 64-bit word.
+func (m *Mechanism) draw(r *rand.Rand) int { return m.outcome(r.Uint64()) }
+
+// outcome is the smallest i with u < C_i, or V + 1 when there is none: the
+// first stride whose last C_i exceeds u (a binary search of ends), then
+// the partial sums within it, added again from the stride before.
+func (m *Mechanism) outcome(u uint64) int {
+	lo, hi := 0, len(m.ends) // answer in [lo, hi]
 	for lo < hi {
 		mid := int(uint(lo+hi) >> 1)
-		if u < m.cdf[mid] {
+		if u < m.ends[mid] {
 			hi = mid
 		} else {
 			lo = mid + 1
 		}
 	}
-	return lo
+	if lo == len(m.ends) {
+		return m.values + 1
+	}
+	var cum float64
+	if lo > 0 {
+		cum = m.cums[lo-1]
+	}
+	o := lo * m.stride
+	for { // ends at o ≤ the stride's last outcome, whose C_i > u
+		cum += m.mass(o)
+		if u < toUint64(cum) {
+			return o
+		}
+		o++
+	}
 }

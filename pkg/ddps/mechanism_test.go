@@ -335,3 +335,93 @@ func BenchmarkReport(b *testing.B) {
 		})
 	}
 }
+
+// cdfTable is the table C_0..C_V of ⌊2^64·(π_⊥0 + … + π_⊥i)⌋ that draws
+// searched before the strided sums.
+func cdfTable(m *Mechanism) []uint64 {
+	cdf := make([]uint64, m.Values()+1)
+	var cum float64
+	for o, p := range m.PiBottom() {
+		cum += p
+		cdf[o] = toUint64(cum)
+	}
+	return cdf
+}
+
+// tableOutcome is the draw as it was made with the table: the smallest i
+// with u < C_i, or V + 1 when there is none.
+func tableOutcome(cdf []uint64, u uint64) int {
+	i, _ := slices.BinarySearchFunc(cdf, u, func(c, u uint64) int {
+		if c <= u {
+			return -1
+		}
+		return 1
+	})
+	return i
+}
+
+// The strided partial sums give every word u the outcome the full table
+// gave, so a seeded release is the same bytes: at every table entry C_i and
+// its neighbours, and at random words, for equal masses (one number) and
+// unequal ones, with every C_i stored and strided.
+func TestStridedDrawEqualsTheTableDraw(t *testing.T) {
+	r := rng.NewSeeded(17)
+	unequal := func(V int, ps float64) []float64 {
+		pb := make([]float64, V+1)
+		var sum float64
+		for o := range pb {
+			if o > 0 { // a zero π_⊥0 is never drawn
+				pb[o] = r.Float64()
+			}
+			sum += pb[o]
+		}
+		for o := range pb {
+			pb[o] *= (1 - ps) / sum
+		}
+		return pb
+	}
+	cases := []Options{
+		{Values: 1, PiS: 0.5},
+		{Values: 15, PiS: 0.1},
+		{Values: 1000, PiS: 0.9},
+		{Values: smallTable - 1, PiS: 0.3}, // every C_i stored
+		{Values: smallTable, PiS: 0.3},     // strides of 16
+		{Values: smallTable + 16*3 + 5, PiS: 0.05},
+		{Values: 100003, PiS: 0.1},
+		{Values: 40, PiS: 0.2, PiBottom: unequal(40, 0.2)},
+		{Values: 10000, PiS: 0.01, PiBottom: unequal(10000, 0.01)},
+	}
+	for _, c := range cases {
+		m, err := New(c)
+		if err != nil {
+			t.Fatalf("V = %d: %v", c.Values, err)
+		}
+		if _, uniform := m.UniformMass(); uniform != (c.PiBottom == nil) {
+			t.Errorf("V = %d: UniformMass says %v", c.Values, uniform)
+		}
+		cdf := cdfTable(m)
+		check := func(u uint64) bool {
+			if got, want := m.outcome(u), tableOutcome(cdf, u); got != want {
+				t.Errorf("V = %d, u = %#x: outcome %d, the table's %d", c.Values, u, got, want)
+				return false
+			}
+			return true
+		}
+		for o, ci := range cdf {
+			if o%97 != 0 && c.Values > 5000 {
+				continue // every entry of the smaller tables, a sample of the large
+			}
+			if !check(ci-1) || !check(ci) || !check(ci+1) {
+				break
+			}
+		}
+		for range 20000 {
+			if !check(r.Uint64()) {
+				break
+			}
+		}
+		for _, u := range []uint64{0, 1, math.MaxUint64 - 1, math.MaxUint64} {
+			check(u)
+		}
+	}
+}

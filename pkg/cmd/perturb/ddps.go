@@ -182,7 +182,12 @@ func (o *Options) ddpsSetup() (*ddpsRun, error) {
 	// The items estimate decodes with release.DDPS (the values are the
 	// codebook's categories but the non-participant one).
 	md := release.DDPS{Column: col.Name(), NoneToken: NoneToken, NonParticipant: d.NonParticipant,
-		PiS: mech.PiS(), PiBottom: mech.PiBottom(), Epsilon: mech.Epsilon()}
+		PiS: mech.PiS(), Epsilon: mech.Epsilon()}
+	if each, ok := mech.UniformMass(); ok {
+		md.PiBottomEach = each // not V + 1 copies of it (8 MB at 1M values)
+	} else {
+		md.PiBottom = mech.PiBottom()
+	}
 	meta := table.Meta{release.KeyStage: release.StagePerturb}
 	if err := md.Encode(meta); err != nil {
 		return nil, err
