@@ -135,6 +135,11 @@ type pqRowGroup struct {
 	pageRows  []int
 	pageBytes []int64
 	plain     []bool
+	// The chunks copied to the file so far (closeColumn), their rows and
+	// bytes.
+	closed  int
+	rows    int
+	written int64
 }
 
 // appendRowGroup starts the next row group. Row groups are written into
@@ -268,42 +273,61 @@ func (rg *pqRowGroup) dictPages(j int, dict []byte, entries int, idx []int32) er
 	return nil
 }
 
-// close checks that every column has the same number of rows, copies the
-// column chunks to the file in column order and records the row group's
-// metadata (rowGroupWriter.Close). The row groups before it must be
-// closed.
-func (rg *pqRowGroup) close() error {
+// closeColumn checks that column j has as many rows as column 0 and
+// copies its chunk to the file: the chunks go in column order, each as
+// soon as it is written and those before it are in the file, so that a
+// wide row group's encoded chunks need not all wait for close
+// (writeWideGroup). Column j must be the next one, and the row groups
+// before rg closed.
+func (rg *pqRowGroup) closeColumn(j int) error {
 	if f := rg.f; len(f.open) == 0 || f.open[0] != rg {
 		return fmt.Errorf("parquet writer: row group %d closed before the row groups before it", rg.ordinal)
 	}
-	rows := -1
-	for j := range rg.pagers {
-		n := rg.pageRows[j]
-		if w := rg.writer(j); rg.pageBytes[j] == 0 {
-			n = w.RowsWritten()
-		}
-		if rows >= 0 && n != rows {
-			return fmt.Errorf("parquet writer: row group %d: column %d has %d rows, column 0 has %d", rg.ordinal, j, n, rows)
-		}
-		rows = n
+	if j != rg.closed {
+		return fmt.Errorf("parquet writer: row group %d: column %d closed before column %d", rg.ordinal, j, rg.closed)
 	}
-	var written int64
-	for j, pager := range rg.pagers {
-		if rg.pageBytes[j] > 0 {
-			if err := pager.Close(!rg.plain[j], false); err != nil {
-				return err
-			}
-			written += rg.pageBytes[j]
-			continue
+	// A chunk of finished pages has no column writer: making one (as
+	// close once did for every column) took a dictionary encoder and its
+	// hash table per column, 21 MB a row group at L = 4,000 bits.
+	n := rg.pageRows[j]
+	if rg.pageBytes[j] == 0 {
+		n = rg.writer(j).RowsWritten()
+	}
+	if j > 0 && n != rg.rows {
+		return fmt.Errorf("parquet writer: row group %d: column %d has %d rows, column 0 has %d", rg.ordinal, j, n, rg.rows)
+	}
+	rg.rows = n
+	if rg.pageBytes[j] > 0 {
+		if err := rg.pagers[j].Close(!rg.plain[j], false); err != nil {
+			return err
 		}
+		rg.written += rg.pageBytes[j]
+	} else {
 		w := rg.writers[j]
 		if err := w.Close(); err != nil {
 			return err
 		}
-		written += w.TotalBytesWritten()
+		rg.written += w.TotalBytesWritten()
 	}
-	rg.meta.SetNumRows(max(rows, 0))
-	if err := rg.meta.Finish(written, rg.ordinal); err != nil {
+	rg.closed++
+	return nil
+}
+
+// close copies the column chunks not yet copied to the file, in column
+// order, each checked to have as many rows as column 0 (closeColumn), and
+// records the row group's metadata (rowGroupWriter.Close). The row groups
+// before it must be closed.
+func (rg *pqRowGroup) close() error {
+	for j := rg.closed; j < len(rg.pagers); j++ {
+		if err := rg.closeColumn(j); err != nil {
+			return err
+		}
+	}
+	if f := rg.f; len(f.open) == 0 || f.open[0] != rg {
+		return fmt.Errorf("parquet writer: row group %d closed before the row groups before it", rg.ordinal)
+	}
+	rg.meta.SetNumRows(rg.rows)
+	if err := rg.meta.Finish(rg.written, rg.ordinal); err != nil {
 		return err
 	}
 	rg.f.open = rg.f.open[1:]

@@ -100,6 +100,17 @@ type stringDicts struct {
 	wide map[int]bool // columns that passed maxDictPage
 }
 
+// forColumn returns column j (col, which it takes over) as it is to be
+// written: as dict's dictionary array when dict makes one (col released),
+// else col itself, with wide telling that the column passed maxDictPage.
+func (s *stringDicts) forColumn(j int, col arrow.Array, slot int) (arrow.Array, bool) {
+	if d, ok := s.dict(j, col, slot); ok {
+		col.Release()
+		return d, false
+	}
+	return col, s.wide[j]
+}
+
 // dict returns column j (col) as a table.DictType array and true, or
 // false when col is not a string column without nulls or has too many
 // distinct values. Its indices are slot's buffer, which the row group

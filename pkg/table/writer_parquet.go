@@ -33,10 +33,10 @@ type parquetWriter struct {
 	// the stage that makes the rows.
 	queue chan arrow.RecordBatch
 	done  chan error // encode's first error (or nil), once queue is closed
-	// sem, set instead of queue for a table wider than GroupBytes allows
-	// in a group, makes queueGroup encode the group itself (column
-	// encoders running, as encode's).
-	sem    chan struct{}
+	// wide, set instead of group and queue for a table wider than
+	// GroupBytes allows in a group, gathers each row group in compact
+	// form and writes it before gathering the next (writeWide).
+	wide   *wideGroup
 	failed atomic.Pointer[error]
 	strs   stringDicts // used by encode only
 }
@@ -66,9 +66,10 @@ func newParquetWriter(s sink, schema *arrow.Schema, meta Meta, groupRows int) (*
 	p := &parquetWriter{fw: fw, schema: schema, fields: schema.Fields(), groupRows: groupRows, memos: dictMemos(schema)}
 	if inlineWideGroups && RowsWithin(schema, GroupBytes, groupRows) < groupRows {
 		// A wide table (bitflip's one-hot bits): one row group at a time,
-		// encoded (its columns on every core) before the next is gathered,
-		// where the queue and encode's open groups hold up to four.
-		p.sem = make(chan struct{}, runtime.GOMAXPROCS(0))
+		// its 0/1 columns held as bits, encoded (its columns on every
+		// core) before the next is gathered, where the queue and encode's
+		// open groups hold up to four of 4 bytes a cell.
+		p.wide = newWideGroup(schema, groupRows, p.memos)
 		return p, nil
 	}
 	p.queue, p.done = make(chan arrow.RecordBatch, parquetQueue), make(chan error, 1)
@@ -185,6 +186,9 @@ func (p *parquetWriter) write(rec arrow.RecordBatch) error {
 	if err := p.failed.Load(); err != nil {
 		return *err
 	}
+	if p.wide != nil {
+		return p.writeWide(rec)
+	}
 	n := int(rec.NumRows())
 	for off := 0; off < n; {
 		if p.group == nil {
@@ -210,17 +214,6 @@ func (p *parquetWriter) queueGroup() error {
 	p.group = nil
 	rec, err := g.batch()
 	if err != nil {
-		return err
-	}
-	if p.sem != nil {
-		defer rec.Release()
-		gw, err := p.startGroup(rec, p.sem)
-		if err == nil {
-			err = gw.wait()
-		}
-		if err != nil {
-			p.failed.Store(&err)
-		}
 		return err
 	}
 	p.queue <- rec
@@ -250,13 +243,8 @@ func (p *parquetWriter) startGroup(rec arrow.RecordBatch, sem chan struct{}) (*g
 	cols := make([]arrow.Array, rec.NumCols())
 	wide := make([]bool, rec.NumCols()) // read here: dict writes the map while columns are encoded
 	for j, col := range rec.Columns() {
-		if d, ok := p.strs.dict(j, col, int(rg.ordinal)%openGroups); ok {
-			cols[j] = d
-		} else {
-			col.Retain()
-			cols[j] = col
-			wide[j] = p.strs.wide[j]
-		}
+		col.Retain()
+		cols[j], wide[j] = p.strs.forColumn(j, col, int(rg.ordinal)%openGroups)
 	}
 	g := &groupWrite{rg: rg, errs: make([]error, len(cols))}
 	g.wg.Add(len(cols))
@@ -360,14 +348,14 @@ func flushDictPage(cw file.ColumnChunkWriter, a arrow.Array) error {
 
 func (p *parquetWriter) close() error {
 	defer releaseMemos(p.memos)
-	if p.sem != nil {
+	if p.wide != nil {
 		var err error
 		if failed := p.failed.Load(); failed != nil {
 			err = *failed
-		} else if p.group != nil {
-			err = p.queueGroup()
+		} else if p.wide.rows > 0 {
+			err = p.writeWideGroup()
 		}
-		p.group = nil
+		p.wide = nil
 		if err != nil {
 			p.fw.close()
 			return err
