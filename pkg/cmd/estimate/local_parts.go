@@ -1,6 +1,7 @@
 package estimate
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"math"
@@ -75,13 +76,13 @@ func (p *ddpsPairs) add(o1, o2 int, n int64) bool {
 // and the report pairs too if pairs (--tabulate).
 func (o *Options) countDDPSParts(rel *ddpsRelease, in table.Reader, pairs bool) (*ddpsPairs, error) {
 	p := newDDPSPairs(rel.mech, pairs)
-	if err := rel.countPairs(in, p); err != nil {
+	if err := rel.countPairs(o, in, p); err != nil {
 		return nil, err
 	}
 	names, err := o.eachLocalPart(in, release.DDPSPartKeys, func(part table.Reader) error {
 		r := *rel
 		r.name = part.Name()
-		return r.countPairs(part, p)
+		return r.countPairs(o, part, p)
 	})
 	if err != nil {
 		return nil, err
@@ -133,8 +134,11 @@ func (o *Options) eachLocalPart(in table.Reader, keys []string, fn func(part tab
 }
 
 // countPairs reads one input — released rows, or a count table's counted
-// pairs — into p. Memory: one batch.
-func (rel *ddpsRelease) countPairs(in table.Reader, p *ddpsPairs) error {
+// pairs — into p. A Parquet file is read again with the reports as
+// dictionaries (reopenAsDictionaries), each looked up once per row group's
+// dictionary: as strings, a batch of them took ~28 MB at 1M values.
+// Memory: one batch.
+func (rel *ddpsRelease) countPairs(o *Options, in table.Reader, p *ddpsPairs) error {
 	names := []string{rel.column + ".round1", rel.column + ".round2"}
 	isCounts := release.IsCountTable(in.Meta())
 	if isCounts {
@@ -146,37 +150,45 @@ func (rel *ddpsRelease) countPairs(in table.Reader, p *ddpsPairs) error {
 		}
 		return fmt.Errorf("%s has no column %q: a ddps release holds %s and %s; the file was edited: randomize the original table again", rel.name, name, names[0], names[1])
 	}
-	// output is the report written s: ⊥0, or a value by the codebook's
-	// index (readDDPSRelease checked that the values are its categories).
-	output := func(s string) (int, bool) {
+	if d, err := reopenAsDictionaries(o, in, names[:2]); err != nil {
+		return err
+	} else if d != nil {
+		defer d.Close()
+		in = d
+	}
+	// A report's output: ⊥0, or a value by the codebook's index
+	// (readDDPSRelease checked that the values are its categories).
+	errNotOutput := errors.New("not an output")
+	output := func(s string) (uint32, error) {
 		if s == rel.noneToken {
-			return 0, true
+			return 0, nil
 		}
 		x, ok := rel.col.LabelIndex(s)
 		if !ok || rel.output(x) < 0 {
-			return 0, false
+			return 0, errNotOutput
 		}
-		return rel.output(x), true
+		return uint32(rel.output(x)), nil
 	}
+	coders := [2]*table.Coder{table.NewCoder(output), table.NewCoder(output)}
+	var reports [2][]uint32
 	// A part may be empty (countDDPSParts refuses an empty whole).
 	return scanColumns(in, names, missing, nil, func(rec arrow.RecordBatch, cols []int, first int64) error {
-		vals := [2]table.Values{table.ValuesOf(rec.Column(cols[0])), table.ValuesOf(rec.Column(cols[1]))}
+		n := int(rec.NumRows())
+		for r := range reports {
+			reports[r] = slices.Grow(reports[r][:0], n)[:n]
+			if i, _ := coders[r].Codes(reports[r], rec.Column(cols[r]), 0); i >= 0 {
+				s := table.ValuesOf(rec.Column(cols[r])).String(i)
+				return &table.DataError{File: rel.name, Row: first + int64(i), Column: names[r],
+					Err: fmt.Errorf("%s is not an output of this release (%s or a category of %s); the file was edited: randomize the original table again", table.QuoteCell(s), rel.noneToken, rel.column)}
+			}
+		}
 		var cnt table.Values
 		if isCounts {
 			cnt = table.ValuesOf(rec.Column(cols[2]))
 		}
-		for i := range vals[0].Len() {
+		for i := range n {
 			row := first + int64(i)
-			var o [2]int
-			for r := range vals {
-				x, ok := output(vals[r].String(i))
-				if !ok {
-					return &table.DataError{File: rel.name, Row: row, Column: names[r],
-						Err: fmt.Errorf("%s is not an output of this release (%s or a category of %s); the file was edited: randomize the original table again", table.QuoteCell(vals[r].String(i)), rel.noneToken, rel.column)}
-				}
-				o[r] = x
-			}
-			n := int64(1)
+			c := int64(1)
 			if isCounts {
 				s := cnt.String(i)
 				v, err := strconv.ParseInt(s, 10, 64)
@@ -184,9 +196,9 @@ func (rel *ddpsRelease) countPairs(in table.Reader, p *ddpsPairs) error {
 					return &table.DataError{File: rel.name, Row: row, Column: release.CountColumn,
 						Err: fmt.Errorf("count %s is not a non-negative integer: the count table was edited; tabulate the release again with estimate --tabulate", table.QuoteCell(s))}
 				}
-				n = v
+				c = v
 			}
-			if !p.add(o[0], o[1], n) {
+			if !p.add(int(reports[0][i]), int(reports[1][i]), c) {
 				return &table.DataError{File: rel.name, Row: row, Column: release.CountColumn,
 					Err: fmt.Errorf("the counts add up to more than %d reports: the count table was edited; tabulate the release again with estimate --tabulate", int64(math.MaxInt64))}
 			}

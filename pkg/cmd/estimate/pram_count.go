@@ -284,12 +284,18 @@ func collectNot() func() {
 const pramDictBatch = 16 << 10
 
 // reopenWithDictionaries reads a Parquet release file again with its
-// release columns read as dictionaries (table.ReadOptions.DictColumns):
-// Parquet stores categorical columns dictionary-encoded, and reading them
-// so costs one label lookup per dictionary page instead of one string per
-// cell. It returns nil (keep in) for other formats and standard input,
-// which cannot be read twice, and for a reader that has been read.
+// release columns read as dictionaries (reopenAsDictionaries).
 func (rel *pramRelease) reopenWithDictionaries(o *Options, in table.Reader) (table.Reader, error) {
+	return reopenAsDictionaries(o, in, rel.names)
+}
+
+// reopenAsDictionaries reads a Parquet release file again with the columns
+// names read as dictionaries (table.ReadOptions.DictColumns): Parquet
+// stores categorical columns dictionary-encoded, and reading them so costs
+// one label lookup per dictionary page instead of one string per cell. It
+// returns nil (keep in) for other formats and standard input, which cannot
+// be read twice, and for a reader that has been read.
+func reopenAsDictionaries(o *Options, in table.Reader, names []string) (table.Reader, error) {
 	if in.Format() != table.Parquet || table.IsStdio(in.Name()) || in.Name() == "stdin" || in.RowsRead() > 0 {
 		return nil, nil
 	}
@@ -297,7 +303,7 @@ func (rel *pramRelease) reopenWithDictionaries(o *Options, in table.Reader) (tab
 	if err != nil {
 		return nil, err
 	}
-	opt := table.ReadOptions{Stdin: o.Streams.In, DictColumns: rel.names, BatchSize: min(batch, pramDictBatch),
+	opt := table.ReadOptions{Stdin: o.Streams.In, DictColumns: names, BatchSize: min(batch, pramDictBatch),
 		ReuseBuffers: true} // (emit releases a batch once counted)
 	// The file open already, its footer parsed once (table.ParquetReopen);
 	// opened anew only when in does not allow it.
