@@ -314,8 +314,9 @@ func bitflipRows(o *Options, in table.Reader, cols []bitflipColumn, haveCodebook
 	}}
 	words := sync.Pool{New: func() any { return new([]uint64) }}
 	// To a shuffle the rows go packed (shuffle.Writer.WritePacked), as it
-	// holds them: no 17 columns cut here to be packed again there.
-	packed := L <= 64 && pipeline.PackedShuffle(w)
+	// holds them: no L columns cut here to be packed again there.
+	packed := pipeline.PackedShuffle(w)
+	W := layout.Words()
 	work := func(c *pipeline.LocalChunk) error {
 		s := states.Get().(*state)
 		defer states.Put(s)
@@ -344,43 +345,40 @@ func bitflipRows(o *Options, in table.Reader, cols []bitflipColumn, haveCodebook
 			return &table.DataError{File: in.Name(), Row: c.First + int64(bad.row), Column: cols[bad.col].name, Err: bad.err}
 		}
 		row0 := uint64(c.First - 1)
+		// The chunk's rows, W words each, reused once written.
+		wp := words.Get().(*[]uint64)
+		ws := slices.Grow((*wp)[:0], n*W)[:n*W]
+		*wp = ws
+		c.Free = func() { words.Put(wp) }
 		if L <= 64 {
-			// The chunk's rows, a word each, reused once written.
-			wp := words.Get().(*[]uint64)
-			ws := slices.Grow((*wp)[:0], n)[:n]
-			*wp = ws
-			c.Free = func() { words.Put(wp) }
 			if err := bitflipWords(ws, s.codes, s.values, s.word, &s.blocks, layout, mech, keyed, tag, row0); err != nil {
 				return err
 			}
-			if packed {
-				c.Packed = ws
-				return nil
-			}
-			// The output columns, cut from the words a column at a time.
-			block := table.Block(L, n)
-			for b, col := range block {
-				for i, w := range ws {
-					col[i] = uint32(w >> uint(b) & 1)
+		} else {
+			for i := range n {
+				row := ws[i*W : (i+1)*W : (i+1)*W]
+				for j := range cols {
+					s.values[j] = int(s.codes[j][i])
+				}
+				if err := layout.Encode(s.values, row); err != nil {
+					return err
+				}
+				keyed.Reset(&s.st, tag, row0+uint64(i))
+				if err := s.z.RandomizeRow(row); err != nil {
+					return err
 				}
 			}
-			c.Out = table.Int32Batch(schema, block, n)
+		}
+		if packed {
+			c.Packed = ws
 			return nil
 		}
+		// The output columns, cut from the words a column at a time.
 		block := table.Block(L, n)
-		for i := range n {
-			for j := range cols {
-				s.values[j] = int(s.codes[j][i])
-			}
-			if err := layout.Encode(s.values, s.word); err != nil {
-				return err
-			}
-			keyed.Reset(&s.st, tag, row0+uint64(i))
-			if err := s.z.RandomizeRow(s.word); err != nil {
-				return err
-			}
-			for b := range L {
-				block[b][i] = uint32(s.word[b>>6] >> (b & 63) & 1)
+		for b, col := range block {
+			w, sh := b>>6, uint(b&63)
+			for i := range col {
+				col[i] = uint32(ws[i*W+w] >> sh & 1)
 			}
 		}
 		c.Out = table.Int32Batch(schema, block, n)

@@ -7,6 +7,7 @@ import (
 	"math"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -269,4 +270,73 @@ func benchPerturb(b *testing.B, table string, rows int, args ...string) {
 		}
 	}
 	b.ReportMetric(float64(rows*b.N)/b.Elapsed().Seconds(), "rows/s")
+}
+
+// TestBitflipPastOneWordFlipsEveryBitAndShufflesWholeRows: a bit vector
+// longer than one 64-bit word (a one-hot column of 70 categories and
+// color: L = 73) flips each bit with probability q in input order, and
+// the shuffled release of the same seed (whose rows go to the shuffle
+// packed, W = 2 words a row) holds the same rows, whole, in another
+// order; its Parquet file (73 columns: a wide row group held as bits)
+// holds the rows of its CSV file.
+func TestBitflipPastOneWordFlipsEveryBitAndShufflesWholeRows(t *testing.T) {
+	const (
+		n, K  = 20000, 70
+		q     = 0.2
+		alpha = 1e-6 // per bit
+	)
+	dir := t.TempDir()
+	labels := make([]string, K)
+	for k := range labels {
+		labels[k] = fmt.Sprintf("%q", fmt.Sprintf("c%d", k))
+	}
+	cb := cmdtest.WriteFile(t, dir, "cb.json", `{"columns": [{"name": "big", "categories": [`+strings.Join(labels, ",")+
+		`]}, {"name": "color", "categories": ["red", "green", "blue"]}]}`)
+	var b strings.Builder
+	b.WriteString("big,color\n")
+	for i := range n {
+		fmt.Fprintf(&b, "c%d,%s\n", i*7%K, []string{"red", "green", "blue"}[i%3])
+	}
+	in := cmdtest.WriteFile(t, dir, "in.csv", b.String())
+	run := func(name string, extra ...string) [][]string {
+		out := filepath.Join(dir, name)
+		mustPerturb(t, append([]string{"--mechanism", "bitflip", "--lie", "0.2", "--columns", "big,color", "--codebook", cb,
+			"--seed", "9", "--insecure-seed", in, "-o", out}, extra...)...)
+		_, rows, _ := cmdtest.ReadTable(t, out)
+		if len(rows) != n || len(rows[0]) != K+3 {
+			t.Fatalf("%s: %d rows of %d bits, want %d of %d", name, len(rows), len(rows[0]), n, K+3)
+		}
+		return rows
+	}
+	kept := run("kept.csv", "--keep-order")
+	flips := make([]int64, K+3)
+	for i, row := range kept {
+		for j, c := range row {
+			truth := j == i*7%K || j == K+i%3
+			if (c == "1") != truth {
+				flips[j]++
+			}
+		}
+	}
+	for j, f := range flips {
+		stattest.AssertBinomial(t, fmt.Sprintf("flips of bit %d", j), f, n, q, alpha)
+	}
+	shuffled, pq := run("shuffled.csv"), run("shuffled.parquet")
+	if !reflect.DeepEqual(shuffled, pq) {
+		t.Error("the Parquet release does not hold the rows of the CSV release")
+	}
+	if reflect.DeepEqual(shuffled, kept) {
+		t.Error("the shuffled release is in input order")
+	}
+	join := func(rows [][]string) []string {
+		s := make([]string, len(rows))
+		for i, r := range rows {
+			s[i] = strings.Join(r, "")
+		}
+		slices.Sort(s)
+		return s
+	}
+	if !slices.Equal(join(shuffled), join(kept)) {
+		t.Error("the shuffled release's rows are not the input-order release's rows")
+	}
 }
