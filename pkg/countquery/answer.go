@@ -151,10 +151,19 @@ func (p *Plan) globalEstimate(g *group, i int, rel *Release) (float64, error) {
 	keep := make([]float64, w)
 	for k, s := range g.sens {
 		v[k] = rel.Columns[p.slots[s].sens].K()
-		keep[k] = rel.Keep[p.slots[s].sens]
-		if keep[k] == 0 {
-			return 0, fmt.Errorf("%s was published with keep probability p = 0: its values carry no information to estimate from", p.slots[s].col)
+		var err error
+		if keep[k], err = rel.keep(p.slots[s].sens); err != nil {
+			return 0, err
 		}
 	}
 	return GlobalCountMulti(z, v, keep)
+}
+
+// keep is mechanism A's keep probability p of sensitive column k,
+// refusing p = 0.
+func (rel *Release) keep(k int) (float64, error) {
+	if rel.Keep[k] == 0 {
+		return 0, fmt.Errorf("%s was published with keep probability p = 0: its values carry no information to estimate from", rel.Sensitive[k])
+	}
+	return rel.Keep[k], nil
 }

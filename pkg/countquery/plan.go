@@ -94,7 +94,8 @@ type slot struct {
 	col  string
 	sens int              // index among the release's sensitive columns, -1 for the others
 	cb   *codebook.Column // categories to match by; nil: match the published text
-	// classOfIndex maps a codebook index to its class (cb != nil).
+	// classOfIndex maps a codebook index to its class (cb != nil); nil
+	// when every index is its own class (Values).
 	classOfIndex []int32
 	// classOfValue maps a published text to its class (cb == nil).
 	classOfValue map[string]int32
@@ -220,6 +221,14 @@ func (s *slot) class(value string) (int32, error) {
 		s.values = append(s.values, value)
 	}
 	return c, nil
+}
+
+// classOfCode is the class of codebook index idx.
+func (s *slot) classOfCode(idx int) int32 {
+	if s.classOfIndex == nil {
+		return int32(idx)
+	}
+	return s.classOfIndex[idx]
 }
 
 func newSlot(col string, sens int, cb *codebook.Column) *slot {

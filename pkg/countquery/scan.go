@@ -155,7 +155,7 @@ func (c *cellReader) classOf(s string, row int64) (int32, error) {
 			return 0, &table.DataError{File: c.file, Row: row, Column: sl.col,
 				Err: fmt.Errorf("%s is not a category of the release's codebook; the release was edited: publish the original table again with anonymize", table.QuoteCell(s))}
 		}
-		return sl.classOfIndex[idx], nil
+		return sl.classOfCode(idx), nil
 	}
 	if cls, ok := c.memo[s]; ok {
 		return cls, nil
@@ -172,7 +172,7 @@ func (c *cellReader) classOf(s string, row int64) (int32, error) {
 		}
 		return 0, &table.DataError{File: c.file, Row: row, Column: sl.col, Err: fmt.Errorf("%w%s", err, how)}
 	default:
-		cls = sl.classOfIndex[idx]
+		cls = sl.classOfCode(int(idx))
 	}
 	if len(c.memo) < memoMax {
 		c.memo[strings.Clone(s)] = cls
@@ -282,13 +282,9 @@ func (p *Plan) ScanPart(in table.Reader, st *AnatomyGroups, countColumn string, 
 	if err != nil {
 		return 0, err
 	}
-	groupCol := -1
-	if rel.Mechanism == release.MechanismAnatomy {
-		idx := in.Schema().FieldIndices(rel.GroupColumn)
-		if len(idx) == 0 {
-			return 0, fmt.Errorf("%s has no group id column %q: tabulate the anatomy release again with estimate --tabulate", in.Name(), rel.GroupColumn)
-		}
-		groupCol = idx[0]
+	groupCol, err := rel.groupColumn(in)
+	if err != nil {
+		return 0, err
 	}
 	countCol := -1
 	if countColumn != "" {
@@ -376,11 +372,8 @@ func readCounts(a arrow.Array, file, column string, first, done int64, w []int64
 // the release. Anatomy's estimates are then read from the integer sums.
 func (p *Plan) EndScan() error {
 	rel := p.rel
-	if p.rows == 0 {
-		return fmt.Errorf("%s has no data rows: nothing to estimate", rel.Name)
-	}
-	if rel.Rows > 0 && p.rows != rel.Rows {
-		return fmt.Errorf("%s has %d rows but its metadata says N = %d; the release was edited: publish the original table again with anonymize", rel.Name, p.rows, rel.Rows)
+	if err := rel.checkRows(p.rows); err != nil {
+		return err
 	}
 	for _, s := range p.slots {
 		if err := s.missing(p.queries, p.file, rel.Name); err != nil {
@@ -410,10 +403,9 @@ func (p *Plan) addAnatomyRows(a arrow.Array, file string, first int64, cls [][]i
 	}
 	nSizes := len(st.sizes)
 	for row := range a.Len() {
-		gid, ok := vals.Int(row)
-		if !ok || gid < 0 || gid >= int64(rel.Groups) {
-			return &table.DataError{File: file, Row: first + int64(row), Column: rel.GroupColumn,
-				Err: fmt.Errorf("%s is not a group id of this release (0 to %d); the release was edited: publish the original table again with anonymize", table.QuoteCell(vals.String(row)), rel.Groups-1)}
+		gid, err := rel.groupID(vals, row, file, first)
+		if err != nil {
+			return err
 		}
 		n := int64(1)
 		if counted {
@@ -432,6 +424,42 @@ func (p *Plan) addAnatomyRows(a arrow.Array, file string, first int64, cls [][]i
 				g.anatSum[base+int(g.local[0][p.slots[sl].classOfIndex[st.value[e]]+1])] += st.count[e] * n
 			}
 		})
+	}
+	return nil
+}
+
+// groupColumn is the index of an anatomy release's group id column in
+// in, -1 for other mechanisms.
+func (rel *Release) groupColumn(in table.Reader) (int, error) {
+	if rel.Mechanism != release.MechanismAnatomy {
+		return -1, nil
+	}
+	idx := in.Schema().FieldIndices(rel.GroupColumn)
+	if len(idx) == 0 {
+		return 0, fmt.Errorf("%s has no group id column %q: tabulate the anatomy release again with estimate --tabulate", in.Name(), rel.GroupColumn)
+	}
+	return idx[0], nil
+}
+
+// groupID reads the group id of row row of an anatomy release's batch
+// (first its first row), refusing one outside 0 … Groups−1.
+func (rel *Release) groupID(vals table.Values, row int, file string, first int64) (int64, error) {
+	gid, ok := vals.Int(row)
+	if !ok || gid < 0 || gid >= int64(rel.Groups) {
+		return 0, &table.DataError{File: file, Row: first + int64(row), Column: rel.GroupColumn,
+			Err: fmt.Errorf("%s is not a group id of this release (0 to %d); the release was edited: publish the original table again with anonymize", table.QuoteCell(vals.String(row)), rel.Groups-1)}
+	}
+	return gid, nil
+}
+
+// checkRows refuses a scan of no rows, or of another number than the
+// metadata's N.
+func (rel *Release) checkRows(rows int64) error {
+	if rows == 0 {
+		return fmt.Errorf("%s has no data rows: nothing to estimate", rel.Name)
+	}
+	if rel.Rows > 0 && rows != rel.Rows {
+		return fmt.Errorf("%s has %d rows but its metadata says N = %d; the release was edited: publish the original table again with anonymize", rel.Name, rows, rel.Rows)
 	}
 	return nil
 }

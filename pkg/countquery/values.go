@@ -1,0 +1,214 @@
+package countquery
+
+import (
+	"fmt"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/pramkit/pramkit/pkg/release"
+	"github.com/pramkit/pramkit/pkg/table"
+)
+
+// Values answers, for every value s of every sensitive column, the count
+// query "column=s" alone (no predicate), as Plan.Answers answers it, from
+// one table of V counts per column instead of V queries:
+//
+//   - A′: f′_s, the rows publishing s (Theorem 3);
+//   - Anatomy: Σ_g m_g·c_g(s)/n_g (Xiao and Tao), from m_g, the rows of
+//     group g in the row table, the terms of each group size n_g summed
+//     as integers and added in increasing order of size, as Plan does
+//     (anatomySums);
+//   - global (mechanism A): GlobalCountMulti of z = (N − y_s, y_s), y_s
+//     the rows publishing s.
+//
+// A Plan of the V queries held about 350 bytes a value (the queries, their
+// classes, local numbers and answers): over 400 MB at 1M values (report,
+// issue 11). Values holds 8 bytes a value per column (its count), and 8
+// more for the truth.
+type Values struct {
+	rel  *Release
+	plan *Plan // one slot per sensitive column, each codebook index its own class
+	st   *AnatomyGroups
+	// counts[k][s] are the rows publishing value s of sensitive column k
+	// (A′, global); groupRows[g] is m_g (anatomy).
+	counts    [][]int64
+	groupRows []int64
+	rows      int64
+	truth     [][]int64
+}
+
+// NewValues prepares the value counts of rel's sensitive columns.
+func NewValues(rel *Release) (*Values, error) {
+	if err := rel.check(); err != nil {
+		return nil, err
+	}
+	p := &Plan{rel: rel}
+	for k, name := range rel.Sensitive {
+		p.slots = append(p.slots, &slot{col: name, sens: k, cb: rel.Columns[k]}) // each index its own class
+	}
+	return &Values{rel: rel, plan: p}, nil
+}
+
+// ScanRelease counts, in one pass over the published table in, the rows
+// publishing each value (for anatomy, the rows of each group; st is its
+// sensitive table, nil for other mechanisms). It refuses what
+// Plan.ScanRelease refuses: a label outside the codebook, a group id
+// outside the release's, and a number of rows other than N.
+func (v *Values) ScanRelease(in table.Reader, st *AnatomyGroups) error {
+	rel := v.rel
+	anatomy := rel.Mechanism == release.MechanismAnatomy
+	if anatomy && st == nil {
+		return fmt.Errorf("countquery: %s is an anatomy release: ScanRelease needs its sensitive table", rel.Name)
+	}
+	v.st = st
+	cells, err := v.plan.bind(in, rel, false, func(*slot) bool { return anatomy })
+	if err != nil {
+		return err
+	}
+	groupCol, err := rel.groupColumn(in)
+	if err != nil {
+		return err
+	}
+	if anatomy {
+		v.groupRows = make([]int64, rel.Groups)
+	} else {
+		v.counts = v.alloc()
+	}
+	cls := make([][]int32, len(v.plan.slots))
+	err = table.EachBatch(in, func(rec arrow.RecordBatch, first int64) error {
+		n := int(rec.NumRows())
+		v.rows += int64(n)
+		if anatomy {
+			vals := table.ValuesOf(rec.Column(groupCol))
+			for row := range n {
+				gid, err := rel.groupID(vals, row, in.Name(), first)
+				if err != nil {
+					return err
+				}
+				v.groupRows[gid]++
+			}
+			return nil
+		}
+		if err := classify(cells, rec, first, cls); err != nil {
+			return err
+		}
+		for k, c := range cls {
+			for _, x := range c {
+				v.counts[k][x]++
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return rel.checkRows(v.rows)
+}
+
+// alloc makes a table of counts per value of each sensitive column.
+func (v *Values) alloc() [][]int64 {
+	c := make([][]int64, len(v.rel.Columns))
+	for k, col := range v.rel.Columns {
+		c[k] = make([]int64, col.K())
+	}
+	return c
+}
+
+// ScanTruth counts, in one pass over in, the original table the release
+// was made from (--truth), the rows holding each value of each sensitive
+// column, read with the release's Policy; rows anonymize left out
+// (--missing drop) are skipped, as Plan.ScanTruth skips them.
+func (v *Values) ScanTruth(in table.Reader) error {
+	rel := v.rel
+	cells, err := v.plan.bind(in, rel, true, func(*slot) bool { return false })
+	if err != nil {
+		return err
+	}
+	v.truth = v.alloc()
+	cls := make([][]int32, len(v.plan.slots))
+	err = table.EachBatch(in, func(rec arrow.RecordBatch, first int64) error {
+		if err := classify(cells, rec, first, cls); err != nil {
+			return err
+		}
+	rows:
+		for row := range int(rec.NumRows()) {
+			for k := range cls {
+				if cls[k][row] == classDrop {
+					continue rows // left out by anonymize --missing drop
+				}
+			}
+			for k := range cls {
+				v.truth[k][cls[k][row]]++
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if in.RowsRead() == 0 {
+		return fmt.Errorf("--truth %s has no data rows", in.Name())
+	}
+	return nil
+}
+
+// Estimates returns the estimated count of every value of sensitive
+// column k (by codebook index), after ScanRelease.
+func (v *Values) Estimates(k int) ([]float64, error) {
+	rel := v.rel
+	V := rel.Columns[k].K()
+	switch rel.Mechanism {
+	case release.MechanismAnatomy:
+		return v.st.valueEstimates(v.groupRows, V), nil
+	case release.MechanismGlobal:
+		keep, err := rel.keep(k)
+		if err != nil {
+			return nil, err
+		}
+		est := make([]float64, V)
+		for s, y := range v.counts[k] {
+			if est[s], err = GlobalCountMulti([]float64{float64(v.rows - y), float64(y)}, []int{V}, []float64{keep}); err != nil {
+				return nil, err
+			}
+		}
+		return est, nil
+	}
+	est := make([]float64, V)
+	for s, y := range v.counts[k] {
+		est[s] = float64(y) // f′_s, Theorem 3
+	}
+	return est, nil
+}
+
+// Truth returns the true count of every value of sensitive column k, after
+// ScanTruth (nil before).
+func (v *Values) Truth(k int) []int64 {
+	if v.truth == nil {
+		return nil
+	}
+	return v.truth[k]
+}
+
+// valueEstimates is Σ_g m_g·c_g(s)/n_g for every value s < V, m[g] = m_g:
+// per group size n_g (in increasing order) the integer Σ m_g·c_g(s) over
+// the groups of that size, divided by n_g and added, the float Plan gives
+// (addAnatomyRows, anatomySums).
+func (st *AnatomyGroups) valueEstimates(m []int64, V int) []float64 {
+	est := make([]float64, V)
+	sum := make([]int64, V)
+	for k, n := range st.sizes {
+		clear(sum)
+		for g, sk := range st.sizeOf {
+			if int(sk) != k || m[g] == 0 {
+				continue
+			}
+			for e := st.start[g]; e < st.start[g+1]; e++ {
+				sum[st.value[e]] += st.count[e] * m[g]
+			}
+		}
+		for s, x := range sum {
+			est[s] += float64(x) / float64(n)
+		}
+	}
+	return est
+}
