@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/apache/arrow-go/v18/arrow"
+
 	"github.com/pramkit/pramkit/pkg/anonymize"
 	"github.com/pramkit/pramkit/pkg/codebook"
 	"github.com/pramkit/pramkit/pkg/countquery"
@@ -18,7 +20,7 @@ import (
 // sensitive value and the answers to --queries are countquery's, as
 // estimate --queries computes them (the exact decoy model, estimate's
 // default); the guarantees are package anonymize's.
-func (o *Options) anonymized(s *Section, in table.Reader) error {
+func (o *Options) anonymized(s *Section, in table.Reader, path string) error {
 	meta := in.Meta()
 	var a release.Anonymized
 	if err := a.Decode(meta, in.Name()); err != nil {
@@ -74,34 +76,28 @@ func (o *Options) anonymized(s *Section, in table.Reader) error {
 	}
 	s.Facts = append(s.Facts, Fact{"rows published N", itoa(a.Rows)}, Fact{"rows left out", itoa(a.Dropped + a.MissingDropped)})
 
-	// One query per sensitive value (its count), then the user's.
-	var queries []countquery.Query
-	type valueQ struct{ col, label string }
-	var values []valueQ
-	for k, name := range a.Sensitive {
-		for _, lab := range rel.Columns[k].Labels() {
-			queries = append(queries, countquery.Query{Text: name + "=" + lab, Conds: []countquery.Cond{{Col: name, Value: lab}}})
-			values = append(values, valueQ{name, lab})
-		}
-	}
-	nv := len(queries)
-	if o.Queries != "" {
-		qs, err := countquery.ReadQueries(o.Queries, nil)
-		if err != nil {
-			return err
-		}
-		queries = append(queries, qs...)
-	}
-	var nsa *codebook.Codebook
-	if o.Codebook != "" {
-		var err error
-		if nsa, err = codebook.Load(o.Codebook); err != nil {
-			return err
-		}
-	}
-	plan, err := countquery.NewPlanFor(&rel, in.Schema(), nsa, queries, o.Queries, countquery.DefaultOptions(a.Grouping == release.GroupingRandom))
+	// Each sensitive value's count from one table of V counts per column
+	// (countquery.Values: a query per value held ~350 bytes a value, over
+	// 400 MB at 1M values), then the user's queries in a plan of their own.
+	values, err := countquery.NewValues(&rel)
 	if err != nil {
 		return err
+	}
+	var queries []countquery.Query
+	var plan *countquery.Plan
+	if o.Queries != "" {
+		if queries, err = countquery.ReadQueries(o.Queries, nil); err != nil {
+			return err
+		}
+		var nsa *codebook.Codebook
+		if o.Codebook != "" {
+			if nsa, err = codebook.Load(o.Codebook); err != nil {
+				return err
+			}
+		}
+		if plan, err = countquery.NewPlanFor(&rel, in.Schema(), nsa, queries, o.Queries, countquery.DefaultOptions(a.Grouping == release.GroupingRandom)); err != nil {
+			return err
+		}
 	}
 	var st *countquery.AnatomyGroups
 	if a.Mechanism == release.MechanismAnatomy {
@@ -109,96 +105,112 @@ func (o *Options) anonymized(s *Section, in table.Reader) error {
 			return err
 		}
 	}
-	if err := plan.ScanRelease(in, st, nil); err != nil {
+	// The codebook's text in the metadata (10 MB at 1M labels) is parsed:
+	// let it go (the reader's Meta is its only holder).
+	delete(meta, release.KeyCodebook)
+	if err := o.scan(path, valuesRead(in.Schema(), &rel), func(in table.Reader) error {
+		delete(in.Meta(), release.KeyCodebook)
+		return values.ScanRelease(in, st)
+	}); err != nil {
 		return err
+	}
+	if plan != nil { // a pass of their own
+		if err := o.scan(path, table.ReadOptions{}, func(in table.Reader) error { return plan.ScanRelease(in, st, nil) }); err != nil {
+			return err
+		}
 	}
 	hasTruth := len(o.Truth) > 0
 	if hasTruth {
-		tin, err := o.Open(o.Truth[0])
-		if err != nil {
-			return err
+		scans := []func(table.Reader) error{values.ScanTruth}
+		if plan != nil {
+			scans = append(scans, func(tin table.Reader) error { return plan.ScanTruth(tin, nil) })
 		}
-		defer tin.Close()
-		if mech := tin.Meta()[release.KeyMechanism]; mech != "" {
-			return fmt.Errorf("--truth %s is a release (mechanism %s), not the original table; give the table that was anonymized", tin.Name(), mech)
-		}
-		if err := plan.ScanTruth(tin, nil); err != nil {
-			return err
+		for _, scan := range scans {
+			err := o.scan(o.Truth[0], table.ReadOptions{}, func(tin table.Reader) error {
+				if mech := tin.Meta()[release.KeyMechanism]; mech != "" {
+					return fmt.Errorf("--truth %s is a release (mechanism %s), not the original table; give the table that was anonymized", tin.Name(), mech)
+				}
+				return scan(tin)
+			})
+			if err != nil {
+				return err
+			}
 		}
 	}
 	// estimate's defaults for this release, so the report's answers are
 	// estimate's (TestReportNumbersAreEstimates).
-	answers, err := plan.Answers(countquery.DefaultOptions(a.Grouping == release.GroupingRandom))
-	if err != nil {
-		return err
+	var answers []countquery.Answer
+	if plan != nil {
+		if answers, err = plan.Answers(countquery.DefaultOptions(a.Grouping == release.GroupingRandom)); err != nil {
+			return err
+		}
 	}
 
 	// Per sensitive value: its count, T_f and the Definition 5 guarantee.
-	for _, name := range a.Sensitive {
-		var cats []string
-		var est, truth []float64
-		var counts []int64
-		for i := range nv {
-			if values[i].col != name {
-				continue
-			}
-			cats = append(cats, values[i].label)
-			est = append(est, answers[i].Estimate)
-			truth = append(truth, answers[i].Truth)
-			f := answers[i].Estimate
-			if hasTruth {
-				f = answers[i].Truth
-			}
-			counts = append(counts, int64(math.Max(0, math.Round(f))))
+	for k, name := range a.Sensitive {
+		col := rel.Columns[k]
+		V := col.K()
+		est, err := values.Estimates(k)
+		if err != nil {
+			return err
 		}
-		series := []chart.Series{{Name: "published count", Values: est}}
+		trueCounts := values.Truth(k)
+		// A column of many values: the charts show the maxBars and the
+		// table lists the maxRows values of the largest counts (a table of
+		// 1M values made a 110 MB page, and 660 MB of rows to make it).
+		var rows, bars []int
+		switch {
+		case V <= maxBars:
+			rows = inOrder(V)
+			bars = rows
+		case V <= maxRows:
+			rows, bars = inOrder(V), sortedTop(est, maxBars)
+		default: // the largest first: the chart's are the table's first
+			rows = sortedTop(est, maxRows)
+			bars = rows[:maxBars]
+		}
+		// The values shown, with their estimates, true counts and (A′)
+		// the counts the guarantees are computed from.
+		pick := func(idx []int) (cats []string, e, tr []float64, counts []int64) {
+			for _, i := range idx {
+				cats = append(cats, col.Label(i))
+				e = append(e, est[i])
+				f := est[i]
+				if hasTruth {
+					tr = append(tr, float64(trueCounts[i]))
+					f = float64(trueCounts[i])
+				}
+				counts = append(counts, int64(math.Max(0, math.Round(f))))
+			}
+			return cats, e, tr, counts
+		}
+		c, barEst, barTruth, barCounts := pick(bars)
+		series := []chart.Series{{Name: "published count", Values: barEst}}
 		if a.Mechanism == release.MechanismGlobal {
 			series[0].Name = "estimated count (mechanism A's estimator)"
 		}
 		head := []string{name, series[0].Name}
 		if hasTruth {
-			series = append(series, chart.Series{Name: "true count (--truth)", Values: truth})
+			series = append(series, chart.Series{Name: "true count (--truth)", Values: barTruth})
 			head = append(head, "true count")
 		}
 		var refs []chart.Ref
-		var g *anonymize.Report
+		// g and gb are Lemma 4's and Definition 5's guarantees of the
+		// table's and the chart's values.
+		var g, gb *anonymize.Report
 		if a.Mechanism == release.MechanismDiverted {
-			if g, err = anonymize.Guarantees(counts, a.L, o.RelError, o.TE); err != nil {
+			if gb, err = anonymize.Guarantees(barCounts, a.L, o.RelError, o.TE); err != nil {
 				return err
 			}
-			refs = []chart.Ref{{Name: fmt.Sprintf("T_f = %s (Lemma 4)", num(g.Tf)), Value: g.Tf}}
+			refs = []chart.Ref{{Name: fmt.Sprintf("T_f = %s (Lemma 4)", num(gb.Tf)), Value: gb.Tf}}
 			head = append(head, fmt.Sprintf("P(rel. error ≥ %s) ≤ (Ineq. 3)", num(o.RelError)), "≥ T_f", fmt.Sprintf("T_P = P(rel. error > %s) (Def. 5)", num(o.RelError)))
 		}
-		// A column of many values: the charts show the maxBars and the
-		// table lists the maxRows values of the largest counts (a table of
-		// 1M values made a 110 MB page, and 660 MB of rows to make it).
-		bars := sortedTop(est, maxBars)
-		if len(cats) <= maxBars {
-			bars = bars[:0]
-			for i := range cats {
-				bars = append(bars, i)
-			}
-		}
-		pick := func(v []float64) []float64 {
-			out := make([]float64, len(bars))
-			for k, i := range bars {
-				out[k] = v[i]
-			}
-			return out
-		}
-		c := make([]string, len(bars))
-		for k, i := range bars {
-			c[k] = cats[i]
-		}
-		for j := range series {
-			series[j].Values = pick(series[j].Values)
-		}
 		caption := "How many rows hold each value."
-		if len(cats) > maxBars {
-			caption = fmt.Sprintf("The %d largest of %d values' counts. ", maxBars, len(cats)) + caption
+		if V > maxBars {
+			caption = fmt.Sprintf("The %d largest of %d values' counts. ", maxBars, V) + caption
 		}
-		if g != nil {
-			caption = fmt.Sprintf("Values counted at least T_f = %s times have the utility guarantee of Lemma 4: a relative error of at least ε = %s with probability at most T_E = %s.", num(g.Tf), num(o.RelError), num(o.TE))
+		if gb != nil {
+			caption = fmt.Sprintf("Values counted at least T_f = %s times have the utility guarantee of Lemma 4: a relative error of at least ε = %s with probability at most T_E = %s.", num(gb.Tf), num(o.RelError), num(o.TE))
 		}
 		bl, err := barsBlock(chart.Bars{Title: "Count of each " + name, ValueLabel: "rows", Categories: c, Series: series, Refs: refs}, caption)
 		if err != nil {
@@ -207,58 +219,57 @@ func (o *Options) anonymized(s *Section, in table.Reader) error {
 		bl.Heading = "Sensitive values: " + name
 		s.Blocks = append(s.Blocks, bl)
 		t := &Table{Caption: "Sensitive values of " + name, Head: head, Numeric: []bool{false, true, true, true, false, true}}
-		if g != nil {
+		if gb != nil {
 			t.Numeric = []bool{false, true}
 			if hasTruth {
 				t.Numeric = append(t.Numeric, true)
 			}
 			t.Numeric = append(t.Numeric, true, false, true)
 		}
-		rows := sortedTop(est, maxRows)
-		if len(cats) > maxRows {
-			t.Note = fmt.Sprintf("The %d values of the largest counts, of %d; estimate --query %s=VALUE answers any other. ", maxRows, len(cats), name)
-		} else {
-			rows = rows[:0]
-			for i := range cats {
-				rows = append(rows, i)
+		if V > maxRows {
+			t.Note = fmt.Sprintf("The %d values of the largest counts, of %d; estimate --query %s=VALUE answers any other. ", maxRows, V, name)
+		}
+		cats, rowEst, rowTruth, rowCounts := pick(rows)
+		if gb != nil {
+			if g, err = anonymize.Guarantees(rowCounts, a.L, o.RelError, o.TE); err != nil {
+				return err
 			}
 		}
-		for _, i := range rows {
-			r := []string{cats[i], num(math.Round(est[i]*100) / 100)}
+		for j := range rows {
+			r := []string{cats[j], num(math.Round(rowEst[j]*100) / 100)}
 			if hasTruth {
-				r = append(r, num(truth[i]))
+				r = append(r, num(rowTruth[j]))
 			}
 			if g != nil {
-				v := g.Values[i]
+				v := g.Values[j]
 				r = append(r, share(v.ErrorBound), map[bool]string{true: "yes", false: "no"}[v.Useful], share(v.Privacy))
 			}
 			t.Rows = append(t.Rows, r)
 		}
-		if g != nil {
+		if gb != nil {
 			basis := "the published counts (f′_s estimates f_s)"
 			if hasTruth {
 				basis = "the true counts (--truth)"
 			}
 			t.Note += fmt.Sprintf("Guarantees computed from %s; ε = %s (--rel-error), T_E = %s (--te).", basis, num(o.RelError), num(o.TE))
-			tp, cheb := make([]float64, len(cats)), make([]float64, len(cats))
-			for i, v := range g.Values {
-				tp[i], cheb[i] = v.Privacy, v.ErrorBound
+			tp, cheb := make([]float64, len(bars)), make([]float64, len(bars))
+			for j, v := range gb.Values {
+				tp[j], cheb[j] = v.Privacy, v.ErrorBound
 			}
-			tp, cheb = pick(tp), pick(cheb)
-			gb, err := barsBlock(chart.Bars{Title: fmt.Sprintf("Guarantees per %s at relative error ε = %s", name, num(o.RelError)), ValueLabel: "probability", Categories: c, Max: 1,
+			gbl, err := barsBlock(chart.Bars{Title: fmt.Sprintf("Guarantees per %s at relative error ε = %s", name, num(o.RelError)), ValueLabel: "probability", Categories: c, Max: 1,
 				Series: []chart.Series{{Name: "T_P: P(relative error > ε), Definition 5", Values: tp}, {Name: "Chebyshev bound on P(relative error ≥ ε), Inequality 3", Values: cheb}}},
 				"Definition 5's privacy guarantee T_P: the larger, the less a published count tells about the true one; rare values are protected, frequent ones are accurate.")
 			if err != nil {
 				return err
 			}
-			s.Blocks = append(s.Blocks, Block{Table: t}, gb)
+			s.Blocks = append(s.Blocks, Block{Table: t}, gbl)
 		} else {
 			s.Blocks = append(s.Blocks, Block{Table: t})
 		}
 	}
 
 	// The --queries.
-	if len(queries) > nv {
+	if len(queries) > 0 {
 		head := []string{"query", "estimated count"}
 		num0 := []bool{false, true, true, true, true}
 		if hasTruth {
@@ -271,7 +282,7 @@ func (o *Options) anonymized(s *Section, in table.Reader) error {
 		t := &Table{Caption: "Count queries (--queries " + filepath.Base(o.Queries) + ")", Head: head, Numeric: num0}
 		var cats []string
 		var est, truth []float64
-		for i := nv; i < len(queries); i++ {
+		for i := range queries {
 			ans := answers[i]
 			r := []string{queries[i].Text, num(math.Round(ans.Estimate*100) / 100)}
 			if hasTruth {
@@ -326,7 +337,7 @@ func (o *Options) anatomyGroups(name string, a *release.Anonymized, rel *countqu
 		}
 		path = filepath.Join(filepath.Dir(name), filepath.Base(a.GroupsTable))
 	}
-	in, err := o.Open(path)
+	in, err := o.Open(path, table.ReadOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("%w (the sensitive table of the anatomy release %s; give it with --groups FILE)", err, name)
 	}
@@ -340,4 +351,51 @@ func (o *Options) anatomyGroups(name string, a *release.Anonymized, rel *countqu
 		return nil, err
 	}
 	return countquery.ReadAnatomyGroups(in, rel)
+}
+
+// manyLabels is the labels (all the sensitive columns') past which a
+// release's values are read in batches of manyLabelsBatch rows, as
+// estimate reads a CSV release of many labels (its pramManyLabels): a
+// column of more than table.MaxReadLabels labels is parsed as text, and
+// batches of 65,536 rows of it took ~20 MB in flight at 1M labels.
+const (
+	manyLabels      = 1 << 18
+	manyLabelsBatch = 8192
+)
+
+// valuesRead is how countquery.Values reads the release whose columns are
+// schema's: the sensitive columns alone (Parquet's as dictionaries), or
+// for anatomy its group ids, in smaller batches past manyLabels labels.
+// A column the table lacks is left for Values to name in its message.
+func valuesRead(schema *arrow.Schema, rel *countquery.Release) table.ReadOptions {
+	var opt table.ReadOptions
+	cols := rel.Sensitive
+	if rel.Mechanism == release.MechanismAnatomy {
+		cols = []string{rel.GroupColumn}
+	} else {
+		opt.DictColumns = rel.Sensitive
+	}
+	for _, c := range cols {
+		if schema.HasField(c) {
+			opt.Columns = append(opt.Columns, c)
+		}
+	}
+	labels := 0
+	for _, c := range rel.Columns {
+		labels += c.K()
+	}
+	if labels > manyLabels {
+		opt.BatchSize = manyLabelsBatch
+	}
+	return opt
+}
+
+// scan opens the table at path with opt, gives it to fn and closes it.
+func (o *Options) scan(path string, opt table.ReadOptions, fn func(table.Reader) error) error {
+	in, err := o.Open(path, opt)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	return fn(in)
 }

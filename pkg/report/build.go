@@ -56,7 +56,7 @@ type Options struct {
 	// Version is the pramkit writing the report.
 	Version string
 	// Open opens a table; nil means table.Open.
-	Open func(path string) (table.Reader, error)
+	Open func(path string, opt table.ReadOptions) (table.Reader, error)
 }
 
 // MaxCells bounds the joint domain a report estimates on: the counts,
@@ -66,7 +66,7 @@ const MaxCells = 1 << 20
 // Build reads every file and returns the report.
 func Build(o Options) (*Report, error) {
 	if o.Open == nil {
-		o.Open = func(path string) (table.Reader, error) { return table.Open(path, table.ReadOptions{}) }
+		o.Open = table.Open
 	}
 	if o.Level == 0 {
 		o.Level = 0.95
@@ -100,7 +100,7 @@ func (o *Options) section(path string) (*Section, error) {
 	if key, kind := table.IsKeyMaterial(path); key {
 		return nil, fmt.Errorf("%s: %s; a report never reads key material: give the release, not its key", path, kind)
 	}
-	in, err := o.Open(path)
+	in, err := o.Open(path, table.ReadOptions{})
 	if err != nil {
 		return nil, err
 	}
@@ -129,7 +129,7 @@ func (o *Options) section(path string) (*Section, error) {
 	case meta[release.KeyTable] == release.TableAnatomyGroups:
 		return nil, fmt.Errorf("%s is the sensitive table of an anatomy release: report on the row table anonymize wrote with it (its -o file); the sensitive table is found next to it", in.Name())
 	case stage == release.StageAnonymize:
-		err = o.anonymized(s, in)
+		err = o.anonymized(s, in, path)
 	case stage == "":
 		return nil, fmt.Errorf("%s has no pramkit metadata: give a file written by a pramkit tool (sample, encrypt, perturb, decrypt, anonymize, estimate --tabulate), with its .meta.json sidecar next to it", in.Name())
 	default:
@@ -297,7 +297,7 @@ func (o *Options) truthFile(names []string) (table.Reader, error) {
 		return nil, nil
 	}
 	for _, p := range o.Truth {
-		in, err := o.Open(p)
+		in, err := o.Open(p, table.ReadOptions{})
 		if err != nil {
 			return nil, err
 		}
@@ -337,7 +337,7 @@ func (o *Options) truthCounts(names []string, cols []*codebook.Column) ([]int64,
 		if found == len(names) {
 			break
 		}
-		in, err := o.Open(p)
+		in, err := o.Open(p, table.ReadOptions{})
 		if err != nil {
 			return nil, 0, err
 		}
@@ -459,23 +459,56 @@ func (r *rowIter) next() (bool, error) {
 }
 
 // sortedTop returns the indices of the n largest values (all when n ≥
-// len), largest first; ties by index.
+// len), largest first; ties by index. A bounded heap of n: O(len·log n)
+// time and O(n) memory, not a sort of all len (1M values at issue 11).
 func sortedTop(v []float64, n int) []int {
-	idx := make([]int, len(v))
+	n = min(n, len(v))
+	// before says v[a] is listed before v[b].
+	before := func(a, b int) bool { return v[a] > v[b] || v[a] == v[b] && a < b }
+	// h is a heap of the n best so far, the last of them at its root.
+	h := make([]int, 0, n)
+	down := func(i int) {
+		for {
+			j := 2*i + 1
+			if j >= len(h) {
+				return
+			}
+			if j+1 < len(h) && before(h[j], h[j+1]) {
+				j++
+			}
+			if !before(h[i], h[j]) {
+				return
+			}
+			h[i], h[j] = h[j], h[i]
+			i = j
+		}
+	}
+	for i := range v {
+		switch {
+		case len(h) < n:
+			h = append(h, i)
+			for j := len(h) - 1; j > 0 && before(h[(j-1)/2], h[j]); j = (j - 1) / 2 {
+				h[j], h[(j-1)/2] = h[(j-1)/2], h[j]
+			}
+		case n > 0 && before(i, h[0]):
+			h[0] = i
+			down(0)
+		}
+	}
+	slices.SortFunc(h, func(a, b int) int {
+		if before(a, b) {
+			return -1
+		}
+		return 1
+	})
+	return h
+}
+
+// inOrder is 0, 1, …, n−1.
+func inOrder(n int) []int {
+	idx := make([]int, n)
 	for i := range idx {
 		idx[i] = i
-	}
-	slices.SortStableFunc(idx, func(a, b int) int {
-		switch {
-		case v[a] > v[b]:
-			return -1
-		case v[a] < v[b]:
-			return 1
-		}
-		return 0
-	})
-	if n < len(idx) {
-		idx = idx[:n]
 	}
 	return idx
 }

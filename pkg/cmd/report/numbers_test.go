@@ -162,3 +162,45 @@ func TestReportTruthByPosition(t *testing.T) {
 		t.Errorf("truth files of different lengths: %v", err)
 	}
 }
+
+// TestReportValueCountsAreEstimates checks that each sensitive value's
+// count and true count in the report of an anonymized table are what
+// estimate --query a=VALUE gives, for A′, Anatomy and global
+// randomization (report counts the values in one table of V counts,
+// countquery.Values, not one query each).
+func TestReportValueCountsAreEstimates(t *testing.T) {
+	dir := fixture(t)
+	j := func(n string) string { return filepath.Join(dir, n) }
+	est, _ := tools.Lookup("estimate")
+	labels := []string{"x", "<script>alert(1)</script>", "y&z", "w"} // the codebook's a
+	queries := cmdtest.WriteFile(t, t.TempDir(), "values.csv", "query\n"+"a="+strings.Join(labels, "\na=")+"\n")
+	for _, file := range []string{"an.csv", "anat.csv", "glob.csv"} {
+		t.Run(file, func(t *testing.T) {
+			r, err := rep.Build(rep.Options{Files: []string{j(file)}, Truth: []string{j("data.csv")}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			answers := filepath.Join(t.TempDir(), "answers.csv")
+			if res := cmdtest.Run(est.New, nil, "--queries", queries, "--truth", j("data.csv"), j(file), "-o", answers); res.Code != 0 {
+				t.Fatal(res.Stderr)
+			}
+			_, rows, _ := cmdtest.ReadTable(t, answers)
+			got := findTable(t, r, "Sensitive values of a")
+			if len(got.Rows) != len(labels) || len(rows) != len(labels) {
+				t.Fatalf("the report lists %d values, estimate answers %d; want %d", len(got.Rows), len(rows), len(labels))
+			}
+			for i, row := range rows {
+				g := got.Rows[i]
+				if g[0] != labels[i] {
+					t.Errorf("value %d: %q, want %q", i, g[0], labels[i])
+				}
+				if d := math.Abs(float(t, g[1]) - float(t, row[1])); d > 0.005+1e-9 {
+					t.Errorf("%s: report %s, estimate %s", row[0], g[1], row[1])
+				}
+				if float(t, g[2]) != float(t, row[3]) {
+					t.Errorf("%s: true count %s, estimate's %s", row[0], g[2], row[3])
+				}
+			}
+		})
+	}
+}

@@ -362,6 +362,9 @@ func TestReportOfManyValuesListsTheLargest(t *testing.T) {
 		if i%7 == 0 {
 			v = i % 600 // 600 values of larger counts
 		}
+		if i%13 == 0 {
+			v = 0 // the largest by far, listed whatever the draws of anonymize (v0 was left out of the 500 in 1 run of 6)
+		}
 		fmt.Fprintf(&data, "v%d,%d\n", v, i%3)
 	}
 	for v := range V {
