@@ -128,6 +128,9 @@ type pqRowGroup struct {
 	ordinal int16
 	meta    *metadata.RowGroupMetaDataBuilder
 	colMeta []*metadata.ColumnChunkMetaDataBuilder
+	// Each column's page writer, made by openColumn and dropped once its
+	// chunk is in the file: a page writer with its buffers is ~2 KB,
+	// 9 MB a row group at L = 4,000 bits were they all made at once.
 	pagers  []file.PageWriter
 	writers []file.ColumnChunkWriter // column writers, made by writer
 	// For a column written as finished pages (dictPages, plainPages): its
@@ -157,20 +160,27 @@ func (f *pqFile) appendRowGroup() (*pqRowGroup, error) {
 	rg.pageBytes = make([]int64, n)
 	rg.plain = make([]bool, n)
 	for j := range n {
-		cm := rg.meta.NextColumnChunk()
-		path := cm.Descr().Path()
-		pager, err := file.NewPageWriter(f.sink, f.props.CompressionFor(path), f.props.CompressionLevelFor(path), cm,
-			rg.ordinal, int16(j), f.props.Allocator(), true, nil, nil)
-		if err != nil {
-			return nil, err
-		}
-		rg.colMeta[j], rg.pagers[j] = cm, pager
+		rg.colMeta[j] = rg.meta.NextColumnChunk()
 	}
 	return rg, nil
 }
 
+// openColumn makes column j's page writer, unless made: before anything
+// is written to the column, by the column's writer only.
+func (rg *pqRowGroup) openColumn(j int) error {
+	if rg.pagers[j] != nil {
+		return nil
+	}
+	f, cm := rg.f, rg.colMeta[j]
+	path := cm.Descr().Path()
+	pager, err := file.NewPageWriter(f.sink, f.props.CompressionFor(path), f.props.CompressionLevelFor(path), cm,
+		rg.ordinal, int16(j), f.props.Allocator(), true, nil, nil)
+	rg.pagers[j] = pager
+	return err
+}
+
 // writer returns column j's column writer (for pqarrow), made on first
-// use.
+// use; openColumn must have made its page writer.
 func (rg *pqRowGroup) writer(j int) file.ColumnChunkWriter {
 	if rg.writers[j] == nil {
 		rg.writers[j] = file.NewColumnChunkWriter(rg.colMeta[j], rg.pagers[j], rg.f.props)
@@ -227,6 +237,9 @@ func (rg *pqRowGroup) intPages(j int, vals []int32, hi int32) error {
 func (rg *pqRowGroup) dictPages(j int, dict []byte, entries int, idx []int32) error {
 	p := rg.f.props
 	descr := rg.colMeta[j].Descr()
+	if err := rg.openColumn(j); err != nil {
+		return err
+	}
 	pager := rg.pagers[j]
 	dn, err := pager.WriteDictionaryPage(file.NewDictionaryPage(memory.NewBufferBytes(dict), int32(entries), p.DictionaryPageEncoding()))
 	if err != nil {
@@ -286,6 +299,9 @@ func (rg *pqRowGroup) closeColumn(j int) error {
 	if j != rg.closed {
 		return fmt.Errorf("parquet writer: row group %d: column %d closed before column %d", rg.ordinal, j, rg.closed)
 	}
+	if err := rg.openColumn(j); err != nil {
+		return err
+	}
 	// A chunk of finished pages has no column writer: making one (as
 	// close once did for every column) took a dictionary encoder and its
 	// hash table per column, 21 MB a row group at L = 4,000 bits.
@@ -309,6 +325,7 @@ func (rg *pqRowGroup) closeColumn(j int) error {
 		}
 		rg.written += w.TotalBytesWritten()
 	}
+	rg.pagers[j], rg.writers[j] = nil, nil
 	rg.closed++
 	return nil
 }

@@ -270,6 +270,9 @@ var ownIntPages = true
 // validity: 1 for a value, 0 for a null.
 func (p *parquetWriter) writeColumn(ctx context.Context, rg *pqRowGroup, j int, col arrow.Array, wide bool) error {
 	defer col.Release()
+	if err := rg.openColumn(j); err != nil {
+		return err
+	}
 	a := col
 	if c, ok := col.(*array.Int32); ok {
 		if hi, ok := smallIntMax(c); ok && ownIntPages && rg.canWriteIntPages(j, hi) {
