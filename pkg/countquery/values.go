@@ -51,10 +51,12 @@ func NewValues(rel *Release) (*Values, error) {
 
 // ScanRelease counts, in one pass over the published table in, the rows
 // publishing each value (for anatomy, the rows of each group; st is its
-// sensitive table, nil for other mechanisms). It refuses what
-// Plan.ScanRelease refuses: a label outside the codebook, a group id
-// outside the release's, and a number of rows other than N.
-func (v *Values) ScanRelease(in table.Reader, st *AnatomyGroups) error {
+// sensitive table, nil for other mechanisms); when countColumn is not "",
+// in is a count table (estimate --tabulate) whose rows weigh their count,
+// as in Plan.ScanPart. It refuses what Plan.ScanRelease refuses: a label
+// outside the codebook, a group id outside the release's, and a number of
+// rows other than N.
+func (v *Values) ScanRelease(in table.Reader, st *AnatomyGroups, countColumn string) error {
 	rel := v.rel
 	anatomy := rel.Mechanism == release.MechanismAnatomy
 	if anatomy && st == nil {
@@ -69,15 +71,34 @@ func (v *Values) ScanRelease(in table.Reader, st *AnatomyGroups) error {
 	if err != nil {
 		return err
 	}
+	countCol := -1
+	if countColumn != "" {
+		idx := in.Schema().FieldIndices(countColumn)
+		if len(idx) == 0 {
+			return fmt.Errorf("%s is a count table without a %q column; tabulate the release again with estimate --tabulate", in.Name(), countColumn)
+		}
+		countCol = idx[0]
+	}
 	if anatomy {
 		v.groupRows = make([]int64, rel.Groups)
 	} else {
 		v.counts = v.alloc()
 	}
 	cls := make([][]int32, len(v.plan.slots))
+	var weight []int64
 	err = table.EachBatch(in, func(rec arrow.RecordBatch, first int64) error {
 		n := int(rec.NumRows())
-		v.rows += int64(n)
+		w := func(int) int64 { return 1 }
+		if countCol >= 0 {
+			var err error
+			if weight, err = readCounts(rec.Column(countCol), in.Name(), countColumn, first, v.rows, weight); err != nil {
+				return err
+			}
+			w = func(row int) int64 { return weight[row] }
+		}
+		for row := range n {
+			v.rows += w(row)
+		}
 		if anatomy {
 			vals := table.ValuesOf(rec.Column(groupCol))
 			for row := range n {
@@ -85,7 +106,7 @@ func (v *Values) ScanRelease(in table.Reader, st *AnatomyGroups) error {
 				if err != nil {
 					return err
 				}
-				v.groupRows[gid]++
+				v.groupRows[gid] += w(row)
 			}
 			return nil
 		}
@@ -93,8 +114,8 @@ func (v *Values) ScanRelease(in table.Reader, st *AnatomyGroups) error {
 			return err
 		}
 		for k, c := range cls {
-			for _, x := range c {
-				v.counts[k][x]++
+			for row, x := range c {
+				v.counts[k][x] += w(row)
 			}
 		}
 		return nil

@@ -3,6 +3,7 @@ package countquery
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -28,7 +29,8 @@ func valueQueries(rel *Release) []Query {
 // of the V queries "col=s" answers (with estimate's default options), and
 // so are the true counts, on random tables of every mechanism, several ℓ′
 // and V up to past 2^16 (where the plan's groups change size), with rows
-// anonymize dropped (--missing drop) left out of the truth.
+// anonymize dropped (--missing drop) left out of the truth; and the
+// release's count table gives the same estimates as its rows.
 func TestValuesAreThePlansAnswers(t *testing.T) {
 	for _, tc := range []struct {
 		mech string
@@ -133,7 +135,15 @@ func TestValuesAreThePlansAnswers(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := vs.ScanRelease(csvReader(t, pub.String()), st); err != nil {
+			if err := vs.ScanRelease(csvReader(t, pub.String()), st, ""); err != nil {
+				t.Fatal(err)
+			}
+			// The release's count table (estimate --tabulate) gives the same.
+			counted, err := NewValues(rel)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := counted.ScanRelease(csvReader(t, tabulate(pub.String())), st, "count"); err != nil {
 				t.Fatal(err)
 			}
 			if err := vs.ScanTruth(csvReader(t, truth.String())); err != nil {
@@ -144,6 +154,13 @@ func TestValuesAreThePlansAnswers(t *testing.T) {
 				est, err := vs.Estimates(k)
 				if err != nil {
 					t.Fatal(err)
+				}
+				fromCounts, err := counted.Estimates(k)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !slices.Equal(est, fromCounts) {
+					t.Errorf("%s: the count table's estimates differ from the rows'", rel.Sensitive[k])
 				}
 				tr := vs.Truth(k)
 				for s := range est {
@@ -206,7 +223,7 @@ func TestValuesRefuseWhatThePlanRefuses(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			err = vs.ScanRelease(csvReader(t, tc.table), st)
+			err = vs.ScanRelease(csvReader(t, tc.table), st, "")
 			if err == nil {
 				_, err = vs.Estimates(0)
 			}
@@ -215,6 +232,26 @@ func TestValuesRefuseWhatThePlanRefuses(t *testing.T) {
 			}
 		})
 	}
+}
+
+// tabulate is a CSV table's count table: each distinct row once, in order
+// of first appearance, with its number of rows in a column "count".
+func tabulate(text string) string {
+	lines := strings.Split(strings.TrimSuffix(text, "\n"), "\n")
+	count := map[string]int{}
+	var order []string
+	for _, l := range lines[1:] {
+		if count[l] == 0 {
+			order = append(order, l)
+		}
+		count[l]++
+	}
+	var b strings.Builder
+	b.WriteString(lines[0] + ",count\n")
+	for _, l := range order {
+		fmt.Fprintf(&b, "%s,%d\n", l, count[l])
+	}
+	return b.String()
 }
 
 func clone(rows [][]string) [][]string {

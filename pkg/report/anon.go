@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -108,14 +109,26 @@ func (o *Options) anonymized(s *Section, in table.Reader, path string) error {
 	// The codebook's text in the metadata (10 MB at 1M labels) is parsed:
 	// let it go (the reader's Meta is its only holder).
 	delete(meta, release.KeyCodebook)
-	if err := o.scan(path, valuesRead(in.Schema(), &rel), func(in table.Reader) error {
+	// A count table (estimate --tabulate) of the release: rows weigh their
+	// count.
+	countColumn := ""
+	if release.IsCountTable(meta) {
+		countColumn = release.CountColumn
+	}
+	if err := o.scan(path, valuesRead(in.Schema(), &rel, countColumn), func(in table.Reader) error {
 		delete(in.Meta(), release.KeyCodebook)
-		return values.ScanRelease(in, st)
+		return values.ScanRelease(in, st, countColumn)
 	}); err != nil {
 		return err
 	}
 	if plan != nil { // a pass of their own
-		if err := o.scan(path, table.ReadOptions{}, func(in table.Reader) error { return plan.ScanRelease(in, st, nil) }); err != nil {
+		err := o.scan(path, table.ReadOptions{}, func(in table.Reader) error {
+			if _, err := plan.ScanPart(in, st, countColumn, nil); err != nil {
+				return err
+			}
+			return plan.EndScan()
+		})
+		if err != nil {
 			return err
 		}
 	}
@@ -365,15 +378,19 @@ const (
 
 // valuesRead is how countquery.Values reads the release whose columns are
 // schema's: the sensitive columns alone (Parquet's as dictionaries), or
-// for anatomy its group ids, in smaller batches past manyLabels labels.
-// A column the table lacks is left for Values to name in its message.
-func valuesRead(schema *arrow.Schema, rel *countquery.Release) table.ReadOptions {
+// for anatomy its group ids, and a count table's countColumn, in smaller
+// batches past manyLabels labels. A column the table lacks is left for
+// Values to name in its message.
+func valuesRead(schema *arrow.Schema, rel *countquery.Release, countColumn string) table.ReadOptions {
 	var opt table.ReadOptions
 	cols := rel.Sensitive
 	if rel.Mechanism == release.MechanismAnatomy {
 		cols = []string{rel.GroupColumn}
 	} else {
 		opt.DictColumns = rel.Sensitive
+	}
+	if countColumn != "" {
+		cols = append(slices.Clone(cols), countColumn)
 	}
 	for _, c := range cols {
 		if schema.HasField(c) {

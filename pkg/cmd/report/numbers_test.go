@@ -204,3 +204,39 @@ func TestReportValueCountsAreEstimates(t *testing.T) {
 		})
 	}
 }
+
+// TestReportOfACountTableIsTheReleases: the report of an anonymized
+// table's count table (estimate --tabulate) shows the same value counts,
+// true counts and query answers as the report of the table itself (a
+// count table's rows weigh their count; report refused it as a table of
+// fewer rows than N).
+func TestReportOfACountTableIsTheReleases(t *testing.T) {
+	dir := fixture(t)
+	j := func(n string) string { return filepath.Join(dir, n) }
+	est, _ := tools.Lookup("estimate")
+	for _, file := range []string{"an.csv", "anat.csv", "glob.csv"} {
+		t.Run(file, func(t *testing.T) {
+			counts := filepath.Join(t.TempDir(), "counts.csv")
+			if res := cmdtest.Run(est.New, nil, "--tabulate", "--columns", "b,c", j(file), "-o", counts); res.Code != 0 {
+				t.Fatal(res.Stderr)
+			}
+			o := rep.Options{Truth: []string{j("data.csv")}, Queries: j("queries.csv"), Codebook: j("cb.json"), Groups: j("anat.groups.csv")}
+			o.Files = []string{j(file)}
+			whole, err := rep.Build(o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			o.Files = []string{counts}
+			counted, err := rep.Build(o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, caption := range []string{"Sensitive values of a", "Count queries (--queries queries.csv)"} {
+				w, c := findTable(t, whole, caption), findTable(t, counted, caption)
+				if fmt.Sprint(w.Rows) != fmt.Sprint(c.Rows) {
+					t.Errorf("%s: of the count table\n%v\nof the table\n%v", caption, c.Rows, w.Rows)
+				}
+			}
+		})
+	}
+}
