@@ -76,8 +76,11 @@ func TestEstimatedCountsAreUnbiasedWithTheStatedSD(t *testing.T) {
 				if est.N != int64(N) {
 					t.Fatalf("N = %d, want %d", est.N, N)
 				}
-				all := append(slices.Clone(est.Counts), est.Participants)
-				for o, e := range all {
+				for o := range est.Values() + 2 {
+					e := est.Participants
+					if o <= est.Values() {
+						e = est.Count(o)
+					}
 					s := &stats[paired][o]
 					s.sum += e.Count
 					s.sumSq += e.Count * e.Count
@@ -138,46 +141,47 @@ func TestEstimatesMatchHandValues(t *testing.T) {
 	//   ñ_1 = (50 − 20)/0.4 = 75, ñ_2 = (29 − 20)/0.4 = 22.5, ñ_0 = (21 − 20)/0.4 = 2.5.
 	//   sd(n̂_1) at n_1 = 75: √(100·0.16 + 75·0.24 + 25·0.16)/0.4 = √38/0.4.
 	m, _ := New(Options{Values: 2, PiS: 0.4})
-	tally := &Tally{RoundOne: []int64{62, 20, 18}, RoundTwo: []int64{21, 50, 29}}
+	tally := tallyOf(t, m, []int64{62, 20, 18}, []int64{21, 50, 29})
 	est, err := m.Estimate(tally)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := []float64{-2.5, 75, 27.5}
 	for o, w := range want {
-		if math.Abs(est.Counts[o].Count-w) > 1e-12 {
-			t.Errorf("n̂_%d = %v, want %v", o, est.Counts[o].Count, w)
+		if math.Abs(est.Count(o).Count-w) > 1e-12 {
+			t.Errorf("n̂_%d = %v, want %v", o, est.Count(o).Count, w)
 		}
 	}
 	if math.Abs(est.Participants.Count-102.5) > 1e-12 {
 		t.Errorf("participants %v, want 102.5", est.Participants.Count)
 	}
-	if sd := math.Sqrt(38) / 0.4; relErr(est.Counts[1].SD, sd) > 1e-12 {
-		t.Errorf("sd(n̂_1) = %v, want %v", est.Counts[1].SD, sd)
+	if sd := math.Sqrt(38) / 0.4; relErr(est.Count(1).SD, sd) > 1e-12 {
+		t.Errorf("sd(n̂_1) = %v, want %v", est.Count(1).SD, sd)
 	}
 	var sum float64
-	for _, c := range est.Counts {
-		sum += c.Count
+	for o := range est.Values() + 1 {
+		sum += est.Count(o).Count
 	}
 	if math.Abs(sum-100) > 1e-9 {
 		t.Errorf("counts sum to %v, want N = 100", sum)
 	}
 	two, _ := m.EstimateRoundTwo(tally)
 	for o, w := range []float64{2.5, 75, 22.5} {
-		if math.Abs(two.Counts[o].Count-w) > 1e-12 {
-			t.Errorf("ñ_%d = %v, want %v", o, two.Counts[o].Count, w)
+		if math.Abs(two.Count(o).Count-w) > 1e-12 {
+			t.Errorf("ñ_%d = %v, want %v", o, two.Count(o).Count, w)
 		}
 	}
 }
 
 func TestEstimateRejectsBadTallies(t *testing.T) {
 	m, _ := New(Options{Values: 2, PiS: 0.4})
+	short, _ := New(Options{Values: 1, PiS: 0.4})
+	one := short.NewTally()
+	_ = one.Add(1, 1)
 	bad := map[string]*Tally{
-		"nil":            nil,
-		"empty":          m.NewTally(),
-		"short":          {RoundOne: []int64{1, 1}, RoundTwo: []int64{1, 1}},
-		"unequal rounds": {RoundOne: []int64{1, 1, 1}, RoundTwo: []int64{1, 1, 2}},
-		"negative":       {RoundOne: []int64{-1, 2, 1}, RoundTwo: []int64{1, 0, 1}},
+		"nil":   nil,
+		"empty": m.NewTally(),
+		"short": one,
 	}
 	for name, tl := range bad {
 		if _, err := m.Estimate(tl); err == nil {
@@ -187,9 +191,77 @@ func TestEstimateRejectsBadTallies(t *testing.T) {
 			t.Errorf("%s tally accepted by EstimateRoundTwo", name)
 		}
 	}
-	if err := m.NewTally().Add(3, 0); err == nil {
-		t.Error("report ⊥3 accepted for V = 2")
+	tl := m.NewTally()
+	for _, c := range []struct {
+		one, two int
+		n        int64
+	}{{3, 0, 1}, {0, -1, 1}, {1, 1, -1}} {
+		if err := tl.AddN(c.one, c.two, c.n); err == nil {
+			t.Errorf("AddN(%d, %d, %d) accepted for V = 2", c.one, c.two, c.n)
+		}
 	}
+	if err := tl.AddN(1, 1, math.MaxInt64); err != nil {
+		t.Fatal(err)
+	}
+	if err := tl.Add(1, 1); err == nil {
+		t.Error("a report past 2^63 − 1 accepted")
+	}
+}
+
+// A count past 2^32 − 1 widens its round's counts, which keep every
+// count exactly: the uint32 storage never wraps around.
+func TestTallyCountsPastUint32Exactly(t *testing.T) {
+	m, _ := New(Options{Values: 2, PiS: 0.4})
+	tl := m.NewTally()
+	steps := []struct {
+		one, two int
+		n        int64
+	}{{1, 2, math.MaxUint32 - 1}, {1, 0, 1}, {1, 2, 2}, {0, 1, 5}, {1, 1, 1 << 40}}
+	var c1, c2 [3]int64
+	for _, s := range steps {
+		if err := tl.AddN(s.one, s.two, s.n); err != nil {
+			t.Fatal(err)
+		}
+		c1[s.one] += s.n
+		c2[s.two] += s.n
+		for o := range 3 {
+			if tl.RoundOne(o) != c1[o] || tl.RoundTwo(o) != c2[o] {
+				t.Fatalf("after AddN%v: C1[%d] = %d, C2[%d] = %d, want %d, %d", s, o, tl.RoundOne(o), o, tl.RoundTwo(o), c1[o], c2[o])
+			}
+		}
+	}
+	if want := c1[0] + c1[1] + c1[2]; tl.N() != want {
+		t.Errorf("N = %d, want %d", tl.N(), want)
+	}
+}
+
+// tallyOf returns a tally whose rounds have the counts c1 and c2 (equal
+// sums), pairing the reports in order.
+func tallyOf(t *testing.T, m *Mechanism, c1, c2 []int64) *Tally {
+	t.Helper()
+	tl := m.NewTally()
+	c1, c2 = slices.Clone(c1), slices.Clone(c2)
+	for a, b := 0, 0; a < len(c1) && b < len(c2); {
+		n := min(c1[a], c2[b])
+		if err := tl.AddN(a, b, n); err != nil {
+			t.Fatal(err)
+		}
+		if c1[a] -= n; c1[a] == 0 {
+			a++
+		}
+		if c2[b] -= n; c2[b] == 0 {
+			b++
+		}
+	}
+	return tl
+}
+
+// roundCounts returns the tally's counts C1, C2.
+func roundCounts(tl *Tally) (c1, c2 []int64) {
+	for o := range tl.Outputs() {
+		c1, c2 = append(c1, tl.RoundOne(o)), append(c2, tl.RoundTwo(o))
+	}
+	return c1, c2
 }
 
 func TestAdultOccupationCounts(t *testing.T) {
@@ -222,7 +294,7 @@ func TestAdultOccupationCounts(t *testing.T) {
 			}
 			var l2, relSum float64
 			for v := 1; v <= V; v++ {
-				e, truth := est.Counts[v], float64(counts[v])
+				e, truth := est.Count(v), float64(counts[v])
 				if math.Abs(e.Count-truth) > z*e.SD {
 					t.Errorf("π_s %g %s %s: %.0f estimated, %0.f true, sd %.0f", ps, name, labels[v-1], e.Count, truth, e.SD)
 				}

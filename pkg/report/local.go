@@ -270,9 +270,7 @@ func (o *Options) ddps(s *Section, in table.Reader) error {
 			}
 			r[k] = o
 		}
-		t.RoundOne[r[0]] += w
-		t.RoundTwo[r[1]] += w
-		return nil
+		return t.AddN(r[0], r[1], w)
 	})
 	if err != nil {
 		return err
@@ -314,9 +312,9 @@ func (o *Options) ddps(s *Section, in table.Reader) error {
 	}
 	tt := &Table{Caption: "Estimated owners of each value", Head: head, Numeric: []bool{false, true, true, true, true, true}}
 	for v := range V {
-		e := est.Counts[v+1]
+		e := est.Count(v + 1)
 		cnt[v], lo[v], hi[v] = e.Count, e.Count-e.SD, e.Count+e.SD
-		r := []string{d.Label(v + 1), num(math.Round(e.Count*10) / 10), num(math.Round(e.SD*10) / 10), itoa(t.RoundOne[v+1]), itoa(t.RoundTwo[v+1])}
+		r := []string{d.Label(v + 1), num(math.Round(e.Count*10) / 10), num(math.Round(e.SD*10) / 10), itoa(t.RoundOne(v + 1)), itoa(t.RoundTwo(v + 1))}
 		if truth != nil {
 			r = append(r, num(truth[v+1]))
 		}

@@ -259,11 +259,12 @@ func (r ddpsResult) json(lists bool) ddpsJSON {
 		Reports: est.N, Column: rel.column, Estimator: r.estimator,
 	}
 	for o := 1; lists && o <= rel.mech.Values(); o++ {
-		c := est.Counts[o]
+		c := est.Count(o)
 		out.Counts = append(out.Counts, ddpsCountJSON{Value: rel.label(o), Estimate: c.Count, SD: c.SD})
 	}
 	if rel.nonParticipant != "" {
-		out.NonParticipant = &ddpsNonPartJSON{Value: rel.nonParticipant, Estimate: est.Counts[0].Count, SD: est.Counts[0].SD}
+		c := est.Count(0)
+		out.NonParticipant = &ddpsNonPartJSON{Value: rel.nonParticipant, Estimate: c.Count, SD: c.SD}
 	}
 	if r.truth != nil {
 		t := &ddpsTruthJSON{Participants: r.trueParticipants(), L2Error: r.l2()}
@@ -288,7 +289,7 @@ func (r ddpsResult) trueParticipants() int64 {
 func (r ddpsResult) l2() float64 {
 	est, truth := make([]float64, 0, len(r.truth)), make([]float64, 0, len(r.truth))
 	for o := 1; o < len(r.truth); o++ {
-		est, truth = append(est, r.est.Counts[o].Count), append(truth, float64(r.truth[o]))
+		est, truth = append(est, r.est.Count(o).Count), append(truth, float64(r.truth[o]))
 	}
 	d, _ := estimate.L2Slice(est, truth) // the lengths are equal
 	return d
@@ -304,7 +305,7 @@ func (r ddpsResult) asReport() *localReport {
 	}
 	rep := &localReport{summary: func(lists bool) any { return r.json(lists) }, columns: cols}
 	row := func(label string, o int) []any {
-		c := est.Counts[o]
+		c := est.Count(o)
 		row := []any{label, c.Count, c.SD}
 		if r.truth != nil {
 			row = append(row, float64(r.truth[o]), c.Count-float64(r.truth[o]))

@@ -45,7 +45,6 @@ import (
 type ddpsPairs struct {
 	count map[[2]int]int64 // nil unless pairs
 	t     *ddps.Tally
-	total int64
 }
 
 // newDDPSPairs counts for m's estimators, and the pairs too if pairs.
@@ -59,12 +58,9 @@ func newDDPSPairs(m *ddps.Mechanism, pairs bool) *ddpsPairs {
 
 // add counts n more owners reporting (o1, o2); false on int64 overflow.
 func (p *ddpsPairs) add(o1, o2 int, n int64) bool {
-	if n > math.MaxInt64-p.total {
+	if p.t.AddN(o1, o2, n) != nil { // outputs in range and n ≥ 0: countPairs checked
 		return false
 	}
-	p.total += n
-	p.t.RoundOne[o1] += n
-	p.t.RoundTwo[o2] += n
 	if p.count != nil {
 		p.count[[2]int{o1, o2}] += n
 	}
@@ -87,7 +83,7 @@ func (o *Options) countDDPSParts(rel *ddpsRelease, in table.Reader, pairs bool) 
 	if err != nil {
 		return nil, err
 	}
-	if p.total == 0 {
+	if p.t.N() == 0 {
 		return nil, errNoReports(names)
 	}
 	return p, nil
