@@ -227,6 +227,19 @@ func (rg *pqRowGroup) intPages(j int, vals []int32, hi int32) error {
 	return nil
 }
 
+// bitPages is intPages for the n cells of a 0/1 column held as bits (cell
+// i is bit i%8 of byte i/8), hi its largest cell: the same pages, with no
+// int32 cell made.
+func (rg *pqRowGroup) bitPages(j int, bits []byte, n int, hi int32) error {
+	if err := rg.dictPagesOf(j, smallDictBytes[:4*(int(hi)+1)], int(hi)+1, n, func(dst []byte, width int) []byte {
+		return appendRLEBits(dst, bits, n)
+	}); err != nil {
+		return err
+	}
+	intPagesChunks.Add(1)
+	return nil
+}
+
 // dictPages writes column j's whole chunk as a column writer fed a
 // dictionary array writes it (pqarrow's direct dictionary path, then
 // Close): the dictionary page, dict (entries values, PLAIN-encoded), then
@@ -235,6 +248,14 @@ func (rg *pqRowGroup) intPages(j int, vals []int32, hi int32) error {
 // statistics, in V1 data pages, and untouched so far; every index must be
 // below entries, and the width at most maxRLEWidth.
 func (rg *pqRowGroup) dictPages(j int, dict []byte, entries int, idx []int32) error {
+	return rg.dictPagesOf(j, dict, entries, len(idx), func(dst []byte, width int) []byte {
+		return appendRLEHybrid(dst, idx, width)
+	})
+}
+
+// dictPagesOf is dictPages for n indices that appendIdx appends to dst,
+// RLE/bit-packed at width bits.
+func (rg *pqRowGroup) dictPagesOf(j int, dict []byte, entries, n int, appendIdx func(dst []byte, width int) []byte) error {
 	p := rg.f.props
 	descr := rg.colMeta[j].Descr()
 	if err := rg.openColumn(j); err != nil {
@@ -252,7 +273,7 @@ func (rg *pqRowGroup) dictPages(j int, dict []byte, entries int, idx []int32) er
 	bufs := pageBufs.Get().(*[2][]byte)
 	defer pageBufs.Put(bufs)
 	enc := append(bufs[0][:0], byte(width))
-	enc = appendRLEHybrid(enc, idx, width)
+	enc = appendIdx(enc, width)
 	bufs[0] = enc
 	data := enc
 	if codec := p.CompressionFor(descr.Path()); codec != compress.Codecs.Uncompressed {
@@ -272,7 +293,7 @@ func (rg *pqRowGroup) dictPages(j int, dict []byte, entries int, idx []int32) er
 	stats.ApplyStatSizeLimits(int(p.MaxStatsSizeFor(descr.Path())))
 	stats.Signed = descr.SortOrder() == schema.SortSIGNED
 	page := file.NewDataPageV1WithConfig(memory.NewBufferBytes(data), parquet.Encodings.RLE, parquet.Encodings.RLE, file.DataPageConfig{
-		Num:              int32(len(idx)),
+		Num:              int32(n),
 		Encoding:         p.DictionaryIndexEncoding(),
 		UncompressedSize: int32(len(enc)),
 		Stats:            stats,
@@ -282,7 +303,7 @@ func (rg *pqRowGroup) dictPages(j int, dict []byte, entries int, idx []int32) er
 	if err != nil {
 		return err
 	}
-	rg.pageRows[j], rg.pageBytes[j] = len(idx), dn+pn
+	rg.pageRows[j], rg.pageBytes[j] = n, dn+pn
 	return nil
 }
 

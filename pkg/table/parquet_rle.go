@@ -150,3 +150,95 @@ func packGroup(dst []byte, g []int32, width int) []byte {
 	binary.LittleEndian.PutUint64(b[8:], hi)
 	return append(dst, b[:width]...)
 }
+
+// appendRLEBits is appendRLEHybrid at width 1 for n cells of 0/1 held as
+// bits (cell i is bit i%8 of bits[i/8]): the same bytes, with a group of
+// 8 cells read as a byte (two, when the groups are cut off the bytes'
+// boundaries after a repeated run) and a repeated run extended a byte at
+// a time.
+func appendRLEBits(dst []byte, bits []byte, n int) []byte {
+	// at8 is cells [i, i+8) as a byte, cell i its lowest bit.
+	at8 := func(i int) byte {
+		b, s := bits[i>>3], uint(i&7)
+		if s == 0 {
+			return b
+		}
+		return b>>s | bits[i>>3+1]<<(8-s)
+	}
+	bit := func(i int) byte { return bits[i>>3] >> (i & 7) & 1 }
+	lit := -1   // index in dst of the open literal run's indicator byte
+	groups := 0 // groups in the open literal run
+	closeLit := func() {
+		if lit >= 0 {
+			dst[lit] = byte(groups<<1 | 1)
+			lit, groups = -1, 0
+		}
+	}
+	literal := func(b byte) {
+		if lit < 0 {
+			lit = len(dst)
+			dst = append(dst, 0)
+		}
+		dst = append(dst, b)
+		if groups++; groups >= 63 {
+			closeLit()
+		}
+	}
+	run := func(v byte, count int) {
+		dst = binary.AppendUvarint(dst, uint64(count)<<1)
+		dst = append(dst, v)
+	}
+	i := 0
+	for n-i >= 8 {
+		b := at8(i)
+		if b != 0 && b != 0xff {
+			literal(b)
+			i += 8
+			continue
+		}
+		closeLit()
+		v := b & 1
+		j := i + 8
+		for j < n && j&7 != 0 && bit(j) == v {
+			j++
+		}
+		if j&7 == 0 {
+			for j+8 <= n && bits[j>>3] == b {
+				j += 8
+			}
+			for j < n && bit(j) == v {
+				j++
+			}
+		}
+		run(v, j-i)
+		i = j
+	}
+	if k := n - i; k > 0 {
+		mask := byte(1)<<k - 1
+		b := at8Tail(bits, i, k) & mask
+		if lit < 0 && (b == 0 || b == mask) {
+			run(b&1, k)
+		} else {
+			// A last literal group, padded with zeros; appendRLEHybrid
+			// counts it but does not close the run before closeLit.
+			if lit < 0 {
+				lit = len(dst)
+				dst = append(dst, 0)
+			}
+			dst = append(dst, b)
+			groups++
+		}
+	}
+	closeLit()
+	return dst
+}
+
+// at8Tail is the k < 8 cells [i, i+k) of bits as the low bits of a byte
+// (the bits above them unspecified), reading no byte past cell i+k−1.
+func at8Tail(bits []byte, i, k int) byte {
+	b, s := bits[i>>3], uint(i&7)
+	if s == 0 || (i+k-1)>>3 == i>>3 {
+		return b >> s
+	}
+	return b>>s | bits[i>>3+1]<<(8-s)
+}

@@ -265,3 +265,64 @@ func BenchmarkAppendRLEHybridCodes(b *testing.B) {
 		dst = appendRLEHybrid(dst[:0], vals, 4)
 	}
 }
+
+// packedCells is vals (0/1) as bits, cell i bit i%8 of byte i/8, in a
+// slice of exactly the bytes they need (reading past them panics).
+func packedCells(vals []int32) []byte {
+	b := make([]byte, (len(vals)+7)/8)
+	for i, v := range vals {
+		b[i>>3] |= byte(v) << (i & 7)
+	}
+	return b
+}
+
+// TestAppendRLEBitsIsAppendRLEHybridOfTheCells: for 0/1 cells held as
+// bits, appendRLEBits writes appendRLEHybrid's bytes at width 1 (which
+// TestAppendRLEHybridMatchesArrowGoEncoder ties to arrow-go's) — after a
+// literal run, runs ending on and off byte boundaries, long runs, every
+// tail length, literal runs past 63 groups.
+func TestAppendRLEBitsIsAppendRLEHybridOfTheCells(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 14))
+	streams := [][]int32{
+		{}, {0}, {1}, slices.Repeat([]int32{1}, 7), slices.Repeat([]int32{0}, 8), slices.Repeat([]int32{1}, 9),
+		slices.Repeat([]int32{0, 1}, 300),
+		append(slices.Repeat([]int32{1}, 11), slices.Repeat([]int32{0}, 29)...),
+		append(append(slices.Repeat([]int32{0, 1}, 4), slices.Repeat([]int32{1}, 13)...), 0, 1, 1, 0, 1, 0, 0, 1, 1),
+		append(slices.Repeat([]int32{0, 1}, 252), 0, 0, 0),
+		append(slices.Repeat([]int32{1, 0}, 252), 1, 1, 1, 1, 1, 1, 1),
+	}
+	for n := range 41 {
+		for _, mean := range []float64{1, 3, 8} {
+			streams = append(streams, runValues(rng, n, 1, 2, mean))
+		}
+	}
+	for _, mean := range []float64{1, 1.5, 4, 9, 40, 500} {
+		streams = append(streams, runValues(rng, 3000+rng.IntN(20), 1, 2, mean))
+	}
+	for _, vals := range streams {
+		want := appendRLEHybrid([]byte{7}, vals, 1)
+		if got := appendRLEBits([]byte{7}, packedCells(vals), len(vals)); !bytes.Equal(got, want) {
+			t.Fatalf("%d cells %v…: appendRLEBits wrote % x, appendRLEHybrid % x", len(vals), vals[:min(len(vals), 24)], got[:min(len(got), 24)], want[:min(len(want), 24)])
+		}
+	}
+}
+
+// FuzzAppendRLEBits: any 0/1 cells (the data's bits, the first byte cut
+// off how many) held as bits encode to appendRLEHybrid's bytes.
+func FuzzAppendRLEBits(f *testing.F) {
+	f.Add([]byte{3, 0xff, 0xff, 0x0f, 0x00, 0x00, 0xa5})
+	f.Add(bytes.Repeat([]byte{0x55}, 70))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) == 0 {
+			return
+		}
+		vals := make([]int32, max(0, 8*(len(data)-1)-int(data[0]%8)))
+		for i := range vals {
+			vals[i] = int32(data[1+i>>3] >> (i & 7) & 1)
+		}
+		want := appendRLEHybrid(nil, vals, 1)
+		if got := appendRLEBits(nil, packedCells(vals), len(vals)); !bytes.Equal(got, want) {
+			t.Fatalf("%v: appendRLEBits wrote % x, appendRLEHybrid % x", vals, got, want)
+		}
+	})
+}

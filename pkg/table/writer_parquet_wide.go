@@ -3,6 +3,7 @@ package table
 import (
 	"context"
 	"runtime"
+	"slices"
 	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -221,17 +222,18 @@ func (p *parquetWriter) writeWideGroup() (err error) {
 		go func() {
 			defer wg.Done()
 			for j := range jobs {
-				col := cols[j]
-				if col == nil {
-					col = int32Bits(g.cols[j].bits, g.rows)
-				}
-				if p.failed.Load() != nil {
-					col.Release()
+				switch col := cols[j]; {
+				case p.failed.Load() != nil:
+					if col != nil {
+						col.Release()
+					}
 					done[j] <- nil
-					continue
+				case col == nil:
+					done[j] <- p.writeBits(rg, j, g.cols[j].bits, g.rows)
+				default:
+					ctx := pqarrow.NewArrowWriteContext(context.Background(), nil)
+					done[j] <- p.writeColumn(ctx, rg, j, col, wide[j])
 				}
-				ctx := pqarrow.NewArrowWriteContext(context.Background(), nil)
-				done[j] <- p.writeColumn(ctx, rg, j, col, wide[j])
 			}
 		}()
 	}
@@ -251,4 +253,19 @@ func (p *parquetWriter) writeWideGroup() (err error) {
 		return err
 	}
 	return rg.close()
+}
+
+// writeBits writes the n cells of a column held as bits into column chunk
+// j of rg: as intPages would the same cells (bitPages), or else through
+// writeColumn, unpacked.
+func (p *parquetWriter) writeBits(rg *pqRowGroup, j int, bits []byte, n int) error {
+	hi := int32(0)
+	// The bits past cell n are clear (packBits sets cells only).
+	if slices.ContainsFunc(bits[:(n+7)/8], func(b byte) bool { return b != 0 }) {
+		hi = 1
+	}
+	if ownIntPages && rg.canWriteIntPages(j, hi) {
+		return rg.bitPages(j, bits, n, hi)
+	}
+	return p.writeColumn(pqarrow.NewArrowWriteContext(context.Background(), nil), rg, j, int32Bits(bits, n), false)
 }
