@@ -69,7 +69,10 @@ func newParquetWriter(s sink, schema *arrow.Schema, meta Meta, groupRows int) (*
 		// its 0/1 columns held as bits, encoded (its columns on every
 		// core) before the next is gathered, where the queue and encode's
 		// open groups hold up to four of 4 bytes a cell.
-		p.wide = newWideGroup(schema, groupRows, p.memos)
+		if p.wide, err = newWideGroup(schema, groupRows, p.memos); err != nil {
+			fw.close()
+			return nil, err
+		}
 		return p, nil
 	}
 	p.queue, p.done = make(chan arrow.RecordBatch, parquetQueue), make(chan error, 1)
@@ -358,6 +361,7 @@ func (p *parquetWriter) close() error {
 		} else if p.wide.rows > 0 {
 			err = p.writeWideGroup()
 		}
+		p.wide.close()
 		p.wide = nil
 		if err != nil {
 			p.fw.close()

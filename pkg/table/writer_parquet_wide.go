@@ -2,6 +2,8 @@ package table
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"runtime"
 	"slices"
 	"sync"
@@ -22,41 +24,126 @@ import (
 // once a cell is neither 0 nor 1 (or null), is gathered as rowGroupBuf
 // gathers it (colBuf). The group is reused from one row group to the
 // next.
+//
+// A group whose bits would pass wideHeldBytes (past 256 bit columns)
+// holds them a block of rows at a time: each full block goes to a
+// temporary file, unlinked at once, where column j's blocks follow one
+// another at j·stride, so that its bits are one read when its chunk is
+// encoded (columnBits). At L = 4,000 bits a group is 32 MB of bits, with
+// the shuffle's and the binary's memory 124 MB of peak RSS held; written
+// out, it is the system's page cache, not the process's.
 type wideGroup struct {
 	schema  *arrow.Schema
 	memos   []dictMemo
 	capRows int
 	rows    int
 	cols    []wideCol
+	// The blocks: blockRows rows each (a multiple of 8, so that a block
+	// is whole bytes; capRows when the group is held whole), blocks of
+	// them in spill so far, a column's bytes in spill.
+	blockRows, blocks int
+	spill             *os.File
+	stride            int64
 }
 
 // wideCol is one column of a wideGroup: full, or else bits.
 type wideCol struct {
-	bits []byte  // cell i is bit i%8 of byte i/8
+	bits []byte  // the block's cells: cell i is bit i%8 of byte i/8
 	full *colBuf // the column's cells, when they are not (all) bits
 }
 
-func newWideGroup(schema *arrow.Schema, capRows int, memos []dictMemo) *wideGroup {
-	g := &wideGroup{schema: schema, memos: memos, capRows: capRows, cols: make([]wideCol, schema.NumFields())}
+// wideHeldBytes bounds the bits a wideGroup holds in memory (a variable:
+// tests lower it to make small tables spill).
+var wideHeldBytes = 2 << 20
+
+func newWideGroup(schema *arrow.Schema, capRows int, memos []dictMemo) (*wideGroup, error) {
+	g := &wideGroup{schema: schema, memos: memos, capRows: capRows, cols: make([]wideCol, schema.NumFields()), blockRows: capRows}
+	bitCols := 0
+	for _, f := range schema.Fields() {
+		if f.Type.ID() == arrow.INT32 {
+			bitCols++
+		}
+	}
+	if bitCols*((capRows+7)/8) > wideHeldBytes {
+		g.blockRows = max(8, wideHeldBytes/bitCols*8)
+		blocks := (capRows + g.blockRows - 1) / g.blockRows
+		g.stride = int64(blocks * g.blockRows / 8)
+		f, err := os.CreateTemp("", "pramkit-parquet-*")
+		if err != nil {
+			return nil, fmt.Errorf("a temporary file for the bits of a row group (%d columns): %w (set TMPDIR to a folder with room)", bitCols, err)
+		}
+		// Unlinked at once: the file lives while it is open, and goes
+		// when the process ends, however it ends.
+		if err := os.Remove(f.Name()); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("the temporary file for the bits of a row group: %w", err)
+		}
+		g.spill = f
+	}
 	g.reset()
-	return g
+	return g, nil
 }
 
 // reset empties the group for the next row group: an int32 column starts
 // as bits again.
 func (g *wideGroup) reset() {
-	g.rows = 0
+	g.rows, g.blocks = 0, 0
 	for j, f := range g.schema.Fields() {
 		c := &g.cols[j]
 		c.full = nil
 		switch {
 		case f.Type.ID() != arrow.INT32:
 		case c.bits == nil:
-			c.bits = make([]byte, (g.capRows+7)/8)
+			c.bits = make([]byte, (g.blockRows+7)/8)
 		default:
 			clear(c.bits)
 		}
 	}
+}
+
+// close lets go of the temporary file.
+func (g *wideGroup) close() {
+	if g.spill != nil {
+		g.spill.Close()
+		g.spill = nil
+	}
+}
+
+// blockLeft is the number of rows that the block being gathered still
+// takes.
+func (g *wideGroup) blockLeft() int { return (g.blocks+1)*g.blockRows - g.rows }
+
+// flushBlock writes the full block of each column held as bits to spill.
+func (g *wideGroup) flushBlock() error {
+	n := g.blockRows / 8
+	for j := range g.cols {
+		c := &g.cols[j]
+		if c.full != nil || c.bits == nil {
+			continue
+		}
+		if _, err := g.spill.WriteAt(c.bits[:n], int64(j)*g.stride+int64(g.blocks*n)); err != nil {
+			return fmt.Errorf("writing the bits of a row group to a temporary file: %w (set TMPDIR to a folder with room)", err)
+		}
+		clear(c.bits)
+	}
+	g.blocks++
+	return nil
+}
+
+// columnBits returns the group's cells of column j, held as bits, as
+// bits: its block itself, or else the blocks in spill read into buf
+// (grown as needed) followed by the block's.
+func (g *wideGroup) columnBits(j int, buf []byte) ([]byte, error) {
+	c := &g.cols[j]
+	if g.blocks == 0 {
+		return c.bits, nil
+	}
+	n := g.blocks * g.blockRows / 8
+	buf = slices.Grow(buf[:0], n+len(c.bits))[:n]
+	if _, err := g.spill.ReadAt(buf, int64(j)*g.stride); err != nil {
+		return nil, fmt.Errorf("reading the bits of a row group from a temporary file: %w", err)
+	}
+	return append(buf, c.bits...), nil
 }
 
 // newColBuf starts gathering column j as rowGroupBuf does.
@@ -67,20 +154,24 @@ func (g *wideGroup) newColBuf(j int) *colBuf {
 	return c
 }
 
-// appendRows copies rows [off, off+n) of rec.
+// appendRows copies rows [off, off+n) of rec, at most blockLeft.
 func (g *wideGroup) appendRows(rec arrow.RecordBatch, off, n int) error {
 	for j, a := range rec.Columns() {
 		c := &g.cols[j]
 		if c.full == nil {
 			v, ok := a.(*array.Int32)
-			if ok && c.bits != nil && v.NullN() == 0 && packBits(c.bits, g.rows, v.Int32Values()[off:off+n]) {
+			if ok && c.bits != nil && v.NullN() == 0 && packBits(c.bits, g.rows-g.blocks*g.blockRows, v.Int32Values()[off:off+n]) {
 				continue
 			}
 			// Not bits: the cells so far become a colBuf's.
 			c.full = g.newColBuf(j)
 			if g.rows > 0 && c.bits != nil {
-				prev := int32Bits(c.bits, g.rows)
-				err := c.full.appendSlice(prev, 0, g.rows)
+				bits, err := g.columnBits(j, nil)
+				if err != nil {
+					return err
+				}
+				prev := int32Bits(bits, g.rows)
+				err = c.full.appendSlice(prev, 0, g.rows)
 				prev.Release()
 				if err != nil {
 					return err
@@ -148,14 +239,16 @@ func int32Bits(bits []byte, n int) arrow.Array {
 func (p *parquetWriter) writeWide(rec arrow.RecordBatch) error {
 	n := int(rec.NumRows())
 	for off := 0; off < n; {
-		if p.wide == nil {
-			p.wide = newWideGroup(p.schema, p.groupRows, p.memos)
-		}
-		k := min(n-off, p.groupRows-p.wide.rows)
+		k := min(n-off, p.groupRows-p.wide.rows, p.wide.blockLeft())
 		if err := p.wide.appendRows(rec, off, k); err != nil {
 			return err
 		}
 		off += k
+		if p.wide.blockLeft() == 0 && p.wide.rows < p.groupRows {
+			if err := p.wide.flushBlock(); err != nil {
+				return err
+			}
+		}
 		if p.wide.rows == p.groupRows {
 			if err := p.writeWideGroup(); err != nil {
 				return err
@@ -221,6 +314,7 @@ func (p *parquetWriter) writeWideGroup() (err error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			var buf []byte // a column's bits read from spill
 			for j := range jobs {
 				switch col := cols[j]; {
 				case p.failed.Load() != nil:
@@ -229,7 +323,12 @@ func (p *parquetWriter) writeWideGroup() (err error) {
 					}
 					done[j] <- nil
 				case col == nil:
-					done[j] <- p.writeBits(rg, j, g.cols[j].bits, g.rows)
+					bits, err := g.columnBits(j, buf)
+					if err == nil {
+						buf = bits
+						err = p.writeBits(rg, j, bits, g.rows)
+					}
+					done[j] <- err
 				default:
 					ctx := pqarrow.NewArrowWriteContext(context.Background(), nil)
 					done[j] <- p.writeColumn(ctx, rg, j, col, wide[j])

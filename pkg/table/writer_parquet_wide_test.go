@@ -113,9 +113,22 @@ func wideMixedBatch(schema *arrow.Schema, first, n int) arrow.RecordBatch {
 // are 0/1 (held as bits), turn non-0/1 within a row group, hold other
 // values, have nulls or are text is written one group at a time to the
 // same bytes as through the writer's queue (rowGroupBuf, 4 bytes a cell),
-// in batches that cut the groups' bytes at odd bits; an independent
-// reader sees the non-bit column's cells.
+// in batches that cut the groups' bytes at odd bits, whether the groups'
+// bits are held whole or go to a temporary file in blocks (of 880 rows,
+// which cut neither the batches nor the groups evenly; b1 turns 2 after
+// blocks of its group went out); an independent reader sees the non-bit
+// column's cells.
 func TestWideParquetOfMixedColumnsIsTheSameFile(t *testing.T) {
+	for _, held := range []int{wideHeldBytes, 4 << 10} {
+		t.Run(fmt.Sprintf("held %d bytes", held), func(t *testing.T) {
+			defer func(old int) { wideHeldBytes = old }(wideHeldBytes)
+			wideHeldBytes = held
+			testWideMixedParquet(t)
+		})
+	}
+}
+
+func testWideMixedParquet(t *testing.T) {
 	const n = 150_000 // 3 row groups
 	schema := wideMixedSchema()
 	if RowsWithin(schema, GroupBytes, RowGroupRows) >= RowGroupRows {
@@ -175,7 +188,13 @@ func TestWideParquetOfMixedColumnsIsTheSameFile(t *testing.T) {
 // brings another value or a null on, or when it is not int32.
 func TestWideGroupHoldsZeroOneColumnsAsBits(t *testing.T) {
 	schema := wideMixedSchema()
-	g := newWideGroup(schema, RowGroupRows, dictMemos(schema))
+	g, err := newWideGroup(schema, RowGroupRows, dictMemos(schema))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.spill != nil || g.blockRows != RowGroupRows {
+		t.Fatalf("a group of 36 bit columns is held in blocks of %d rows, spilled %v", g.blockRows, g.spill != nil)
+	}
 	for _, c := range []struct {
 		first, n int
 		full     []int // the columns held as cells after the batch
