@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 )
 
 // Arrow IPC metadata is a flatbuffer whose vector lengths arrow-go trusts:
@@ -239,7 +240,9 @@ func (s *checkedStream) Read(p []byte) (int, error) {
 	}
 	if len(s.pending) > 0 {
 		n := copy(p, s.pending)
-		s.pending = s.pending[n:]
+		if s.pending = s.pending[n:]; len(s.pending) == 0 {
+			s.pending = nil // an empty tail still holds the message (10 MB for a schema with a 1M-label codebook)
+		}
 		return n, nil
 	}
 	if s.body > 0 {
@@ -282,24 +285,50 @@ func (s *checkedStream) nextMessage() error {
 	if size > maxIPCMetadata {
 		return fmt.Errorf("message metadata of %d bytes, more than the %d-byte limit", size, maxIPCMetadata)
 	}
-	// Read as the bytes come rather than allocate a size that may be a lie.
-	meta, err := io.ReadAll(io.LimitReader(s.r, int64(size)))
+	msg, err := readPrefixed(s.r, head, int(size))
 	if err != nil {
 		return err
 	}
-	if len(meta) != int(size) {
-		return io.ErrUnexpectedEOF
-	}
-	body, err := checkIPCMessage(meta)
+	body, err := checkIPCMessage(msg[len(head):])
 	if err != nil {
 		return err
 	}
 	if body < 0 || body > maxDecodeAlloc {
 		return fmt.Errorf("message body of %d bytes declared, more than the %d-byte limit", body, maxDecodeAlloc)
 	}
-	s.pending = append(head, meta...)
+	s.pending = msg
 	s.body = body
 	return nil
+}
+
+// ipcFirstRead is the most of a message's metadata readPrefixed allocates
+// before any of it has come.
+const ipcFirstRead = 1 << 20
+
+// readPrefixed returns head followed by the next size bytes of r, in one
+// buffer. It allocates as the bytes come rather than size at once (a size
+// that may be a lie), doubling up to size: the buffer is never more than
+// twice what was read, and it is the one handed on, not a copy (io.ReadAll
+// then append(head, …) held a schema message three times, 30 MB for a
+// release with a 1M-label codebook: issue 11).
+func readPrefixed(r io.Reader, head []byte, size int) ([]byte, error) {
+	end := len(head) + size
+	buf := make([]byte, len(head), len(head)+min(size, ipcFirstRead))
+	copy(buf, head)
+	for len(buf) < end {
+		if len(buf) == cap(buf) {
+			buf = slices.Grow(buf, min(cap(buf), end-len(buf)))
+		}
+		n, err := r.Read(buf[len(buf):min(cap(buf), end)])
+		buf = buf[:len(buf)+n]
+		if err != nil && len(buf) < end {
+			if errors.Is(err, io.EOF) {
+				return nil, io.ErrUnexpectedEOF
+			}
+			return nil, err
+		}
+	}
+	return buf, nil
 }
 
 // checkArrowFile checks the footer of an Arrow IPC file and the metadata
