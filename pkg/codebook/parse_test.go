@@ -3,12 +3,14 @@ package codebook
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"unsafe"
 )
 
 // docExample is the example of the package documentation.
@@ -434,5 +436,44 @@ func TestItemsCountsTheList(t *testing.T) {
 		if got, raw := p.items(); got != tc.want || raw != tc.raw {
 			t.Errorf("%s: items = %d, %d bytes; want %d, %d", tc.list, got, raw, tc.want, tc.raw)
 		}
+	}
+}
+
+// TestParseStringIsParse: ParseString gives what Parse gives of the same
+// text, errors included, and a codebook that does not share the text's
+// memory (its labels are copies, so the text may be freed).
+func TestParseStringIsParse(t *testing.T) {
+	for _, text := range []string{
+		docExample,
+		`{"columns": [{"name": "a", "categories": ["x\u00e9", "y\"z"], "missing": "?"}]}`,
+		`{"columns": [{"name": "a", "categories": ["x", "x"]}]}`,
+		`{"columns": [`,
+		"",
+	} {
+		want, wantErr := Parse([]byte(text))
+		got, err := ParseString(text)
+		if fmt.Sprint(err) != fmt.Sprint(wantErr) {
+			t.Errorf("%q: error %v, want %v", text, err, wantErr)
+			continue
+		}
+		if err != nil {
+			continue
+		}
+		if got.Hash() != want.Hash() || !slices.Equal(got.Names(), want.Names()) {
+			t.Errorf("%q: ParseString gave %q (%s), Parse %q (%s)", text, got.Names(), got.Hash(), want.Names(), want.Hash())
+		}
+	}
+	// The labels do not point into the text: text's bytes, changed after
+	// the parse, are the string's.
+	text := []byte(`{"columns": [{"name": "a", "categories": ["x", "y"]}]}`)
+	cb, err := ParseString(unsafe.String(&text[0], len(text)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range text {
+		text[i] = 'q'
+	}
+	if l := cb.Columns[0].Labels(); !slices.Equal(l, []string{"x", "y"}) {
+		t.Errorf("labels %q after the text changed", l)
 	}
 }

@@ -58,14 +58,34 @@ func (rel *pramRelease) partItem(key string) (string, bool) {
 }
 
 // codebookSumOf is the codebook item's text as partItem compares it.
+// It hashes the text a piece at a time: sha256.Sum256([]byte(text)) copied
+// it whole, 10 MB at 1M labels.
 func codebookSumOf(text string) string {
-	sum := sha256.Sum256([]byte(text))
-	return "sha256:" + hex.EncodeToString(sum[:])
+	h := sha256.New()
+	var buf [32 << 10]byte
+	for len(text) > 0 {
+		n := copy(buf[:], text)
+		h.Write(buf[:n])
+		text = text[n:]
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil))
 }
 
 // label is the codebook label of value x of column j. The codebook's own
 // (no []string per column: 16 MB at 1M labels).
 func (rel *pramRelease) label(j int, x uint32) string { return rel.cb.Columns[j].Label(int(x)) }
+
+// labelOf is column j's labels by code, false past the last: the
+// codebook's own (table.Coder.InOrder).
+func (rel *pramRelease) labelOf(j int) func(x uint32) (string, bool) {
+	c := &rel.cb.Columns[j]
+	return func(x uint32) (string, bool) {
+		if uint64(x) >= uint64(c.K()) {
+			return "", false
+		}
+		return c.Label(int(x)), true
+	}
+}
 
 // pramWarnf prints a warning on stderr.
 func (o *Options) pramWarnf(format string, args ...any) {
@@ -129,7 +149,7 @@ func (o *Options) openPRAMRelease(in table.Reader) (*pramRelease, error) {
 			return nil, err
 		}
 	case metaCB:
-		if cb, err = codebook.Parse([]byte(meta[release.KeyCodebook])); err != nil {
+		if cb, err = codebook.ParseString(meta[release.KeyCodebook]); err != nil {
 			return nil, fmt.Errorf("%s: the codebook in the metadata is not valid (%v); decrypt the release again, or pass --codebook FILE", name, err)
 		}
 	default:
@@ -153,7 +173,7 @@ func (o *Options) openPRAMRelease(in table.Reader) (*pramRelease, error) {
 	}
 	if o.Codebook != "" && metaCB {
 		// Warn only when the override changes something.
-		if mc, err := codebook.Parse([]byte(meta[release.KeyCodebook])); err != nil {
+		if mc, err := codebook.ParseString(meta[release.KeyCodebook]); err != nil {
 			o.pramWarnf("--codebook %s replaces the unreadable codebook in %s's metadata", o.Codebook, name)
 		} else if sel, err := mc.Select(rel.names); err != nil || sel.Hash() != rel.cb.Hash() {
 			o.pramWarnf("--codebook %s overrides the codebook in %s's metadata", o.Codebook, name)
