@@ -46,6 +46,31 @@ func LowerMemoryLimit(limit int64) {
 	lim.once.Do(armLimiter)
 }
 
+// CodebookBudget is the memory budget (LowerMemoryBudget) of encrypt,
+// decrypt and estimate of a PRAM release. At 1M labels their live heap
+// is 33–44 MB (the codebook's labels, ~10 MB, its JSON in a metadata item
+// to write, ~10 more, or an Arrow dictionary of it, and the chunks in
+// flight); under MemoryLimit and heapBudget the heap grew to 64 MiB and
+// the peak RSS was 95–105 MB, the binary's pages (33–37 MB) on top.
+const CodebookBudget = 52 << 20
+
+// LowerMemoryBudget is LowerMemoryLimit that also lowers, to limit, the
+// heap limiter lets a live heap above 3/4 of the limit grow to (heapBudget)
+// — though never to less than that live heap plus heapGap, nor, for that,
+// past heapBudget. A tool calls it when what it holds live is near the
+// limit by design (encrypt, decrypt and estimate hold a 1M-label codebook,
+// 16–26 MB, on top of their streaming state): under heapBudget such a run
+// peaked at 95–105 MB of RSS (the binary's pages come on top, see
+// heapBudget).
+func LowerMemoryBudget(limit int64) {
+	LowerMemoryLimit(limit)
+	lim.mu.Lock()
+	defer lim.mu.Unlock()
+	if os.Getenv("GOMEMLIMIT") == "" && (lim.budget == 0 || limit < lim.budget) {
+		lim.budget = limit
+	}
+}
+
 // MemoryLimitBase returns the limit SoftMemoryLimit or LowerMemoryLimit
 // set last (before headroom), 0 if none.
 func MemoryLimitBase() int64 {
@@ -56,8 +81,10 @@ func MemoryLimitBase() int64 {
 
 // limiter gives a run whose live heap outgrew its memory limit headroom:
 // after every collection in which the live heap passed 3/4 of the base
-// limit, the limit becomes max(base, 1.5 × live), but no more than
-// heapBudget while the live heap is below it; otherwise it is base.
+// limit, the limit becomes max(base, 1.5 × live), but no more than the
+// budget (heapBudget, or less: LowerMemoryBudget) while the live heap is
+// below heapBudget; otherwise it is base. Under a lowered budget a live
+// heap near it still gets heapGap above it, up to heapBudget.
 //
 // Why: under a limit below the live heap the runtime collects again as
 // soon as a collection ends, capped at half the CPU. Per-value state
@@ -68,10 +95,11 @@ func MemoryLimitBase() int64 {
 // (every streaming stage at any number of rows) keeps the base limit:
 // nothing changes for it.
 var lim struct {
-	mu   sync.Mutex
-	base int64 // the limit asked for; 0: none
-	set  int64 // the limit limiter (or LowerMemoryLimit) set last
-	once sync.Once
+	mu     sync.Mutex
+	base   int64 // the limit asked for; 0: none
+	set    int64 // the limit limiter (or LowerMemoryLimit) set last
+	budget int64 // LowerMemoryBudget's; 0: heapBudget
+	once   sync.Once
 }
 
 // heapBudget is the heap that keeps a run within issue 11's 100 MB of
@@ -81,6 +109,12 @@ var lim struct {
 // under the bare limit, 125 MB in 8.4 s with 1.5 times the live heap); a
 // live heap past it has lost the budget, and gets the full headroom.
 const heapBudget = 64 << 20
+
+// heapGap is the least headroom above the live heap that a lowered budget
+// leaves (LowerMemoryBudget): the runtime's own memory (stacks, metadata:
+// 3–5 MB) counts against the limit too, and a live heap just under the
+// budget would otherwise be collected after every few MB of allocation.
+const heapGap = 12 << 20
 
 // limiterSentinel is garbage whose finalizer runs once per collection
 // (armLimiter re-arms it). It holds a pointer so that the tiny allocator,
@@ -106,7 +140,11 @@ func adjustLimit() {
 	if live := liveHeap(); live > lim.base*3/4 {
 		want = max(want, live+live/2)
 		if live < heapBudget {
-			want = max(lim.base, min(want, heapBudget))
+			budget := int64(heapBudget)
+			if lim.budget > 0 {
+				budget = max(lim.budget, min(live+heapGap, heapBudget))
+			}
+			want = max(lim.base, min(want, budget))
 		}
 	}
 	if want != lim.set {

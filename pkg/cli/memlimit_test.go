@@ -110,3 +110,38 @@ func numGC() uint32 {
 	runtime.ReadMemStats(&m)
 	return m.NumGC
 }
+
+// TestLowerMemoryBudgetKeepsAGap: under LowerMemoryBudget(24 MiB) a live
+// heap of 40 MiB gets itself plus heapGap (52 MiB), not the 60 MiB that
+// heapBudget would let 1.5 times it have, and one of 56 MiB gets
+// heapBudget, not itself plus heapGap (68 MiB).
+func TestLowerMemoryBudgetKeepsAGap(t *testing.T) {
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(-1))
+	defer func() {
+		lim.mu.Lock()
+		lim.budget = 0
+		lim.mu.Unlock()
+	}()
+	t.Setenv("GOMEMLIMIT", "")
+	const base = 24 << 20
+	debug.SetMemoryLimit(math.MaxInt64)
+	LowerMemoryBudget(base)
+	for _, tc := range []struct{ live, want int64 }{
+		{40 << 20, 40<<20 + heapGap},
+		{56 << 20, heapBudget},
+	} {
+		held := make([]byte, tc.live)
+		for i := range held {
+			held[i] = byte(i)
+		}
+		got := waitLimit(func(l int64) bool { return l >= tc.want })
+		if got < tc.want || got > tc.want+3<<19 {
+			t.Errorf("limit %d MiB with %d MiB live under a budget of %d MiB, want %d MiB", got>>20, tc.live>>20, base>>20, tc.want>>20)
+		}
+		runtime.KeepAlive(held)
+		held = nil
+		if got := waitLimit(func(l int64) bool { return l == base }); got != base {
+			t.Errorf("limit %d once the heap was let go, want the base %d", got, base)
+		}
+	}
+}

@@ -265,6 +265,7 @@ func (p pramOptions) marginalNames() ([]string, error) {
 // runPRAM estimates from a decrypted gamma-diagonal release: read and count
 // the released rows, estimate, then write the table and/or the summary.
 func runPRAM(o *Options, in table.Reader) error {
+	cli.LowerMemoryBudget(cli.CodebookBudget)
 	set, err := o.parsePRAMSettings()
 	if err != nil {
 		return err

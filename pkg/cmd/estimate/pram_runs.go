@@ -20,7 +20,9 @@ import (
 // observed values in increasing order — which is all a streamed estimate
 // (estimatePRAMStream) and a count table need, read twice. Memory is then
 // the map (at most pramSpillAt values, ~40 bytes each with its keys
-// sorted to spill: ~10 MB) and a 32 KiB buffer a run. On disk a value
+// sorted to spill: ~5 MB; at 2^18 values it was ~10 MB, a fifth of an
+// Arrow release's live heap at 1M labels, for half as many runs) and a
+// 32 KiB buffer a run. On disk a value
 // takes its distance to the run's previous one and its count as uvarints:
 // 2.6 bytes at K = 7M and 3M observed values (7.9 MB), up to 10 when K
 // is near 2^62.
@@ -29,7 +31,7 @@ import (
 
 // pramSpillAt is how many observed values a spillable tally holds in
 // memory before it spills them to a run (a variable: tests lower it).
-var pramSpillAt = 1 << 18
+var pramSpillAt = 1 << 17
 
 // pramCell is an observed joint value g and its count n.
 type pramCell struct {
