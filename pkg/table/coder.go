@@ -39,6 +39,10 @@ type Coder struct {
 
 	// Codes of text cells seen so far (utf8 columns: CSV).
 	cache *labelCache
+
+	// label, if set, is the label of a code (false past the last):
+	// mapDictionary tries the code after the previous entry's first.
+	label func(code uint32) (string, bool)
 }
 
 // maxIntCache bounds Coder's cache of integer cells.
@@ -73,6 +77,20 @@ func LookupCoder(code func(string) (uint32, bool)) *Coder {
 		// lends to a later one (ReadOptions.ReuseBuffers).
 		return 0, &UnknownLabelError{Label: strings.Clone(s)}
 	})
+}
+
+// InOrder makes c try, for each entry of a dictionary it maps, the code
+// after the previous entry's (0 for the first) before calling lookup:
+// label gives the label of a code, false past the last. A dictionary in
+// code order — a release decrypt wrote, whose Arrow dictionary is the
+// codebook's labels — is then mapped by comparing each entry with one
+// label, and lookup, with the label index it builds on first use (~6
+// bytes a label, 5.7 MB at 1M labels: issue 11, peak RSS ≤ 100 MB), is
+// never called. Codes come out the same either way: lookup must give
+// label's inverse. It returns c.
+func (c *Coder) InOrder(label func(code uint32) (string, bool)) *Coder {
+	c.label = label
+	return c
 }
 
 // UnknownLabelError is MapCoder's error for a label outside its map.
@@ -225,14 +243,25 @@ func (c *Coder) mapDictionary(dict arrow.Array) {
 	c.dictCodes = slices.Grow(c.dictCodes[:0], n)[:n]
 	clear(c.dictErrs)
 	vs := ValuesOf(dict)
+	next := uint32(0) // the code after the previous entry's
 	for k := range n {
-		code, err := c.lookup(vs.String(k))
+		v := vs.String(k)
+		if c.label != nil && !dict.IsNull(k) {
+			if l, ok := c.label(next); ok && l == v {
+				c.dictCodes[k] = next
+				next++
+				continue
+			}
+		}
+		code, err := c.lookup(v)
 		if err != nil {
 			if c.dictErrs == nil {
 				c.dictErrs = make(map[int]error)
 			}
 			c.dictErrs[k] = err
 			code = noCode
+		} else {
+			next = code + 1
 		}
 		c.dictCodes[k] = code
 	}

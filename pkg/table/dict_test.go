@@ -355,3 +355,59 @@ func TestCoderMapsEachDictionaryOnce(t *testing.T) {
 		t.Errorf("other labels: codes %v, bad %d, %d lookups; want [2 0], none, 8", dst, bad, lookups)
 	}
 }
+
+// TestCoderInOrderSkipsLookups: with InOrder, a dictionary in code order
+// is mapped without a lookup, one out of order looks up only the entries
+// that break the order, and the codes and errors are those lookup gives.
+func TestCoderInOrderSkipsLookups(t *testing.T) {
+	labels := []string{"a", "b", "c", "d"}
+	codes := map[string]uint32{"a": 0, "b": 1, "c": 2, "d": 3}
+	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
+	for _, tc := range []struct {
+		name    string
+		dict    []string
+		lookups int
+	}{
+		{"the labels in order", []string{"a", "b", "c", "d"}, 0},
+		{"a prefix", []string{"a", "b"}, 0},
+		{"a gap", []string{"a", "c", "d"}, 1},
+		{"reversed", []string{"d", "c", "b", "a"}, 4},
+		{"an unknown label", []string{"a", "zz", "b"}, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			lookups := 0
+			lookup := func(s string) (uint32, error) {
+				lookups++
+				if code, ok := codes[s]; ok {
+					return code, nil
+				}
+				return 0, &UnknownLabelError{Label: s}
+			}
+			inOrder := NewCoder(lookup).InOrder(func(x uint32) (string, bool) {
+				if int(x) >= len(labels) {
+					return "", false
+				}
+				return labels[x], true
+			})
+			idx := make([]int32, len(tc.dict))
+			for i := range idx {
+				idx[i] = int32(i)
+			}
+			col := dictColumn(mem, tc.dict, idx...)
+			defer col.Release()
+			got := make([]uint32, len(idx))
+			gotBad, gotErr := inOrder.Codes(got, col, 0)
+			if lookups != tc.lookups {
+				t.Errorf("%d lookups, want %d", lookups, tc.lookups)
+			}
+			want := make([]uint32, len(idx))
+			wantBad, wantErr := NewCoder(lookup).Codes(want, col, 0)
+			if gotBad != wantBad || fmt.Sprint(gotErr) != fmt.Sprint(wantErr) || fmt.Sprint(got[:max(gotBad, 0)]) != fmt.Sprint(want[:max(wantBad, 0)]) {
+				t.Errorf("InOrder: %v, bad %d %v; without: %v, bad %d %v", got, gotBad, gotErr, want, wantBad, wantErr)
+			}
+			if gotBad < 0 && fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Errorf("InOrder codes %v, want %v", got, want)
+			}
+		})
+	}
+}

@@ -118,6 +118,8 @@ func (rel *pramRelease) countRows(o *Options, in table.Reader, t *pramTally, ind
 		lines += rec.NumRows()
 		return c, true, nil
 	}
+	// A dictionary in code order (an Arrow release's is the codebook's
+	// labels) is mapped without the label index (Coder.InOrder).
 	// Coders keep a batch's dictionary mapped: one set per worker, kept
 	// for the run. (A sync.Pool lost its sets at each collection, and a
 	// new set mapped a 1M-label dictionary again: ~4 MB and 1M lookups,
@@ -131,7 +133,7 @@ func (rel *pramRelease) countRows(o *Options, in table.Reader, t *pramTally, ind
 		}
 		cs := make([]*table.Coder, len(index))
 		for j := range cs {
-			cs[j] = table.LookupCoder(index[j])
+			cs[j] = table.LookupCoder(index[j]).InOrder(rel.labelOf(j))
 		}
 		return cs
 	}
