@@ -599,10 +599,6 @@ func ReadAnatomyGroups(in table.Reader, rel *Release) (*AnatomyGroups, error) {
 		}
 		idx[i] = f[0]
 	}
-	labels := map[string]uint32{}
-	for i, l := range rel.Columns[0].Labels() {
-		labels[l] = uint32(i)
-	}
 	type entry struct {
 		group, value uint32
 		count        int64
@@ -628,7 +624,7 @@ func ReadAnatomyGroups(in table.Reader, rel *Release) (*AnatomyGroups, error) {
 			if !ok || gid < 0 || gid >= int64(rel.Groups) {
 				return nil, edited(rel.GroupColumn, fmt.Sprintf("%s is not a group id (0 to %d)", table.QuoteCell(g.String(i)), rel.Groups-1))
 			}
-			val, ok := labels[v.String(i)]
+			val, ok := rel.Columns[0].LabelIndex(v.String(i)) // the codebook's compact index, not a map of 1M labels (~50 MB)
 			if !ok {
 				return nil, edited(col, fmt.Sprintf("%s is not a category of %s", table.QuoteCell(v.String(i)), col))
 			}
@@ -636,7 +632,7 @@ func ReadAnatomyGroups(in table.Reader, rel *Release) (*AnatomyGroups, error) {
 			if !ok || cnt < 1 {
 				return nil, edited("count", fmt.Sprintf("%s is not a count ≥ 1", table.QuoteCell(c.String(i))))
 			}
-			entries = append(entries, entry{uint32(gid), val, cnt})
+			entries = append(entries, entry{uint32(gid), uint32(val), cnt})
 			per[gid] += cnt
 		}
 	}
