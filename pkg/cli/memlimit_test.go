@@ -67,13 +67,8 @@ func TestLimiterGivesALargeLiveHeapHeadroom(t *testing.T) {
 		{48 << 20, heapBudget},
 		{64 << 20, 96 << 20},
 	} {
-		held := make([]byte, tc.live)
-		for i := range held {
-			held[i] = byte(i)
-		}
-		// The live heap is a little more than held: allow 1.5 MiB.
-		got := waitLimit(func(l int64) bool { return l >= tc.want })
-		if got < tc.want || got > tc.want+3<<19 {
+		got, held := limitHolding(tc.live, tc.want)
+		if !nearLimit(got, tc.want) {
 			t.Fatalf("limit %d MiB with %d MiB live over a base of %d MiB, want %d MiB", got>>20, tc.live>>20, base>>20, tc.want>>20)
 		}
 		if tc.live == 32<<20 {
@@ -104,6 +99,20 @@ func TestLimiterGivesALargeLiveHeapHeadroom(t *testing.T) {
 	}
 }
 
+// limitHolding holds live bytes until the limit in force reaches want (or
+// 5 s pass), and returns it and the bytes, for the caller to keep alive.
+func limitHolding(live, want int64) (int64, []byte) {
+	held := make([]byte, live)
+	for i := range held {
+		held[i] = byte(i)
+	}
+	return waitLimit(func(l int64) bool { return l >= want }), held
+}
+
+// nearLimit reports whether limit got is want, or up to 1.5 MiB more: the
+// live heap is a little more than what a test holds.
+func nearLimit(got, want int64) bool { return got >= want && got <= want+3<<19 }
+
 // numGC is the number of collections so far.
 func numGC() uint32 {
 	var m runtime.MemStats
@@ -130,12 +139,8 @@ func TestLowerMemoryBudgetKeepsAGap(t *testing.T) {
 		{40 << 20, 40<<20 + heapGap},
 		{56 << 20, heapBudget},
 	} {
-		held := make([]byte, tc.live)
-		for i := range held {
-			held[i] = byte(i)
-		}
-		got := waitLimit(func(l int64) bool { return l >= tc.want })
-		if got < tc.want || got > tc.want+3<<19 {
+		got, held := limitHolding(tc.live, tc.want)
+		if !nearLimit(got, tc.want) {
 			t.Errorf("limit %d MiB with %d MiB live under a budget of %d MiB, want %d MiB", got>>20, tc.live>>20, base>>20, tc.want>>20)
 		}
 		runtime.KeepAlive(held)
