@@ -113,6 +113,55 @@ func appendRLEHybrid(dst []byte, vals []int32, width int) []byte {
 	return dst
 }
 
+// rleWriter appends runs to an RLE/bit-packed hybrid stream, dst: a
+// literal run is open from its first group's openLit until closeLit
+// (at 63 groups, or before a repeated run).
+type rleWriter struct {
+	dst    []byte
+	lit    int // index in dst of the open literal run's indicator byte, or -1
+	groups int // groups in the open literal run
+}
+
+// openLit opens a literal run unless one is open.
+func (w *rleWriter) openLit() {
+	if w.lit < 0 {
+		w.lit = len(w.dst)
+		w.dst = append(w.dst, 0)
+	}
+}
+
+// endGroup counts a group appended to the open literal run.
+func (w *rleWriter) endGroup() {
+	if w.groups++; w.groups >= 63 {
+		w.closeLit()
+	}
+}
+
+// literal appends a literal group of 8 one-bit values, b.
+func (w *rleWriter) literal(b byte) {
+	w.openLit()
+	w.dst = append(w.dst, b)
+	w.endGroup()
+}
+
+// closeLit writes the open literal run's indicator (groups<<1 | 1).
+func (w *rleWriter) closeLit() {
+	if w.lit >= 0 {
+		w.dst[w.lit] = byte(w.groups<<1 | 1)
+		w.lit, w.groups = -1, 0
+	}
+}
+
+// run closes any literal run and appends a repeated run of count values
+// v, v in vb bytes.
+func (w *rleWriter) run(v int32, count, vb int) {
+	w.closeLit()
+	w.dst = binary.AppendUvarint(w.dst, uint64(count)<<1)
+	for k := range vb {
+		w.dst = append(w.dst, byte(v>>(8*k)))
+	}
+}
+
 // packGroup appends the 8 values of g bit-packed, least significant bit
 // first, in width bytes.
 func packGroup(dst []byte, g []int32, width int) []byte {
@@ -166,37 +215,15 @@ func appendRLEBits(dst []byte, bits []byte, n int) []byte {
 		return b>>s | bits[i>>3+1]<<(8-s)
 	}
 	bit := func(i int) byte { return bits[i>>3] >> (i & 7) & 1 }
-	lit := -1   // index in dst of the open literal run's indicator byte
-	groups := 0 // groups in the open literal run
-	closeLit := func() {
-		if lit >= 0 {
-			dst[lit] = byte(groups<<1 | 1)
-			lit, groups = -1, 0
-		}
-	}
-	literal := func(b byte) {
-		if lit < 0 {
-			lit = len(dst)
-			dst = append(dst, 0)
-		}
-		dst = append(dst, b)
-		if groups++; groups >= 63 {
-			closeLit()
-		}
-	}
-	run := func(v byte, count int) {
-		dst = binary.AppendUvarint(dst, uint64(count)<<1)
-		dst = append(dst, v)
-	}
+	w := rleWriter{dst: dst, lit: -1}
 	i := 0
 	for n-i >= 8 {
 		b := at8(i)
 		if b != 0 && b != 0xff {
-			literal(b)
+			w.literal(b)
 			i += 8
 			continue
 		}
-		closeLit()
 		v := b & 1
 		j := i + 8
 		for j < n && j&7 != 0 && bit(j) == v {
@@ -210,27 +237,22 @@ func appendRLEBits(dst []byte, bits []byte, n int) []byte {
 				j++
 			}
 		}
-		run(v, j-i)
+		w.run(int32(v), j-i, 1)
 		i = j
 	}
 	if k := n - i; k > 0 {
+		// The tail: a repeated run, or a last literal group padded with
+		// zeros.
 		mask := byte(1)<<k - 1
 		b := at8Tail(bits, i, k) & mask
-		if lit < 0 && (b == 0 || b == mask) {
-			run(b&1, k)
+		if w.lit < 0 && (b == 0 || b == mask) {
+			w.run(int32(b&1), k, 1)
 		} else {
-			// A last literal group, padded with zeros; appendRLEHybrid
-			// counts it but does not close the run before closeLit.
-			if lit < 0 {
-				lit = len(dst)
-				dst = append(dst, 0)
-			}
-			dst = append(dst, b)
-			groups++
+			w.literal(b)
 		}
 	}
-	closeLit()
-	return dst
+	w.closeLit()
+	return w.dst
 }
 
 // at8Tail is the k < 8 cells [i, i+k) of bits as the low bits of a byte

@@ -237,13 +237,7 @@ func FuzzAppendRLEHybrid(f *testing.F) {
 // perturb --mechanism bitflip writes them (1 with probability about 0.3,
 // runs of 8 equal bits in about a fifth of the groups).
 func BenchmarkAppendRLEHybridBits(b *testing.B) {
-	rng := rand.New(rand.NewPCG(1, 2))
-	vals := make([]int32, RowGroupRows)
-	for i := range vals {
-		if rng.Float64() < 0.3 {
-			vals[i] = 1
-		}
-	}
+	vals := benchBits()
 	var dst []byte
 	b.SetBytes(4 * int64(len(vals)))
 	for b.Loop() {
@@ -325,4 +319,29 @@ func FuzzAppendRLEBits(f *testing.F) {
 			t.Fatalf("%v: appendRLEBits wrote % x, appendRLEHybrid % x", vals, got, want)
 		}
 	})
+}
+
+// BenchmarkAppendRLEBits encodes BenchmarkAppendRLEHybridBits's cells
+// held as bits, as a wide Parquet row group holds them.
+func BenchmarkAppendRLEBits(b *testing.B) {
+	vals := benchBits()
+	bits := packedCells(vals)
+	var dst []byte
+	b.SetBytes(4 * int64(len(vals)))
+	for b.Loop() {
+		dst = appendRLEBits(dst[:0], bits, len(vals))
+	}
+}
+
+// benchBits is a row group of one-hot bits as perturb --mechanism bitflip
+// writes them: 1 with probability 0.3.
+func benchBits() []int32 {
+	rng := rand.New(rand.NewPCG(1, 2))
+	vals := make([]int32, RowGroupRows)
+	for i := range vals {
+		if rng.Float64() < 0.3 {
+			vals[i] = 1
+		}
+	}
+	return vals
 }

@@ -99,20 +99,43 @@ func TestWideArrowBatchesAreBounded(t *testing.T) {
 func writeWideParquet(t *testing.T, L, n int) []byte {
 	t.Helper()
 	schema := int32Schema(L)
-	p := filepath.Join(t.TempDir(), "wide.parquet")
-	w, err := Create(p, schema, Meta{"L": strconv.Itoa(L)}, WriteOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for first := 0; first < n; first += 10000 {
-		k := min(10000, n-first)
+	return writeParquetBatches(t, schema, Meta{"L": strconv.Itoa(L)}, n, 10000, func(first, k int) arrow.RecordBatch {
 		block := Block(L, k)
 		for j := range block {
 			for i := range block[j] {
 				block[j][i] = uint32((first + i) / (j + 1) & 1)
 			}
 		}
-		rec := Int32Batch(schema, block, k)
+		return Int32Batch(schema, block, k)
+	})
+}
+
+// sameInlineAndQueued returns the file write writes one wide group at a
+// time (inlineWideGroups), after checking that it is the file write
+// writes through the writer's queue.
+func sameInlineAndQueued(t *testing.T, write func() []byte) []byte {
+	t.Helper()
+	inline := write()
+	inlineWideGroups = false
+	queued := write()
+	inlineWideGroups = true
+	if !bytes.Equal(inline, queued) {
+		t.Fatalf("one group at a time wrote %d bytes, the queue %d: not the same file", len(inline), len(queued))
+	}
+	return inline
+}
+
+// writeParquetBatches writes n rows of schema to a Parquet file, the
+// batches batch(first, k) of k ≤ step rows, and returns its bytes.
+func writeParquetBatches(t *testing.T, schema *arrow.Schema, meta Meta, n, step int, batch func(first, k int) arrow.RecordBatch) []byte {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "wide.parquet")
+	w, err := Create(p, schema, meta, WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for first := 0; first < n; first += step {
+		rec := batch(first, min(step, n-first))
 		if err := w.Write(rec); err != nil {
 			t.Fatal(err)
 		}
@@ -139,13 +162,7 @@ func TestWideParquetGroupsOneAtATimeAreTheSameFile(t *testing.T) {
 	if RowsWithin(int32Schema(L), GroupBytes, RowGroupRows) >= RowGroupRows {
 		t.Fatalf("%d columns are not wide: the test would not take the one-group path", L)
 	}
-	inline := writeWideParquet(t, L, n)
-	inlineWideGroups = false
-	queued := writeWideParquet(t, L, n)
-	inlineWideGroups = true
-	if !bytes.Equal(inline, queued) {
-		t.Fatalf("one group at a time wrote %d bytes, the queue %d: not the same file", len(inline), len(queued))
-	}
+	inline := sameInlineAndQueued(t, func() []byte { return writeWideParquet(t, L, n) })
 	pr, err := xreader.NewParquetColumnReader(memFile{bytes.NewReader(inline)}, 1)
 	if err != nil {
 		t.Fatal(err)

@@ -3,8 +3,6 @@ package table
 import (
 	"bytes"
 	"fmt"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -134,35 +132,11 @@ func testWideMixedParquet(t *testing.T) {
 	if RowsWithin(schema, GroupBytes, RowGroupRows) >= RowGroupRows {
 		t.Fatal("the table is not wide: the test would not take the one-group path")
 	}
-	write := func() []byte {
-		p := filepath.Join(t.TempDir(), "wide.parquet")
-		w, err := Create(p, schema, nil, WriteOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for first := 0; first < n; first += 9_999 {
-			rec := wideMixedBatch(schema, first, min(9_999, n-first))
-			if err := w.Write(rec); err != nil {
-				t.Fatal(err)
-			}
-			rec.Release()
-		}
-		if err := w.Commit(); err != nil {
-			t.Fatal(err)
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return b
-	}
-	inline := write()
-	inlineWideGroups = false
-	queued := write()
-	inlineWideGroups = true
-	if !bytes.Equal(inline, queued) {
-		t.Fatalf("one group at a time wrote %d bytes, the queue %d: not the same file", len(inline), len(queued))
-	}
+	inline := sameInlineAndQueued(t, func() []byte {
+		return writeParquetBatches(t, schema, nil, n, 9_999, func(first, k int) arrow.RecordBatch {
+			return wideMixedBatch(schema, first, k)
+		})
+	})
 	pr, err := xreader.NewParquetColumnReader(memFile{bytes.NewReader(inline)}, 1)
 	if err != nil {
 		t.Fatal(err)
