@@ -48,11 +48,14 @@ The metadata records q, L, the layout of the bits (to regroup them) and:
   ε encoded     D·ln((1 − q)/q)   tighter, between valid rows: they differ in
                                   at most D = 2 bits per one-hot column and
                                   1 per binary column
-Memory does not grow with the rows beyond the shuffle's 16 MiB (see above).
-It grows with L for a Parquet output, whose row groups of 65,536 rows hold
-4 bytes a bit (one group at a time: ~0.26 MB a bit, 98 MB at L = 140, 136
-MB at L = 200; shorter groups would grow the file's footer with the rows
-instead). CSV and Arrow outputs stay under 100 MB (measured to L = 4,000).`
+Memory does not grow with the rows beyond the shuffle's 16 MiB (see above),
+nor with L past a few MB: a Parquet output's row group of 65,536 rows holds
+its cells as bits, and past 2 MiB of them writes them a block of rows at a
+time to a temporary file (in TMPDIR; 8 KiB a bit, 32 MB at L = 4,000). Peak
+RSS stays under 100 MB for CSV and Arrow (measured to L = 4,000) and for
+Parquet to L = 1,000 at 1M rows (94 MB) and L = 4,000 at 200k (96 MB); a
+Parquet footer holds ~300 bytes per bit and row group until the file is
+closed (L = 4,000 at 1M rows: 114 MB).`
 
 	bitflipExample = `
 
