@@ -390,6 +390,9 @@ func TestPlanAnatomyIsXiaoTaosEstimator(t *testing.T) {
 	}
 }
 
+// TestReadAnatomyGroupsRefusesAnEditedTable: an edited sensitive table is
+// refused, read whole (ReadAnatomyGroups) or streamed
+// (Values.ScanAnatomyGroups), with the same message.
 func TestReadAnatomyGroupsRefusesAnEditedTable(t *testing.T) {
 	rel := anatomyRelease(t)
 	for _, tc := range []struct{ old, new, want string }{
@@ -398,9 +401,21 @@ func TestReadAnatomyGroupsRefusesAnEditedTable(t *testing.T) {
 		{"2,s0,1", "2,s0,0", `"0" is not a count ≥ 1`},
 		{"2,s0,1\n2,s2,1\n", "", "group 2 has no entry"},
 	} {
-		_, err := ReadAnatomyGroups(csvReader(t, strings.Replace(anatomyGroups, tc.old, tc.new, 1)), rel)
+		edited := strings.Replace(anatomyGroups, tc.old, tc.new, 1)
+		_, err := ReadAnatomyGroups(csvReader(t, edited), rel)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q → %q: %v, want an error containing %s", tc.old, tc.new, err, tc.want)
+		}
+		vs, err := NewValues(rel)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := vs.ScanRelease(csvReader(t, anatomyRows), nil, ""); err != nil {
+			t.Fatal(err)
+		}
+		passes := 0
+		if err := vs.ScanAnatomyGroups(groupsOpener(t, edited, &passes)); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("streamed, %q → %q: %v, want an error containing %s", tc.old, tc.new, err, tc.want)
 		}
 	}
 	diverted := *rel

@@ -584,20 +584,8 @@ type AnatomyGroups struct {
 // refuses an unknown group id or label, a count below 1 and a group
 // without entries.
 func ReadAnatomyGroups(in table.Reader, rel *Release) (*AnatomyGroups, error) {
-	if err := rel.check(); err != nil {
+	if err := rel.checkAnatomy(); err != nil {
 		return nil, err
-	}
-	if rel.Mechanism != release.MechanismAnatomy {
-		return nil, fmt.Errorf("countquery: %s is a %s release, not an anatomy one", rel.Name, rel.Mechanism)
-	}
-	col := rel.Sensitive[0]
-	idx := make([]int, 3)
-	for i, name := range []string{rel.GroupColumn, col, "count"} {
-		f := in.Schema().FieldIndices(name)
-		if len(f) == 0 {
-			return nil, fmt.Errorf("%s has no column %q; the file was edited: publish the original table again with anonymize", in.Name(), name)
-		}
-		idx[i] = f[0]
 	}
 	type entry struct {
 		group, value uint32
@@ -605,49 +593,16 @@ func ReadAnatomyGroups(in table.Reader, rel *Release) (*AnatomyGroups, error) {
 	}
 	var entries []entry
 	per := make([]int64, rel.Groups) // n_g
-	for {
-		rec, err := in.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, err
-		}
-		g, v, c := table.ValuesOf(rec.Column(idx[0])), table.ValuesOf(rec.Column(idx[1])), table.ValuesOf(rec.Column(idx[2]))
-		first := in.RowsRead() - rec.NumRows() + 1
-		for i := range int(rec.NumRows()) {
-			edited := func(column, what string) error {
-				return &table.DataError{File: in.Name(), Row: first + int64(i), Column: column,
-					Err: fmt.Errorf("%s; the file was edited: publish the original table again with anonymize", what)}
-			}
-			gid, ok := g.Int(i)
-			if !ok || gid < 0 || gid >= int64(rel.Groups) {
-				return nil, edited(rel.GroupColumn, fmt.Sprintf("%s is not a group id (0 to %d)", table.QuoteCell(g.String(i)), rel.Groups-1))
-			}
-			val, ok := rel.Columns[0].LabelIndex(v.String(i)) // the codebook's compact index, not a map of 1M labels (~50 MB)
-			if !ok {
-				return nil, edited(col, fmt.Sprintf("%s is not a category of %s", table.QuoteCell(v.String(i)), col))
-			}
-			cnt, ok := c.Int(i)
-			if !ok || cnt < 1 {
-				return nil, edited("count", fmt.Sprintf("%s is not a count ≥ 1", table.QuoteCell(c.String(i))))
-			}
-			entries = append(entries, entry{uint32(gid), uint32(val), cnt})
-			per[gid] += cnt
-		}
+	err := eachAnatomyEntry(in, rel, true, func(gid int64, val int, cnt int64) {
+		entries = append(entries, entry{uint32(gid), uint32(val), cnt})
+		per[gid] += cnt
+	})
+	if err != nil {
+		return nil, err
 	}
-	st := &AnatomyGroups{start: make([]int32, rel.Groups+1), value: make([]uint32, len(entries)), count: make([]int64, len(entries)), sizeOf: make([]int32, rel.Groups)}
-	for g, n := range per {
-		if n == 0 {
-			return nil, fmt.Errorf("%s: group %d has no entry; the file was edited: publish the original table again with anonymize", in.Name(), g)
-		}
-		if !slices.Contains(st.sizes, n) {
-			st.sizes = append(st.sizes, n)
-		}
-	}
-	slices.Sort(st.sizes)
-	for g, n := range per {
-		st.sizeOf[g] = int32(slices.Index(st.sizes, n))
+	st := &AnatomyGroups{start: make([]int32, rel.Groups+1), value: make([]uint32, len(entries)), count: make([]int64, len(entries))}
+	if st.sizes, st.sizeOf, err = groupSizes(per, in.Name()); err != nil {
+		return nil, err
 	}
 	for _, e := range entries {
 		st.start[e.group+1]++
@@ -662,4 +617,99 @@ func ReadAnatomyGroups(in table.Reader, rel *Release) (*AnatomyGroups, error) {
 		next[e.group]++
 	}
 	return st, nil
+}
+
+// checkAnatomy refuses a Release that is not a well-formed anatomy one.
+func (rel *Release) checkAnatomy() error {
+	if err := rel.check(); err != nil {
+		return err
+	}
+	if rel.Mechanism != release.MechanismAnatomy {
+		return fmt.Errorf("countquery: %s is a %s release, not an anatomy one", rel.Name, rel.Mechanism)
+	}
+	return nil
+}
+
+// AnatomyGroupsColumns are the columns of Anatomy's sensitive table that
+// Values.ScanAnatomyGroups reads in a pass: the group id and the count,
+// and with labels the sensitive column too.
+func AnatomyGroupsColumns(rel *Release, labels bool) []string {
+	if labels {
+		return []string{rel.GroupColumn, rel.Sensitive[0], "count"}
+	}
+	return []string{rel.GroupColumn, "count"}
+}
+
+// eachAnatomyEntry calls f with each row of Anatomy's sensitive table in:
+// its group id, the codebook index of its value (when labels; else -1,
+// and the column is not read) and its count c_g(s), refusing an unknown
+// group id or label and a count below 1.
+func eachAnatomyEntry(in table.Reader, rel *Release, labels bool, f func(gid int64, val int, cnt int64)) error {
+	cols := AnatomyGroupsColumns(rel, labels)
+	idx := make([]int, len(cols))
+	for i, name := range cols {
+		f := in.Schema().FieldIndices(name)
+		if len(f) == 0 {
+			return fmt.Errorf("%s has no column %q; the file was edited: publish the original table again with anonymize", in.Name(), name)
+		}
+		idx[i] = f[0]
+	}
+	col := rel.Sensitive[0]
+	for {
+		rec, err := in.Next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		g, c := table.ValuesOf(rec.Column(idx[0])), table.ValuesOf(rec.Column(idx[len(idx)-1]))
+		var v table.Values
+		if labels {
+			v = table.ValuesOf(rec.Column(idx[1]))
+		}
+		first := in.RowsRead() - rec.NumRows() + 1
+		for i := range int(rec.NumRows()) {
+			edited := func(column, what string) error {
+				return &table.DataError{File: in.Name(), Row: first + int64(i), Column: column,
+					Err: fmt.Errorf("%s; the file was edited: publish the original table again with anonymize", what)}
+			}
+			gid, ok := g.Int(i)
+			if !ok || gid < 0 || gid >= int64(rel.Groups) {
+				return edited(rel.GroupColumn, fmt.Sprintf("%s is not a group id (0 to %d)", table.QuoteCell(g.String(i)), rel.Groups-1))
+			}
+			val := -1
+			if labels {
+				if val, ok = rel.Columns[0].LabelIndex(v.String(i)); !ok { // the codebook's compact index, not a map of 1M labels (~50 MB)
+					return edited(col, fmt.Sprintf("%s is not a category of %s", table.QuoteCell(v.String(i)), col))
+				}
+			}
+			cnt, ok := c.Int(i)
+			if !ok || cnt < 1 {
+				return edited("count", fmt.Sprintf("%s is not a count ≥ 1", table.QuoteCell(c.String(i))))
+			}
+			f(gid, val, cnt)
+		}
+	}
+}
+
+// groupSizes returns the distinct group sizes n_g = per[g] in increasing
+// order and the index of each group's among them, refusing a group of no
+// entry.
+func groupSizes(per []int64, file string) (sizes []int64, sizeOf []int32, err error) {
+	for g, n := range per {
+		if n == 0 {
+			return nil, nil, fmt.Errorf("%s: group %d has no entry; the file was edited: publish the original table again with anonymize", file, g)
+		}
+		if !slices.Contains(sizes, n) {
+			sizes = append(sizes, n)
+		}
+	}
+	slices.Sort(sizes)
+	sizeOf = make([]int32, len(per))
+	for g, n := range per {
+		k, _ := slices.BinarySearch(sizes, n)
+		sizeOf[g] = int32(k)
+	}
+	return sizes, sizeOf, nil
 }

@@ -35,6 +35,9 @@ type Values struct {
 	groupRows []int64
 	rows      int64
 	truth     [][]int64
+	// anat is anatomy's estimates by codebook index, from
+	// ScanAnatomyGroups.
+	anat []float64
 }
 
 // NewValues prepares the value counts of rel's sensitive columns.
@@ -50,8 +53,9 @@ func NewValues(rel *Release) (*Values, error) {
 }
 
 // ScanRelease counts, in one pass over the published table in, the rows
-// publishing each value (for anatomy, the rows of each group; st is its
-// sensitive table, nil for other mechanisms); when countColumn is not "",
+// publishing each value (for anatomy, the rows of each group m_g; st is
+// its sensitive table, or nil for other mechanisms and for an anatomy
+// release whose sensitive table ScanAnatomyGroups streams next); when countColumn is not "",
 // in is a count table (estimate --tabulate) whose rows weigh their count,
 // as in Plan.ScanPart. It refuses what Plan.ScanRelease refuses: a label
 // outside the codebook, a group id outside the release's, and a number of
@@ -59,9 +63,6 @@ func NewValues(rel *Release) (*Values, error) {
 func (v *Values) ScanRelease(in table.Reader, st *AnatomyGroups, countColumn string) error {
 	rel := v.rel
 	anatomy := rel.Mechanism == release.MechanismAnatomy
-	if anatomy && st == nil {
-		return fmt.Errorf("countquery: %s is an anatomy release: ScanRelease needs its sensitive table", rel.Name)
-	}
 	v.st = st
 	cells, err := v.plan.bind(in, rel, false, func(*slot) bool { return anatomy })
 	if err != nil {
@@ -180,6 +181,12 @@ func (v *Values) Estimates(k int) ([]float64, error) {
 	V := rel.Columns[k].K()
 	switch rel.Mechanism {
 	case release.MechanismAnatomy:
+		switch {
+		case v.anat != nil:
+			return v.anat, nil
+		case v.st == nil:
+			return nil, fmt.Errorf("countquery: %s is an anatomy release: its estimates need its sensitive table (ScanRelease's or ScanAnatomyGroups)", rel.Name)
+		}
 		return v.st.valueEstimates(v.groupRows, V), nil
 	case release.MechanismGlobal:
 		keep, err := rel.keep(k)
@@ -199,6 +206,72 @@ func (v *Values) Estimates(k int) ([]float64, error) {
 		est[s] = float64(y) // f′_s, Theorem 3
 	}
 	return est, nil
+}
+
+// anatomySumsMax bounds the integer sums, (group sizes)·V, that a pass of
+// ScanAnatomyGroups holds: past it, the sizes take several passes.
+var anatomySumsMax = 1 << 22
+
+// ScanAnatomyGroups computes, after ScanRelease (given a nil sensitive
+// table), Anatomy's estimates Σ_g m_g·c_g(s)/n_g from the sensitive table
+// streamed: open opens it, reading the columns named, once per pass. A
+// first pass sums each group's counts, n_g; then, for the group sizes in
+// increasing order (as many as anatomySumsMax allows per pass), a pass sums
+// m_g·c_g(s) per size and value as integers, and each size's sums are
+// divided by n_g and added in that order: bit for bit the floats of
+// valueEstimates (and so of Plan), without holding the table's entries
+// (ReadAnatomyGroups: 28 bytes an entry while reading, over 200 MB at 4M
+// rows and 1M values). It refuses what ReadAnatomyGroups refuses.
+func (v *Values) ScanAnatomyGroups(open func(columns []string) (table.Reader, error)) error {
+	rel := v.rel
+	if err := rel.checkAnatomy(); err != nil {
+		return err
+	}
+	m := v.groupRows // m_g
+	if m == nil {
+		return fmt.Errorf("countquery: %s: ScanAnatomyGroups needs the group rows of ScanRelease", rel.Name)
+	}
+	pass := func(labels bool, f func(gid int64, val int, cnt int64)) (string, error) {
+		in, err := open(AnatomyGroupsColumns(rel, labels))
+		if err != nil {
+			return "", err
+		}
+		defer in.Close()
+		return in.Name(), eachAnatomyEntry(in, rel, labels, f)
+	}
+	per := make([]int64, rel.Groups) // n_g
+	name, err := pass(false, func(gid int64, _ int, cnt int64) { per[gid] += cnt })
+	if err != nil {
+		return err
+	}
+	sizes, sizeOf, err := groupSizes(per, name)
+	if err != nil {
+		return err
+	}
+	per = nil
+	V := rel.Columns[0].K()
+	est := make([]float64, V)
+	step := max(1, anatomySumsMax/V)
+	for k0 := 0; k0 < len(sizes); k0 += step {
+		k1 := min(len(sizes), k0+step)
+		sums := make([]int64, (k1-k0)*V) // Σ m_g·c_g(s) of the groups of size k0+i at i·V+s
+		_, err := pass(true, func(gid int64, s int, c int64) {
+			if k := int(sizeOf[gid]); k >= k0 && k < k1 {
+				sums[(k-k0)*V+s] += c * m[gid]
+			}
+		})
+		if err != nil {
+			return err
+		}
+		for k := k0; k < k1; k++ {
+			n := float64(sizes[k])
+			for s, x := range sums[(k-k0)*V : (k-k0+1)*V] {
+				est[s] += float64(x) / n
+			}
+		}
+	}
+	v.anat = est
+	return nil
 }
 
 // Truth returns the true count of every value of sensitive column k, after

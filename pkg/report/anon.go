@@ -100,10 +100,19 @@ func (o *Options) anonymized(s *Section, in table.Reader, path string) error {
 			return err
 		}
 	}
+	// Anatomy's sensitive table: its metadata checked now; the value
+	// counts stream it after the row table (Values.ScanAnatomyGroups),
+	// and only a plan of --queries holds it whole.
 	var st *countquery.AnatomyGroups
+	groupsPath := ""
 	if a.Mechanism == release.MechanismAnatomy {
-		if st, err = o.anatomyGroups(in.Name(), &a, &rel); err != nil {
+		if groupsPath, err = o.checkAnatomyGroups(in.Name(), &a); err != nil {
 			return err
+		}
+		if plan != nil {
+			if st, err = o.anatomyGroups(groupsPath, in.Name(), &a, &rel); err != nil {
+				return err
+			}
 		}
 	}
 	// The codebook's text in the metadata (10 MB at 1M labels) is parsed:
@@ -120,6 +129,18 @@ func (o *Options) anonymized(s *Section, in table.Reader, path string) error {
 		return values.ScanRelease(in, st, countColumn)
 	}); err != nil {
 		return err
+	}
+	if groupsPath != "" && st == nil {
+		err := values.ScanAnatomyGroups(func(cols []string) (table.Reader, error) {
+			gin, err := o.openAnatomyGroups(groupsPath, in.Name(), &a, table.ReadOptions{Columns: cols, BatchSize: batchSize(&rel)})
+			if err == nil {
+				delete(gin.Meta(), release.KeyCodebook) // checked by checkAnatomyGroups
+			}
+			return gin, err
+		})
+		if err != nil {
+			return err
+		}
 	}
 	if plan != nil { // a pass of their own
 		err := o.scan(path, table.ReadOptions{}, func(in table.Reader) error {
@@ -340,29 +361,53 @@ func (o *Options) anonymized(s *Section, in table.Reader, path string) error {
 	return nil
 }
 
-// anatomyGroups reads an anatomy release's sensitive table: --groups, else
-// the file its metadata names, next to the release.
-func (o *Options) anatomyGroups(name string, a *release.Anonymized, rel *countquery.Release) (*countquery.AnatomyGroups, error) {
+// checkAnatomyGroups finds an anatomy release's sensitive table (--groups,
+// else the file its metadata names, next to the release name) and checks
+// its metadata: the release's, and well formed.
+func (o *Options) checkAnatomyGroups(name string, a *release.Anonymized) (string, error) {
 	path := o.Groups
 	if path == "" {
 		if a.GroupsTable == "" {
-			return nil, fmt.Errorf("%s is an anatomy release: give its sensitive table with --groups FILE", name)
+			return "", fmt.Errorf("%s is an anatomy release: give its sensitive table with --groups FILE", name)
 		}
 		path = filepath.Join(filepath.Dir(name), filepath.Base(a.GroupsTable))
 	}
-	in, err := o.Open(path, table.ReadOptions{})
+	in, err := o.openAnatomyGroups(path, name, a, table.ReadOptions{})
+	if err != nil {
+		return "", err
+	}
+	defer in.Close()
+	var groups release.AnatomyGroups
+	if err := groups.Decode(in.Meta(), in.Name()); err != nil {
+		return "", err
+	}
+	return path, nil
+}
+
+// openAnatomyGroups opens the sensitive table at path of anatomy release
+// name with opt, refusing another release's.
+func (o *Options) openAnatomyGroups(path, name string, a *release.Anonymized, opt table.ReadOptions) (table.Reader, error) {
+	in, err := o.Open(path, opt)
 	if err != nil {
 		return nil, fmt.Errorf("%w (the sensitive table of the anatomy release %s; give it with --groups FILE)", err, name)
 	}
-	defer in.Close()
 	meta := in.Meta()
 	if meta[release.KeyTable] != release.TableAnatomyGroups || meta[release.KeyReleaseID] != a.ReleaseID {
+		in.Close()
 		return nil, fmt.Errorf("%s is not the sensitive table of %s (their release ids differ); give the --groups file anonymize wrote with it", in.Name(), name)
 	}
-	var groups release.AnatomyGroups
-	if err := groups.Decode(meta, in.Name()); err != nil {
+	return in, nil
+}
+
+// anatomyGroups reads the sensitive table at path, checked by
+// checkAnatomyGroups, whole (a plan of --queries needs each group's).
+func (o *Options) anatomyGroups(path, name string, a *release.Anonymized, rel *countquery.Release) (*countquery.AnatomyGroups, error) {
+	in, err := o.openAnatomyGroups(path, name, a, table.ReadOptions{})
+	if err != nil {
 		return nil, err
 	}
+	defer in.Close()
+	delete(in.Meta(), release.KeyCodebook) // parsed by checkAnatomyGroups
 	return countquery.ReadAnatomyGroups(in, rel)
 }
 
@@ -397,14 +442,21 @@ func valuesRead(schema *arrow.Schema, rel *countquery.Release, countColumn strin
 			opt.Columns = append(opt.Columns, c)
 		}
 	}
+	opt.BatchSize = batchSize(rel)
+	return opt
+}
+
+// batchSize is the rows per batch of a table of rel's labels: past
+// manyLabels, manyLabelsBatch; else 0, the default.
+func batchSize(rel *countquery.Release) int {
 	labels := 0
 	for _, c := range rel.Columns {
 		labels += c.K()
 	}
 	if labels > manyLabels {
-		opt.BatchSize = manyLabelsBatch
+		return manyLabelsBatch
 	}
-	return opt
+	return 0
 }
 
 // scan opens the table at path with opt, gives it to fn and closes it.

@@ -1,0 +1,136 @@
+package countquery
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/pramkit/pramkit/pkg/codebook"
+	"github.com/pramkit/pramkit/pkg/release"
+	"github.com/pramkit/pramkit/pkg/table"
+)
+
+// groupsOpener opens the CSV text of an anatomy sensitive table with the
+// columns asked, as ScanAnatomyGroups' open does, counting the passes.
+func groupsOpener(t *testing.T, text string, passes *int) func([]string) (table.Reader, error) {
+	return func(cols []string) (table.Reader, error) {
+		*passes++
+		in, err := table.Open("-", table.ReadOptions{Stdin: strings.NewReader(text), BatchSize: 3, Columns: cols})
+		if err == nil {
+			t.Cleanup(func() { in.Close() })
+		}
+		return in, err
+	}
+}
+
+// TestScanAnatomyGroupsIsValueEstimates: the estimates that
+// ScanAnatomyGroups streams from the sensitive table equal, bit for bit,
+// those computed from the table held whole (ReadAnatomyGroups, as Plan
+// answers them: TestValuesAreThePlansAnswers), for several ℓ′, V past
+// 2^16, groups of several sizes (counts 1–3) with m_g rows not n_g, and
+// sums bounds that take one pass for all sizes, or several.
+func TestScanAnatomyGroupsIsValueEstimates(t *testing.T) {
+	for _, tc := range []struct {
+		l, v    int
+		sumsMax int  // anatomySumsMax: ≥ sizes·V is one pass of sums; V, a pass per size
+		several bool // the sums take several passes
+	}{
+		{2, 5, 1 << 22, false},
+		{3, 40, 40, true},   // a size a pass
+		{5, 300, 600, true}, // two sizes a pass
+		{4, 70000, 1 << 22, false},
+		{5, 70000, 1, true}, // below V: still a size a pass
+	} {
+		t.Run(fmt.Sprintf("l=%d/V=%d/sums=%d", tc.l, tc.v, tc.sumsMax), func(t *testing.T) {
+			r := rand.New(rand.NewPCG(uint64(tc.l), uint64(tc.v)))
+			labels := make([]string, tc.v)
+			for i := range labels {
+				labels[i] = fmt.Sprintf("s%d", i)
+			}
+			s, err := codebook.NewColumn(codebook.Spec{Name: "s", Categories: labels})
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := 2*tc.v + 60
+			rel := &Release{Name: "rows.csv", Mechanism: release.MechanismAnatomy, L: tc.l, Rows: int64(n),
+				Sensitive: []string{"s"}, Columns: []*codebook.Column{&s}, GroupColumn: "group", Groups: n / tc.l}
+			value := func() int { return min(r.IntN(tc.v), r.IntN(tc.v)) }
+			var groups, rows strings.Builder
+			groups.WriteString("group,s,count\n")
+			order := r.Perm(rel.Groups) // the table in no particular order of groups
+			for _, g := range order {
+				seen := map[int]bool{}
+				for len(seen) < min(tc.l, tc.v) {
+					if x := value(); !seen[x] {
+						seen[x] = true
+						fmt.Fprintf(&groups, "%d,%s,%d\n", g, labels[x], 1+r.IntN(3))
+					}
+				}
+			}
+			rows.WriteString("a,group\n")
+			for range n {
+				fmt.Fprintf(&rows, "x,%d\n", r.IntN(rel.Groups))
+			}
+
+			st, err := ReadAnatomyGroups(csvReader(t, groups.String()), rel)
+			if err != nil {
+				t.Fatal(err)
+			}
+			held, err := NewValues(rel)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := held.ScanRelease(csvReader(t, rows.String()), st, ""); err != nil {
+				t.Fatal(err)
+			}
+			want, err := held.Estimates(0)
+			if err != nil {
+				t.Fatal(err)
+			}
+
+			defer func(m int) { anatomySumsMax = m }(anatomySumsMax)
+			anatomySumsMax = tc.sumsMax
+			streamed, err := NewValues(rel)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := streamed.ScanRelease(csvReader(t, rows.String()), nil, ""); err != nil {
+				t.Fatal(err)
+			}
+			passes := 0
+			if err := streamed.ScanAnatomyGroups(groupsOpener(t, groups.String(), &passes)); err != nil {
+				t.Fatal(err)
+			}
+			got, err := streamed.Estimates(0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			step := max(1, tc.sumsMax/tc.v)
+			if want := 1 + (len(st.sizes)+step-1)/step; passes != want || (passes > 2) != tc.several {
+				t.Errorf("%d passes over the sensitive table, want %d (n_g, then %d sizes, %d a pass)", passes, want, len(st.sizes), step)
+			}
+			if len(got) != len(want) {
+				t.Fatalf("%d estimates, want %d", len(got), len(want))
+			}
+			bad, fractional := 0, 0
+			for i := range want {
+				if math.Float64bits(got[i]) != math.Float64bits(want[i]) {
+					if bad++; bad < 5 {
+						t.Errorf("%s: streamed %v, held %v", labels[i], got[i], want[i])
+					}
+				}
+				if want[i] != math.Trunc(want[i]) {
+					fractional++
+				}
+			}
+			if bad > 0 {
+				t.Errorf("%d of %d values differ", bad, len(want))
+			}
+			if fractional == 0 {
+				t.Error("every estimate is an integer: the test does not tell the summation orders apart")
+			}
+		})
+	}
+}
