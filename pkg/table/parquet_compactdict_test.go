@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -239,5 +240,26 @@ func TestLargeMetadataIsStoredOnce(t *testing.T) {
 		if got := firstColumn(t, p); !slices.Equal(got, []string{"a", "b", "b"}) {
 			t.Errorf("%d bytes of metadata: rows %v", size, got)
 		}
+	}
+}
+
+// TestScratchListKeepsItsValuesAcrossCollections: a value put back is
+// handed out again after two collections (a sync.Pool drops it by then),
+// and a full list drops what it cannot keep.
+func TestScratchListKeepsItsValuesAcrossCollections(t *testing.T) {
+	l := newScratchList[labelScratch]()
+	s := l.get()
+	s.dict = make([]byte, 0, 1<<20)
+	l.put(s)
+	runtime.GC()
+	runtime.GC()
+	if got := l.get(); got != s {
+		t.Error("the scratch put back was not handed out again after two collections")
+	}
+	for range cap(l.free) + 3 {
+		l.put(new(labelScratch))
+	}
+	if len(l.free) != cap(l.free) {
+		t.Errorf("%d values kept, want %d", len(l.free), cap(l.free))
 	}
 }

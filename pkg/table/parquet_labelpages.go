@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"hash/maphash"
 	"math/bits"
-	"sync"
 	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -20,7 +19,7 @@ var labelPagesChunks atomic.Int64
 
 // labelDictBufs holds labelPages' scratch (the PLAIN-encoded dictionary
 // and a set of the labels), reused across columns and row groups.
-var labelDictBufs = sync.Pool{New: func() any { return new(labelScratch) }}
+var labelDictBufs = newScratchList[labelScratch]()
 
 type labelScratch struct {
 	dict []byte
@@ -100,8 +99,8 @@ func (rg *pqRowGroup) labelPages(j int, d *array.Dictionary) (bool, error) {
 	if maxUnsigned(vals) >= uint32(entries) {
 		return false, nil
 	}
-	s := labelDictBufs.Get().(*labelScratch)
-	defer labelDictBufs.Put(s)
+	s := labelDictBufs.get()
+	defer labelDictBufs.put(s)
 	if !s.distinct(labels) {
 		return false, nil
 	}
