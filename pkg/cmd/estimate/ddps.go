@@ -108,6 +108,10 @@ func (rel *ddpsRelease) output(x int) int {
 }
 
 func runDDPS(o *Options, in table.Reader) error {
+	// Live: the codebook (~16 MB at 1M values, its index included), the
+	// two rounds' counts (8 MB) and a batch: the budget of the other
+	// stages that hold a codebook.
+	cli.LowerMemoryBudget(cli.CodebookBudget)
 	if err := o.checkLocalFlags(in); err != nil {
 		return err
 	}
