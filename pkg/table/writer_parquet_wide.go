@@ -44,6 +44,8 @@ type wideGroup struct {
 	blockRows, blocks int
 	spill             *os.File
 	stride            int64
+	spillName         string // spill's name while it is to be removed at close
+	forget            func() // TrackTemp's, with spillName
 }
 
 // wideCol is one column of a wideGroup: full, or else bits.
@@ -72,13 +74,18 @@ func newWideGroup(schema *arrow.Schema, capRows int, memos []dictMemo) (*wideGro
 		if err != nil {
 			return nil, fmt.Errorf("a temporary file for the bits of a row group (%d columns): %w (set TMPDIR to a folder with room)", bitCols, err)
 		}
-		// Unlinked at once: the file lives while it is open, and goes
-		// when the process ends, however it ends.
-		if err := os.Remove(f.Name()); err != nil {
-			f.Close()
-			return nil, fmt.Errorf("the temporary file for the bits of a row group: %w", err)
-		}
 		g.spill = f
+		// Unlinked at once: the file lives while it is open, and goes
+		// when the process ends, however it ends. Where an open file
+		// cannot be unlinked (Windows), close removes it, or the signal
+		// handler if a signal ends the run.
+		if os.Remove(f.Name()) != nil {
+			g.spillName = f.Name()
+			if g.forget, err = TrackTemp(g.spillName); err != nil {
+				g.close()
+				return nil, err
+			}
+		}
 	}
 	g.reset()
 	return g, nil
@@ -106,6 +113,13 @@ func (g *wideGroup) close() {
 	if g.spill != nil {
 		g.spill.Close()
 		g.spill = nil
+	}
+	if g.spillName != "" {
+		os.Remove(g.spillName)
+		if g.forget != nil {
+			g.forget()
+		}
+		g.spillName = ""
 	}
 }
 
