@@ -2,6 +2,7 @@ package countquery
 
 import (
 	"fmt"
+	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
@@ -231,16 +232,19 @@ func (v *Values) ScanAnatomyGroups(open func(columns []string) (table.Reader, er
 	if m == nil {
 		return fmt.Errorf("countquery: %s: ScanAnatomyGroups needs the group rows of ScanRelease", rel.Name)
 	}
-	pass := func(labels bool, f func(gid int64, val int, cnt int64)) (string, error) {
+	// A pass allocates its tables once the table is open: opening may
+	// hold its metadata a while (a codebook of 1M labels: ~30 MB).
+	pass := func(labels bool, alloc func(), f func(gid int64, val int, cnt int64)) (string, error) {
 		in, err := open(AnatomyGroupsColumns(rel, labels))
 		if err != nil {
 			return "", err
 		}
 		defer in.Close()
+		alloc()
 		return in.Name(), eachAnatomyEntry(in, rel, labels, f)
 	}
-	per := make([]int64, rel.Groups) // n_g
-	name, err := pass(false, func(gid int64, _ int, cnt int64) { per[gid] += cnt })
+	var per []int64 // n_g
+	name, err := pass(false, func() { per = make([]int64, rel.Groups) }, func(gid int64, _ int, cnt int64) { per[gid] += cnt })
 	if err != nil {
 		return err
 	}
@@ -250,12 +254,12 @@ func (v *Values) ScanAnatomyGroups(open func(columns []string) (table.Reader, er
 	}
 	per = nil
 	V := rel.Columns[0].K()
-	est := make([]float64, V)
+	var est []float64
 	step := max(1, anatomySumsMax/V)
 	for k0 := 0; k0 < len(sizes); k0 += step {
 		k1 := min(len(sizes), k0+step)
-		sums := make([]int64, (k1-k0)*V) // Σ m_g·c_g(s) of the groups of size k0+i at i·V+s
-		_, err := pass(true, func(gid int64, s int, c int64) {
+		var sums []int64 // Σ m_g·c_g(s) of the groups of size k0+i at i·V+s
+		_, err := pass(true, func() { sums = make([]int64, (k1-k0)*V) }, func(gid int64, s int, c int64) {
 			if k := int(sizeOf[gid]); k >= k0 && k < k1 {
 				sums[(k-k0)*V+s] += c * m[gid]
 			}
@@ -263,7 +267,20 @@ func (v *Values) ScanAnatomyGroups(open func(columns []string) (table.Reader, er
 		if err != nil {
 			return err
 		}
-		for k := k0; k < k1; k++ {
+		k := k0
+		if est == nil {
+			// The first size's sums become the estimates in place
+			// (8 bytes a value less): 0 + x/n is x/n bit for bit (x an
+			// integer, so never −0), and each sum is read before its
+			// slot is written.
+			est = unsafe.Slice((*float64)(unsafe.Pointer(unsafe.SliceData(sums))), V)
+			n := float64(sizes[k])
+			for s, x := range sums[:V] {
+				est[s] = float64(x) / n
+			}
+			k++
+		}
+		for ; k < k1; k++ {
 			n := float64(sizes[k])
 			for s, x := range sums[(k-k0)*V : (k-k0+1)*V] {
 				est[s] += float64(x) / n

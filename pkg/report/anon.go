@@ -100,6 +100,10 @@ func (o *Options) anonymized(s *Section, in table.Reader, path string) error {
 			return err
 		}
 	}
+	// The codebook's text in the metadata (10 MB at 1M labels) is parsed:
+	// let it go (the reader's Meta is its only holder) before the
+	// sensitive table's is parsed.
+	delete(meta, release.KeyCodebook)
 	// Anatomy's sensitive table: its metadata checked now; the value
 	// counts stream it after the row table (Values.ScanAnatomyGroups),
 	// and only a plan of --queries holds it whole.
@@ -115,9 +119,6 @@ func (o *Options) anonymized(s *Section, in table.Reader, path string) error {
 			}
 		}
 	}
-	// The codebook's text in the metadata (10 MB at 1M labels) is parsed:
-	// let it go (the reader's Meta is its only holder).
-	delete(meta, release.KeyCodebook)
 	// A count table (estimate --tabulate) of the release: rows weigh their
 	// count.
 	countColumn := ""
