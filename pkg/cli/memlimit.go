@@ -15,7 +15,7 @@ import (
 // being encoded, the shuffle's budget: 15 to 40 MiB — but Go lets the heap
 // grow to twice the live size between collections, which put the peaks at
 // 120 to 260 MB on 1M rows. Under the limit the collector runs earlier
-// when the heap nears it; the text of the binary (~25 MB resident) comes
+// when the heap nears it; the binary's pages (33–37 MB resident) come
 // on top. A stage whose live heap outgrows the limit gets headroom above
 // it (see limiter).
 const MemoryLimit = 64 << 20
@@ -103,7 +103,7 @@ var lim struct {
 }
 
 // heapBudget is the heap that keeps a run within issue 11's 100 MB of
-// peak RSS: ~28 MB of it is not heap (the binary's text, stacks, the
+// peak RSS: ~36 MB of it is not heap (the binary's text, stacks, the
 // runtime's own). A live heap near it collects often but keeps the
 // budget (--mechanism anatomy over 300k sensitive values: 96 MB in 18 s
 // under the bare limit, 125 MB in 8.4 s with 1.5 times the live heap); a
