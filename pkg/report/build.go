@@ -10,6 +10,7 @@
 package report
 
 import (
+	"container/heap"
 	"errors"
 	"fmt"
 	"io"
@@ -463,46 +464,46 @@ func (r *rowIter) next() (bool, error) {
 // time and O(n) memory, not a sort of all len (1M values at issue 11).
 func sortedTop(v []float64, n int) []int {
 	n = min(n, len(v))
-	// before says v[a] is listed before v[b].
-	before := func(a, b int) bool { return v[a] > v[b] || v[a] == v[b] && a < b }
-	// h is a heap of the n best so far, the last of them at its root.
-	h := make([]int, 0, n)
-	down := func(i int) {
-		for {
-			j := 2*i + 1
-			if j >= len(h) {
-				return
-			}
-			if j+1 < len(h) && before(h[j], h[j+1]) {
-				j++
-			}
-			if !before(h[i], h[j]) {
-				return
-			}
-			h[i], h[j] = h[j], h[i]
-			i = j
-		}
+	if n == 0 {
+		return []int{}
 	}
+	h := &topHeap{v: v, idx: make([]int, 0, n)}
 	for i := range v {
 		switch {
-		case len(h) < n:
-			h = append(h, i)
-			for j := len(h) - 1; j > 0 && before(h[(j-1)/2], h[j]); j = (j - 1) / 2 {
-				h[j], h[(j-1)/2] = h[(j-1)/2], h[j]
-			}
-		case n > 0 && before(i, h[0]):
-			h[0] = i
-			down(0)
+		case len(h.idx) < n:
+			heap.Push(h, i)
+		case h.before(i, h.idx[0]):
+			h.idx[0] = i
+			heap.Fix(h, 0)
 		}
 	}
-	slices.SortFunc(h, func(a, b int) int {
-		if before(a, b) {
+	slices.SortFunc(h.idx, func(a, b int) int {
+		if h.before(a, b) {
 			return -1
 		}
 		return 1
 	})
-	return h
+	return h.idx
 }
+
+// topHeap is sortedTop's heap of the n best indices so far, the one
+// listed last at its root.
+type topHeap struct {
+	v   []float64
+	idx []int
+}
+
+// before says v[a] is listed before v[b]: larger, or equal with a lower
+// index.
+func (h *topHeap) before(a, b int) bool {
+	return h.v[a] > h.v[b] || h.v[a] == h.v[b] && a < b
+}
+
+func (h *topHeap) Len() int           { return len(h.idx) }
+func (h *topHeap) Less(i, j int) bool { return h.before(h.idx[j], h.idx[i]) }
+func (h *topHeap) Swap(i, j int)      { h.idx[i], h.idx[j] = h.idx[j], h.idx[i] }
+func (h *topHeap) Push(x any)         { h.idx = append(h.idx, x.(int)) }
+func (h *topHeap) Pop() any           { panic("report: topHeap is never popped") }
 
 // inOrder is 0, 1, …, n−1.
 func inOrder(n int) []int {
