@@ -412,20 +412,10 @@ func (o *Options) anatomyGroups(path, name string, a *release.Anonymized, rel *c
 	return countquery.ReadAnatomyGroups(in, rel)
 }
 
-// manyLabels is the labels (all the sensitive columns') past which a
-// release's values are read in batches of manyLabelsBatch rows, as
-// estimate reads a CSV release of many labels (its pramManyLabels): a
-// column of more than table.MaxReadLabels labels is parsed as text, and
-// batches of 65,536 rows of it took ~20 MB in flight at 1M labels.
-const (
-	manyLabels      = 1 << 18
-	manyLabelsBatch = 8192
-)
-
 // valuesRead is how countquery.Values reads the release whose columns are
 // schema's: the sensitive columns alone (Parquet's as dictionaries), or
 // for anatomy its group ids, and a count table's countColumn, in smaller
-// batches past manyLabels labels. A column the table lacks is left for
+// batches past table.ManyLabels labels. A column the table lacks is left for
 // Values to name in its message.
 func valuesRead(schema *arrow.Schema, rel *countquery.Release, countColumn string) table.ReadOptions {
 	var opt table.ReadOptions
@@ -448,14 +438,14 @@ func valuesRead(schema *arrow.Schema, rel *countquery.Release, countColumn strin
 }
 
 // batchSize is the rows per batch of a table of rel's labels: past
-// manyLabels, manyLabelsBatch; else 0, the default.
+// table.ManyLabels, table.ManyLabelsBatchRows; else 0, the default.
 func batchSize(rel *countquery.Release) int {
 	labels := 0
 	for _, c := range rel.Columns {
 		labels += c.K()
 	}
-	if labels > manyLabels {
-		return manyLabelsBatch
+	if labels > table.ManyLabels {
+		return table.ManyLabelsBatchRows
 	}
 	return 0
 }

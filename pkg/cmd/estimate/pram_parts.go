@@ -318,8 +318,8 @@ func (rel *pramRelease) labelCodes() []labelCode {
 // counted joint values — into t, and returns how many rows it holds: O(d)
 // work per row (one map lookup per cell).
 func (rel *pramRelease) count(o *Options, in table.Reader, t *pramTally) (int64, error) {
-	if rel.labels() > pramManyLabels {
-		table.LowerCSVBatchRows(in, pramManyLabelsBatch)
+	if rel.labels() > table.ManyLabels {
+		table.LowerCSVBatchRows(in, table.ManyLabelsBatchRows)
 	}
 	d := rel.dom.Dims()
 	index := rel.labelCodes()
@@ -391,20 +391,6 @@ func (rel *pramRelease) count(o *Options, in table.Reader, t *pramTally) (int64,
 	}
 	return rows, nil
 }
-
-// pramManyLabels is the labels (all the release's columns) past which a
-// CSV release is read in batches of pramManyLabelsBatch rows. The codebook
-// then takes much of the memory (~26 bytes a label: its text, offsets and
-// index, and its JSON in the metadata), and a column of more than
-// table.MaxReadLabels labels is parsed as text, whose batches in flight
-// took ~34 MB: at 1M labels (4M rows, 3M observed values), alternated
-// runs, peak RSS 124–138 MB with batches of 65,536 rows, 89–92 MB with
-// batches of 8,192 (4,096 and 16,384 alike), in 4.1–5.6 s against
-// 4.9–5.8 s (the heap nearer its limit collects more often).
-const pramManyLabels = 1 << 18
-
-// pramManyLabelsBatch is the batch rows past pramManyLabels labels.
-const pramManyLabelsBatch = 8192
 
 // labels returns the number of labels of the release's columns.
 func (rel *pramRelease) labels() int {
