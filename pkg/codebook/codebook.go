@@ -345,6 +345,40 @@ func (c *Column) Labels() []string { return c.labels.strings() }
 // for label i) that shares the column's memory.
 func (c *Column) Dictionary() *table.Labels { return table.LabelsOfText(c.labels.text, c.labels.offs) }
 
+// DictionaryWith is Dictionary with the labels extra after the K labels
+// (codes K, K+1, …): the outputs of a stage that writes values of its own
+// besides the column's (ddps's ⊥0, "(none)"). The column's labels move
+// into the dictionary's memory — their text copied once, the old copy
+// left to the collector — so that the column and the dictionary share
+// it: at 1M labels a dictionary of its own was ~12 MB more, held for the
+// whole run. Copies of c made before (Codebook.Select's) keep the old
+// memory; call it before c is shared between goroutines.
+func (c *Column) DictionaryWith(extra ...string) (*table.Labels, error) {
+	k := c.K()
+	size := len(c.labels.text)
+	for _, l := range extra {
+		size += len(l)
+	}
+	if size > math.MaxInt32 {
+		return nil, fmt.Errorf("column %s: labels of %d bytes in all, more than the limit of 2 GiB", c.name, size)
+	}
+	var b strings.Builder
+	b.Grow(size)
+	b.WriteString(c.labels.text)
+	offs := make([]int32, k+1, k+1+len(extra))
+	copy(offs, c.labels.offs)
+	for _, l := range extra {
+		b.WriteString(l)
+		offs = append(offs, int32(b.Len()))
+	}
+	text := b.String()
+	c.labels = labelList{text: text[:len(c.labels.text)], offs: offs[:k+1]}
+	if c.index != nil {
+		c.index.labels = c.labels // the same labels, in the new memory
+	}
+	return table.LabelsOfText(text, offs), nil
+}
+
 // ReadLabels is the labels that a table reader codes c's cells with as it
 // parses them (table.ReadOptions.Labels, table.CodeCSVColumns), or nil
 // for a numeric column or one of more than table.MaxReadLabels labels.

@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
 )
@@ -221,6 +223,73 @@ func TestColumnDictionaryIsTheLabels(t *testing.T) {
 				t.Errorf("%v: entry %d = %q, label %q", s, i, d.Value(i), col.Label(i))
 			}
 		}
+	}
+}
+
+// TestDictionaryWithSharesTheColumnsLabels: Column.DictionaryWith holds
+// the K labels then the extras, and the column keeps reading and looking
+// up its labels, now from the dictionary's memory (the point: one copy),
+// for a small column (a Go map index) and a large one (open addressing),
+// whether or not its index was used before.
+func TestDictionaryWithSharesTheColumnsLabels(t *testing.T) {
+	large := make([]string, largeIndex+10)
+	for i := range large {
+		large[i] = fmt.Sprintf("v%d", i)
+	}
+	for _, tc := range []struct {
+		name       string
+		spec       Spec
+		lookUpWith bool // look a label up before DictionaryWith
+	}{
+		{"small", Spec{Name: "c", Categories: []string{"a", "bb", "?"}, Missing: "?"}, false},
+		{"small, index used", Spec{Name: "c", Categories: []string{"a", "bb"}}, true},
+		{"large", Spec{Name: "c", Categories: large}, false},
+		{"large, index used", Spec{Name: "c", Categories: large}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			col, err := NewColumn(tc.spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.lookUpWith {
+				col.LabelIndex(col.Label(0))
+			}
+			want := col.Labels()
+			extra := []string{"(none)", "x"}
+			labels, err := col.DictionaryWith(extra...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d := labels.Dictionary().(*array.String)
+			if d.Len() != len(want)+len(extra) {
+				t.Fatalf("dictionary of %d labels, want %d", d.Len(), len(want)+len(extra))
+			}
+			for i, l := range append(slices.Clone(want), extra...) {
+				if d.Value(i) != l {
+					t.Fatalf("entry %d = %q, want %q", i, d.Value(i), l)
+				}
+			}
+			if col.K() != len(want) {
+				t.Fatalf("K = %d after DictionaryWith, want %d", col.K(), len(want))
+			}
+			for i, l := range want {
+				if col.Label(i) != l {
+					t.Fatalf("Label(%d) = %q, want %q", i, col.Label(i), l)
+				}
+				if x, ok := col.LabelIndex(l); !ok || x != i {
+					t.Fatalf("LabelIndex(%q) = %d, %v; want %d", l, x, ok, i)
+				}
+			}
+			for _, l := range extra {
+				if _, ok := col.LabelIndex(l); ok {
+					t.Errorf("LabelIndex(%q) found an extra label among the column's", l)
+				}
+			}
+			// One copy: the column's last label is the dictionary's entry.
+			if unsafe.StringData(col.Label(len(want)-1)) != unsafe.StringData(d.Value(len(want)-1)) {
+				t.Error("the column's labels are not the dictionary's memory")
+			}
+		})
 	}
 }
 
