@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
@@ -33,6 +34,10 @@ type LocalChunk struct {
 	// Free, if work sets it, is called once Out is written: Out's memory
 	// may then be reused (a table.Writer keeps nothing of a batch).
 	Free func()
+
+	// enc is Out in a shuffle's row encoding, made on the worker
+	// (shuffle.Writer.Encode) when the output goes to a shuffle.
+	enc *shuffle.Encoded
 }
 
 // LocalOptions tune RunLocal.
@@ -78,9 +83,20 @@ func RunLocal(in table.Reader, w table.Writer, opt LocalOptions, work func(c *Lo
 		off = end
 		return c, true, nil
 	}
+	sw, shuffled := w.(*shuffle.Writer)
+	// The chunks' encodings, reused: at most InFlight chunks are out.
+	encs := sync.Pool{New: func() any { return new(shuffle.Encoded) }}
 	do := func(c *LocalChunk) (*LocalChunk, error) {
-		if err := work(c); err != nil {
-			c.Rec.Release()
+		err := work(c)
+		if err == nil && shuffled && c.Out != nil {
+			// Encoded here, on all cores: on the one goroutine that
+			// writes to the shuffle it was that goroutine's largest
+			// cost, and the run waited on it.
+			c.enc = encs.Get().(*shuffle.Encoded)
+			err = sw.Encode(c.Out, c.enc)
+		}
+		if err != nil {
+			c.release(&encs)
 			return nil, err
 		}
 		return c, nil
@@ -90,25 +106,27 @@ func RunLocal(in table.Reader, w table.Writer, opt LocalOptions, work func(c *Lo
 		Flush() error
 		Release()
 	} = NewRebatcher(w, opt.BatchRows)
-	if _, shuffled := w.(*shuffle.Writer); shuffled {
+	if shuffled {
 		out = direct{w}
 	}
 	defer out.Release()
 	emit := func(c *LocalChunk) error {
-		defer c.Rec.Release()
-		if c.Free != nil {
-			defer c.Free()
-		}
-		if c.Out == nil {
-			if err := w.(*shuffle.Writer).WritePacked(c.Packed); err != nil {
+		defer c.release(&encs)
+		switch {
+		case c.Out == nil:
+			if err := sw.WritePacked(c.Packed); err != nil {
 				return err
 			}
 			opt.Meter.Add(c.Rec.NumRows())
 			return nil
-		}
-		defer c.Out.Release()
-		if err := out.Write(c.Out); err != nil {
-			return err
+		case c.enc != nil:
+			if err := sw.WriteEncoded(c.Out, c.enc); err != nil {
+				return err
+			}
+		default:
+			if err := out.Write(c.Out); err != nil {
+				return err
+			}
 		}
 		opt.Meter.Add(c.Out.NumRows())
 		return nil
@@ -127,6 +145,22 @@ func RunLocal(in table.Reader, w table.Writer, opt LocalOptions, work func(c *Lo
 		return fmt.Errorf("%s has no data rows: nothing to %s", in.Name(), opt.Task)
 	}
 	return nil
+}
+
+// release releases what the chunk holds once it is written or dropped: its
+// input and output batches, and its encoding back to encs.
+func (c *LocalChunk) release(encs *sync.Pool) {
+	if c.Out != nil {
+		c.Out.Release()
+	}
+	if c.Free != nil {
+		c.Free()
+	}
+	c.Rec.Release()
+	if c.enc != nil {
+		encs.Put(c.enc)
+		c.enc = nil
+	}
 }
 
 // PackedShuffle tells whether w takes packed rows (shuffle.Writer.WritePacked).

@@ -314,19 +314,16 @@ func (s *Shuffler) Dir() string { return s.dir }
 // cut into batches (the budget is checked row by row, and in bit mode held
 // memory is a function of the row count), so a caller need not rebatch.
 func (s *Shuffler) Write(rec arrow.RecordBatch) error {
-	if s.emitted {
-		return errors.New("shuffle: Write after Emit")
-	}
-	if !rec.Schema().Equal(s.schema) {
-		return fmt.Errorf("shuffle: batch schema %s differs from %s", rec.Schema(), s.schema)
+	if err := s.check(rec); err != nil {
+		return err
 	}
 	cols := rec.Columns()
 	for j, c := range cols {
-		if c.NullN() > 0 {
-			return fmt.Errorf("shuffle: column %q has null cells, which cannot be shuffled", s.schema.Field(j).Name)
-		}
 		if s.kinds[j] == arrow.DICTIONARY {
 			if err := s.checkDict(j, c.(*array.Dictionary)); err != nil {
+				return err
+			}
+			if err := s.checkCodes(j, c.(*array.Dictionary)); err != nil {
 				return err
 			}
 		}
@@ -334,12 +331,95 @@ func (s *Shuffler) Write(rec arrow.RecordBatch) error {
 	if s.bits != nil {
 		return s.writeBits(cols, int(rec.NumRows()))
 	}
-	views := s.viewsOf(cols)
+	s.views = s.viewsOf(s.views[:0], cols)
 	for i := range int(rec.NumRows()) {
-		s.row = s.encode(s.row[:0], views, i)
+		s.row = s.encode(s.row[:0], s.views, i)
 		if err := s.add(s.row); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// check refuses a batch after Emit, of another schema, or with nulls.
+func (s *Shuffler) check(rec arrow.RecordBatch) error {
+	if s.emitted {
+		return errors.New("shuffle: Write after Emit")
+	}
+	if !rec.Schema().Equal(s.schema) {
+		return fmt.Errorf("shuffle: batch schema %s differs from %s", rec.Schema(), s.schema)
+	}
+	for j, c := range rec.Columns() {
+		if c.NullN() > 0 {
+			return fmt.Errorf("shuffle: column %q has null cells, which cannot be shuffled", s.schema.Field(j).Name)
+		}
+	}
+	return nil
+}
+
+// Encoded is a batch's rows in the shuffle's row encoding, made by Encode
+// for WriteEncoded. Its buffers are reused by the next Encode into it.
+type Encoded struct {
+	rec   arrow.RecordBatch // the batch encoded, not retained
+	data  []byte            // the rows, one after another
+	ends  []int             // the end of each row in data
+	views []colView
+}
+
+// Encode encodes the rows of rec into e, for WriteEncoded. It reads only
+// what New fixed (the schema), so that several goroutines may encode
+// batches at once: encoding was half of what Write costs, and a stage
+// whose workers randomize rows in parallel gave it all to the one
+// goroutine writing to the shuffle (anonymize --mechanism global: the
+// goroutine the run waited on). It makes no random draw: what Emit gives
+// is the same as after Write. Not in bit mode (Options.Bits).
+func (s *Shuffler) Encode(rec arrow.RecordBatch, e *Encoded) error {
+	if s.bits != nil {
+		return errors.New("shuffle: Encode in bit mode (Options.Bits); use WritePacked")
+	}
+	e.rec, e.data, e.ends = nil, e.data[:0], e.ends[:0]
+	cols := rec.Columns()
+	for j, c := range cols {
+		if c.NullN() > 0 {
+			return fmt.Errorf("shuffle: column %q has null cells, which cannot be shuffled", s.schema.Field(j).Name)
+		}
+		if s.kinds[j] == arrow.DICTIONARY {
+			if err := s.checkCodes(j, c.(*array.Dictionary)); err != nil {
+				return err
+			}
+		}
+	}
+	e.views = s.viewsOf(e.views[:0], cols)
+	for i := range int(rec.NumRows()) {
+		e.data = s.encode(e.data, e.views, i)
+		e.ends = append(e.ends, len(e.data))
+	}
+	e.rec = rec
+	return nil
+}
+
+// WriteEncoded adds the rows of rec, encoded by Encode into e, as Write
+// adds them: the same rows, the same random draws, in the same order.
+func (s *Shuffler) WriteEncoded(rec arrow.RecordBatch, e *Encoded) error {
+	if e.rec != rec || len(e.ends) != int(rec.NumRows()) {
+		return errors.New("shuffle: WriteEncoded of a batch other than the one encoded")
+	}
+	if err := s.check(rec); err != nil {
+		return err
+	}
+	for j, c := range rec.Columns() {
+		if s.kinds[j] == arrow.DICTIONARY {
+			if err := s.checkDict(j, c.(*array.Dictionary)); err != nil {
+				return err
+			}
+		}
+	}
+	start := 0
+	for _, end := range e.ends {
+		if err := s.add(e.data[start:end]); err != nil {
+			return err
+		}
+		start = end
 	}
 	return nil
 }
@@ -356,8 +436,7 @@ type colView struct {
 // viewsOf types the columns of a batch once, so that encode reads a cell
 // with no interface call (GetValueIndex switched on the index type for
 // every dictionary cell: a tenth of anonymize's shuffle).
-func (s *Shuffler) viewsOf(cols []arrow.Array) []colView {
-	v := s.views[:0]
+func (s *Shuffler) viewsOf(v []colView, cols []arrow.Array) []colView {
 	for j, c := range cols {
 		var cv colView
 		switch s.kinds[j] {
@@ -374,7 +453,6 @@ func (s *Shuffler) viewsOf(cols []arrow.Array) []colView {
 		}
 		v = append(v, cv)
 	}
-	s.views = v
 	return v
 }
 
@@ -384,8 +462,7 @@ func (s *Shuffler) viewsOf(cols []arrow.Array) []colView {
 // dictionary may grow between batches by labels appended at its end (a
 // stage numbering values as they come, anonymize's codes for values a
 // codebook lacks), since a code keeps its label; the rows come out over
-// the last, longest one. Indices are checked against it here, so that Emit
-// never builds an index past it.
+// the last, longest one (checkCodes checks the batch's indices).
 func (s *Shuffler) checkDict(j int, d *array.Dictionary) error {
 	if s.dicts == nil {
 		s.dicts = make([]arrow.Array, len(s.kinds))
@@ -405,7 +482,14 @@ func (s *Shuffler) checkDict(j int, d *array.Dictionary) error {
 	default:
 		return fmt.Errorf("shuffle: column %q changes its dictionary between batches (other than by labels added at its end)", s.schema.Field(j).Name)
 	}
-	n := int32(dict.Len())
+	return nil
+}
+
+// checkCodes checks that column j's codes are within its batch's
+// dictionary (which checkDict finds the same as the batches' before, or
+// extending it), so that Emit never builds an index past it.
+func (s *Shuffler) checkCodes(j int, d *array.Dictionary) error {
+	n := int32(d.Dictionary().Len())
 	for _, k := range d.Indices().(*array.Int32).Int32Values() {
 		if k < 0 || k >= n {
 			return fmt.Errorf("shuffle: column %q has code %d past its dictionary of %d entries", s.schema.Field(j).Name, k, n)
@@ -837,6 +921,14 @@ func NewWriter(w table.Writer, schema *arrow.Schema, r *rand.Rand, opt Options) 
 
 // Write collects the rows of rec.
 func (sw *Writer) Write(rec arrow.RecordBatch) error { return sw.s.Write(rec) }
+
+// Encode encodes rec for WriteEncoded (Shuffler.Encode), on any goroutine.
+func (sw *Writer) Encode(rec arrow.RecordBatch, e *Encoded) error { return sw.s.Encode(rec, e) }
+
+// WriteEncoded collects the rows of rec, encoded into e by Encode.
+func (sw *Writer) WriteEncoded(rec arrow.RecordBatch, e *Encoded) error {
+	return sw.s.WriteEncoded(rec, e)
+}
 
 // WritePacked collects packed rows (Shuffler.WritePacked; bit mode only).
 func (sw *Writer) WritePacked(rows []uint64) error { return sw.s.WritePacked(rows) }

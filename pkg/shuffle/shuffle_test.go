@@ -46,6 +46,11 @@ func batches(n, size int) []arrow.RecordBatch {
 
 // run shuffles n rows and returns the emitted rows as strings, in order.
 func run(t *testing.T, n int, seed uint64, opt Options) (rows []string, spilled bool, dir string) {
+	return runWith(t, n, seed, opt, (*Shuffler).Write)
+}
+
+// runWith is run with the batches given to the Shuffler by write.
+func runWith(t *testing.T, n int, seed uint64, opt Options, write func(*Shuffler, arrow.RecordBatch) error) (rows []string, spilled bool, dir string) {
 	t.Helper()
 	s, err := New(schema, rng.NewSeeded(seed), opt)
 	if err != nil {
@@ -53,7 +58,7 @@ func run(t *testing.T, n int, seed uint64, opt Options) (rows []string, spilled 
 	}
 	defer s.Close()
 	for _, rec := range batches(n, 7) {
-		if err := s.Write(rec); err != nil {
+		if err := write(s, rec); err != nil {
 			t.Fatal(err)
 		}
 		rec.Release()
@@ -288,6 +293,60 @@ func TestSeededRunsRepeat(t *testing.T) {
 	}
 	if slices.Equal(a, c) {
 		t.Error("seeds 7 and 8 gave the same order of 500 rows")
+	}
+}
+
+// TestEncodedRowsShuffleAsWritten: batches encoded apart (Encode, on
+// other goroutines, into reused Encodeds) and then written
+// (WriteEncoded) come out in exactly the order the same batches given to
+// Write do, held in memory and spilled: the same rows and the same draws.
+func TestEncodedRowsShuffleAsWritten(t *testing.T) {
+	for _, budget := range []int64{1 << 20, 2 << 10} {
+		opt := Options{Budget: budget, Buckets: 4, Dir: t.TempDir()}
+		want, spilled, _ := run(t, 700, 9, opt)
+		var e Encoded
+		got, _, _ := runWith(t, 700, 9, opt, func(s *Shuffler, rec arrow.RecordBatch) error {
+			done := make(chan error)
+			go func() { done <- s.Encode(rec, &e) }()
+			if err := <-done; err != nil {
+				return err
+			}
+			return s.WriteEncoded(rec, &e)
+		})
+		if !slices.Equal(got, want) {
+			t.Errorf("budget %d (spilled: %v): the encoded batches came out in another order than the written ones", budget, spilled)
+		}
+	}
+}
+
+// TestEncodeRefusesWhatWriteRefuses: Encode refuses null cells and codes
+// past a dictionary, and WriteEncoded a batch other than the one encoded.
+func TestEncodeRefusesWhatWriteRefuses(t *testing.T) {
+	sch := table.StringSchema([]string{"a"})
+	s, _ := New(sch, rng.NewSeeded(1), Options{})
+	defer s.Close()
+	b := array.NewStringBuilder(memory.DefaultAllocator)
+	b.AppendNull()
+	rec := array.NewRecordBatch(sch, []arrow.Array{b.NewArray()}, 1)
+	var e Encoded
+	if err := s.Encode(rec, &e); err == nil || !strings.Contains(err.Error(), `column "a" has null cells`) {
+		t.Errorf("a null cell: got %v", err)
+	}
+	dsch := arrow.NewSchema([]arrow.Field{table.DictField("d")}, nil)
+	ds, _ := New(dsch, rng.NewSeeded(1), Options{})
+	defer ds.Close()
+	labels := table.NewLabels([]string{"x", "y"})
+	bad := table.CodesBatch(dsch, [][]uint32{{0, 2}}, []*table.Labels{labels}, 2)
+	if err := ds.Encode(bad, &e); err == nil || !strings.Contains(err.Error(), "code 2 past its dictionary of 2 entries") {
+		t.Errorf("a code past the dictionary: got %v", err)
+	}
+	one := table.CodesBatch(dsch, [][]uint32{{0, 1}}, []*table.Labels{labels}, 2)
+	other := table.CodesBatch(dsch, [][]uint32{{1, 0}}, []*table.Labels{labels}, 2)
+	if err := ds.Encode(one, &e); err != nil {
+		t.Fatal(err)
+	}
+	if err := ds.WriteEncoded(other, &e); err == nil || !strings.Contains(err.Error(), "other than the one encoded") {
+		t.Errorf("another batch than the one encoded: got %v", err)
 	}
 }
 
