@@ -105,18 +105,127 @@ func (c *Cursor) Read(dst [][]uint32) (int, error) {
 	return filled, nil
 }
 
+// Defer is Read that leaves the copy of the int32 columns (what encrypt
+// and perturb write) to a later Pending.Fill, on any goroutine: it moves
+// the cursor on by the rows Read would deliver and keeps the batches they
+// are in (retained) in p; the cells of other columns (text, dictionaries,
+// whose coders are the cursor's own) are coded into dst now, as Read does.
+// p.Fill(dst) then copies and checks the rest, with the errors Read would
+// give (the cells of the columns coded now are checked first).
+//
+// Why: the goroutine that reads a table for a parallel stage (perturb,
+// decrypt) is on every chunk's path, and the copy was a third of its work;
+// a worker copies its own chunk instead.
+func (c *Cursor) Defer(dst [][]uint32, p *Pending) (int, error) {
+	p.Release()
+	p.cur = c
+	want := len(dst[0])
+	filled := 0
+	for filled < want {
+		if c.rec == nil || c.off == int(c.rec.NumRows()) {
+			if c.eof {
+				break
+			}
+			rec, err := c.r.Next()
+			if errors.Is(err, io.EOF) {
+				c.eof, c.rec = true, nil
+				break
+			}
+			if err != nil {
+				return filled, err
+			}
+			c.rec, c.off = rec, 0
+			continue
+		}
+		t := min(want-filled, int(c.rec.NumRows())-c.off)
+		for j, ci := range c.idx {
+			if a := c.rec.Column(ci); !plainInt32(a) {
+				if err := c.copyColumn(dst[j][filled:filled+t], a, j); err != nil {
+					return filled, err
+				}
+			}
+		}
+		c.rec.Retain()
+		p.pieces = append(p.pieces, pendingPiece{rec: c.rec, off: c.off, n: t, at: filled, rows: c.rows, file: c.r.Name()})
+		c.off += t
+		c.rows += int64(t)
+		filled += t
+	}
+	return filled, nil
+}
+
+// Pending is the rows of a Cursor.Defer still to be copied.
+type Pending struct {
+	cur    *Cursor // for its columns, alphabets and names only
+	pieces []pendingPiece
+}
+
+// pendingPiece is rows [off, off+n) of rec, for dst rows [at, at+n); rows
+// is the rows the cursor had delivered before them, file the file they
+// are in (a reader may have moved on to the next when Fill runs).
+type pendingPiece struct {
+	rec        arrow.RecordBatch
+	off, n, at int
+	rows       int64
+	file       string
+}
+
+// Fill copies the deferred cells into dst (the block given to Defer, or
+// one of the same shape), checking each against its alphabet, and
+// releases the batches. The cursor's fields it reads are fixed at
+// NewCursor, so Fill may run while the cursor reads on.
+func (p *Pending) Fill(dst [][]uint32) error {
+	defer p.Release()
+	c := p.cur
+	for _, pc := range p.pieces {
+		for j, ci := range c.idx {
+			a := pc.rec.Column(ci)
+			if !plainInt32(a) {
+				continue
+			}
+			if i, v, bad := copyInt32(dst[j][pc.at:pc.at+pc.n], a.(*array.Int32).Int32Values()[pc.off:pc.off+pc.n], c.ks[j]); bad {
+				return c.valueErrorAt(pc.file, pc.rows, j, i, int64(v), true)
+			}
+		}
+	}
+	return nil
+}
+
+// Release releases the batches of rows not filled (Fill does it).
+func (p *Pending) Release() {
+	for _, pc := range p.pieces {
+		pc.rec.Release()
+	}
+	clear(p.pieces)
+	p.pieces = p.pieces[:0]
+}
+
+// plainInt32 tells whether a is an int32 column without nulls, which
+// copyInt32 reads.
+func plainInt32(a arrow.Array) bool {
+	ints, ok := a.(*array.Int32)
+	return ok && ints.NullN() == 0
+}
+
+// copyInt32 copies vals into dst, stopping at the first value outside
+// Z_k: its index and value, and true.
+func copyInt32(dst []uint32, vals []int32, k uint32) (int, int32, bool) {
+	for i, v := range vals {
+		// A negative int32 becomes ≥ 2^31 ≥ k as uint32: one compare.
+		if uint32(v) >= k {
+			return i, v, true
+		}
+		dst[i] = uint32(v)
+	}
+	return 0, 0, false
+}
+
 // copyColumn copies len(dst) cells of column j from the current offset,
 // with a fast path for int32 columns (what encrypt and perturb write).
 func (c *Cursor) copyColumn(dst []uint32, a arrow.Array, j int) error {
-	k := c.ks[j]
-	if ints, ok := a.(*array.Int32); ok && ints.NullN() == 0 {
-		vals := ints.Int32Values()[c.off : c.off+len(dst)]
-		for i, v := range vals {
-			// A negative int32 becomes ≥ 2^31 ≥ k as uint32: one compare.
-			if uint32(v) >= k {
-				return c.valueError(j, i, int64(v), true)
-			}
-			dst[i] = uint32(v)
+	if plainInt32(a) {
+		if i, v, bad := copyInt32(dst, a.(*array.Int32).Int32Values()[c.off:c.off+len(dst)], c.ks[j]); bad {
+			return c.valueError(j, i, int64(v), true)
 		}
 		return nil
 	}
@@ -133,7 +242,13 @@ var errNotInAlphabet = errors.New("not an integer in the alphabet")
 // valueError reports cell i of the current block in column j: value v, or
 // isInt false when the cell is empty or not an integer.
 func (c *Cursor) valueError(j, i int, v int64, isInt bool) error {
-	e := &DataError{File: c.r.Name(), Row: c.rows + int64(i) + 1, Column: c.names[j]}
+	return c.valueErrorAt(c.r.Name(), c.rows, j, i, v, isInt)
+}
+
+// valueErrorAt is valueError for a block of file that starts after row
+// rows.
+func (c *Cursor) valueErrorAt(file string, rows int64, j, i int, v int64, isInt bool) error {
+	e := &DataError{File: file, Row: rows + int64(i) + 1, Column: c.names[j]}
 	k := c.ks[j]
 	switch {
 	case c.secret:

@@ -1,9 +1,15 @@
 package table
 
 import (
+	"fmt"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
 )
 
 // writeCSV writes a CSV table with the given header and rows.
@@ -134,3 +140,114 @@ func TestInt32BatchRoundTrip(t *testing.T) {
 }
 
 func itoa(i int) string { return string(rune('0' + i)) }
+
+// TestCursorDeferFillsAsReadReads: Defer then Fill, with the fills run
+// later, on other goroutines and out of order (as perturb's and decrypt's
+// workers run them), gives the blocks Read gives, and the same error at
+// the same cell (row, column, file) — for an int32 column (copied by
+// Fill) and a text one (coded by Defer), across batch boundaries.
+func TestCursorDeferFillsAsReadReads(t *testing.T) {
+	schema := arrow.NewSchema([]arrow.Field{{Name: "a", Type: arrow.PrimitiveTypes.Int32}, {Name: "b", Type: arrow.BinaryTypes.String}}, nil)
+	for _, tc := range []struct {
+		name    string
+		badA    int // row whose a is outside Z_5, -1 for none
+		badB    int // row whose b is outside Z_3, -1 for none
+		wantErr string
+	}{
+		{"good", -1, -1, ""},
+		{"int32 cell outside", 17, -1, "row 18"},
+		{"text cell outside", -1, 12, "row 13"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "t.arrow")
+			w, err := Create(p, schema, nil, WriteOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			bb := NewBatchBuilder(schema)
+			for i := range 23 {
+				a, b := i%5, strconv.Itoa(i%3)
+				if i == tc.badA {
+					a = 9
+				}
+				if i == tc.badB {
+					b = "x"
+				}
+				bb.Int32(0, int32(a))
+				bb.String(1, b)
+				bb.EndRow()
+				if bb.Rows() == 7 || i == 22 {
+					rec := bb.NewBatch()
+					if err := w.Write(rec); err != nil {
+						t.Fatal(err)
+					}
+					rec.Release()
+				}
+			}
+			bb.Release()
+			if err := w.Commit(); err != nil {
+				t.Fatal(err)
+			}
+			read := func(deferred bool) ([]uint32, error) {
+				r, err := Open(p, ReadOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer r.Close()
+				c, err := NewCursor(r, []string{"b", "a"}, []uint32{3, 5}, false)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var blocks [][][]uint32
+				var pend []*Pending
+				var ns []int
+				var readErr error
+				for {
+					block := Block(2, 5)
+					var n int
+					if deferred {
+						pd := new(Pending)
+						n, readErr = c.Defer(block, pd)
+						pend = append(pend, pd)
+					} else {
+						n, readErr = c.Read(block)
+					}
+					if readErr != nil || n == 0 {
+						break
+					}
+					blocks, ns = append(blocks, block), append(ns, n)
+				}
+				errs := make([]error, len(blocks))
+				if deferred {
+					var wg sync.WaitGroup
+					for k := len(blocks) - 1; k >= 0; k-- {
+						wg.Add(1)
+						go func() { defer wg.Done(); errs[k] = pend[k].Fill(blocks[k]) }()
+					}
+					wg.Wait()
+				}
+				var got []uint32
+				for k, b := range blocks {
+					if errs[k] != nil {
+						return got, errs[k] // the first error in row order
+					}
+					for i := range ns[k] {
+						got = append(got, b[0][i]*10+b[1][i])
+					}
+				}
+				return got, readErr
+			}
+			want, wantErr := read(false)
+			got, gotErr := read(true)
+			if fmt.Sprint(gotErr) != fmt.Sprint(wantErr) {
+				t.Fatalf("Defer's error %v, Read's %v", gotErr, wantErr)
+			}
+			if tc.wantErr != "" && (wantErr == nil || !strings.Contains(wantErr.Error(), tc.wantErr)) {
+				t.Fatalf("Read's error %v, want one at %s", wantErr, tc.wantErr)
+			}
+			if wantErr == nil && !slices.Equal(got, want) {
+				t.Fatalf("Defer read %v, Read %v", got, want)
+			}
+		})
+	}
+}

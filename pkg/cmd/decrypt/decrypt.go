@@ -397,6 +397,10 @@ type decChunk struct {
 	pads [][][]uint32 // pads[key][column of the key]
 	n    int
 	row0 int64
+	// The rows of the release (pend[0]) and of each one-time-pad key
+	// (pend[1+key]) still to be copied into ct and pads by the worker
+	// (table.Cursor.Defer): off the reading goroutine.
+	pend []table.Pending
 }
 
 // decryptRows reads the release and the one-time-pad keys in lockstep, one
@@ -416,7 +420,7 @@ func decryptRows(o *Options, rel table.Reader, cols []release.Column, keys []*ke
 	opts := pipeline.Options{}.Resolve()
 	free := make(chan *decChunk, opts.InFlight)
 	for range opts.InFlight {
-		c := &decChunk{ct: table.Block(len(cols), pipeline.ChunkRows), pads: make([][][]uint32, len(keys))}
+		c := &decChunk{ct: table.Block(len(cols), pipeline.ChunkRows), pads: make([][][]uint32, len(keys)), pend: make([]table.Pending, 1+len(keys))}
 		for i, k := range keys {
 			c.pads[i] = table.Block(len(k.cols), pipeline.ChunkRows)
 		}
@@ -424,21 +428,28 @@ func decryptRows(o *Options, rel table.Reader, cols []release.Column, keys []*ke
 	}
 	meter := o.Streams.Progress("decrypt: rows")
 	defer meter.Done()
+	// back returns a chunk to the free list, its pending rows released.
+	back := func(c *decChunk) {
+		for i := range c.pend {
+			c.pend[i].Release()
+		}
+		free <- c
+	}
 	next := func() (*decChunk, bool, error) {
 		c := <-free // never blocks: at most InFlight chunks are out
-		n, err := cur.Read(c.ct)
+		n, err := cur.Defer(c.ct, &c.pend[0])
 		if err == nil && cur.Rows() > m {
 			err = fmt.Errorf("%s has more rows than its metadata's m = %d: the release was edited; get it again from the server", rel.Name(), m)
 		}
 		if err == nil && n == 0 {
 			err = endOfRelease(rel, keys, cur, m)
 			if err == nil {
-				free <- c
+				back(c)
 				return nil, false, nil
 			}
 		}
 		if err != nil {
-			free <- c
+			back(c)
 			return nil, false, err
 		}
 		c.n, c.row0 = n, part.First+cur.Rows()-int64(n)
@@ -446,14 +457,24 @@ func decryptRows(o *Options, rel table.Reader, cols []release.Column, keys []*ke
 			if k.cur == nil {
 				continue // PRF pads: computed by the worker
 			}
-			if err := k.readPads(c.pads[i], n, m); err != nil {
-				free <- c
+			if err := k.readPads(c.pads[i], n, m, &c.pend[1+i]); err != nil {
+				back(c)
 				return nil, false, err
 			}
 		}
 		return c, true, nil
 	}
 	work := func(c *decChunk) (*decChunk, error) {
+		err := c.pend[0].Fill(c.ct)
+		for i := range keys {
+			if err == nil {
+				err = c.pend[1+i].Fill(c.pads[i])
+			}
+		}
+		if err != nil {
+			back(c)
+			return nil, err
+		}
 		for i, k := range keys {
 			if k.cur != nil {
 				continue
@@ -480,7 +501,7 @@ func decryptRows(o *Options, rel table.Reader, cols []release.Column, keys []*ke
 	})
 	emit := func(c *decChunk) error {
 		err := wb.Write(c.ct, 0, c.n)
-		free <- c
+		back(c)
 		meter.Add(int64(c.n))
 		return err
 	}
@@ -509,14 +530,15 @@ func endOfRelease(rel table.Reader, keys []*key, cur *table.Cursor, m int64) err
 	return nil
 }
 
-// readPads fills dst[·][:n] with the next n rows of pads of a one-time-pad
-// key file, read in lockstep with the release.
-func (k *key) readPads(dst [][]uint32, n int, m int64) error {
+// readPads reads the next n rows of pads of a one-time-pad key file, in
+// lockstep with the release, for dst[·][:n]: p.Fill copies them
+// (table.Cursor.Defer).
+func (k *key) readPads(dst [][]uint32, n int, m int64, p *table.Pending) error {
 	views := make([][]uint32, len(dst))
 	for i := range views {
 		views[i] = dst[i][:n]
 	}
-	got, err := k.cur.Read(views)
+	got, err := k.cur.Defer(views, p)
 	if err != nil {
 		return err
 	}

@@ -507,6 +507,9 @@ type gammaChunk struct {
 	block [][]uint32 // one column per joint component, pipeline.ChunkRows long
 	n     int
 	row0  int64
+	// pend[i] is input i's rows, still to be copied into block by the
+	// worker (table.Cursor.Defer): off the reading goroutine.
+	pend []table.Pending
 }
 
 // perturbRows reads the inputs in lockstep, one chunk of rows at a time,
@@ -539,31 +542,38 @@ func perturbRows(o *Options, ins []*gammaInput, mech *pram.Mechanism, keyed *pra
 	opts := pipeline.Options{}.Resolve()
 	free := make(chan *gammaChunk, opts.InFlight)
 	for range opts.InFlight {
-		free <- &gammaChunk{block: table.Block(d, pipeline.ChunkRows)}
+		free <- &gammaChunk{block: table.Block(d, pipeline.ChunkRows), pend: make([]table.Pending, len(ins))}
 	}
 	m := part.Rows // rows this run reads from each input
 	meter := o.Streams.Progress("perturb: rows")
 	defer meter.Done()
 	parts := make([][][]uint32, len(ins))
+	// back returns a chunk to the free list, its pending rows released.
+	back := func(c *gammaChunk) {
+		for i := range c.pend {
+			c.pend[i].Release()
+		}
+		free <- c
+	}
 	next := func() (*gammaChunk, bool, error) {
 		c := <-free // never blocks: at most InFlight chunks are out
 		off, n := 0, -1
 		for i, cur := range curs {
 			parts[i] = c.block[off : off+len(ins[i].cols)]
 			off += len(ins[i].cols)
-			got, err := cur.Read(parts[i])
+			got, err := cur.Defer(parts[i], &c.pend[i])
 			if err != nil {
-				free <- c
+				back(c)
 				return nil, false, err
 			}
 			if n >= 0 && got != n {
-				free <- c
+				back(c)
 				return nil, false, rowCountError(ins, curs, m)
 			}
 			n = got
 		}
 		if n == 0 || curs[0].Rows() > m {
-			free <- c
+			back(c)
 			if curs[0].Rows() != m {
 				return nil, false, rowCountError(ins, curs, m)
 			}
@@ -573,6 +583,15 @@ func perturbRows(o *Options, ins []*gammaInput, mech *pram.Mechanism, keyed *pra
 		return c, true, nil
 	}
 	work := func(c *gammaChunk) (*gammaChunk, error) {
+		off := 0
+		for i := range ins {
+			err := c.pend[i].Fill(c.block[off : off+len(ins[i].cols)])
+			off += len(ins[i].cols)
+			if err != nil {
+				back(c)
+				return nil, err
+			}
+		}
 		views := make([][]uint32, d)
 		for j := range views {
 			views[j] = c.block[j][:c.n]
@@ -587,7 +606,7 @@ func perturbRows(o *Options, ins []*gammaInput, mech *pram.Mechanism, keyed *pra
 	})
 	emit := func(c *gammaChunk) error {
 		err := wb.Write(c.block, 0, c.n)
-		free <- c
+		back(c)
 		meter.Add(int64(c.n))
 		return err
 	}
