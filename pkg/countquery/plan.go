@@ -282,8 +282,10 @@ type group struct {
 	truthNP int64
 	queries []int
 	// anatSum is anatomy's Σ over P rows of c_g(s), by group size n_g
-	// (AnatomyGroups.sizes) and local value: index size·g.size + value.
+	// (anatomyTable.sizes) and local value: index size·g.size + value;
+	// anatQ is the group's index among anatomyTable.queries.
 	anatSum []int64
+	anatQ   int
 }
 
 // each calls f for every group whose predicate row satisfies. For every
@@ -352,7 +354,10 @@ type Plan struct {
 	qLocal  [][]int32 // local number of each of the query's sensitive values
 	qTuple  []int     // index of that combination
 	rows    int64     // rows of the release
-	st      *AnatomyGroups
+	// anat is anatomy's sensitive table (ReadAnatomyGroups), held or
+	// streamed as anatomyWay says (anatomyAuto: by memory).
+	anat       *anatomyTable
+	anatomyWay int
 	// mask[slot][class+1] is the set of groups (a bitset) that a row with
 	// that class in that column satisfies on the column; predSlots lists
 	// the columns predicates look at. See each.

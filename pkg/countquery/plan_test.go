@@ -79,7 +79,7 @@ func (syn *planSynth) answer(t *testing.T, queries []string, opt Options) []Answ
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := p.ScanRelease(in, nil, nil); err != nil {
+	if err := p.ScanRelease(in, nil); err != nil {
 		t.Fatal(err)
 	}
 	if p.Rows() != int64(len(syn.rows)) {
@@ -201,7 +201,7 @@ func TestPlanRefusesWhatItCannotAnswer(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		return p.ScanRelease(in, nil, nil)
+		return p.ScanRelease(in, nil)
 	}
 	bad := *syn.rel
 	bad.Columns = bad.Columns[:1]
@@ -254,7 +254,7 @@ func (syn *planSynth) truth(t *testing.T, orig [][]string, queries []string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := p.ScanRelease(in, nil, nil); err != nil {
+	if err := p.ScanRelease(in, nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := p.ScanTruth(syn.reader(t, orig), nil); err != nil {
@@ -344,13 +344,10 @@ const (
 )
 
 // Xiao and Tao's estimator Σ_g m_g·c_g(s)/n_g, worked by hand: every
-// group holds two values once each, so a row of group g counts ½ for each.
+// group holds two values once each, so a row of group g counts ½ for each;
+// the same with the sensitive table held or streamed.
 func TestPlanAnatomyIsXiaoTaosEstimator(t *testing.T) {
 	rel := anatomyRelease(t)
-	st, err := ReadAnatomyGroups(csvReader(t, anatomyGroups), rel)
-	if err != nil {
-		t.Fatal(err)
-	}
 	want := map[string]float64{
 		"a=x,s=s1": 0.5 + 2*0.5, // group 0: one x row; group 1: two
 		"a=x,s=s0": 0.5 + 0.5,   // groups 0 and 2
@@ -363,54 +360,83 @@ func TestPlanAnatomyIsXiaoTaosEstimator(t *testing.T) {
 		conds, _ := Parse(q)
 		qs = append(qs, Query{Text: q, Conds: conds})
 	}
-	in := csvReader(t, anatomyRows)
-	p, err := NewPlan(rel, in.Schema(), nil, qs, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.ScanRelease(in, st, nil); err != nil {
-		t.Fatal(err)
-	}
-	answers, err := p.Answers(Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, q := range qs {
-		if answers[i].Estimate != want[q.Text] {
-			t.Errorf("%q: %v, want %v", q.Text, answers[i].Estimate, want[q.Text])
+	for _, way := range []int{anatomyHeld, anatomyStreamed} {
+		in := csvReader(t, anatomyRows)
+		p, err := NewPlan(rel, in.Schema(), nil, qs, "")
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	// A group id outside 0 … Groups−1 in the row table is refused.
-	in = csvReader(t, strings.Replace(anatomyRows, "x,2", "x,3", 1))
-	if p, err = NewPlan(rel, in.Schema(), nil, qs, ""); err != nil {
-		t.Fatal(err)
-	}
-	if err := p.ScanRelease(in, st, nil); err == nil || !strings.Contains(err.Error(), `"3" is not a group id of this release (0 to 2)`) {
-		t.Errorf("group id 3 in the rows: %v", err)
+		p.anatomyWay = way
+		passes := 0
+		if err := p.ReadAnatomyGroups(groupsOpener(t, anatomyGroups, &passes)); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.ScanRelease(in, nil); err != nil {
+			t.Fatal(err)
+		}
+		answers, err := p.Answers(Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, q := range qs {
+			if answers[i].Estimate != want[q.Text] {
+				t.Errorf("way %d, %q: %v, want %v", way, q.Text, answers[i].Estimate, want[q.Text])
+			}
+		}
+		if passes != 2 {
+			t.Errorf("way %d: %d passes over the sensitive table, want 2", way, passes)
+		}
+		// A group id outside 0 … Groups−1 in the row table is refused.
+		in = csvReader(t, strings.Replace(anatomyRows, "x,2", "x,3", 1))
+		if p, err = NewPlan(rel, in.Schema(), nil, qs, ""); err != nil {
+			t.Fatal(err)
+		}
+		p.anatomyWay = way
+		if err := p.ReadAnatomyGroups(groupsOpener(t, anatomyGroups, &passes)); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.ScanRelease(in, nil); err == nil || !strings.Contains(err.Error(), `"3" is not a group id of this release (0 to 2)`) {
+			t.Errorf("way %d, group id 3 in the rows: %v", way, err)
+		}
 	}
 }
 
 // TestReadAnatomyGroupsRefusesAnEditedTable: an edited sensitive table is
-// refused, read whole (ReadAnatomyGroups) or streamed
-// (Values.ScanAnatomyGroups), with the same message.
+// refused, by a plan holding it or streaming it, and by
+// Values.ScanAnatomyGroups, with the same message.
 func TestReadAnatomyGroupsRefusesAnEditedTable(t *testing.T) {
 	rel := anatomyRelease(t)
+	conds, _ := Parse("a=x,s=s1")
+	qs := []Query{{Text: "a=x,s=s1", Conds: conds}}
 	for _, tc := range []struct{ old, new, want string }{
 		{"2,s0,1", "5,s0,1", `"5" is not a group id (0 to 2)`},
 		{"2,s0,1", "2,s9,1", `"s9" is not a category of s`},
 		{"2,s0,1", "2,s0,0", `"0" is not a count ≥ 1`},
+		{"2,s0,1", "2,s0,4294967296", `"4294967296" is over 4294967295`},
 		{"2,s0,1\n2,s2,1\n", "", "group 2 has no entry"},
 	} {
 		edited := strings.Replace(anatomyGroups, tc.old, tc.new, 1)
-		_, err := ReadAnatomyGroups(csvReader(t, edited), rel)
-		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%q → %q: %v, want an error containing %s", tc.old, tc.new, err, tc.want)
+		for _, way := range []int{anatomyHeld, anatomyStreamed} {
+			in := csvReader(t, anatomyRows)
+			p, err := NewPlan(rel, in.Schema(), nil, qs, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			p.anatomyWay = way
+			passes := 0
+			err = p.ReadAnatomyGroups(groupsOpener(t, edited, &passes))
+			if err == nil {
+				err = p.ScanRelease(in, nil) // streamed: EndScan reads the labels
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("plan way %d, %q → %q: %v, want an error containing %s", way, tc.old, tc.new, err, tc.want)
+			}
 		}
 		vs, err := NewValues(rel)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := vs.ScanRelease(csvReader(t, anatomyRows), nil, ""); err != nil {
+		if err := vs.ScanRelease(csvReader(t, anatomyRows), ""); err != nil {
 			t.Fatal(err)
 		}
 		passes := 0
@@ -420,7 +446,18 @@ func TestReadAnatomyGroupsRefusesAnEditedTable(t *testing.T) {
 	}
 	diverted := *rel
 	diverted.Mechanism = release.MechanismDiverted
-	if _, err := ReadAnatomyGroups(csvReader(t, anatomyGroups), &diverted); err == nil {
+	p := &Plan{rel: &diverted}
+	passes := 0
+	if err := p.ReadAnatomyGroups(groupsOpener(t, anatomyGroups, &passes)); err == nil {
 		t.Error("a diverted release: no error")
+	}
+	// An anatomy plan scanned without its sensitive table is refused.
+	in := csvReader(t, anatomyRows)
+	p, err := NewPlan(rel, in.Schema(), nil, qs, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.ScanRelease(in, nil); err == nil || !strings.Contains(err.Error(), "ReadAnatomyGroups") {
+		t.Errorf("no sensitive table: %v", err)
 	}
 }

@@ -252,12 +252,13 @@ func (p *Plan) TruthColumns() []string {
 // ScanRelease counts, in one pass over the published table in, the rows
 // of every group's predicate by combination of published sensitive values
 // (the states' counts y of Figure 3 and Eq. 12–13; for anatomy the
-// expected counts Σ c_g(s)/n_g from st, its sensitive table, which other
-// mechanisms leave nil), and all rows by combination. It refuses a table
-// whose row count is not the metadata's N, and a queried value that no row
-// holds. Memory: one batch and the groups' counts.
-func (p *Plan) ScanRelease(in table.Reader, st *AnatomyGroups, meter *progress.Meter) error {
-	if _, err := p.ScanPart(in, st, "", meter); err != nil {
+// expected counts Σ_g m_g·c_g(s)/n_g, whose sensitive table
+// ReadAnatomyGroups must have read first), and all rows by combination.
+// It refuses a table whose row count is not the metadata's N, and a
+// queried value that no row holds. Memory: one batch and the groups'
+// counts.
+func (p *Plan) ScanRelease(in table.Reader, meter *progress.Meter) error {
+	if _, err := p.ScanPart(in, "", meter); err != nil {
 		return err
 	}
 	return p.EndScan()
@@ -272,12 +273,11 @@ func (p *Plan) ScanRelease(in table.Reader, st *AnatomyGroups, meter *progress.M
 // disjoint parts add up to exactly those of the whole, whatever the order.
 // It returns the release rows the part holds. EndScan checks the parts'
 // total once every part is added.
-func (p *Plan) ScanPart(in table.Reader, st *AnatomyGroups, countColumn string, meter *progress.Meter) (int64, error) {
+func (p *Plan) ScanPart(in table.Reader, countColumn string, meter *progress.Meter) (int64, error) {
 	rel := p.rel
-	if rel.Mechanism == release.MechanismAnatomy && st == nil {
-		return 0, fmt.Errorf("countquery: %s is an anatomy release: ScanRelease needs its sensitive table", rel.Name)
+	if rel.Mechanism == release.MechanismAnatomy && p.anat == nil {
+		return 0, fmt.Errorf("countquery: %s is an anatomy release: Plan.ReadAnatomyGroups must read its sensitive table before the scan", rel.Name)
 	}
-	p.st = st
 	cells, err := p.bind(in, rel, false, func(s *slot) bool { return rel.Mechanism == release.MechanismAnatomy && s.sens >= 0 })
 	if err != nil {
 		return 0, err
@@ -293,6 +293,9 @@ func (p *Plan) ScanPart(in table.Reader, st *AnatomyGroups, countColumn string, 
 			return 0, fmt.Errorf("%s is a count table without a %q column; tabulate the release again with estimate --tabulate", in.Name(), countColumn)
 		}
 		countCol = idx[0]
+	}
+	if p.anat != nil {
+		p.anat.alloc(rel.Groups)
 	}
 	cls := make([][]int32, len(p.slots))
 	var weight []int64
@@ -326,7 +329,7 @@ func (p *Plan) ScanPart(in table.Reader, st *AnatomyGroups, countColumn string, 
 			})
 		}
 		if groupCol >= 0 {
-			if err := p.addAnatomyRows(rec.Column(groupCol), in.Name(), first, cls, weight[:min(len(weight), n)], countCol >= 0, st, rel); err != nil {
+			if err := p.addAnatomyRows(rec.Column(groupCol), in.Name(), first, cls, weight[:min(len(weight), n)], countCol >= 0); err != nil {
 				return err
 			}
 		}
@@ -380,50 +383,8 @@ func (p *Plan) EndScan() error {
 			return err
 		}
 	}
-	if p.st != nil {
-		for _, g := range p.groups {
-			g.anatomySums(p.st)
-		}
-	}
-	return nil
-}
-
-// addAnatomyRows adds the rows of one batch of an anatomy release (or of
-// its count table, each row weighing w[row], when counted): a row of group
-// g satisfying P holds value s with probability c_g(s)/n_g. The group's
-// sums are kept as integers, Σ c_g(s) over the P rows by group size n_g
-// (anatSum), so that the parts of a release add up exactly.
-func (p *Plan) addAnatomyRows(a arrow.Array, file string, first int64, cls [][]int32, w []int64, counted bool, st *AnatomyGroups, rel *Release) error {
-	vals := table.ValuesOf(a)
-	sl := -1
-	for i, s := range p.slots {
-		if s.sens == 0 {
-			sl = i
-		}
-	}
-	nSizes := len(st.sizes)
-	for row := range a.Len() {
-		gid, err := rel.groupID(vals, row, file, first)
-		if err != nil {
-			return err
-		}
-		n := int64(1)
-		if counted {
-			n = w[row]
-		}
-		p.each(cls, row, func(g *group) {
-			g.nP += n
-			if len(g.sens) == 0 {
-				return
-			}
-			if g.anatSum == nil {
-				g.anatSum = make([]int64, g.size*nSizes)
-			}
-			base := int(st.sizeOf[gid]) * g.size
-			for e := st.start[gid]; e < st.start[gid+1]; e++ {
-				g.anatSum[base+int(g.local[0][p.slots[sl].classOfIndex[st.value[e]]+1])] += st.count[e] * n
-			}
-		})
+	if p.anat != nil {
+		return p.endAnatomy()
 	}
 	return nil
 }
@@ -462,21 +423,6 @@ func (rel *Release) checkRows(rows int64) error {
 		return fmt.Errorf("%s has %d rows but its metadata says N = %d; the release was edited: publish the original table again with anonymize", rel.Name, rows, rel.Rows)
 	}
 	return nil
-}
-
-// anatomySums sets the group's estimates Σ_g m_g·c_g(s)/n_g from its
-// integer sums, adding the terms of each group size in increasing order
-// of size: the same float whatever the order in which rows were read.
-func (g *group) anatomySums(st *AnatomyGroups) {
-	if g.anatSum == nil {
-		return
-	}
-	g.anat = make([]float64, g.size)
-	for k, n := range st.sizes {
-		for t := range g.size {
-			g.anat[t] += float64(g.anatSum[k*g.size+t]) / float64(n)
-		}
-	}
 }
 
 // ScanTruth counts, in one pass over in, the original table the release
@@ -564,61 +510,6 @@ func classify(cells []*cellReader, rec arrow.RecordBatch, first int64, cls [][]i
 	return nil
 }
 
-// AnatomyGroups is Anatomy's sensitive table, by group, as Xiao and Tao's
-// estimator Σ_g m_g·c_g(s)/n_g reads it (the paper's baseline, §9.4): the
-// entries of group g are start[g] ≤ e < start[g+1], each a value index and
-// its count c_g(s) in the group.
-type AnatomyGroups struct {
-	start []int32
-	value []uint32
-	count []int64 // c_g(s)
-	// sizes are the distinct group sizes n_g in increasing order, and
-	// sizeOf[g] is the index of n_g among them.
-	sizes  []int64
-	sizeOf []int32
-}
-
-// ReadAnatomyGroups reads the rows of Anatomy's sensitive table (columns
-// group id, the sensitive column, count) of release rel, whose metadata
-// the caller has checked (release.AnatomyGroups, the same release id). It
-// refuses an unknown group id or label, a count below 1 and a group
-// without entries.
-func ReadAnatomyGroups(in table.Reader, rel *Release) (*AnatomyGroups, error) {
-	if err := rel.checkAnatomy(); err != nil {
-		return nil, err
-	}
-	type entry struct {
-		group, value uint32
-		count        int64
-	}
-	var entries []entry
-	per := make([]int64, rel.Groups) // n_g
-	err := eachAnatomyEntry(in, rel, true, func(gid int64, val int, cnt int64) {
-		entries = append(entries, entry{uint32(gid), uint32(val), cnt})
-		per[gid] += cnt
-	})
-	if err != nil {
-		return nil, err
-	}
-	st := &AnatomyGroups{start: make([]int32, rel.Groups+1), value: make([]uint32, len(entries)), count: make([]int64, len(entries))}
-	if st.sizes, st.sizeOf, err = groupSizes(per, in.Name()); err != nil {
-		return nil, err
-	}
-	for _, e := range entries {
-		st.start[e.group+1]++
-	}
-	for g := range rel.Groups {
-		st.start[g+1] += st.start[g]
-	}
-	next := append([]int32(nil), st.start[:rel.Groups]...)
-	for _, e := range entries {
-		st.value[next[e.group]] = e.value
-		st.count[next[e.group]] = e.count
-		next[e.group]++
-	}
-	return st, nil
-}
-
 // checkAnatomy refuses a Release that is not a well-formed anatomy one.
 func (rel *Release) checkAnatomy() error {
 	if err := rel.check(); err != nil {
@@ -643,7 +534,7 @@ func AnatomyGroupsColumns(rel *Release, labels bool) []string {
 // eachAnatomyEntry calls f with each row of Anatomy's sensitive table in:
 // its group id, the codebook index of its value (when labels; else -1,
 // and the column is not read) and its count c_g(s), refusing an unknown
-// group id or label and a count below 1.
+// group id or label and a count outside 1 … 2^32 − 1.
 func eachAnatomyEntry(in table.Reader, rel *Release, labels bool, f func(gid int64, val int, cnt int64)) error {
 	cols := AnatomyGroupsColumns(rel, labels)
 	idx := make([]int, len(cols))
@@ -685,8 +576,11 @@ func eachAnatomyEntry(in table.Reader, rel *Release, labels bool, f func(gid int
 				}
 			}
 			cnt, ok := c.Int(i)
-			if !ok || cnt < 1 {
+			switch {
+			case !ok || cnt < 1:
 				return edited("count", fmt.Sprintf("%s is not a count ≥ 1", table.QuoteCell(c.String(i))))
+			case cnt > math.MaxUint32: // Plan holds counts as uint32
+				return edited("count", fmt.Sprintf("%s is over %d, more rows than a group of a release holds", table.QuoteCell(c.String(i)), uint32(math.MaxUint32)))
 			}
 			f(gid, val, cnt)
 		}

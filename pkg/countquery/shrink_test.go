@@ -305,7 +305,7 @@ func TestPlanShrinkIsShrinkPredicateOnTheRows(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := p.ScanRelease(in, nil, nil); err != nil {
+		if err := p.ScanRelease(in, nil); err != nil {
 			t.Fatal(err)
 		}
 		return p

@@ -29,7 +29,6 @@ import (
 type Values struct {
 	rel  *Release
 	plan *Plan // one slot per sensitive column, each codebook index its own class
-	st   *AnatomyGroups
 	// counts[k][s] are the rows publishing value s of sensitive column k
 	// (A′, global); groupRows[g] is m_g (anatomy).
 	counts    [][]int64
@@ -54,17 +53,15 @@ func NewValues(rel *Release) (*Values, error) {
 }
 
 // ScanRelease counts, in one pass over the published table in, the rows
-// publishing each value (for anatomy, the rows of each group m_g; st is
-// its sensitive table, or nil for other mechanisms and for an anatomy
-// release whose sensitive table ScanAnatomyGroups streams next); when countColumn is not "",
-// in is a count table (estimate --tabulate) whose rows weigh their count,
-// as in Plan.ScanPart. It refuses what Plan.ScanRelease refuses: a label
-// outside the codebook, a group id outside the release's, and a number of
-// rows other than N.
-func (v *Values) ScanRelease(in table.Reader, st *AnatomyGroups, countColumn string) error {
+// publishing each value (for anatomy, the rows of each group m_g, whose
+// sensitive table ScanAnatomyGroups streams next); when countColumn is
+// not "", in is a count table (estimate --tabulate) whose rows weigh
+// their count, as in Plan.ScanPart. It refuses what Plan.ScanRelease
+// refuses: a label outside the codebook, a group id outside the
+// release's, and a number of rows other than N.
+func (v *Values) ScanRelease(in table.Reader, countColumn string) error {
 	rel := v.rel
 	anatomy := rel.Mechanism == release.MechanismAnatomy
-	v.st = st
 	cells, err := v.plan.bind(in, rel, false, func(*slot) bool { return anatomy })
 	if err != nil {
 		return err
@@ -182,13 +179,10 @@ func (v *Values) Estimates(k int) ([]float64, error) {
 	V := rel.Columns[k].K()
 	switch rel.Mechanism {
 	case release.MechanismAnatomy:
-		switch {
-		case v.anat != nil:
-			return v.anat, nil
-		case v.st == nil:
-			return nil, fmt.Errorf("countquery: %s is an anatomy release: its estimates need its sensitive table (ScanRelease's or ScanAnatomyGroups)", rel.Name)
+		if v.anat == nil {
+			return nil, fmt.Errorf("countquery: %s is an anatomy release: its estimates need its sensitive table (ScanAnatomyGroups)", rel.Name)
 		}
-		return v.st.valueEstimates(v.groupRows, V), nil
+		return v.anat, nil
 	case release.MechanismGlobal:
 		keep, err := rel.keep(k)
 		if err != nil {
@@ -213,16 +207,14 @@ func (v *Values) Estimates(k int) ([]float64, error) {
 // ScanAnatomyGroups holds: past it, the sizes take several passes.
 var anatomySumsMax = 1 << 22
 
-// ScanAnatomyGroups computes, after ScanRelease (given a nil sensitive
-// table), Anatomy's estimates Σ_g m_g·c_g(s)/n_g from the sensitive table
+// ScanAnatomyGroups computes, after ScanRelease, Anatomy's estimates Σ_g m_g·c_g(s)/n_g from the sensitive table
 // streamed: open opens it, reading the columns named, once per pass. A
 // first pass sums each group's counts, n_g; then, for the group sizes in
 // increasing order (as many as anatomySumsMax allows per pass), a pass sums
 // m_g·c_g(s) per size and value as integers, and each size's sums are
-// divided by n_g and added in that order: bit for bit the floats of
-// valueEstimates (and so of Plan), without holding the table's entries
-// (ReadAnatomyGroups: 28 bytes an entry while reading, over 200 MB at 4M
-// rows and 1M values). It refuses what ReadAnatomyGroups refuses.
+// divided by n_g and added in that order: bit for bit the floats of Plan's
+// queries "column=s" (anatomySums), without holding the table's entries.
+// It refuses what Plan.ReadAnatomyGroups refuses.
 func (v *Values) ScanAnatomyGroups(open func(columns []string) (table.Reader, error)) error {
 	rel := v.rel
 	if err := rel.checkAnatomy(); err != nil {
@@ -287,7 +279,7 @@ func (v *Values) ScanAnatomyGroups(open func(columns []string) (table.Reader, er
 			}
 		}
 	}
-	v.anat = est
+	v.anat, v.groupRows = est, nil // m_g are read: let them go
 	return nil
 }
 
@@ -298,28 +290,4 @@ func (v *Values) Truth(k int) []int64 {
 		return nil
 	}
 	return v.truth[k]
-}
-
-// valueEstimates is Σ_g m_g·c_g(s)/n_g for every value s < V, m[g] = m_g:
-// per group size n_g (in increasing order) the integer Σ m_g·c_g(s) over
-// the groups of that size, divided by n_g and added, the float Plan gives
-// (addAnatomyRows, anatomySums).
-func (st *AnatomyGroups) valueEstimates(m []int64, V int) []float64 {
-	est := make([]float64, V)
-	sum := make([]int64, V)
-	for k, n := range st.sizes {
-		clear(sum)
-		for g, sk := range st.sizeOf {
-			if int(sk) != k || m[g] == 0 {
-				continue
-			}
-			for e := st.start[g]; e < st.start[g+1]; e++ {
-				sum[st.value[e]] += st.count[e] * m[g]
-			}
-		}
-		for s, x := range sum {
-			est[s] += float64(x) / float64(n)
-		}
-	}
-	return est
 }

@@ -67,15 +67,13 @@ func TestValuesAreThePlansAnswers(t *testing.T) {
 			// Values skewed toward the small indexes, so counts differ.
 			value := func() int { return min(r.IntN(tc.v), r.IntN(tc.v), r.IntN(tc.v)) }
 			n := 3*tc.v + 50
-			var pub, truth strings.Builder
-			var st *AnatomyGroups
+			var pub, truth, groups strings.Builder
 			switch tc.mech {
 			case release.MechanismAnatomy:
 				rel.Sensitive, rel.Columns = rel.Sensitive[:1], rel.Columns[:1]
 				rel.GroupColumn, rel.Groups = "group", n/tc.l
 				// Groups of ℓ′ distinct values with counts 1–2 (sizes
 				// ℓ′ … 2ℓ′), and rows per group m_g not always n_g.
-				var groups strings.Builder
 				groups.WriteString("group,s,count\n")
 				for g := range rel.Groups {
 					seen := map[int]bool{}
@@ -87,9 +85,6 @@ func TestValuesAreThePlansAnswers(t *testing.T) {
 						seen[x] = true
 						fmt.Fprintf(&groups, "%d,%s,%d\n", g, labels[x], 1+r.IntN(2))
 					}
-				}
-				if st, err = ReadAnatomyGroups(csvReader(t, groups.String()), rel); err != nil {
-					t.Fatal(err)
 				}
 				pub.WriteString("a,group\n")
 				for range n {
@@ -120,7 +115,14 @@ func TestValuesAreThePlansAnswers(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := p.ScanRelease(in, st, nil); err != nil {
+			anatomy := tc.mech == release.MechanismAnatomy
+			passes := 0
+			if anatomy {
+				if err := p.ReadAnatomyGroups(groupsOpener(t, groups.String(), &passes)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := p.ScanRelease(in, nil); err != nil {
 				t.Fatal(err)
 			}
 			if err := p.ScanTruth(csvReader(t, truth.String()), nil); err != nil {
@@ -135,16 +137,26 @@ func TestValuesAreThePlansAnswers(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := vs.ScanRelease(csvReader(t, pub.String()), st, ""); err != nil {
+			if err := vs.ScanRelease(csvReader(t, pub.String()), ""); err != nil {
 				t.Fatal(err)
+			}
+			if anatomy {
+				if err := vs.ScanAnatomyGroups(groupsOpener(t, groups.String(), &passes)); err != nil {
+					t.Fatal(err)
+				}
 			}
 			// The release's count table (estimate --tabulate) gives the same.
 			counted, err := NewValues(rel)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := counted.ScanRelease(csvReader(t, tabulate(pub.String())), st, "count"); err != nil {
+			if err := counted.ScanRelease(csvReader(t, tabulate(pub.String())), "count"); err != nil {
 				t.Fatal(err)
+			}
+			if anatomy {
+				if err := counted.ScanAnatomyGroups(groupsOpener(t, groups.String(), &passes)); err != nil {
+					t.Fatal(err)
+				}
 			}
 			if err := vs.ScanTruth(csvReader(t, truth.String())); err != nil {
 				t.Fatal(err)
@@ -212,18 +224,11 @@ func TestValuesRefuseWhatThePlanRefuses(t *testing.T) {
 		{"keep 0", &global, rows(func(r [][]string) [][]string { return r }), "s was published with keep probability p = 0"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var st *AnatomyGroups
-			if tc.rel.Mechanism == release.MechanismAnatomy {
-				var err error
-				if st, err = ReadAnatomyGroups(csvReader(t, anatomyGroups), tc.rel); err != nil {
-					t.Fatal(err)
-				}
-			}
 			vs, err := NewValues(tc.rel)
 			if err != nil {
 				t.Fatal(err)
 			}
-			err = vs.ScanRelease(csvReader(t, tc.table), st, "")
+			err = vs.ScanRelease(csvReader(t, tc.table), "")
 			if err == nil {
 				_, err = vs.Estimates(0)
 			}

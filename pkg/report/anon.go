@@ -105,18 +105,21 @@ func (o *Options) anonymized(s *Section, in table.Reader, path string) error {
 	// sensitive table's is parsed.
 	delete(meta, release.KeyCodebook)
 	// Anatomy's sensitive table: its metadata checked now; the value
-	// counts stream it after the row table (Values.ScanAnatomyGroups),
-	// and only a plan of --queries holds it whole.
-	var st *countquery.AnatomyGroups
+	// counts stream it after the row table (Values.ScanAnatomyGroups), and
+	// a plan of --queries reads it in passes of its own
+	// (Plan.ReadAnatomyGroups: held or streamed, whichever is smaller).
 	groupsPath := ""
+	var openGroups func(cols []string) (table.Reader, error)
 	if a.Mechanism == release.MechanismAnatomy {
 		if groupsPath, err = o.checkAnatomyGroups(in.Name(), &a); err != nil {
 			return err
 		}
-		if plan != nil {
-			if st, err = o.anatomyGroups(groupsPath, in.Name(), &a, &rel); err != nil {
-				return err
+		openGroups = func(cols []string) (table.Reader, error) {
+			gin, err := o.openAnatomyGroups(groupsPath, in.Name(), &a, table.ReadOptions{Columns: cols, BatchSize: batchSize(&rel)})
+			if err == nil {
+				delete(gin.Meta(), release.KeyCodebook) // checked by checkAnatomyGroups
 			}
+			return gin, err
 		}
 	}
 	// A count table (estimate --tabulate) of the release: rows weigh their
@@ -125,32 +128,36 @@ func (o *Options) anonymized(s *Section, in table.Reader, path string) error {
 	if release.IsCountTable(meta) {
 		countColumn = release.CountColumn
 	}
-	if err := o.scan(path, valuesRead(in.Schema(), &rel, countColumn), func(in table.Reader) error {
-		delete(in.Meta(), release.KeyCodebook)
-		return values.ScanRelease(in, st, countColumn)
-	}); err != nil {
-		return err
-	}
-	if groupsPath != "" && st == nil {
-		err := values.ScanAnatomyGroups(func(cols []string) (table.Reader, error) {
-			gin, err := o.openAnatomyGroups(groupsPath, in.Name(), &a, table.ReadOptions{Columns: cols, BatchSize: batchSize(&rel)})
-			if err == nil {
-				delete(gin.Meta(), release.KeyCodebook) // checked by checkAnatomyGroups
+	// The plan of --queries first, in passes of its own: its tables per
+	// group (the sensitive table held, or m_g) are gone before the value
+	// counts' (m_g, then 8 bytes a value) are made.
+	if plan != nil {
+		if openGroups != nil {
+			if err := plan.ReadAnatomyGroups(openGroups); err != nil {
+				return err
 			}
-			return gin, err
+		}
+		err := o.scan(path, table.ReadOptions{}, func(in table.Reader) error {
+			delete(in.Meta(), release.KeyCodebook) // parsed above
+			_, err := plan.ScanPart(in, countColumn, nil)
+			return err
 		})
 		if err != nil {
 			return err
 		}
+		// The release closed: a streamed sensitive table is read now.
+		if err := plan.EndScan(); err != nil {
+			return err
+		}
 	}
-	if plan != nil { // a pass of their own
-		err := o.scan(path, table.ReadOptions{}, func(in table.Reader) error {
-			if _, err := plan.ScanPart(in, st, countColumn, nil); err != nil {
-				return err
-			}
-			return plan.EndScan()
-		})
-		if err != nil {
+	if err := o.scan(path, valuesRead(in.Schema(), &rel, countColumn), func(in table.Reader) error {
+		delete(in.Meta(), release.KeyCodebook)
+		return values.ScanRelease(in, countColumn)
+	}); err != nil {
+		return err
+	}
+	if openGroups != nil {
+		if err := values.ScanAnatomyGroups(openGroups); err != nil {
 			return err
 		}
 	}
@@ -398,18 +405,6 @@ func (o *Options) openAnatomyGroups(path, name string, a *release.Anonymized, op
 		return nil, fmt.Errorf("%s is not the sensitive table of %s (their release ids differ); give the --groups file anonymize wrote with it", in.Name(), name)
 	}
 	return in, nil
-}
-
-// anatomyGroups reads the sensitive table at path, checked by
-// checkAnatomyGroups, whole (a plan of --queries needs each group's).
-func (o *Options) anatomyGroups(path, name string, a *release.Anonymized, rel *countquery.Release) (*countquery.AnatomyGroups, error) {
-	in, err := o.openAnatomyGroups(path, name, a, table.ReadOptions{})
-	if err != nil {
-		return nil, err
-	}
-	defer in.Close()
-	delete(in.Meta(), release.KeyCodebook) // parsed by checkAnatomyGroups
-	return countquery.ReadAnatomyGroups(in, rel)
 }
 
 // valuesRead is how countquery.Values reads the release whose columns are

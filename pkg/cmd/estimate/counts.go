@@ -1,6 +1,8 @@
 package estimate
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -164,6 +166,30 @@ type countRelease struct {
 	// randomGroups: A′'s decoy groups were drawn at random (anonymize
 	// --grouping random), not the Anatomy way.
 	randomGroups bool
+	// codebookSum is the digest of the codebook's text in the release's
+	// metadata once the text is dropped from it (dropCodebookText), ""
+	// before.
+	codebookSum string
+}
+
+// codebookSum is the digest by which a metadata item's codebook text is
+// compared with the release's once that is dropped.
+func codebookSum(text string) string {
+	sum := sha256.Sum256([]byte(text))
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// dropCodebookText lets the codebook's text in the release's metadata
+// meta go (~10 MB at 1M labels; rel.Columns holds it parsed), keeping its
+// digest: the parts' codebooks and the sensitive table's are compared
+// with it.
+func (rel *countRelease) dropCodebookText(meta table.Meta) {
+	text, ok := meta[release.KeyCodebook]
+	if !ok || rel.codebookSum != "" {
+		return
+	}
+	rel.codebookSum = codebookSum(text)
+	delete(meta, release.KeyCodebook)
 }
 
 // readCountRelease reads and checks an anonymize release's metadata.
@@ -213,6 +239,12 @@ func readCountRelease(in table.Reader, path string) (*countRelease, error) {
 }
 
 func runCounts(o *Options, in table.Reader) error {
+	// Live: the codebook (~16 MB at 1M values, its index included), the
+	// plan's class per label (4 MB), Anatomy's sizes and counts per group
+	// (12–20 MB at 800K groups) and a batch, while a table's metadata is
+	// parsed at each opening (~30 MB): the budget of the other stages that
+	// hold a codebook.
+	cli.LowerMemoryBudget(cli.CodebookBudget)
 	co := o.countOpts()
 	rel, err := readCountRelease(in, o.Input)
 	if err != nil {
@@ -268,13 +300,13 @@ func runCounts(o *Options, in table.Reader) error {
 	if err != nil {
 		return err
 	}
-	var st *countquery.AnatomyGroups
+	rel.dropCodebookText(in.Meta())
 	if rel.Mechanism == release.MechanismAnatomy {
-		if st, err = o.readAnatomyTable(rel); err != nil {
+		if err := o.readAnatomyTable(rel, in.Meta(), plan); err != nil {
 			return err
 		}
 	}
-	if err := o.scanCountParts(in, rel, plan, st, queries, co.Queries); err != nil {
+	if err := o.scanCountParts(in, rel, plan, queries, co.Queries); err != nil {
 		return err
 	}
 	hasTruth := len(o.Truth) == 1

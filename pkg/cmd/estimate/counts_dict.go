@@ -7,6 +7,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 
+	"github.com/pramkit/pramkit/pkg/release"
 	"github.com/pramkit/pramkit/pkg/table"
 )
 
@@ -18,8 +19,10 @@ import (
 // the others are not decoded, nor, for a CSV file, built); a CSV file is
 // then opened again too. It returns nil (keep in) for standard input, a
 // reader already read, and a format or a table that gains nothing, as
-// reopenWithDictionaries does.
-func reopenQueriedAsDictionaries(o *Options, in table.Reader, cols, read []string) (table.Reader, error) {
+// reopenWithDictionaries does. sum, when not "", is the digest of the
+// codebook text that in's metadata no longer holds (dropCodebookText):
+// the new reader's is compared with it, then dropped too.
+func reopenQueriedAsDictionaries(o *Options, in table.Reader, cols, read []string, sum string) (table.Reader, error) {
 	if table.IsStdio(in.Name()) || in.Name() == "stdin" || in.RowsRead() > 0 {
 		return nil, nil
 	}
@@ -58,7 +61,12 @@ func reopenQueriedAsDictionaries(o *Options, in table.Reader, cols, read []strin
 	if err != nil {
 		return nil, err
 	}
-	if !maps.Equal(d.Meta(), in.Meta()) || d.NumRows() != in.NumRows() {
+	same := true
+	if text, ok := d.Meta()[release.KeyCodebook]; ok && sum != "" {
+		same = codebookSum(text) == sum
+		delete(d.Meta(), release.KeyCodebook)
+	}
+	if !same || !maps.Equal(d.Meta(), in.Meta()) || d.NumRows() != in.NumRows() {
 		d.Close()
 		return nil, fmt.Errorf("%s changed while estimate was reading it; run estimate again once it is complete", in.Name())
 	}

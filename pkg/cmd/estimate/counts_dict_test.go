@@ -49,7 +49,7 @@ func TestCountQueriesReadOnlyTheQueriedColumns(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		d, err := reopenQueriedAsDictionaries(o, in, []string{"s", "a"}, []string{"s", "a", "nope", "s"})
+		d, err := reopenQueriedAsDictionaries(o, in, []string{"s", "a"}, []string{"s", "a", "nope", "s"}, "")
 		if err != nil || d == nil {
 			t.Fatalf("%s: %v %v", ext, d, err)
 		}

@@ -11,35 +11,75 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 
+	"github.com/pramkit/pramkit/pkg/cli"
 	"github.com/pramkit/pramkit/pkg/countquery"
 	"github.com/pramkit/pramkit/pkg/release"
 	"github.com/pramkit/pramkit/pkg/table"
 )
 
-// readAnatomyTable reads the sensitive table of an anatomy release: from
-// --groups, else the file the metadata names next to the release.
-func (o *Options) readAnatomyTable(rel *countRelease) (*countquery.AnatomyGroups, error) {
+// readAnatomyTable gives plan the sensitive table of an anatomy release:
+// --groups, else the file the metadata names next to the release (meta:
+// the release's metadata). Each pass opens it again, reading only the
+// columns the pass needs, and refuses a table of another release (its
+// release id); the first also checks its metadata whole (release.AnatomyGroups),
+// unless its items are the release's, byte for byte (and its codebook's
+// text has the release's digest): the release's are checked already, and
+// parsing a codebook of 1M labels again took ~20 MB at the run's peak.
+// The codebook's text in a reader's metadata (~10 MB) is dropped once
+// open.
+func (o *Options) readAnatomyTable(rel *countRelease, meta table.Meta, plan *countquery.Plan) error {
 	path := o.countOpts().Groups
 	if path == "" {
 		if rel.dir == "" || rel.groupsTable == "" {
-			return nil, fmt.Errorf("%s is an anatomy release: give its sensitive table with --groups FILE", rel.Name)
+			return fmt.Errorf("%s is an anatomy release: give its sensitive table with --groups FILE", rel.Name)
 		}
 		path = filepath.Join(rel.dir, filepath.Base(rel.groupsTable))
 	}
-	in, err := o.Streams.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("%w (the sensitive table of the anatomy release %s; give it with --groups FILE)", err, rel.Name)
+	if table.IsStdio(path) {
+		return cli.Usagef("--groups -: the sensitive table of an anatomy release is read in passes; give it as a file")
 	}
-	defer in.Close()
-	meta := in.Meta()
-	if meta[release.KeyTable] != release.TableAnatomyGroups || meta[release.KeyReleaseID] != rel.releaseID {
-		return nil, fmt.Errorf("%s is not the sensitive table of %s (their release ids differ); give the --groups file anonymize wrote with it", in.Name(), rel.Name)
+	checked := false
+	return plan.ReadAnatomyGroups(func(cols []string) (table.Reader, error) {
+		opt := table.ReadOptions{Columns: cols}
+		if rel.Columns[0].K() > table.ManyLabels {
+			opt.BatchSize = table.ManyLabelsBatchRows
+		}
+		in, err := o.Streams.OpenWith(path, opt)
+		if err != nil {
+			return nil, fmt.Errorf("%w (the sensitive table of the anatomy release %s; give it with --groups FILE)", err, rel.Name)
+		}
+		gmeta := in.Meta()
+		if gmeta[release.KeyTable] != release.TableAnatomyGroups || gmeta[release.KeyReleaseID] != rel.releaseID {
+			in.Close()
+			return nil, fmt.Errorf("%s is not the sensitive table of %s (their release ids differ); give the --groups file anonymize wrote with it", in.Name(), rel.Name)
+		}
+		if !checked && !sameGroupsMeta(gmeta, meta, rel.codebookSum) {
+			var groups release.AnatomyGroups
+			if err := groups.Decode(gmeta, in.Name()); err != nil {
+				in.Close()
+				return nil, err
+			}
+		}
+		checked = true
+		delete(gmeta, release.KeyCodebook)
+		return in, nil
+	})
+}
+
+// sameGroupsMeta says the items of an anatomy sensitive table's metadata
+// gmeta that release.AnatomyGroups checks are those of its release's meta,
+// byte for byte, and its codebook's text has the release's digest sum
+// (the release's text itself is dropped: dropCodebookText).
+func sameGroupsMeta(gmeta, meta table.Meta, sum string) bool {
+	for _, key := range []string{release.KeyReleaseID, release.KeyL, release.KeyGroups, release.KeyRows, release.KeySensitive} {
+		a, okA := gmeta[key]
+		b, okB := meta[key]
+		if a != b || !okA || !okB {
+			return false
+		}
 	}
-	var groups release.AnatomyGroups
-	if err := groups.Decode(meta, in.Name()); err != nil {
-		return nil, err
-	}
-	return countquery.ReadAnatomyGroups(in, &rel.Release)
+	text, ok := gmeta[release.KeyCodebook]
+	return ok && sum != "" && codebookSum(text) == sum
 }
 
 // scanCountTruth counts, in one pass over the original table (--truth),

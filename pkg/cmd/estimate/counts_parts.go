@@ -40,8 +40,9 @@ func countInputs(names []string) string { return strings.Join(names, " + ") }
 
 // eachCountPart calls fn with the first input (in, open) and then every
 // other input, opened, after checking that it is not given twice and that
-// it is a part of in's release.
-func (o *Options) eachCountPart(in table.Reader, fn func(part table.Reader) error) error {
+// it is a part of in's release (rel, whose codebook text may be gone from
+// in's metadata: dropCodebookText).
+func (o *Options) eachCountPart(in table.Reader, rel *countRelease, fn func(part table.Reader) error) error {
 	if err := fn(in); err != nil {
 		return err
 	}
@@ -61,9 +62,18 @@ func (o *Options) eachCountPart(in table.Reader, fn func(part table.Reader) erro
 			for _, key := range release.AnonymizePartKeys {
 				a, okA := in.Meta()[key]
 				b, okB := part.Meta()[key]
+				if key == release.KeyCodebook && rel.codebookSum != "" {
+					a, okA = rel.codebookSum, true
+					if okB {
+						b = codebookSum(b)
+					}
+				}
 				if a != b || okA != okB {
 					return fmt.Errorf("%s and %s are not parts of the same release: their metadata item %q differs (%s vs %s); estimate each release on its own", in.Name(), part.Name(), key, pramShort(a, okA), pramShort(b, okB))
 				}
+			}
+			if rel.codebookSum != "" {
+				delete(part.Meta(), release.KeyCodebook) // the same as the release's
 			}
 			return fn(part)
 		}()
@@ -137,11 +147,11 @@ func checkCountTableQueries(in table.Reader, rel *countRelease, queries []countq
 // scanCountParts adds every input to the plan's counts (rows, or a count
 // table's counted rows), checks the parts' total against N and ends the
 // scan: the counts are those of one pass over all the release's rows.
-func (o *Options) scanCountParts(in table.Reader, rel *countRelease, plan *countquery.Plan, st *countquery.AnatomyGroups, queries []countquery.Query, file string) error {
+func (o *Options) scanCountParts(in table.Reader, rel *countRelease, plan *countquery.Plan, queries []countquery.Query, file string) error {
 	var names []string
 	var rows []int64
 	counted := false
-	err := o.eachCountPart(in, func(part table.Reader) error {
+	err := o.eachCountPart(in, rel, func(part table.Reader) error {
 		if err := checkCountTableQueries(part, rel, queries, file); err != nil {
 			return err
 		}
@@ -157,13 +167,13 @@ func (o *Options) scanCountParts(in table.Reader, rel *countRelease, plan *count
 		if countCol != "" {
 			read = append(read, countCol)
 		}
-		if d, err := reopenQueriedAsDictionaries(o, part, plan.Columns(), read); err != nil {
+		if d, err := reopenQueriedAsDictionaries(o, part, plan.Columns(), read, rel.codebookSum); err != nil {
 			return err
 		} else if d != nil {
 			defer d.Close()
 			r = d
 		}
-		n, err := plan.ScanPart(r, st, countCol, o.Streams.Progress("estimate: read"))
+		n, err := plan.ScanPart(r, countCol, o.Streams.Progress("estimate: read"))
 		if err != nil {
 			return err
 		}
@@ -433,9 +443,9 @@ func (o *Options) tabulateCounts(in table.Reader, rel *countRelease) error {
 	var names []string
 	var rows []int64
 	meter := o.Streams.Progress("estimate: read")
-	err := o.eachCountPart(in, func(part table.Reader) error {
+	err := o.eachCountPart(in, rel, func(part table.Reader) error {
 		r := part
-		if d, err := reopenQueriedAsDictionaries(o, part, cols, nil); err != nil {
+		if d, err := reopenQueriedAsDictionaries(o, part, cols, nil, rel.codebookSum); err != nil {
 			return err
 		} else if d != nil {
 			defer d.Close()
