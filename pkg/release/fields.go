@@ -120,7 +120,7 @@ func (f *fields) codebook(key string) *codebook.Codebook {
 	if f.err != nil {
 		return nil
 	}
-	cb, err := codebook.Parse([]byte(s))
+	cb, err := codebook.ParseString(s) // no copy of the text (10 MB at 1M labels)
 	if err != nil {
 		f.failf(key, "the codebook in the metadata is not valid (%v)", err)
 		return nil

@@ -30,7 +30,7 @@ func (o *Options) bitflip(s *Section, in table.Reader) error {
 	l := b.Layout
 	var cb *codebook.Codebook
 	if c, ok := meta[release.KeyCodebook]; ok {
-		if cb, err = codebook.Parse([]byte(c)); err != nil {
+		if cb, err = codebook.ParseString(c); err != nil {
 			return fmt.Errorf("%s: the codebook in the metadata is not valid (%v); randomize the original table again", in.Name(), err)
 		}
 		s.Facts = append(s.Facts, codebookFacts(cb)...)

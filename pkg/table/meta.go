@@ -332,7 +332,7 @@ func decodeSidecar(b []byte) (Meta, error) {
 
 func decodeSidecarFull(b []byte) (sidecar, error) {
 	var s sidecar
-	if err := json.Unmarshal(b, &s); err != nil {
+	if err := decodeSidecarJSON(b, &s); err != nil {
 		return s, err
 	}
 	if s.Pramkit != 1 {

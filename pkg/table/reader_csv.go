@@ -158,6 +158,7 @@ func bindSidecar(name string, side *sidecarInput) (*boundSidecar, error) {
 		return nil, fmt.Errorf("%s: %w", side.path, unwrapPathError(side.err))
 	}
 	s, err := decodeSidecarFull(side.data)
+	side.data = nil // decoded: its bytes (the codebook's JSON, ~11 MB at 1M labels) may go
 	if err != nil {
 		return nil, fmt.Errorf("%s: metadata sidecar is not valid: %v; delete it or rewrite the file with the stage that made it", side.path, err)
 	}

@@ -216,7 +216,7 @@ func readBitflipRelease(in table.Reader) (*bitflipRelease, error) {
 	rel := &bitflipRelease{name: name, layout: md.Layout, epsEnc: md.EpsilonEncoded}
 	var err error
 	if s, ok := meta[release.KeyCodebook]; ok {
-		if rel.cb, err = codebook.Parse([]byte(s)); err != nil {
+		if rel.cb, err = codebook.ParseString(s); err != nil {
 			return nil, fmt.Errorf("%s: the codebook in the metadata is not valid (%v); %s", name, err, damaged)
 		}
 	}
