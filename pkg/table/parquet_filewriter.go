@@ -34,11 +34,18 @@ import (
 // arrow-go's builders. The properties newParquetWriter sets need no bloom
 // filter, page index or encryption, which this writer does not write
 // (newPQFile refuses them).
+//
+// The closed row groups' metadata is held encoded (footerRowGroups), not
+// in meta: arrow-go's builder would hold ~420 bytes of Go structs a column
+// chunk until the footer.
 type pqFile struct {
-	sink      *tellSink
-	props     *parquet.WriterProperties
-	schema    *schema.Schema
+	sink   *tellSink
+	props  *parquet.WriterProperties
+	schema *schema.Schema
+	// meta is the file's metadata builder: schema and key-value metadata,
+	// and, with streamFooter off, every row group's metadata.
 	meta      *metadata.FileMetaDataBuilder
+	footer    footerRowGroups
 	rowGroups int
 	// open are the row groups appended and not closed, in order: several
 	// may be written at once (parquetWriter encodes the next while the
@@ -127,7 +134,10 @@ type pqRowGroup struct {
 	f       *pqFile
 	ordinal int16
 	meta    *metadata.RowGroupMetaDataBuilder
-	colMeta []*metadata.ColumnChunkMetaDataBuilder
+	// fileMeta, with streamFooter, is a file metadata builder of this
+	// row group only, that close encodes into f.footer.
+	fileMeta *metadata.FileMetaDataBuilder
+	colMeta  []*metadata.ColumnChunkMetaDataBuilder
 	// Each column's page writer, made by openColumn and dropped once its
 	// chunk is in the file: a page writer with its buffers is ~2 KB,
 	// 9 MB a row group at L = 4,000 bits were they all made at once.
@@ -145,11 +155,22 @@ type pqRowGroup struct {
 	written int64
 }
 
+// streamFooter turns on footerRowGroups; tests turn it off to show that
+// the file's bytes are the same either way.
+var streamFooter = true
+
 // appendRowGroup starts the next row group. Row groups are written into
 // buffers of their own, so the previous ones may still be open; they must
 // be closed in order.
 func (f *pqFile) appendRowGroup() (*pqRowGroup, error) {
-	rg := &pqRowGroup{f: f, ordinal: int16(f.rowGroups), meta: f.meta.AppendRowGroup()}
+	rg := &pqRowGroup{f: f, ordinal: int16(f.rowGroups)}
+	if streamFooter {
+		// The same schema and properties as f.meta's: the same RowGroup.
+		rg.fileMeta = metadata.NewFileMetadataBuilder(f.schema, f.props, nil)
+		rg.meta = rg.fileMeta.AppendRowGroup()
+	} else {
+		rg.meta = f.meta.AppendRowGroup()
+	}
 	f.rowGroups++
 	f.open = append(f.open, rg)
 	n := f.schema.NumColumns()
@@ -368,19 +389,27 @@ func (rg *pqRowGroup) close() error {
 	if err := rg.meta.Finish(rg.written, rg.ordinal); err != nil {
 		return err
 	}
+	if rg.fileMeta != nil {
+		if err := rg.f.footer.add(rg.fileMeta, int64(rg.rows)); err != nil {
+			return err
+		}
+		// Only the encoded bytes stay.
+		rg.fileMeta, rg.meta, rg.colMeta = nil, nil, nil
+	}
 	rg.f.open = rg.f.open[1:]
 	return nil
 }
 
 // close writes the footer (the file metadata, its length, the magic) and
-// closes the sink, even after an error. After a row group failed, the
-// file is broken: close writes no footer and says so (the writer's caller
-// discards the file).
+// closes the sink, even after an error, and removes footerRowGroups'
+// temporary file. After a row group failed, the file is broken: close
+// writes no footer and says so (the writer's caller discards the file).
 func (f *pqFile) close() error {
 	if f.closed {
 		return nil
 	}
 	f.closed = true
+	defer f.footer.release()
 	var err error
 	if len(f.open) > 0 {
 		err = fmt.Errorf("parquet writer: row group %d was not finished; no footer written", f.open[0].ordinal)
@@ -394,13 +423,22 @@ func (f *pqFile) close() error {
 }
 
 func (f *pqFile) writeFooter() error {
-	md, err := f.meta.Snapshot()
-	if err != nil {
-		return err
-	}
-	n, err := md.WriteTo(f.sink, nil)
-	if err != nil {
-		return err
+	var (
+		n   int64
+		err error
+	)
+	if streamFooter {
+		if n, err = f.footer.writeFooter(f.meta, f.sink); err != nil {
+			return err
+		}
+	} else {
+		md, err := f.meta.Snapshot()
+		if err != nil {
+			return err
+		}
+		if n, err = md.WriteTo(f.sink, nil); err != nil {
+			return err
+		}
 	}
 	var tail [8]byte
 	binary.LittleEndian.PutUint32(tail[:4], uint32(n))
