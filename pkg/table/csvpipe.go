@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -191,7 +192,11 @@ func (c *csvReader) startPipeline() *csvPipeline {
 		}(c.bind.got)
 	}
 	p.target = csvChunkTarget(c.batch)
-	go p.split(c.br, pre, p.target)
+	var src io.Reader = c.br // drained: pre holds what it had read
+	if pr := newParallelReader(c.file, workers); pr != nil {
+		src = pr
+	}
+	go p.split(src, pre, p.target)
 	sel, labels, schema := c.sel, c.labels, c.schema
 	if c.text != nil {
 		sel, labels, schema = c.text.sel, nil, c.text.schema
@@ -452,4 +457,73 @@ func (p *csvPipeline) waitHashed() {
 // stop ends the goroutines (a reader closed before the end).
 func (p *csvPipeline) stop() {
 	p.once.Do(func() { close(p.quit) })
+}
+
+// parallelReader reads a regular file from its current offset, a large
+// Read split into pieces read at once by concurrent pread(2) calls.
+//
+// Why: a CSV input is read by one goroutine (split), and the kernel's copy
+// of the file's pages into its buffers was a third of sample's CPU on a
+// 10M-row table (260 of 860 ms), all of it on that goroutine, which every
+// chunk waits on: with the copy spread over the cores the stage scales
+// with them. The buffers are the pipeline's own; nothing is copied twice.
+type parallelReader struct {
+	f      *os.File
+	pos    int64
+	pieces int
+	n      []int
+	errs   []error
+}
+
+// minReadPiece is the least bytes a concurrent piece reads: below it a
+// read is not worth a goroutine.
+const minReadPiece = 256 << 10
+
+// newParallelReader returns a parallelReader over f from its current
+// offset, or nil when f is not a regular file (a pipe, a terminal: read
+// in order) or one core would read it anyway.
+func newParallelReader(f *os.File, pieces int) *parallelReader {
+	if f == nil || pieces < 2 {
+		return nil
+	}
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		return nil
+	}
+	pos, err := f.Seek(0, io.SeekCurrent)
+	if err != nil {
+		return nil
+	}
+	return &parallelReader{f: f, pos: pos, pieces: pieces, n: make([]int, pieces), errs: make([]error, pieces)}
+}
+
+// Read fills b as far as the file goes: the bytes it returns are those of
+// the file from the offset on, in order (a piece past a short one is
+// dropped, and read again by the next Read).
+func (r *parallelReader) Read(b []byte) (int, error) {
+	k := min(r.pieces, max(1, len(b)/minReadPiece))
+	if k == 1 {
+		n, err := r.f.ReadAt(b, r.pos)
+		r.pos += int64(n)
+		return n, err
+	}
+	var wg sync.WaitGroup
+	for i := range k {
+		lo, hi := len(b)*i/k, len(b)*(i+1)/k
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r.n[i], r.errs[i] = r.f.ReadAt(b[lo:hi], r.pos+int64(lo))
+		}()
+	}
+	wg.Wait()
+	total := 0
+	for i := range k {
+		total += r.n[i]
+		if lo, hi := len(b)*i/k, len(b)*(i+1)/k; r.n[i] < hi-lo {
+			r.pos += int64(total)
+			return total, r.errs[i]
+		}
+	}
+	r.pos += int64(total)
+	return total, nil
 }

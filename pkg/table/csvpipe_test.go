@@ -681,3 +681,53 @@ func TestCodeCSVColumnsAfterOpen(t *testing.T) {
 		t.Error("CodeCSVColumns changed a reader that has started reading")
 	}
 }
+
+// TestParallelReaderReadsTheFileInOrder: a parallelReader returns the
+// file's bytes from its offset on, in order, whatever the read sizes and
+// pieces — reads that end inside a piece, in the last piece, exactly at
+// the end — then io.EOF.
+func TestParallelReaderReadsTheFileInOrder(t *testing.T) {
+	data := make([]byte, 1_300_007)
+	for i := range data {
+		data[i] = byte(i*7 + i/251)
+	}
+	p := filepath.Join(t.TempDir(), "f")
+	if err := os.WriteFile(p, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, pieces := range []int{2, 3, 4} {
+		for _, size := range []int{minReadPiece * 2, 600_000, 1 << 20, 3 << 20} {
+			f, err := os.Open(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			head := make([]byte, 100)
+			if _, err := io.ReadFull(f, head); err != nil {
+				t.Fatal(err)
+			}
+			r := newParallelReader(f, pieces)
+			var got []byte
+			buf := make([]byte, size)
+			for {
+				n, err := r.Read(buf)
+				got = append(got, buf[:n]...)
+				if err == io.EOF {
+					break
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				if n == 0 {
+					t.Fatal("a Read returned no bytes and no error")
+				}
+			}
+			f.Close()
+			if !bytes.Equal(got, data[100:]) {
+				t.Fatalf("%d pieces, reads of %d bytes: %d bytes read, not the file's %d from offset 100", pieces, size, len(got), len(data)-100)
+			}
+		}
+	}
+	if newParallelReader(nil, 2) != nil {
+		t.Error("a parallelReader over no file")
+	}
+}
