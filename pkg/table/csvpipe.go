@@ -193,7 +193,7 @@ func (c *csvReader) startPipeline() *csvPipeline {
 	}
 	p.target = csvChunkTarget(c.batch)
 	var src io.Reader = c.br // drained: pre holds what it had read
-	if pr := newParallelReader(c.file, workers); pr != nil {
+	if pr := newParallelReader(c.file, workers); pr != nil && workers > 1 {
 		src = pr
 	}
 	go p.split(src, pre, p.target)
@@ -471,8 +471,6 @@ type parallelReader struct {
 	f      *os.File
 	pos    int64
 	pieces int
-	n      []int
-	errs   []error
 }
 
 // minReadPiece is the least bytes a concurrent piece reads: below it a
@@ -480,10 +478,10 @@ type parallelReader struct {
 const minReadPiece = 256 << 10
 
 // newParallelReader returns a parallelReader over f from its current
-// offset, or nil when f is not a regular file (a pipe, a terminal: read
-// in order) or one core would read it anyway.
+// offset, in up to pieces pieces, or nil when f is not a regular file (a
+// pipe, a terminal: read in order).
 func newParallelReader(f *os.File, pieces int) *parallelReader {
-	if f == nil || pieces < 2 {
+	if f == nil {
 		return nil
 	}
 	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
@@ -493,7 +491,7 @@ func newParallelReader(f *os.File, pieces int) *parallelReader {
 	if err != nil {
 		return nil
 	}
-	return &parallelReader{f: f, pos: pos, pieces: pieces, n: make([]int, pieces), errs: make([]error, pieces)}
+	return &parallelReader{f: f, pos: pos, pieces: max(1, pieces)}
 }
 
 // Read fills b as far as the file goes: the bytes it returns are those of
@@ -506,22 +504,27 @@ func (r *parallelReader) Read(b []byte) (int, error) {
 		r.pos += int64(n)
 		return n, err
 	}
-	var wg sync.WaitGroup
-	for i := range k {
+	var (
+		wg   sync.WaitGroup
+		n    = make([]int, k)
+		errs = make([]error, k)
+	)
+	for i := 1; i < k; i++ {
 		lo, hi := len(b)*i/k, len(b)*(i+1)/k
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r.n[i], r.errs[i] = r.f.ReadAt(b[lo:hi], r.pos+int64(lo))
+			n[i], errs[i] = r.f.ReadAt(b[lo:hi], r.pos+int64(lo))
 		}()
 	}
+	n[0], errs[0] = r.f.ReadAt(b[:len(b)/k], r.pos) // this goroutine's piece
 	wg.Wait()
 	total := 0
 	for i := range k {
-		total += r.n[i]
-		if lo, hi := len(b)*i/k, len(b)*(i+1)/k; r.n[i] < hi-lo {
+		total += n[i]
+		if lo, hi := len(b)*i/k, len(b)*(i+1)/k; n[i] < hi-lo {
 			r.pos += int64(total)
-			return total, r.errs[i]
+			return total, errs[i]
 		}
 	}
 	r.pos += int64(total)

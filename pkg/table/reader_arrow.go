@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"runtime"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -25,7 +26,16 @@ type arrowStreamReader struct {
 
 func openArrowStream(name string, f *os.File, br *bufio.Reader, opt ReadOptions) (rd Reader, err error) {
 	defer recovered(name, &err)
-	r, err := ipc.NewReader(&checkedStream{r: br}, ipc.WithAllocator(decodeAllocator))
+	var src io.Reader = br
+	if pr := newParallelReader(f, runtime.GOMAXPROCS(0)); pr != nil {
+		// What br holds, then the file itself: a record batch's body is
+		// read straight into its buffer (through br it was read into br's
+		// buffer and copied: two copies of every byte, on the goroutine
+		// that every chunk of perturb and decrypt waits on), in pieces
+		// read at once (parallelReader).
+		src = io.MultiReader(io.LimitReader(br, int64(br.Buffered())), pr)
+	}
+	r, err := ipc.NewReader(&checkedStream{r: src}, ipc.WithAllocator(decodeAllocator))
 	if err != nil {
 		if f != nil {
 			f.Close()
@@ -111,7 +121,7 @@ func openArrowFile(name string, f *os.File, br *bufio.Reader, opt ReadOptions) (
 		sf.Close()
 		return nil, errorf(name, "not a readable Arrow file (%v)", err)
 	}
-	r, err := ipc.NewFileReader(sf, ipc.WithAllocator(decodeAllocator))
+	r, err := ipc.NewFileReader(parallelFile{sf}, ipc.WithAllocator(decodeAllocator))
 	if err != nil {
 		sf.Close()
 		return nil, errorf(name, "not a readable Arrow file (%v)", err)
@@ -200,4 +210,24 @@ func rebatchProjected(s *arrow.Schema, rec arrow.RecordBatch, sel []int) arrow.R
 		cols[i] = rec.Column(j)
 	}
 	return array.NewRecordBatch(s, cols, rec.NumRows())
+}
+
+// parallelFile is a file whose large ReadAt calls are cut into pieces
+// read at once (parallelReader): an Arrow file's record batch bodies.
+type parallelFile struct{ *os.File }
+
+func (f parallelFile) ReadAt(b []byte, off int64) (int, error) {
+	r := parallelReader{f: f.File, pos: off, pieces: runtime.GOMAXPROCS(0)}
+	n := 0
+	for n < len(b) {
+		m, err := r.Read(b[n:])
+		n += m
+		if err != nil {
+			return n, err
+		}
+		if m == 0 {
+			return n, io.ErrUnexpectedEOF
+		}
+	}
+	return n, nil
 }
