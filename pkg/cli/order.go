@@ -18,6 +18,10 @@ import (
 // shuffle).
 type Order struct {
 	Keep bool
+	// Budget is the shuffle's memory budget (shuffle.Options.Budget), 0
+	// for its default: a stage that holds a large codebook gives the
+	// shuffle less.
+	Budget int64
 }
 
 // AddOrderFlag registers --keep-order with help that says when it is safe.
@@ -41,7 +45,7 @@ func (o Order) Writer(w table.Writer, schema *arrow.Schema, r *rand.Rand) (table
 	if o.Keep {
 		return w, nil
 	}
-	return shuffle.NewWriter(w, schema, r, shuffle.Options{})
+	return shuffle.NewWriter(w, schema, r, shuffle.Options{Budget: o.Budget})
 }
 
 // BitsWriter is Writer for a table whose columns are all int32 0/1

@@ -93,6 +93,16 @@ func runDDPS(o *Options) error {
 	if err != nil {
 		return err
 	}
+	if su.col.K() > table.ManyLabels {
+		// The codebook (~27 MB live at 1M values: its labels, index and
+		// JSON) takes the room of the shuffle's rows: with 16 MiB of them
+		// the live heap passed 64 MiB, was given 1.5 times its size, and
+		// perturb ddps of 1M values peaked at 112–116 MB of RSS. The
+		// budget changes when rows spill, never the law of the order
+		// (package shuffle).
+		cli.LowerMemoryBudget(cli.CodebookBudget)
+		o.Order.Budget = manyLabelsShuffleBudget
+	}
 	col, plan, mech, meta := su.col, su.plan, su.mech, su.meta
 	// The reports' dictionary shares the codebook's labels (12 MB less at
 	// 1M values than one of its own); made first, so that what reads the
@@ -139,6 +149,11 @@ func runDDPS(o *Options) error {
 	}
 	return w.Commit()
 }
+
+// manyLabelsShuffleBudget is the shuffle's budget of a ddps run over more
+// than table.ManyLabels values, as anonymize's two-pass runs use
+// (anonymize's shuffleBudget).
+const manyLabelsShuffleBudget = 4 << 20
 
 // ddpsRun is what ddpsSetup builds.
 type ddpsRun struct {
