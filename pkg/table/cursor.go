@@ -74,7 +74,21 @@ func (c *Cursor) Rows() int64 { return c.rows }
 // unless the table ends first; it returns n (0 at the end, with a nil
 // error).
 func (c *Cursor) Read(dst [][]uint32) (int, error) {
-	want := len(dst[0])
+	return c.advance(len(dst[0]), func(filled, t int) error {
+		for j, ci := range c.idx {
+			if err := c.copyColumn(dst[j][filled:filled+t], c.rec.Column(ci), j); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// advance moves the cursor on by want rows, unless the table ends first,
+// batch by batch: take gets each run of t rows of the current batch from
+// c.off on, for the block's rows [filled, filled+t). It returns the rows
+// moved over.
+func (c *Cursor) advance(want int, take func(filled, t int) error) (int, error) {
 	filled := 0
 	for filled < want {
 		if c.rec == nil || c.off == int(c.rec.NumRows()) {
@@ -93,10 +107,8 @@ func (c *Cursor) Read(dst [][]uint32) (int, error) {
 			continue
 		}
 		t := min(want-filled, int(c.rec.NumRows())-c.off)
-		for j, ci := range c.idx {
-			if err := c.copyColumn(dst[j][filled:filled+t], c.rec.Column(ci), j); err != nil {
-				return filled, err
-			}
+		if err := take(filled, t); err != nil {
+			return filled, err
 		}
 		c.off += t
 		c.rows += int64(t)
@@ -119,39 +131,18 @@ func (c *Cursor) Read(dst [][]uint32) (int, error) {
 func (c *Cursor) Defer(dst [][]uint32, p *Pending) (int, error) {
 	p.Release()
 	p.cur = c
-	want := len(dst[0])
-	filled := 0
-	for filled < want {
-		if c.rec == nil || c.off == int(c.rec.NumRows()) {
-			if c.eof {
-				break
-			}
-			rec, err := c.r.Next()
-			if errors.Is(err, io.EOF) {
-				c.eof, c.rec = true, nil
-				break
-			}
-			if err != nil {
-				return filled, err
-			}
-			c.rec, c.off = rec, 0
-			continue
-		}
-		t := min(want-filled, int(c.rec.NumRows())-c.off)
+	return c.advance(len(dst[0]), func(filled, t int) error {
 		for j, ci := range c.idx {
 			if a := c.rec.Column(ci); !plainInt32(a) {
 				if err := c.copyColumn(dst[j][filled:filled+t], a, j); err != nil {
-					return filled, err
+					return err
 				}
 			}
 		}
 		c.rec.Retain()
 		p.pieces = append(p.pieces, pendingPiece{rec: c.rec, off: c.off, n: t, at: filled, rows: c.rows, file: c.r.Name()})
-		c.off += t
-		c.rows += int64(t)
-		filled += t
-	}
-	return filled, nil
+		return nil
+	})
 }
 
 // Pending is the rows of a Cursor.Defer still to be copied.

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/apache/arrow-go/v18/parquet/metadata"
 )
@@ -34,12 +33,10 @@ import (
 // row group.
 type footerRowGroups struct {
 	held    []byte // the row groups' bytes not in spill, in order
-	spill   *os.File
-	spilled int64  // the bytes in spill, the row groups before held's
-	name    string // spill's name while it is to be removed (where an open file cannot be unlinked)
-	forget  func() // TrackTemp's, with name
-	n       int    // row groups added
-	rows    int64  // their rows
+	spill   *scratchFile
+	spilled int64 // the bytes in spill, the row groups before held's
+	n       int   // row groups added
+	rows    int64 // their rows
 	scratch bytes.Buffer
 }
 
@@ -84,22 +81,11 @@ func (s *footerRowGroups) add(rg *metadata.FileMetaDataBuilder, rows int64) erro
 // flush appends held to spill, made on first use.
 func (s *footerRowGroups) flush() error {
 	if s.spill == nil {
-		f, err := os.CreateTemp("", "pramkit-parquet-*")
+		f, err := newScratchFile(footerUnlinkSpill)
 		if err != nil {
 			return fmt.Errorf("a temporary file for the metadata of %d row groups: %w (set TMPDIR to a folder with room)", s.n, err)
 		}
 		s.spill = f
-		// Unlinked at once, as wideGroup's: the file lives while it is
-		// open and goes when the process ends, however it ends. Where an
-		// open file cannot be unlinked (Windows), release removes it, or
-		// the signal handler if a signal ends the run.
-		if !footerUnlinkSpill || os.Remove(f.Name()) != nil {
-			s.name = f.Name()
-			if s.forget, err = TrackTemp(s.name); err != nil {
-				s.release()
-				return err
-			}
-		}
 		if footerSpilled != nil {
 			footerSpilled(f.Name())
 		}
@@ -115,17 +101,8 @@ func (s *footerRowGroups) flush() error {
 // release lets go of the temporary file and the bytes held; safe to call
 // twice.
 func (s *footerRowGroups) release() {
-	if s.spill != nil {
-		s.spill.Close()
-		s.spill = nil
-	}
-	if s.name != "" {
-		os.Remove(s.name)
-		if s.forget != nil {
-			s.forget()
-		}
-		s.name, s.forget = "", nil
-	}
+	s.spill.close()
+	s.spill = nil
 	s.held = nil
 	s.scratch = bytes.Buffer{}
 }

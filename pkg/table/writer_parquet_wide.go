@@ -3,7 +3,6 @@ package table
 import (
 	"context"
 	"fmt"
-	"os"
 	"runtime"
 	"slices"
 	"sync"
@@ -42,10 +41,8 @@ type wideGroup struct {
 	// is whole bytes; capRows when the group is held whole), blocks of
 	// them in spill so far, a column's bytes in spill.
 	blockRows, blocks int
-	spill             *os.File
+	spill             *scratchFile
 	stride            int64
-	spillName         string // spill's name while it is to be removed at close
-	forget            func() // TrackTemp's, with spillName
 }
 
 // wideCol is one column of a wideGroup: full, or else bits.
@@ -70,21 +67,9 @@ func newWideGroup(schema *arrow.Schema, capRows int, memos []dictMemo) (*wideGro
 		g.blockRows = max(8, wideHeldBytes/bitCols*8)
 		blocks := (capRows + g.blockRows - 1) / g.blockRows
 		g.stride = int64(blocks * g.blockRows / 8)
-		f, err := os.CreateTemp("", "pramkit-parquet-*")
-		if err != nil {
+		var err error
+		if g.spill, err = newScratchFile(true); err != nil {
 			return nil, fmt.Errorf("a temporary file for the bits of a row group (%d columns): %w (set TMPDIR to a folder with room)", bitCols, err)
-		}
-		g.spill = f
-		// Unlinked at once: the file lives while it is open, and goes
-		// when the process ends, however it ends. Where an open file
-		// cannot be unlinked (Windows), close removes it, or the signal
-		// handler if a signal ends the run.
-		if os.Remove(f.Name()) != nil {
-			g.spillName = f.Name()
-			if g.forget, err = TrackTemp(g.spillName); err != nil {
-				g.close()
-				return nil, err
-			}
 		}
 	}
 	g.reset()
@@ -110,17 +95,8 @@ func (g *wideGroup) reset() {
 
 // close lets go of the temporary file.
 func (g *wideGroup) close() {
-	if g.spill != nil {
-		g.spill.Close()
-		g.spill = nil
-	}
-	if g.spillName != "" {
-		os.Remove(g.spillName)
-		if g.forget != nil {
-			g.forget()
-		}
-		g.spillName = ""
-	}
+	g.spill.close()
+	g.spill = nil
 }
 
 // blockLeft is the number of rows that the block being gathered still

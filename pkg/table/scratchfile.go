@@ -1,0 +1,50 @@
+package table
+
+import "os"
+
+// scratchFile is a writer's private temporary file (a wide row group's
+// bits, a footer's row group metadata). It is unlinked as soon as it is
+// made: it lives while it is open and goes when the process ends, however
+// it ends. Where an open file cannot be unlinked (Windows), or when unlink
+// is false (tests), close removes it, or the signal handler (TrackTemp)
+// if a signal ends the run.
+type scratchFile struct {
+	*os.File
+	name   string // the file's name while it is to be removed by close
+	forget func() // TrackTemp's, with name
+}
+
+// newScratchFile makes a scratchFile in the temporary folder; what is the
+// file's content, for the error.
+func newScratchFile(unlink bool) (*scratchFile, error) {
+	f, err := os.CreateTemp("", "pramkit-parquet-*")
+	if err != nil {
+		return nil, err
+	}
+	s := &scratchFile{File: f}
+	if !unlink || os.Remove(f.Name()) != nil {
+		s.name = f.Name()
+		if s.forget, err = TrackTemp(s.name); err != nil {
+			s.close()
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// close closes the file and removes it if it was not unlinked; safe on
+// nil and twice.
+func (s *scratchFile) close() {
+	if s == nil || s.File == nil {
+		return
+	}
+	s.File.Close()
+	s.File = nil
+	if s.name != "" {
+		os.Remove(s.name)
+		if s.forget != nil {
+			s.forget()
+		}
+		s.name, s.forget = "", nil
+	}
+}
