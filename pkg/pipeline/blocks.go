@@ -21,6 +21,7 @@ type Blocks struct {
 	batch func(cols [][]uint32, n int) arrow.RecordBatch
 	buf   [][]uint32 // size rows of each column
 	rows  int        // rows in buf
+	views [][]uint32 // the caller's columns, for a whole batch written from them
 }
 
 // NewBlocks returns Blocks writing batches of size rows of d columns to w;
@@ -37,6 +38,18 @@ func NewBlocks(w BatchWriter, d, size int, batch func(cols [][]uint32, n int) ar
 // Write adds rows [lo, hi) of cols (one slice per column) after those
 // already given. It keeps no reference to cols.
 func (b *Blocks) Write(cols [][]uint32, lo, hi int) error {
+	if b.rows == 0 && hi-lo == b.size {
+		// A whole batch at a batch boundary: written from the caller's
+		// memory, which the writer is done with when Write returns.
+		b.views = b.views[:0]
+		for _, c := range cols {
+			b.views = append(b.views, c[lo:hi])
+		}
+		rec := b.batch(b.views, b.size)
+		err := b.w.Write(rec)
+		rec.Release()
+		return err
+	}
 	for lo < hi {
 		take := min(b.size-b.rows, hi-lo)
 		for j, c := range cols {

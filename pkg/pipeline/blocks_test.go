@@ -42,7 +42,8 @@ func (b *batches) Write(rec arrow.RecordBatch) error {
 }
 
 // TestBlocksWritesWhatARebatcherWrites: for chunks of random sizes (empty
-// ones and ones longer than a batch included) and parts [lo, hi) of them,
+// ones, whole batches and ones longer than a batch included) and parts
+// [lo, hi) of them,
 // Blocks writes the batches a Rebatcher writes from the same rows, and
 // keeps no reference to the chunks (they are overwritten after Write).
 func TestBlocksWritesWhatARebatcherWrites(t *testing.T) {
@@ -59,6 +60,11 @@ func TestBlocksWritesWhatARebatcherWrites(t *testing.T) {
 			n := r.IntN(3 * size)
 			lo := r.IntN(n + 1)
 			hi := lo + r.IntN(n-lo+1)
+			if r.IntN(3) == 0 {
+				// A whole batch, which Blocks writes from cols itself
+				// when no rows are pending.
+				n, lo, hi = size+2, 1, size+1
+			}
 			cols := [][]uint32{make([]uint32, n), make([]uint32, n)}
 			for i := range n {
 				cols[0][i], cols[1][i] = next, next*7
