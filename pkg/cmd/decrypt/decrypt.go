@@ -420,9 +420,9 @@ func decryptRows(o *Options, rel table.Reader, cols []release.Column, keys []*ke
 	opts := pipeline.Options{}.Resolve()
 	free := make(chan *decChunk, opts.InFlight)
 	for range opts.InFlight {
-		c := &decChunk{ct: table.Block(len(cols), pipeline.ChunkRows), pads: make([][][]uint32, len(keys)), pend: make([]table.Pending, 1+len(keys))}
+		c := &decChunk{ct: table.Block(len(cols), 4*pipeline.ChunkRows), pads: make([][][]uint32, len(keys)), pend: make([]table.Pending, 1+len(keys))}
 		for i, k := range keys {
-			c.pads[i] = table.Block(len(k.cols), pipeline.ChunkRows)
+			c.pads[i] = table.Block(len(k.cols), 4*pipeline.ChunkRows)
 		}
 		free <- c
 	}
