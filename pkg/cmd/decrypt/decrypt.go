@@ -93,13 +93,14 @@ one-time-pad key file must hold the part's rows.`,
 func Main() int { return cli.Run(NewCmd(cli.StdStreams(), nil), os.Args[1:], cli.StdStreams()) }
 
 // reuse opens the release and the key files: they are read through
-// table.Cursor alone, which copies each batch's codes out and keeps nothing
-// of a batch past the next Next, so a Parquet reader may hand a released
-// batch's buffers to a later one (table.ReadOptions.ReuseBuffers). Fresh
-// buffers were ~700 MB allocated and zeroed per 10M-row release and most
-// of the collector's work. Batches of a chunk's rows (pipeline.ChunkRows),
-// which decryptRows takes one at a time anyway: at 64 Ki rows the readers'
-// batches and decode buffers held ~8 MB more (issue 11).
+// table.Cursor alone, whose Defer retains a batch until the worker has
+// copied its codes out (Pending.Fill releases it) and keeps nothing of it
+// after, so a Parquet reader may hand a released batch's buffers to a
+// later one (table.ReadOptions.ReuseBuffers; the pool takes a buffer back
+// only when its last reference goes). Fresh buffers were ~700 MB
+// allocated and zeroed per 10M-row release and most of the collector's
+// work. Batches of pipeline.ChunkRows rows, four to a chunk: at 64 Ki
+// rows the readers' batches and decode buffers held ~8 MB more (issue 11).
 var reuse = table.ReadOptions{ReuseBuffers: true, BatchSize: pipeline.ChunkRows}
 
 // key is one curator's key file.
