@@ -94,13 +94,9 @@ func TestAnatomyHeldAndStreamedSumsAreEqual(t *testing.T) {
 			}
 			run := func(way int, split bool, rel *Release) result {
 				in := csvReader(t, whole)
-				p, err := NewPlan(rel, in.Schema(), nil, qs, "")
-				if err != nil {
-					t.Fatal(err)
-				}
-				p.anatomyWay = way
 				passes := 0
-				if err := p.ReadAnatomyGroups(groupsOpener(t, groups, &passes)); err != nil {
+				p, err := anatomyPlan(t, rel, in, qs, way, groups, &passes)
+				if err != nil {
 					t.Fatal(err)
 				}
 				if p.anat.streamed != (way == anatomyStreamed) && way != anatomyAuto {
@@ -186,12 +182,9 @@ func TestReadAnatomyGroupsChoosesTheSmallerWay(t *testing.T) {
 			qs = append(qs, Query{Text: q, Conds: conds})
 		}
 		in := csvReader(t, "a,b,group\n"+strings.Join(rows, "\n")+"\n")
-		p, err := NewPlan(rel, in.Schema(), nil, qs, "")
-		if err != nil {
-			t.Fatal(err)
-		}
 		passes := 0
-		if err := p.ReadAnatomyGroups(groupsOpener(t, groups, &passes)); err != nil {
+		p, err := anatomyPlan(t, rel, in, qs, anatomyAuto, groups, &passes)
+		if err != nil {
 			t.Fatal(err)
 		}
 		if got := p.anat.streamed; got != tc.streamed {

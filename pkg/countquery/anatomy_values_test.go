@@ -26,6 +26,20 @@ func groupsOpener(t *testing.T, text string, passes *int) func([]string) (table.
 	}
 }
 
+// anatomyPlan is a Plan of qs over the anatomy release rel whose rows in
+// gives (for its schema), that has read the sensitive table text the given
+// way (anatomyAuto: its own choice), counting the passes in passes; the
+// error is ReadAnatomyGroups'.
+func anatomyPlan(t *testing.T, rel *Release, in table.Reader, qs []Query, way int, text string, passes *int) (*Plan, error) {
+	t.Helper()
+	p, err := NewPlan(rel, in.Schema(), nil, qs, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.anatomyWay = way
+	return p, p.ReadAnatomyGroups(groupsOpener(t, text, passes))
+}
+
 // TestScanAnatomyGroupsIsThePlansAnswers: the estimates that
 // ScanAnatomyGroups streams from the sensitive table equal, bit for bit,
 // what a Plan of the queries "s=v" answers, its table held or streamed,
@@ -81,13 +95,9 @@ func TestScanAnatomyGroupsIsThePlansAnswers(t *testing.T) {
 			var sizes int
 			for _, way := range []int{anatomyHeld, anatomyStreamed} {
 				in := csvReader(t, rows.String())
-				p, err := NewPlan(rel, in.Schema(), nil, valueQueries(rel), "")
-				if err != nil {
-					t.Fatal(err)
-				}
-				p.anatomyWay = way
 				passes := 0
-				if err := p.ReadAnatomyGroups(groupsOpener(t, groups.String(), &passes)); err != nil {
+				p, err := anatomyPlan(t, rel, in, valueQueries(rel), way, groups.String(), &passes)
+				if err != nil {
 					t.Fatal(err)
 				}
 				sizes = len(p.anat.sizes)

@@ -362,13 +362,9 @@ func TestPlanAnatomyIsXiaoTaosEstimator(t *testing.T) {
 	}
 	for _, way := range []int{anatomyHeld, anatomyStreamed} {
 		in := csvReader(t, anatomyRows)
-		p, err := NewPlan(rel, in.Schema(), nil, qs, "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		p.anatomyWay = way
 		passes := 0
-		if err := p.ReadAnatomyGroups(groupsOpener(t, anatomyGroups, &passes)); err != nil {
+		p, err := anatomyPlan(t, rel, in, qs, way, anatomyGroups, &passes)
+		if err != nil {
 			t.Fatal(err)
 		}
 		if err := p.ScanRelease(in, nil); err != nil {
@@ -388,11 +384,7 @@ func TestPlanAnatomyIsXiaoTaosEstimator(t *testing.T) {
 		}
 		// A group id outside 0 … Groups−1 in the row table is refused.
 		in = csvReader(t, strings.Replace(anatomyRows, "x,2", "x,3", 1))
-		if p, err = NewPlan(rel, in.Schema(), nil, qs, ""); err != nil {
-			t.Fatal(err)
-		}
-		p.anatomyWay = way
-		if err := p.ReadAnatomyGroups(groupsOpener(t, anatomyGroups, &passes)); err != nil {
+		if p, err = anatomyPlan(t, rel, in, qs, way, anatomyGroups, &passes); err != nil {
 			t.Fatal(err)
 		}
 		if err := p.ScanRelease(in, nil); err == nil || !strings.Contains(err.Error(), `"3" is not a group id of this release (0 to 2)`) {
@@ -418,13 +410,8 @@ func TestReadAnatomyGroupsRefusesAnEditedTable(t *testing.T) {
 		edited := strings.Replace(anatomyGroups, tc.old, tc.new, 1)
 		for _, way := range []int{anatomyHeld, anatomyStreamed} {
 			in := csvReader(t, anatomyRows)
-			p, err := NewPlan(rel, in.Schema(), nil, qs, "")
-			if err != nil {
-				t.Fatal(err)
-			}
-			p.anatomyWay = way
 			passes := 0
-			err = p.ReadAnatomyGroups(groupsOpener(t, edited, &passes))
+			p, err := anatomyPlan(t, rel, in, qs, way, edited, &passes)
 			if err == nil {
 				err = p.ScanRelease(in, nil) // streamed: EndScan reads the labels
 			}
