@@ -24,6 +24,14 @@ type Blocks struct {
 	views [][]uint32 // the caller's columns, for a whole batch written from them
 }
 
+// BatchChunkRows is the rows of a chunk that Blocks writes from its own
+// memory: an output batch (table.DefaultBatchSize) by default, four times
+// ChunkRows in tests that change it. perturb's gamma-diagonal and decrypt
+// cut their inputs so: the copy into a batch was on the goroutine every
+// chunk waits on. A chunk of them is 4 bytes a row and a column, and pins
+// its inputs' batches until its worker copies them (table.Cursor.Defer).
+func BatchChunkRows() int { return 4 * ChunkRows }
+
 // NewBlocks returns Blocks writing batches of size rows of d columns to w;
 // batch makes a batch of the first n rows of cols, sharing their memory
 // (table.Int32Batch, table.CodesBatch).

@@ -25,8 +25,8 @@ import (
 )
 
 // ChunkRows is the most rows of one chunk in the commands that cut tables
-// into chunks for Run (encrypt; perturb's and decrypt's chunks are four of
-// them, an output batch, which Blocks writes without a copy). 16 Ki rows make a
+// into chunks for Run (encrypt; perturb's and decrypt's are BatchChunkRows,
+// four of them). 16 Ki rows make a
 // chunk's hand-off (~1 µs) negligible while the chunks in flight, with
 // the input batches they hold, stay within a few tens of MB (64 Ki-row
 // chunks took encrypt's CSV path from 89 to 181 MB peak RSS). Chunks are

@@ -99,8 +99,9 @@ func Main() int { return cli.Run(NewCmd(cli.StdStreams(), nil), os.Args[1:], cli
 // later one (table.ReadOptions.ReuseBuffers; the pool takes a buffer back
 // only when its last reference goes). Fresh buffers were ~700 MB
 // allocated and zeroed per 10M-row release and most of the collector's
-// work. Batches of pipeline.ChunkRows rows, four to a chunk: at 64 Ki
-// rows the readers' batches and decode buffers held ~8 MB more (issue 11).
+// work. Batches of pipeline.ChunkRows rows, four to a chunk
+// (pipeline.BatchChunkRows): at 64 Ki rows the readers' batches and
+// decode buffers held ~8 MB more (issue 11).
 var reuse = table.ReadOptions{ReuseBuffers: true, BatchSize: pipeline.ChunkRows}
 
 // key is one curator's key file.
@@ -421,9 +422,9 @@ func decryptRows(o *Options, rel table.Reader, cols []release.Column, keys []*ke
 	opts := pipeline.Options{}.Resolve()
 	free := make(chan *decChunk, opts.InFlight)
 	for range opts.InFlight {
-		c := &decChunk{ct: table.Block(len(cols), 4*pipeline.ChunkRows), pads: make([][][]uint32, len(keys)), pend: make([]table.Pending, 1+len(keys))}
+		c := &decChunk{ct: table.Block(len(cols), pipeline.BatchChunkRows()), pads: make([][][]uint32, len(keys)), pend: make([]table.Pending, 1+len(keys))}
 		for i, k := range keys {
-			c.pads[i] = table.Block(len(k.cols), 4*pipeline.ChunkRows)
+			c.pads[i] = table.Block(len(k.cols), pipeline.BatchChunkRows())
 		}
 		free <- c
 	}

@@ -504,20 +504,13 @@ func (o *Options) gammaPlan(ins []*gammaInput) (gammaPlan, error) {
 
 // gammaChunk is one chunk of joint rows, rows row0… of the sample.
 type gammaChunk struct {
-	block [][]uint32 // one column per joint component, gammaChunkRows long
+	block [][]uint32 // one column per joint component, pipeline.BatchChunkRows long
 	n     int
 	row0  int64
 	// pend[i] is input i's rows, still to be copied into block by the
 	// worker (table.Cursor.Defer): off the reading goroutine.
 	pend []table.Pending
 }
-
-// gammaChunkRows is the rows of perturb's chunks: an output batch's
-// (table.DefaultBatchSize) by default, so that a chunk is written from
-// its own memory (pipeline.Blocks), four times pipeline.ChunkRows in tests
-// that change it. A chunk is 4 bytes a row and a component, and pins
-// its inputs' batches: ~3 MB for the chunks in flight of two curators.
-func gammaChunkRows() int { return 4 * pipeline.ChunkRows }
 
 // perturbRows reads the inputs in lockstep, one chunk of rows at a time,
 // perturbs the chunks on all cores (pipeline.Run) with offsets keyed by
@@ -549,7 +542,7 @@ func perturbRows(o *Options, ins []*gammaInput, mech *pram.Mechanism, keyed *pra
 	opts := pipeline.Options{}.Resolve()
 	free := make(chan *gammaChunk, opts.InFlight)
 	for range opts.InFlight {
-		free <- &gammaChunk{block: table.Block(d, gammaChunkRows()), pend: make([]table.Pending, len(ins))}
+		free <- &gammaChunk{block: table.Block(d, pipeline.BatchChunkRows()), pend: make([]table.Pending, len(ins))}
 	}
 	m := part.Rows // rows this run reads from each input
 	meter := o.Streams.Progress("perturb: rows")
