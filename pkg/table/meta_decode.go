@@ -1,9 +1,9 @@
 package table
 
 import (
-	"bytes"
 	"encoding/json"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 	"unsafe"
 )
@@ -48,7 +48,7 @@ func decodeSidecarFast(b []byte, s *sidecar) bool {
 		field := -1
 		for k, name := range [...]string{"pramkit", "meta", "data"} {
 			// encoding/json matches a field name without regard to case.
-			if bytes.EqualFold([]byte(key), []byte(name)) {
+			if strings.EqualFold(key, name) {
 				field = k
 			}
 		}
@@ -186,7 +186,7 @@ func (d *jsonBytes) str() (string, bool) {
 func (d *jsonBytes) int() (int64, bool) {
 	d.next()
 	start := d.i
-	for d.i < len(d.b) && bytes.IndexByte([]byte("+-0123456789.eE"), d.b[d.i]) >= 0 {
+	for d.i < len(d.b) && strings.IndexByte("+-0123456789.eE", d.b[d.i]) >= 0 {
 		d.i++
 	}
 	n, err := strconv.ParseInt(string(d.b[start:d.i]), 10, 64)
@@ -243,17 +243,17 @@ func (d *jsonBytes) digest(s *sidecar) bool {
 		}
 		d.colon()
 		switch {
-		case bytes.EqualFold([]byte(k), []byte("bytes")) && !seen[0]:
+		case strings.EqualFold(k, "bytes") && !seen[0]:
 			seen[0] = true
 			if s.Data.Bytes, ok = d.int(); !ok {
 				return false
 			}
-		case bytes.EqualFold([]byte(k), []byte("sha256")) && !seen[1]:
+		case strings.EqualFold(k, "sha256") && !seen[1]:
 			seen[1] = true
 			if s.Data.SHA256, ok = d.str(); !ok {
 				return false
 			}
-		case bytes.EqualFold([]byte(k), []byte("bytes")), bytes.EqualFold([]byte(k), []byte("sha256")):
+		case strings.EqualFold(k, "bytes"), strings.EqualFold(k, "sha256"):
 			return false
 		default:
 			d.skip()
@@ -288,7 +288,7 @@ func (d *jsonBytes) skip() {
 			d.i++
 			continue
 		default: // a number, true, false, null
-			for d.i < len(d.b) && bytes.IndexByte([]byte(" \t\n\r,:]}"), d.b[d.i]) < 0 {
+			for d.i < len(d.b) && strings.IndexByte(" \t\n\r,:]}", d.b[d.i]) < 0 {
 				d.i++
 			}
 		}
