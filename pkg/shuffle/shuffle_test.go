@@ -420,3 +420,91 @@ func TestEmitDoesNotDependOnCores(t *testing.T) {
 		}
 	}
 }
+
+// TestSpillFilesMadeAhead covers the spill files made on a goroutine once
+// the held rows pass half the budget (prepareSpill): a table that then
+// ends in memory leaves no folder behind and is not Spilled; one that
+// spills keeps every row; an unusable folder is an error only for a table
+// that spills; and Close stops a preparation under way. (The files take
+// no draw: a seeded order is the same whenever they are made, which
+// TestSeededRunsRepeat and TestEmitDoesNotDependOnCores check.)
+func TestSpillFilesMadeAhead(t *testing.T) {
+	// About 14 bytes a row in 4 and 8 KiB chunks, and 8 bytes of
+	// position: 400 rows pass half a 16 KiB budget and stay under it;
+	// 800 spill.
+	const n, budget = 800, 16 << 10
+	base := t.TempDir()
+	s, err := New(schema, rng.NewSeeded(5), Options{Budget: budget, Dir: base})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rec := range batches(n/2, 7) {
+		if err := s.Write(rec); err != nil {
+			t.Fatal(err)
+		}
+		rec.Release()
+	}
+	if s.prep == nil || s.Spilled() {
+		t.Fatalf("held %d bytes of a %d-byte budget: spill files being made %v, spilled %v; want made ahead, not spilled", s.held, budget, s.prep != nil, s.Spilled())
+	}
+	var got int
+	if err := s.Emit(func(rec arrow.RecordBatch) error { got += int(rec.NumRows()); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if s.Spilled() || got != n/2 {
+		t.Fatalf("spilled %v, %d rows out, want in memory and %d", s.Spilled(), got, n/2)
+	}
+	if left, _ := os.ReadDir(base); len(left) != 0 {
+		t.Fatalf("a table that never spilled left %v in the temporary folder", left)
+	}
+
+	rows, spilled, _ := run(t, n, 9, Options{Budget: budget, Buckets: 4, Dir: t.TempDir()})
+	if !spilled {
+		t.Fatalf("%d rows did not spill past a %d-byte budget", n, budget)
+	}
+	ids := make([]int, len(rows))
+	for k, r := range rows {
+		ids[k] = idOf(r)
+	}
+	slices.Sort(ids)
+	for k, id := range ids {
+		if id != k {
+			t.Fatalf("spilled to files made ahead: %d rows out, sorted ids %v…, want 0..%d", len(ids), ids[:min(len(ids), 10)], n-1)
+		}
+	}
+
+	for _, rows := range []int{n / 2, n} {
+		s, err := New(schema, rng.NewSeeded(1), Options{Budget: budget, Dir: "/nonexistent/pramkit"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var werr error
+		for _, rec := range batches(rows, 7) {
+			if werr == nil {
+				werr = s.Write(rec)
+			}
+			rec.Release()
+		}
+		if spill := rows == n; spill != (werr != nil) {
+			t.Errorf("%d rows, no temporary folder: Write gave %v", rows, werr)
+		}
+		if err := s.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	}
+
+	// Close right after the preparation starts: it stops it and removes
+	// what it made.
+	base = t.TempDir()
+	s3, err := New(schema, rng.NewSeeded(1), Options{Budget: 1 << 20, Buckets: 1000, Dir: base})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s3.prepareSpill()
+	if err := s3.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if left, _ := os.ReadDir(base); len(left) != 0 {
+		t.Fatalf("Close during the preparation left %v", left)
+	}
+}
