@@ -98,6 +98,7 @@ func Run(cmd *cobra.Command, args []string, s *Streams) (code int) {
 		}
 	}()
 	AdviseHugePages()
+	ReleaseInitPages()
 	SoftMemoryLimit()
 	cmd.SetArgs(args)
 	cmd.SetIn(s.In)

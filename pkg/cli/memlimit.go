@@ -15,8 +15,9 @@ import (
 // being encoded, the shuffle's budget: 15 to 40 MiB — but Go lets the heap
 // grow to twice the live size between collections, which put the peaks at
 // 120 to 260 MB on 1M rows. Under the limit the collector runs earlier
-// when the heap nears it; the binary's pages (33–37 MB resident) come
-// on top. A stage whose live heap outgrows the limit gets headroom above
+// when the heap nears it; the binary's pages come on top (33–37 MB
+// resident at the peaks measured before ReleaseInitPages, about 10 MB
+// less since: decrypt's file-backed RSS mid-run went 26 → 18 MB). A stage whose live heap outgrows the limit gets headroom above
 // it (see limiter).
 const MemoryLimit = 64 << 20
 
@@ -51,7 +52,8 @@ func LowerMemoryLimit(limit int64) {
 // is 33–44 MB (the codebook's labels, ~10 MB, its JSON in a metadata item
 // to write, ~10 more, or an Arrow dictionary of it, and the chunks in
 // flight); under MemoryLimit and heapBudget the heap grew to 64 MiB and
-// the peak RSS was 95–105 MB, the binary's pages (33–37 MB) on top.
+// the peak RSS was 95–105 MB, the binary's pages (33–37 MB, before
+// ReleaseInitPages) on top.
 const CodebookBudget = 52 << 20
 
 // LowerMemoryBudget is LowerMemoryLimit that also lowers, to limit, the
