@@ -467,7 +467,7 @@ func (r bitflipResult) asReport() *localReport {
 	if truth {
 		cols = append(cols, localColumn{name: "true", float: true}, localColumn{name: "l2_error", float: true})
 	}
-	rep := &localReport{summary: func(bool) any { return r.json() }, columns: cols, meta: table.Meta{}}
+	rep := &localReport{summary: func() any { return r.json() }, columns: cols, meta: table.Meta{}}
 	rep.meta.SetInt(release.KeyBits, int64(rel.mech.Bits()))
 	var rows [][]any // L rows at most
 	for _, gr := range r.groups {
@@ -582,7 +582,7 @@ func (o *Options) bitflipAnonymity(rel *bitflipRelease) error {
 // bitflipAnonymityReport is the one-row table of --anonymity.
 func bitflipAnonymityReport(rel *bitflipRelease, out bitflipAnonymityOut) *localReport {
 	a := out.Anonymity
-	rep := &localReport{summary: func(bool) any { return out }, meta: table.Meta{}}
+	rep := &localReport{summary: func() any { return out }, meta: table.Meta{}}
 	rep.meta.SetInt(release.KeyBits, int64(out.L))
 	rep.columns = []localColumn{{name: "method"}, {name: "records", float: true}, {name: "L", float: true}}
 	row := []any{a.Method, float64(out.Records), float64(out.L)}

@@ -255,29 +255,39 @@ type ddpsTrueCount struct {
 	Count int64  `json:"count"`
 }
 
-func (r ddpsResult) json(lists bool) ddpsJSON {
+// json is the --json summary with its lists null: lists gives them.
+func (r ddpsResult) json() ddpsJSON {
 	rel, est := r.rel, r.est
 	out := ddpsJSON{
 		Mechanism: release.MechanismDDPS, PiS: rel.mech.PiS(), Epsilon: rel.mech.Epsilon(),
 		Participants: est.Participants.Count, ParticipantsSD: est.Participants.SD,
 		Reports: est.N, Column: rel.column, Estimator: r.estimator,
 	}
-	for o := 1; lists && o <= rel.mech.Values(); o++ {
-		c := est.Count(o)
-		out.Counts = append(out.Counts, ddpsCountJSON{Value: rel.label(o), Estimate: c.Count, SD: c.SD})
-	}
 	if rel.nonParticipant != "" {
 		c := est.Count(0)
 		out.NonParticipant = &ddpsNonPartJSON{Value: rel.nonParticipant, Estimate: c.Count, SD: c.SD}
 	}
 	if r.truth != nil {
-		t := &ddpsTruthJSON{Participants: r.trueParticipants(), L2Error: r.l2()}
-		for o := 1; lists && o <= rel.mech.Values(); o++ {
-			t.Counts = append(t.Counts, ddpsTrueCount{Value: rel.label(o), Count: r.truth[o]})
-		}
-		out.Truth = t
+		out.Truth = &ddpsTruthJSON{Participants: r.trueParticipants(), L2Error: r.l2()}
 	}
 	return out
+}
+
+// lists are the summary's per-value lists: counts (value 1 … V), and the
+// truth's counts.
+func (r ddpsResult) lists() []jsonList {
+	rel, est := r.rel, r.est
+	v := rel.mech.Values()
+	l := []jsonList{{key: "counts", n: v, elem: func(i int) any {
+		c := est.Count(i + 1)
+		return ddpsCountJSON{Value: rel.label(i + 1), Estimate: c.Count, SD: c.SD}
+	}}}
+	if r.truth != nil {
+		l = append(l, jsonList{key: "counts", n: v, elem: func(i int) any {
+			return ddpsTrueCount{Value: rel.label(i + 1), Count: r.truth[i+1]}
+		}})
+	}
+	return l
 }
 
 // trueParticipants is the number of owners holding one of the V values.
@@ -307,7 +317,7 @@ func (r ddpsResult) asReport() *localReport {
 	if r.truth != nil {
 		cols = append(cols, localColumn{name: "true", float: true}, localColumn{name: "error", float: true})
 	}
-	rep := &localReport{summary: func(lists bool) any { return r.json(lists) }, columns: cols}
+	rep := &localReport{summary: func() any { return r.json() }, lists: r.lists(), columns: cols}
 	row := func(label string, o int) []any {
 		c := est.Count(o)
 		row := []any{label, c.Count, c.SD}
