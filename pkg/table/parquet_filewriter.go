@@ -42,9 +42,10 @@ type pqFile struct {
 	sink   *tellSink
 	props  *parquet.WriterProperties
 	schema *schema.Schema
-	// meta is the file's metadata builder: schema and key-value metadata,
-	// and, with streamFooter off, every row group's metadata.
+	// meta is the file's metadata builder: schema, and with streamFooter
+	// off the key-value metadata and every row group's metadata.
 	meta      *metadata.FileMetaDataBuilder
+	kv        metadata.KeyValueMetadata // with streamFooter, the items meta does not hold
 	footer    footerRowGroups
 	rowGroups int
 	// open are the row groups appended and not closed, in order: several
@@ -87,7 +88,15 @@ func newPQFile(sch *arrow.Schema, s sink, props *parquet.WriterProperties) (*pqF
 		}
 	}
 	f := &pqFile{sink: &tellSink{s: s}, props: props, schema: pqschema}
-	f.meta = metadata.NewFileMetadataBuilder(pqschema, props, fileKeyValues(sch, props))
+	if kv := fileKeyValues(sch, props); streamFooter {
+		// The key-value items are written into the footer from their
+		// strings (footerRowGroups.writeFooter), not through arrow-go's
+		// serializer, whose growing buffer held a 21 MB codebook item
+		// three times over.
+		f.meta, f.kv = metadata.NewFileMetadataBuilder(pqschema, props, nil), kv
+	} else {
+		f.meta = metadata.NewFileMetadataBuilder(pqschema, props, kv)
+	}
 	if _, err := f.sink.Write(parquetMagic); err != nil {
 		return nil, err
 	}
@@ -428,7 +437,7 @@ func (f *pqFile) writeFooter() error {
 		err error
 	)
 	if streamFooter {
-		if n, err = f.footer.writeFooter(f.meta, f.sink); err != nil {
+		if n, err = f.footer.writeFooter(f.meta, f.kv, f.sink); err != nil {
 			return err
 		}
 	} else {

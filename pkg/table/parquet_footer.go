@@ -108,17 +108,21 @@ func (s *footerRowGroups) release() {
 }
 
 // writeFooter writes the file's FileMetaData to w: meta, the file's
-// metadata builder with no row group (schema, key-value metadata,
+// metadata builder with no row group and no key-value metadata (schema,
 // created_by, column orders), serialized as arrow-go serializes it, with
-// field 3 (num_rows) the rows added and field 4 (row_groups) the row
-// groups added — the bytes arrow-go writes for the builder holding those
-// row groups. It returns the bytes written.
-func (s *footerRowGroups) writeFooter(meta *metadata.FileMetaDataBuilder, w io.Writer) (int64, error) {
+// field 3 (num_rows) the rows added, field 4 (row_groups) the row groups
+// added and field 5 (key_value_metadata) kv — the bytes arrow-go writes
+// for the builder holding those row groups and items. It returns the
+// bytes written.
+func (s *footerRowGroups) writeFooter(meta *metadata.FileMetaDataBuilder, kv metadata.KeyValueMetadata, w io.Writer) (int64, error) {
 	md, err := meta.Snapshot()
 	if err != nil {
 		return 0, err
 	}
-	sp := &footerSplice{rg: s, w: w}
+	if md.KeyValueMetadata().Len() != 0 {
+		return 0, errors.New("parquet writer: the footer's builder holds key-value items: they are written from kv")
+	}
+	sp := &footerSplice{rg: s, kv: kv, w: w}
 	if _, err := md.WriteTo(sp, nil); err != nil {
 		return sp.n, err
 	}
@@ -134,8 +138,10 @@ func (s *footerRowGroups) writeFooter(meta *metadata.FileMetaDataBuilder, w io.W
 // the footer to w.
 type footerSplice struct {
 	rg      *footerRowGroups
+	kv      metadata.KeyValueMetadata
 	w       io.Writer
 	pending []byte // what was given, when it came in several Writes
+	piece   []byte // binaryField's copy of a string, a piece at a time
 	done    bool
 	n       int64
 }
@@ -200,7 +206,68 @@ func (sp *footerSplice) splice(meta []byte) error {
 	if err := sp.write(rg.held); err != nil {
 		return err
 	}
-	return sp.write(meta[list[1]:])
+	rest := meta[list[1]:]
+	if len(sp.kv) > 0 {
+		if err := sp.keyValues(); err != nil {
+			return err
+		}
+		// The next field's header gives its id as a delta from the last
+		// one's, 4 without the items and 5 now; a long header (delta 0)
+		// gives the id itself, and a stop none.
+		if h := rest[0]; h>>4 > 1 {
+			if err := sp.write([]byte{(h>>4-1)<<4 | h&0x0F}); err != nil {
+				return err
+			}
+			rest = rest[1:]
+		} else if h>>4 == 1 {
+			return fmt.Errorf("parquet writer: the footer's metadata already has field %d after row_groups", 5)
+		}
+	}
+	return sp.write(rest)
+}
+
+// keyValues writes field 5, key_value_metadata: a list of KeyValue
+// structs (field 1 key, field 2 value when set, both binary), with their
+// strings written from where they are.
+func (sp *footerSplice) keyValues() error {
+	var tmp [2 + binary.MaxVarintLen64]byte
+	if err := sp.write(appendListHeader(append(tmp[:0], (5-4)<<4|thriftList), thriftStruct, len(sp.kv))); err != nil {
+		return err
+	}
+	for _, item := range sp.kv {
+		if err := sp.binaryField(1<<4, item.Key); err != nil {
+			return err
+		}
+		if item.Value != nil {
+			if err := sp.binaryField(1<<4, *item.Value); err != nil {
+				return err
+			}
+		}
+		if err := sp.write([]byte{thriftStop}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// binaryField writes a binary field, its header's delta given, of s: in
+// pieces of at most 64 KiB, so that a long string is not copied whole.
+func (sp *footerSplice) binaryField(delta byte, s string) error {
+	var tmp [1 + binary.MaxVarintLen64]byte
+	if err := sp.write(binary.AppendUvarint(append(tmp[:0], delta|thriftBinary), uint64(len(s)))); err != nil {
+		return err
+	}
+	if sp.piece == nil && len(s) > 0 {
+		sp.piece = make([]byte, 64<<10)
+	}
+	for len(s) > 0 {
+		k := copy(sp.piece, s)
+		if err := sp.write(sp.piece[:k]); err != nil {
+			return err
+		}
+		s = s[k:]
+	}
+	return nil
 }
 
 func (sp *footerSplice) write(p []byte) error {

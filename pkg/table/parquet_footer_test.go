@@ -62,7 +62,8 @@ func sliceRows(rec arrow.RecordBatch, step int) []arrow.RecordBatch {
 // it held in arrow-go's FileMetaDataBuilder, byte for byte: 1, 7 and 200
 // columns (int32, strings, dictionary labels, nulls), no rows, one row
 // group, 14 and 15 row groups (the short and long list headers), many,
-// a key-value item of 10 MB; the row groups held in memory or, past a
+// a key-value item of 10 MB, 15 items (a long list header) and an empty
+// value; the row groups held in memory or, past a
 // bound of 1 byte, every one in the temporary file.
 func TestStreamedFooterIsArrowGosFooter(t *testing.T) {
 	big := Meta{"codebook": strings.Repeat("0123456789", 1<<20)}
@@ -77,6 +78,7 @@ func TestStreamedFooterIsArrowGosFooter(t *testing.T) {
 		{"1 column, 15 row groups", 1, 150, 10, nil},
 		{"7 columns, 1 row", 7, 1, 10, nil},
 		{"7 columns, 302 row groups", 7, 3017, 10, Meta{"k": "v"}},
+		{"7 columns, 15 items, one empty", 7, 30, 10, Meta{"a": "", "b": "1", "c": "2", "d": "3", "e": "4", "f": "5", "g": "6", "h": "7", "i": "8", "j": "9", "k": "10", "l": "11", "m": "12", "n": "13"}},
 		{"7 columns, 10 MB of metadata", 7, 3017, 1000, big},
 		{"200 columns, 1 row group", 200, 500, 1000, nil},
 		{"200 columns, 40 row groups", 200, 4000, 100, nil},
