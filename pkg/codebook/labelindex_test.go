@@ -309,9 +309,11 @@ func TestFileFormWritesCategoriesAsSpec(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, want := string(col.appendCategorical(nil)), string(appendSpec(nil, col.Spec()))
-		if got != want {
-			t.Errorf("%v:\n got %s\nwant %s", s, got, want)
+		for _, f := range []form{fileForm, compactForm} {
+			got, want := string(col.appendCategorical(nil, f)), string(appendSpec(nil, col.Spec(), f))
+			if got != want {
+				t.Errorf("%v, compact %v:\n got %s\nwant %s", s, f, got, want)
+			}
 		}
 	}
 }

@@ -21,7 +21,7 @@ import (
 // output gives back an equal codebook, and writing that again gives the same
 // bytes.
 func (cb *Codebook) Write(w io.Writer) error {
-	if _, err := w.Write(append(cb.appendFile(nil), '\n')); err != nil {
+	if _, err := w.Write(append(cb.appendFile(nil, fileForm), '\n')); err != nil {
 		return fmt.Errorf("codebook.Write: %w", err)
 	}
 	return nil
@@ -31,7 +31,17 @@ func (cb *Codebook) Write(w io.Writer) error {
 // newline), so that a codebook can be embedded in other JSON documents such
 // as a CSV file's sidecar.
 func (cb *Codebook) MarshalJSON() ([]byte, error) {
-	return cb.appendFile(nil), nil
+	return cb.appendFile(nil, fileForm), nil
+}
+
+// AppendCompactJSON appends what json.Marshal writes for the codebook:
+// MarshalJSON's bytes compacted (json.Compact) with '<', '>', '&',
+// U+2028 and U+2029 escaped (json.HTMLEscape) — the form of a release's
+// metadata item (table.Meta.SetJSON), written in one buffer of about its
+// size, where compacting MarshalJSON's output held both (42 MB at 2M
+// labels).
+func (cb *Codebook) AppendCompactJSON(b []byte) []byte {
+	return cb.appendFile(b, compactForm)
 }
 
 // UnmarshalJSON parses data as strictly as Parse does.
@@ -44,40 +54,77 @@ func (cb *Codebook) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
-// appendFile appends the file form. b first grows to the form's size
-// (escapes aside), and a categorical column's labels are written from the
-// column itself, not from a Spec's copy of them: a codebook of 1M labels
-// had cost a 16 MB []string and 23 MB of append's doubling to write its
-// 10 MB (anonymize encodes its release metadata with it between passes).
-func (cb *Codebook) appendFile(b []byte) []byte {
+// form is how appendFile writes: the file form, for people (a column a
+// line, ", " and ": ", only what JSON requires escaped), or the compact
+// form json.Marshal writes (no spaces, HTML characters escaped).
+type form bool
+
+const (
+	fileForm    form = false
+	compactForm form = true
+)
+
+// sep is ", " in the file form, "," in the compact one; colon likewise
+// ": " and ":".
+func (f form) sep() string {
+	if f == compactForm {
+		return ","
+	}
+	return ", "
+}
+
+func (f form) colon() string {
+	if f == compactForm {
+		return ":"
+	}
+	return ": "
+}
+
+// appendFile appends the file form, or the compact form. b first grows to
+// the form's size (escapes aside), and a categorical column's labels are
+// written from the column itself, not from a Spec's copy of them: a
+// codebook of 1M labels had cost a 16 MB []string and 23 MB of append's
+// doubling to write its 10 MB (anonymize encodes its release metadata
+// with it between passes).
+func (cb *Codebook) appendFile(b []byte, f form) []byte {
 	n := 16
 	for i := range cb.Columns {
 		c := &cb.Columns[i]
-		n += 64 + len(c.name) + len(c.labels.text) + 4*c.K() + 24*len(c.cuts)
+		n += 64 + len(c.name) + len(c.labels.text) + 24*len(c.cuts)
+		if f == compactForm {
+			n += 3 * c.K()
+		} else {
+			n += 4 * c.K()
+		}
 	}
 	b = slices.Grow(b, n)
-	b = append(b, `{"columns": [`...)
+	b = append(b, `{"columns"`+f.colon()+`[`...)
 	for i := range cb.Columns {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = append(b, "\n  "...)
+		if f == fileForm {
+			b = append(b, "\n  "...)
+		}
 		c := &cb.Columns[i]
 		if c.cuts == nil {
-			b = c.appendCategorical(b)
+			b = c.appendCategorical(b, f)
 			continue
 		}
-		b = appendSpec(b, c.Spec())
+		b = appendSpec(b, c.Spec(), f)
 	}
-	return append(b, "\n]}"...)
+	if f == fileForm {
+		b = append(b, '\n')
+	}
+	return append(b, "]}"...)
 }
 
-// appendCategorical appends a categorical column as appendSpec(b, c.Spec())
+// appendCategorical appends a categorical column as appendSpec(b, c.Spec(), f)
 // does.
-func (c *Column) appendCategorical(b []byte) []byte {
-	b = append(b, `{"name": `...)
-	b = appendString(b, c.name)
-	b = append(b, `, "categories": [`...)
+func (c *Column) appendCategorical(b []byte, f form) []byte {
+	b = append(b, `{"name"`+f.colon()...)
+	b = appendJSONString(b, c.name, f)
+	b = append(b, f.sep()+`"categories"`+f.colon()+`[`...)
 	k := c.K()
 	tok, hasMissing := c.MissingToken()
 	if hasMissing && c.missing == k-1 {
@@ -85,42 +132,39 @@ func (c *Column) appendCategorical(b []byte) []byte {
 	}
 	for i := range k {
 		if i > 0 {
-			b = append(b, ", "...)
+			b = append(b, f.sep()...)
 		}
-		b = appendString(b, c.labels.at(i))
+		b = appendJSONString(b, c.labels.at(i), f)
 	}
 	b = append(b, ']')
 	if hasMissing {
-		b = append(b, `, "missing": `...)
-		b = appendString(b, tok)
+		b = append(b, f.sep()+`"missing"`+f.colon()...)
+		b = appendJSONString(b, tok, f)
 	}
 	return append(b, '}')
 }
 
-func appendSpec(b []byte, s Spec) []byte {
-	b = append(b, `{"name": `...)
-	b = appendString(b, s.Name)
+func appendSpec(b []byte, s Spec, f form) []byte {
+	b = append(b, `{"name"`+f.colon()...)
+	b = appendJSONString(b, s.Name, f)
+	str := func(b []byte, x string) []byte { return appendJSONString(b, x, f) }
 	if s.Categories != nil {
-		b = append(b, `, "categories": `...)
-		b = appendStrings(b, s.Categories, ", ")
+		b = append(b, f.sep()+`"categories"`+f.colon()...)
+		b = appendArray(b, s.Categories, f.sep(), str)
 	}
 	if s.Cuts != nil {
-		b = append(b, `, "cuts": `...)
-		b = appendNumbers(b, s.Cuts, ", ")
+		b = append(b, f.sep()+`"cuts"`+f.colon()...)
+		b = appendNumbers(b, s.Cuts, f.sep())
 	}
 	if s.Labels != nil {
-		b = append(b, `, "labels": `...)
-		b = appendStrings(b, s.Labels, ", ")
+		b = append(b, f.sep()+`"labels"`+f.colon()...)
+		b = appendArray(b, s.Labels, f.sep(), str)
 	}
 	if s.Missing != "" {
-		b = append(b, `, "missing": `...)
-		b = appendString(b, s.Missing)
+		b = append(b, f.sep()+`"missing"`+f.colon()...)
+		b = appendJSONString(b, s.Missing, f)
 	}
 	return append(b, '}')
-}
-
-func appendStrings(b []byte, ss []string, sep string) []byte {
-	return appendArray(b, ss, sep, appendString)
 }
 
 func appendNumbers(b []byte, xs []float64, sep string) []byte {
@@ -143,18 +187,28 @@ func appendArray[T any](b []byte, xs []T, sep string, item func([]byte, T) []byt
 // string. Only '"', '\\' and control characters are escaped — unlike
 // encoding/json, which also escapes '<', '>' and '&' and would write the
 // Adult label "<=50K" as "\u003c=50K" in a file meant for people.
-func appendString(b []byte, s string) []byte {
+func appendString(b []byte, s string) []byte { return appendJSONString(b, s, fileForm) }
+
+// appendJSONString is appendString, which in the compact form also
+// escapes '<', '>', '&', U+2028 and U+2029 as json.HTMLEscape does.
+func appendJSONString(b []byte, s string, f form) []byte {
 	const hexDigits = "0123456789abcdef"
 	b = append(b, '"')
 	for i := 0; i < len(s); {
 		c := s[i]
 		if c >= utf8.RuneSelf {
-			_, size := utf8.DecodeRuneInString(s[i:])
-			b = append(b, s[i:i+size]...)
+			r, size := utf8.DecodeRuneInString(s[i:])
+			if f == compactForm && (r == '\u2028' || r == '\u2029') {
+				b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
+			} else {
+				b = append(b, s[i:i+size]...)
+			}
 			i += size
 			continue
 		}
 		switch {
+		case f == compactForm && (c == '<' || c == '>' || c == '&'):
+			b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
 		case c == '"' || c == '\\':
 			b = append(b, '\\', c)
 		case c == '\n':

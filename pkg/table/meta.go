@@ -57,12 +57,27 @@ func (m Meta) SetJSON(key string, v any) error {
 	return nil
 }
 
+// compactMarshaler is a json.Marshaler that writes json.Marshal's bytes
+// for itself (compact, HTML characters escaped) in a buffer of its own
+// size: codebook.Codebook, whose compacted MarshalJSON held two copies of
+// a release's codebook (42 MB at 2M labels).
+type compactMarshaler interface {
+	AppendCompactJSON(b []byte) []byte
+}
+
 // marshalerJSON is json.Marshal(j) as a string, with one copy of j's
 // output instead of json.Marshal's three (its buffer, grown by doubling,
 // its result, then the string): a release's embedded codebook of 1M
 // labels is 10 MB. json.Marshal compacts a Marshaler's output and escapes
 // '<', '>', '&', U+2028 and U+2029 in it (escapeHTML); so does this.
 func marshalerJSON(j json.Marshaler) (string, error) {
+	if c, ok := j.(compactMarshaler); ok {
+		b := c.AppendCompactJSON(nil)
+		if len(b) == 0 {
+			return "", nil
+		}
+		return unsafe.String(&b[0], len(b)), nil
+	}
 	src, err := j.MarshalJSON()
 	if err != nil {
 		return "", err
