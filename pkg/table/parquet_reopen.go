@@ -19,7 +19,7 @@ func ParquetReopen(r Reader, opt ReadOptions) (Reader, error) {
 	if !ok || p.ahead != nil || p.rows > 0 {
 		return nil, nil
 	}
-	q, err := parquetFrom(p.name, p.f, p.pf, opt)
+	q, err := parquetFrom(p.name, p.f, p.pf, nil, opt)
 	if err != nil {
 		return nil, err
 	}

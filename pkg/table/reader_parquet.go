@@ -85,14 +85,26 @@ func openParquet(name string, f *os.File, br *bufio.Reader, opt ReadOptions) (rd
 			sf.Close()
 		}
 	}()
-	pf, err := file.NewParquetReader(sf, file.WithReadProps(parquet.NewReaderProperties(decodeAllocator)))
+	st, err := sf.Stat()
+	if err != nil {
+		return nil, errorf(name, "cannot read (%v)", err)
+	}
+	opts := []file.ReadOption{file.WithReadProps(parquet.NewReaderProperties(decodeAllocator))}
+	md, ours, plain, err := readParquetFooter(sf, st.Size())
+	if err != nil {
+		return nil, errorf(name, "not a readable Parquet file (%v); check that it was copied whole", err)
+	}
+	if plain {
+		opts = append(opts, file.WithMetadata(md))
+	}
+	pf, err := file.NewParquetReader(sf, opts...)
 	if err != nil {
 		return nil, errorf(name, "not a readable Parquet file (%v); check that it was copied whole", err)
 	}
 	if err := checkStoredArrowSchema(pf); err != nil {
 		return nil, errorf(name, "cannot read the Parquet schema (%v)", err)
 	}
-	p, err := parquetFrom(name, sf, pf, opt)
+	p, err := parquetFrom(name, sf, pf, ours, opt)
 	if err != nil {
 		return nil, err
 	}
@@ -118,8 +130,9 @@ func forgetFooterMeta(pf *file.Reader) {
 }
 
 // parquetFrom reads the Parquet file sf, whose footer pf has parsed and
-// checked, with opt's columns, row groups and batches.
-func parquetFrom(name string, sf *os.File, pf *file.Reader, opt ReadOptions) (p *parquetReader, err error) {
+// checked, with opt's columns, row groups and batches; its Meta is ours,
+// or if nil the pramkit items of pf's footer or stored Arrow schema.
+func parquetFrom(name string, sf *os.File, pf *file.Reader, ours Meta, opt ReadOptions) (p *parquetReader, err error) {
 	defer recovered(name, &err)
 	props := pqarrow.ArrowReadProperties{BatchSize: int64(opt.BatchSize)}
 	for _, c := range opt.DictColumns {
@@ -180,6 +193,9 @@ func parquetFrom(name string, sf *os.File, pf *file.Reader, opt ReadOptions) (p 
 	if err != nil {
 		return nil, errorf(name, "cannot read the Parquet data (%v)", err)
 	}
+	if ours == nil {
+		ours = metaOfParquet(pf.MetaData().KeyValueMetadata(), schema)
+	}
 	return &parquetReader{
 		name:   name,
 		f:      sf,
@@ -189,7 +205,7 @@ func parquetFrom(name string, sf *os.File, pf *file.Reader, opt ReadOptions) (p 
 		mem:    mem,
 		colSch: colSch,
 		schema: withMeta(projectSchema(schema, sel), nil),
-		meta:   metaOfParquet(pf.MetaData().KeyValueMetadata(), schema),
+		meta:   ours,
 		total:  total,
 		leaves: leaves,
 		groups: groups,

@@ -1,0 +1,127 @@
+package table
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/parquet/metadata"
+)
+
+// TestFooterWithoutPramkitItemsIsArrowGosFooter: readParquetFooter's
+// FileMetaData is the one arrow-go parses from the whole footer with the
+// pramkit items left out of its key-value metadata (the other tools'
+// items and ARROW:schema kept, in order), and the items it returns are the
+// pramkit ones, large (past metaCloneBytes) and small, and an empty one —
+// for a file with no pramkit item, one with only pramkit items besides
+// ARROW:schema, and one with another tool's item among them; a file opened
+// through it reads back its rows and its Meta.
+func TestFooterWithoutPramkitItemsIsArrowGosFooter(t *testing.T) {
+	big := strings.Repeat("0123456789", 100_000) // 1 MB: stored schema keeps fields only
+	for _, tc := range []struct {
+		name  string
+		meta  Meta
+		other map[string]string // schema metadata of another tool
+	}{
+		{"no items", nil, nil},
+		{"small items", Meta{"stage": "perturb", "empty": ""}, nil},
+		{"a large item and another tool's", Meta{"codebook": big, "stage": "sample"}, map[string]string{"pandas": "{}"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := footerTestBatch(3, 500)
+			defer rec.Release()
+			sch := rec.Schema()
+			if tc.other != nil {
+				md := arrow.MetadataFrom(tc.other)
+				sch = arrow.NewSchema(sch.Fields(), &md)
+			}
+			data := ownParquet(t, sch, tc.meta, 200, []arrow.RecordBatch{rec}).Bytes()
+			path := filepath.Join(t.TempDir(), "t.parquet")
+			if err := os.WriteFile(path, data, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			f, err := os.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			md, ours, plain, err := readParquetFooter(f, int64(len(data)))
+			if err != nil || !plain {
+				t.Fatalf("plain %v, %v", plain, err)
+			}
+
+			n := int(uint32(data[len(data)-8]) | uint32(data[len(data)-7])<<8 | uint32(data[len(data)-6])<<16 | uint32(data[len(data)-5])<<24)
+			want, err := metadata.NewFileMetaData(data[len(data)-8-n:len(data)-8], nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantOurs := Meta{}
+			kept := metadata.KeyValueMetadata{}
+			for _, e := range want.KeyValueMetadata() {
+				if k, ok := metaKey(e.GetKey()); ok && e.Value != nil {
+					wantOurs[k] = *e.Value
+					continue
+				}
+				kept = append(kept, e)
+			}
+			want.FileMetaData.KeyValueMetadata = kept
+			if !reflect.DeepEqual(md.FileMetaData, want.FileMetaData) {
+				t.Errorf("footer without the pramkit items:\n%+v\nwant\n%+v", md.FileMetaData, want.FileMetaData)
+			}
+			if len(wantOurs) == 0 {
+				wantOurs = nil
+			}
+			if !reflect.DeepEqual(ours, wantOurs) {
+				t.Errorf("items %d, want %d: %v", len(ours), len(wantOurs), ours)
+			}
+			if tc.other != nil && kept.FindValue("pandas") == nil {
+				t.Error("another tool's item was taken out")
+			}
+
+			r, err := Open(path, ReadOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			if got := r.Meta(); !reflect.DeepEqual(got, cloneOrEmpty(tc.meta)) {
+				t.Errorf("Meta has %d items, want %d", len(got), len(tc.meta))
+			}
+			rows := 0
+			for {
+				b, err := r.Next()
+				if err != nil {
+					break
+				}
+				rows += int(b.NumRows())
+			}
+			if rows != 500 {
+				t.Errorf("read %d rows, want 500", rows)
+			}
+		})
+	}
+}
+
+func cloneOrEmpty(m Meta) Meta {
+	if m == nil {
+		return Meta{}
+	}
+	return m.Clone()
+}
+
+// TestFooterTakeRefusesBrokenMetadata: a footer cut short, or with bytes
+// after its end, is an error, not a guess.
+func TestFooterTakeRefusesBrokenMetadata(t *testing.T) {
+	rec := footerTestBatch(2, 10)
+	defer rec.Release()
+	data := ownParquet(t, rec.Schema(), Meta{"stage": "x"}, 100, []arrow.RecordBatch{rec}).Bytes()
+	n := int(uint32(data[len(data)-8]) | uint32(data[len(data)-7])<<8 | uint32(data[len(data)-6])<<16 | uint32(data[len(data)-5])<<24)
+	footer := data[len(data)-8-n : len(data)-8]
+	for _, b := range [][]byte{footer[:len(footer)/2], footer[:len(footer)-1], append(append([]byte{}, footer...), 0)} {
+		if _, _, err := takePramkitItems(b); err == nil {
+			t.Errorf("%d of %d footer bytes: no error", len(b), len(footer))
+		}
+	}
+}
