@@ -1,8 +1,6 @@
 package estimate
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -172,13 +170,6 @@ type countRelease struct {
 	codebookSum string
 }
 
-// codebookSum is the digest by which a metadata item's codebook text is
-// compared with the release's once that is dropped.
-func codebookSum(text string) string {
-	sum := sha256.Sum256([]byte(text))
-	return "sha256:" + hex.EncodeToString(sum[:])
-}
-
 // dropCodebookText lets the codebook's text in the release's metadata
 // meta go (~10 MB at 1M labels; rel.Columns holds it parsed), keeping its
 // digest: the parts' codebooks and the sensitive table's are compared
@@ -188,7 +179,7 @@ func (rel *countRelease) dropCodebookText(meta table.Meta) {
 	if !ok || rel.codebookSum != "" {
 		return
 	}
-	rel.codebookSum = codebookSum(text)
+	rel.codebookSum = codebookSumOf(text)
 	delete(meta, release.KeyCodebook)
 }
 

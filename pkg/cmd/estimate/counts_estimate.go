@@ -79,7 +79,7 @@ func sameGroupsMeta(gmeta, meta table.Meta, sum string) bool {
 		}
 	}
 	text, ok := gmeta[release.KeyCodebook]
-	return ok && sum != "" && codebookSum(text) == sum
+	return ok && sum != "" && codebookSumOf(text) == sum
 }
 
 // scanCountTruth counts, in one pass over the original table (--truth),

@@ -57,9 +57,10 @@ func (rel *pramRelease) partItem(key string) (string, bool) {
 	return v, ok
 }
 
-// codebookSumOf is the codebook item's text as partItem compares it.
-// It hashes the text a piece at a time: sha256.Sum256([]byte(text)) copied
-// it whole, 10 MB at 1M labels.
+// codebookSumOf is the digest by which a metadata item's codebook text is
+// compared with a release's once that is dropped (partItem, an anonymized
+// release's parts and sensitive table). It hashes the text a piece at a
+// time: sha256.Sum256([]byte(text)) copied it whole, 20 MB at 2M labels.
 func codebookSumOf(text string) string {
 	h := sha256.New()
 	var buf [32 << 10]byte
