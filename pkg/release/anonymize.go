@@ -253,6 +253,18 @@ func (g AnatomyGroups) Encode(meta table.Meta) error {
 // release id, ℓ′ ≥ 2, groups ≥ 1, N ≥ groups·ℓ′, one sensitive column in
 // the metadata's codebook.
 func (g *AnatomyGroups) Decode(meta table.Meta, file string) error {
+	return g.DecodeFor(meta, file, nil, "")
+}
+
+// DecodeFor is Decode for the sensitive table of a release whose codebook
+// is cb, parsed from a text of digest sum (CodebookDigest): a table whose
+// codebook item has that digest gets cb, not a second parse of the same
+// text (22 MB at 2M labels, while the release's is held). With cb nil it
+// is Decode.
+func (g *AnatomyGroups) DecodeFor(meta table.Meta, file string, cb *codebook.Codebook, sum string) error {
+	if cb != nil && (sum == "" || CodebookDigest(meta[KeyCodebook]) != sum) {
+		cb = nil
+	}
 	f := newFields(meta, file, anonymizeFix)
 	*g = AnatomyGroups{}
 	if t := f.str(KeyTable); f.err == nil && t != TableAnatomyGroups {
@@ -261,7 +273,9 @@ func (g *AnatomyGroups) Decode(meta table.Meta, file string) error {
 	g.ReleaseID = f.nonEmpty(KeyReleaseID)
 	l, groups, rows := f.int(KeyL), f.int(KeyGroups), f.int(KeyRows)
 	f.json(KeySensitive, &g.Sensitive)
-	cb := f.codebook(KeyCodebook)
+	if cb == nil {
+		cb = f.codebook(KeyCodebook)
+	}
 	g.InsecureSeed = meta[KeyInsecureSeed] == "true"
 	if f.err != nil {
 		return f.err

@@ -130,3 +130,44 @@ func TestAnonymizedWithoutGroupingIsAnatomy(t *testing.T) {
 		t.Fatalf("a global release records a grouping: %v", m)
 	}
 }
+
+// TestAnatomyGroupsDecodeForReusesTheReleasesCodebook: DecodeFor takes the
+// release's parsed codebook when the table's codebook item has the
+// release's digest, parses the item otherwise (another text, no digest),
+// and checks the rest as Decode does.
+func TestAnatomyGroupsDecodeForReusesTheReleasesCodebook(t *testing.T) {
+	a, _ := anatomyHonest(t)
+	meta := table.Meta{}
+	if err := a.GroupsTableMeta(false).Encode(meta); err != nil {
+		t.Fatal(err)
+	}
+	var parsed AnatomyGroups
+	if err := parsed.Decode(meta, "g.csv"); err != nil {
+		t.Fatal(err)
+	}
+	mine := parsed.Codebook
+	sum := CodebookDigest(meta[KeyCodebook])
+	for _, tc := range []struct {
+		name  string
+		sum   string
+		reuse bool
+	}{
+		{"same text", sum, true},
+		{"another text", CodebookDigest(meta[KeyCodebook] + " "), false},
+		{"no digest", "", false},
+	} {
+		var g AnatomyGroups
+		if err := g.DecodeFor(meta, "g.csv", mine, tc.sum); err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if (g.Codebook == mine) != tc.reuse {
+			t.Errorf("%s: the release's codebook taken = %v, want %v", tc.name, g.Codebook == mine, tc.reuse)
+		}
+	}
+	bad := meta.Clone()
+	bad[KeyL] = "1"
+	var g AnatomyGroups
+	if err := g.DecodeFor(bad, "g.csv", mine, sum); err == nil {
+		t.Error("ℓ′ = 1 with the release's codebook: no error")
+	}
+}

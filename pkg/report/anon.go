@@ -103,6 +103,10 @@ func (o *Options) anonymized(s *Section, in table.Reader, path string) error {
 	// The codebook's text in the metadata (10 MB at 1M labels) is parsed:
 	// let it go (the reader's Meta is its only holder) before the
 	// sensitive table's is parsed.
+	sum := ""
+	if a.Mechanism == release.MechanismAnatomy {
+		sum = release.CodebookDigest(meta[release.KeyCodebook])
+	}
 	delete(meta, release.KeyCodebook)
 	// Anatomy's sensitive table: its metadata checked now; the value
 	// counts stream it after the row table (Values.ScanAnatomyGroups), and
@@ -111,7 +115,7 @@ func (o *Options) anonymized(s *Section, in table.Reader, path string) error {
 	groupsPath := ""
 	var openGroups func(cols []string) (table.Reader, error)
 	if a.Mechanism == release.MechanismAnatomy {
-		if groupsPath, err = o.checkAnatomyGroups(in.Name(), &a); err != nil {
+		if groupsPath, err = o.checkAnatomyGroups(in.Name(), &a, sum); err != nil {
 			return err
 		}
 		openGroups = func(cols []string) (table.Reader, error) {
@@ -372,7 +376,7 @@ func (o *Options) anonymized(s *Section, in table.Reader, path string) error {
 // checkAnatomyGroups finds an anatomy release's sensitive table (--groups,
 // else the file its metadata names, next to the release name) and checks
 // its metadata: the release's, and well formed.
-func (o *Options) checkAnatomyGroups(name string, a *release.Anonymized) (string, error) {
+func (o *Options) checkAnatomyGroups(name string, a *release.Anonymized, sum string) (string, error) {
 	path := o.Groups
 	if path == "" {
 		if a.GroupsTable == "" {
@@ -386,7 +390,8 @@ func (o *Options) checkAnatomyGroups(name string, a *release.Anonymized) (string
 	}
 	defer in.Close()
 	var groups release.AnatomyGroups
-	if err := groups.Decode(in.Meta(), in.Name()); err != nil {
+	// The release's codebook, when the table's item is the same text.
+	if err := groups.DecodeFor(in.Meta(), in.Name(), a.Codebook, sum); err != nil {
 		return "", err
 	}
 	return path, nil

@@ -179,7 +179,7 @@ func (rel *countRelease) dropCodebookText(meta table.Meta) {
 	if !ok || rel.codebookSum != "" {
 		return
 	}
-	rel.codebookSum = codebookSumOf(text)
+	rel.codebookSum = release.CodebookDigest(text)
 	delete(meta, release.KeyCodebook)
 }
 

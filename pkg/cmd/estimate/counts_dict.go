@@ -63,7 +63,7 @@ func reopenQueriedAsDictionaries(o *Options, in table.Reader, cols, read []strin
 	}
 	same := true
 	if text, ok := d.Meta()[release.KeyCodebook]; ok && sum != "" {
-		same = codebookSumOf(text) == sum
+		same = release.CodebookDigest(text) == sum
 		delete(d.Meta(), release.KeyCodebook)
 	}
 	if !same || !maps.Equal(d.Meta(), in.Meta()) || d.NumRows() != in.NumRows() {

@@ -79,7 +79,7 @@ func sameGroupsMeta(gmeta, meta table.Meta, sum string) bool {
 		}
 	}
 	text, ok := gmeta[release.KeyCodebook]
-	return ok && sum != "" && codebookSumOf(text) == sum
+	return ok && sum != "" && release.CodebookDigest(text) == sum
 }
 
 // scanCountTruth counts, in one pass over the original table (--truth),

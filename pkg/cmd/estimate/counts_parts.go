@@ -65,7 +65,7 @@ func (o *Options) eachCountPart(in table.Reader, rel *countRelease, fn func(part
 				if key == release.KeyCodebook && rel.codebookSum != "" {
 					a, okA = rel.codebookSum, true
 					if okB {
-						b = codebookSumOf(b)
+						b = release.CodebookDigest(b)
 					}
 				}
 				if a != b || okA != okB {

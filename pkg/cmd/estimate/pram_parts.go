@@ -177,7 +177,7 @@ func (o *Options) countPRAMPart(rel *pramRelease, path string, t *pramTally) (in
 		a, okA := rel.partItem(key)
 		b, okB := in.Meta()[key]
 		if key == release.KeyCodebook && okB {
-			b = codebookSumOf(b)
+			b = release.CodebookDigest(b)
 		}
 		if a != b || okA != okB {
 			return 0, in.Name(), nil, fmt.Errorf("%s and %s are not parts of the same release: their metadata item %q differs (%s vs %s); estimate each release on its own", rel.name, in.Name(), key, pramShort(a, okA), pramShort(b, okB))

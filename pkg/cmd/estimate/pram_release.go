@@ -1,8 +1,6 @@
 package estimate
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"math"
@@ -38,7 +36,7 @@ type pramRelease struct {
 	// of (its ledger included), when more than releases.
 	sampleReleases int
 	// codebookItem is the SHA-256 of the metadata's codebook text
-	// (codebookSumOf; "" if it has none), which meta then drops unless a
+	// (release.CodebookDigest; "" if it has none), which meta then drops unless a
 	// count table will carry it (--tabulate): a codebook of 1M labels is
 	// 10 MB of JSON besides its parsed labels (issue 11: peak RSS ≤ 100
 	// MB whatever the cardinality), and parts of the release only need to
@@ -55,21 +53,6 @@ func (rel *pramRelease) partItem(key string) (string, bool) {
 	}
 	v, ok := rel.meta[key]
 	return v, ok
-}
-
-// codebookSumOf is the digest by which a metadata item's codebook text is
-// compared with a release's once that is dropped (partItem, an anonymized
-// release's parts and sensitive table). It hashes the text a piece at a
-// time: sha256.Sum256([]byte(text)) copied it whole, 20 MB at 2M labels.
-func codebookSumOf(text string) string {
-	h := sha256.New()
-	var buf [32 << 10]byte
-	for len(text) > 0 {
-		n := copy(buf[:], text)
-		h.Write(buf[:n])
-		text = text[n:]
-	}
-	return "sha256:" + hex.EncodeToString(h.Sum(nil))
 }
 
 // label is the codebook label of value x of column j. The codebook's own
@@ -190,7 +173,7 @@ func (o *Options) openPRAMRelease(in table.Reader) (*pramRelease, error) {
 		return nil, err
 	}
 	if metaCB {
-		rel.codebookItem = codebookSumOf(meta[release.KeyCodebook])
+		rel.codebookItem = release.CodebookDigest(meta[release.KeyCodebook])
 		if !o.Tabulate {
 			delete(meta, release.KeyCodebook) // (the reader's Meta is its only holder)
 		}
