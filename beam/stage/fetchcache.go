@@ -267,3 +267,31 @@ func PurgeFetched() {
 	defer c.mu.Unlock()
 	c.evictLocked(-1)
 }
+
+// PrivateTempDir points TMPDIR at a new folder inside the current
+// temporary folder, for the rest of the process, and returns a function
+// that removes the folder and puts TMPDIR back. Prism's in-process
+// (loopback) workers create an empty file "beamloopbackworker-*" in the
+// temporary folder for every pipeline and never remove it (a TODO in the
+// SDK's runnerlib.Execute, apache/beam#27569): a cron job running
+// pramkit-beam left one a run, and the test suite some 30 a run. The
+// driver's own temporary copies of remote files go there too.
+func PrivateTempDir() (restore func(), err error) {
+	dir, err := os.MkdirTemp("", "pramkit-beam-run-")
+	if err != nil {
+		return nil, err
+	}
+	old, had := os.LookupEnv("TMPDIR")
+	if err := os.Setenv("TMPDIR", dir); err != nil {
+		os.Remove(dir)
+		return nil, err
+	}
+	return func() {
+		os.RemoveAll(dir)
+		if had {
+			os.Setenv("TMPDIR", old)
+		} else {
+			os.Unsetenv("TMPDIR")
+		}
+	}, nil
+}

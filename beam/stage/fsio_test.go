@@ -267,3 +267,32 @@ func TestSampleAndAnonymizeRefuseARemoteOutput(t *testing.T) {
 		}
 	}
 }
+
+// TestPrivateTempDirIsRemovedWithWhatIsInIt: PrivateTempDir points TMPDIR
+// at a new folder inside the current one; restoring removes it with the
+// files left in it (Prism's loopback files) and puts TMPDIR back.
+func TestPrivateTempDirIsRemovedWithWhatIsInIt(t *testing.T) {
+	outer := os.TempDir()
+	restore, err := PrivateTempDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := os.TempDir()
+	if filepath.Dir(dir) != filepath.Clean(outer) {
+		restore()
+		t.Fatalf("TMPDIR %s, want a folder in %s", dir, outer)
+	}
+	f, err := os.CreateTemp("", "beamloopbackworker-*")
+	if err != nil {
+		restore()
+		t.Fatal(err)
+	}
+	f.Close()
+	restore()
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("%s is still there (%v)", dir, err)
+	}
+	if got := os.TempDir(); got != outer {
+		t.Errorf("TMPDIR %s after restore, want %s", got, outer)
+	}
+}

@@ -91,7 +91,11 @@ func run() int {
 		slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError + 1})))
 	}
 	// The driver's copies of remote inputs (and, on Prism, the in-process
-	// workers') go with it.
+	// workers') go with it, and the temporary folder of its own with what
+	// Prism leaves there.
+	if restore, err := stage.PrivateTempDir(); err == nil {
+		defer restore()
+	}
 	defer stage.PurgeFetched()
 	c := stage.Config{Input: *input, Output: *output, Runner: *runner, Args: flag.Args(), Streams: cli.StdStreams(), ShardRows: *shards}
 	var err error
