@@ -88,8 +88,10 @@ func releasableMappings(maps []byte, exe string, static bool) []mapping {
 type mapping struct{ addr, len uintptr }
 
 // staticExecutable reports whether the ELF file at path is an executable
-// of fixed addresses (ET_EXEC) that no dynamic loader relocates: no
-// PT_INTERP, no PT_DYNAMIC.
+// of fixed addresses (ET_EXEC) that nothing relocates: no PT_INTERP, no
+// PT_DYNAMIC, and no PT_GNU_RELRO (a static C runtime applies its own
+// relocations to such a segment at start-up, then makes it read-only:
+// a static cgo build has one; Go's own linker, for make build, has none).
 func staticExecutable(path string) bool {
 	f, err := elf.Open(path)
 	if err != nil {
@@ -100,7 +102,7 @@ func staticExecutable(path string) bool {
 		return false
 	}
 	for _, p := range f.Progs {
-		if p.Type == elf.PT_INTERP || p.Type == elf.PT_DYNAMIC {
+		if p.Type == elf.PT_INTERP || p.Type == elf.PT_DYNAMIC || p.Type == elf.PT_GNU_RELRO {
 			return false
 		}
 	}

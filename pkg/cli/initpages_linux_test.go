@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -112,4 +113,33 @@ func exeCodeRSS() (int, error) {
 		}
 	}
 	return total, sc.Err()
+}
+
+// TestStaticExecutableTellsBuilds: a CGO_ENABLED=0 build (as make build
+// links the tools) is one whose read-only data ReleaseInitPages may drop;
+// a position-independent one (-buildmode=pie) is not.
+func TestStaticExecutableTellsBuilds(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join(dir, "main.go")
+	if err := os.WriteFile(src, []byte("package main\n\nfunc main() {}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name   string
+		flags  []string
+		static bool
+	}{
+		{"exe", nil, true},
+		{"pie", []string{"-buildmode=pie"}, false},
+	} {
+		bin := filepath.Join(dir, tc.name)
+		c := exec.Command("go", append(append([]string{"build"}, tc.flags...), "-o", bin, src)...)
+		c.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=")
+		if out, err := c.CombinedOutput(); err != nil {
+			t.Skipf("cannot build here: %v\n%s", err, out)
+		}
+		if got := staticExecutable(bin); got != tc.static {
+			t.Errorf("%s build: static %v, want %v", tc.name, got, tc.static)
+		}
+	}
 }
