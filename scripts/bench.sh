@@ -44,6 +44,12 @@ else
   trap 'rm -rf "$RUN"' EXIT
 fi
 echo "# timed outputs in $RUN ($(df -PT "$RUN" | awk 'NR == 2 {print $2}'))"
+# Memory taken by other files on tmpfs slows the stages that touch fresh
+# memory (the shuffle's): 15 GB left in /dev/shm made bitflip's and
+# global's 2-core runs 15-25 % slower on a 24 GB machine.
+if command -v free >/dev/null; then
+  echo "# $(free -m | awk '/^Mem:/ {print $7}') MB of memory available, $(free -m | awk '/^Mem:/ {print $5}') MB on tmpfs"
+fi
 go build -o "$OUT/benchtool" ./internal/cmd/benchtool
 # Every measured line also goes to $log, which the final summary reads.
 log="$OUT/bench-results.txt"
