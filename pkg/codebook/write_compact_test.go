@@ -41,3 +41,22 @@ func TestCompactJSONIsJSONMarshal(t *testing.T) {
 		t.Errorf("AppendCompactJSON:\n%s\njson.Marshal:\n%s", got, want)
 	}
 }
+
+// TestFileJSONIsMarshalJSON: FileJSON is MarshalJSON's bytes, and each
+// call's string is its own (a second call does not change the first).
+func TestFileJSONIsMarshalJSON(t *testing.T) {
+	c, err := NewColumn(Spec{Name: "income", Categories: []string{"<=50K", ">50K"}, Missing: "?"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cb, err := New(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := cb.MarshalJSON()
+	a := cb.FileJSON()
+	b := cb.FileJSON()
+	if a != string(want) || b != a {
+		t.Errorf("FileJSON %q, %q; MarshalJSON %q", a, b, want)
+	}
+}

@@ -92,11 +92,7 @@ func (d Decrypted) Encode(meta table.Meta) error {
 	}
 	// The codebook's own layout (one column per line), as key files
 	// carry it, rather than compacted.
-	b, err := d.Codebook.MarshalJSON()
-	if err != nil {
-		return err
-	}
-	meta[KeyCodebook] = string(b)
+	meta[KeyCodebook] = d.Codebook.FileJSON()
 	return nil
 }
 

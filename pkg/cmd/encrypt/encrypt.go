@@ -288,11 +288,7 @@ func run(o *Options) error {
 	if err := (release.Key{Sample: smp, Columns: cols}).Encode(keyMeta); err != nil {
 		return err
 	}
-	cbJSON, err := sel.MarshalJSON()
-	if err != nil {
-		return err
-	}
-	keyMeta[release.KeyCodebook] = string(cbJSON)
+	keyMeta[release.KeyCodebook] = sel.FileJSON()
 	part.Encode(keyMeta, smp.M)
 	var digest *release.SampleDigest
 	if runKey != nil {
