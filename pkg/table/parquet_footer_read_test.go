@@ -1,6 +1,7 @@
 package table
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -124,4 +125,65 @@ func TestFooterTakeRefusesBrokenMetadata(t *testing.T) {
 			t.Errorf("%d of %d footer bytes: no error", len(b), len(footer))
 		}
 	}
+}
+
+// FuzzFooterTakeMatchesArrowGo: for any bytes, takePramkitItems does not
+// panic; where it succeeds and arrow-go parses the bytes whole, arrow-go
+// parses the stripped bytes too, to the same FileMetaData but for the
+// pramkit items, which it returns. Seeds: footers of files with no item,
+// small items, a large one and another tool's.
+func FuzzFooterTakeMatchesArrowGo(f *testing.F) {
+	rec := footerTestBatch(2, 30)
+	defer rec.Release()
+	for _, meta := range []Meta{nil, {"stage": "x", "empty": ""}, {"codebook": strings.Repeat("c", 70_000)}} {
+		data := ownParquet(&testing.T{}, rec.Schema(), meta, 10, []arrow.RecordBatch{rec}).Bytes()
+		n := int(uint32(data[len(data)-8]) | uint32(data[len(data)-7])<<8 | uint32(data[len(data)-6])<<16 | uint32(data[len(data)-5])<<24)
+		f.Add(data[len(data)-8-n : len(data)-8])
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		b = append([]byte(nil), b...) // the items may point into it
+		stripped, ours, err := takePramkitItems(b)
+		if err != nil {
+			return
+		}
+		want, err := parseFooterRecovering(append([]byte(nil), b...))
+		if err != nil {
+			return // arrow-go refuses it whole (openParquet recovers its panics too)
+		}
+		got, err := parseFooterRecovering(stripped)
+		if err != nil {
+			t.Fatalf("arrow-go parses the footer but not without its pramkit items: %v", err)
+		}
+		wantOurs := Meta{}
+		kept := metadata.KeyValueMetadata{}
+		for _, e := range want.KeyValueMetadata() {
+			if k, ok := metaKey(e.GetKey()); ok && e.Value != nil {
+				wantOurs[k] = *e.Value
+				continue
+			}
+			kept = append(kept, e)
+		}
+		if len(wantOurs) == 0 {
+			wantOurs = nil
+		} else {
+			want.FileMetaData.KeyValueMetadata = kept
+		}
+		if !reflect.DeepEqual(ours, wantOurs) {
+			t.Fatalf("items %v, want %v", ours, wantOurs)
+		}
+		if !reflect.DeepEqual(got.FileMetaData, want.FileMetaData) {
+			t.Fatalf("footer without the items:\n%+v\nwant\n%+v", got.FileMetaData, want.FileMetaData)
+		}
+	})
+}
+
+// parseFooterRecovering is metadata.NewFileMetaData with its panics (an
+// invalid logical type, say) made errors.
+func parseFooterRecovering(b []byte) (md *metadata.FileMetaData, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("panic: %v", r)
+		}
+	}()
+	return metadata.NewFileMetaData(b, nil)
 }
