@@ -1,6 +1,7 @@
 package table
 
 import (
+	"encoding/binary"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -54,26 +55,13 @@ func TestFooterWithoutPramkitItemsIsArrowGosFooter(t *testing.T) {
 				t.Fatalf("plain %v, %v", plain, err)
 			}
 
-			n := int(uint32(data[len(data)-8]) | uint32(data[len(data)-7])<<8 | uint32(data[len(data)-6])<<16 | uint32(data[len(data)-5])<<24)
-			want, err := metadata.NewFileMetaData(data[len(data)-8-n:len(data)-8], nil)
+			want, err := metadata.NewFileMetaData(footerOf(data), nil)
 			if err != nil {
 				t.Fatal(err)
 			}
-			wantOurs := Meta{}
-			kept := metadata.KeyValueMetadata{}
-			for _, e := range want.KeyValueMetadata() {
-				if k, ok := metaKey(e.GetKey()); ok && e.Value != nil {
-					wantOurs[k] = *e.Value
-					continue
-				}
-				kept = append(kept, e)
-			}
-			want.FileMetaData.KeyValueMetadata = kept
+			wantOurs, kept := splitPramkitItems(want)
 			if !reflect.DeepEqual(md.FileMetaData, want.FileMetaData) {
 				t.Errorf("footer without the pramkit items:\n%+v\nwant\n%+v", md.FileMetaData, want.FileMetaData)
-			}
-			if len(wantOurs) == 0 {
-				wantOurs = nil
 			}
 			if !reflect.DeepEqual(ours, wantOurs) {
 				t.Errorf("items %d, want %d: %v", len(ours), len(wantOurs), ours)
@@ -118,8 +106,7 @@ func TestFooterTakeRefusesBrokenMetadata(t *testing.T) {
 	rec := footerTestBatch(2, 10)
 	defer rec.Release()
 	data := ownParquet(t, rec.Schema(), Meta{"stage": "x"}, 100, []arrow.RecordBatch{rec}).Bytes()
-	n := int(uint32(data[len(data)-8]) | uint32(data[len(data)-7])<<8 | uint32(data[len(data)-6])<<16 | uint32(data[len(data)-5])<<24)
-	footer := data[len(data)-8-n : len(data)-8]
+	footer := footerOf(data)
 	for _, b := range [][]byte{footer[:len(footer)/2], footer[:len(footer)-1], append(append([]byte{}, footer...), 0)} {
 		if _, _, err := takePramkitItems(b); err == nil {
 			t.Errorf("%d of %d footer bytes: no error", len(b), len(footer))
@@ -137,8 +124,7 @@ func FuzzFooterTakeMatchesArrowGo(f *testing.F) {
 	defer rec.Release()
 	for _, meta := range []Meta{nil, {"stage": "x", "empty": ""}, {"codebook": strings.Repeat("c", 70_000)}} {
 		data := ownParquet(&testing.T{}, rec.Schema(), meta, 10, []arrow.RecordBatch{rec}).Bytes()
-		n := int(uint32(data[len(data)-8]) | uint32(data[len(data)-7])<<8 | uint32(data[len(data)-6])<<16 | uint32(data[len(data)-5])<<24)
-		f.Add(data[len(data)-8-n : len(data)-8])
+		f.Add(footerOf(data))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		b = append([]byte(nil), b...) // the items may point into it
@@ -154,20 +140,7 @@ func FuzzFooterTakeMatchesArrowGo(f *testing.F) {
 		if err != nil {
 			t.Fatalf("arrow-go parses the footer but not without its pramkit items: %v", err)
 		}
-		wantOurs := Meta{}
-		kept := metadata.KeyValueMetadata{}
-		for _, e := range want.KeyValueMetadata() {
-			if k, ok := metaKey(e.GetKey()); ok && e.Value != nil {
-				wantOurs[k] = *e.Value
-				continue
-			}
-			kept = append(kept, e)
-		}
-		if len(wantOurs) == 0 {
-			wantOurs = nil
-		} else {
-			want.FileMetaData.KeyValueMetadata = kept
-		}
+		wantOurs, _ := splitPramkitItems(want)
 		if !reflect.DeepEqual(ours, wantOurs) {
 			t.Fatalf("items %v, want %v", ours, wantOurs)
 		}
@@ -186,4 +159,30 @@ func parseFooterRecovering(b []byte) (md *metadata.FileMetaData, err error) {
 		}
 	}()
 	return metadata.NewFileMetaData(b, nil)
+}
+
+// footerOf is the serialized FileMetaData of the Parquet file data.
+func footerOf(data []byte) []byte {
+	n := int(binary.LittleEndian.Uint32(data[len(data)-8:]))
+	return data[len(data)-8-n : len(data)-8]
+}
+
+// splitPramkitItems takes the pramkit items out of md's key-value
+// metadata, as readParquetFooter does, and returns them (nil if none)
+// with the items kept.
+func splitPramkitItems(md *metadata.FileMetaData) (Meta, metadata.KeyValueMetadata) {
+	ours := Meta{}
+	kept := metadata.KeyValueMetadata{}
+	for _, e := range md.KeyValueMetadata() {
+		if k, ok := metaKey(e.GetKey()); ok && e.Value != nil {
+			ours[k] = *e.Value
+			continue
+		}
+		kept = append(kept, e)
+	}
+	if len(ours) == 0 {
+		return nil, kept
+	}
+	md.FileMetaData.KeyValueMetadata = kept
+	return ours, kept
 }
