@@ -108,11 +108,15 @@ func openParquet(name string, f *os.File, br *bufio.Reader, opt ReadOptions) (rd
 	if err != nil {
 		return nil, err
 	}
-	forgetFooterMeta(pf)
+	if !plain {
+		forgetFooterMeta(pf)
+	}
 	return p, nil
 }
 
-// forgetFooterMeta drops the pramkit items of pf's parsed footer, once
+// forgetFooterMeta drops the pramkit items of a footer that arrow-go
+// parsed whole (one readParquetFooter left to it; a plain footer's items
+// never reach arrow-go's metadata), once
 // they are in the reader's Meta: the footer stays referenced as long as
 // the reader, and the codebook in a key file's or a release's metadata
 // is 10 MB at 1M labels, which decrypt held twice for the whole run, as
