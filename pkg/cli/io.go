@@ -18,7 +18,9 @@ func (s *Streams) Open(path string) (table.Reader, error) {
 // format (inputFormat). Writing over any of inputs or their sidecars, or
 // over a key or secret file, is refused (table.WriteOptions.Inputs). The
 // pramkit and contract versions are recorded in the metadata (release.Stamp).
-func (s *Streams) Create(o Output, schema *arrow.Schema, meta table.Meta, inputFormat table.Format, inputs []string) (table.Writer, error) {
+// Items of later are made when the writer writes its metadata
+// (table.Deferred: a codebook is not held while rows stream).
+func (s *Streams) Create(o Output, schema *arrow.Schema, meta table.Meta, inputFormat table.Format, inputs []string, later ...table.Deferred) (table.Writer, error) {
 	f, err := table.ParseFormat(o.Format)
 	if err != nil {
 		return nil, &UsageError{err}
@@ -36,6 +38,7 @@ func (s *Streams) Create(o Output, schema *arrow.Schema, meta table.Meta, inputF
 		Stdout:   s.Out,
 		Inputs:   inputs,
 		Flag:     o.Flag,
+		Deferred: later,
 	})
 }
 
@@ -44,7 +47,7 @@ func (s *Streams) Create(o Output, schema *arrow.Schema, meta table.Meta, inputF
 // where it would reach whatever reads the pipe. An existing file is never
 // replaced unless force. The format comes from path's extension, else
 // fallback. The pramkit and contract versions are recorded (release.Stamp).
-func (s *Streams) CreateKey(path string, schema *arrow.Schema, meta table.Meta, fallback table.Format, inputs []string, force bool) (table.Writer, error) {
+func (s *Streams) CreateKey(path string, schema *arrow.Schema, meta table.Meta, fallback table.Format, inputs []string, force bool, later ...table.Deferred) (table.Writer, error) {
 	if table.IsStdio(path) {
 		return nil, Usagef("a key file must be a file: give a path, not standard output")
 	}
@@ -57,5 +60,6 @@ func (s *Streams) CreateKey(path string, schema *arrow.Schema, meta table.Meta, 
 		NoClobber: !force,
 		Key:       true,
 		Flag:      "--key-out",
+		Deferred:  later,
 	})
 }

@@ -54,6 +54,13 @@ func (cb *Codebook) AppendCompactJSON(b []byte) []byte {
 	return cb.appendFile(b, compactForm)
 }
 
+// CompactJSON is AppendCompactJSON's bytes as a string, without a copy:
+// a release's codebook item, as table.Meta.SetJSON stores it.
+func (cb *Codebook) CompactJSON() string {
+	b := cb.appendFile(nil, compactForm)
+	return unsafe.String(unsafe.SliceData(b), len(b)) // b is this call's own
+}
+
 // UnmarshalJSON parses data as strictly as Parse does.
 func (cb *Codebook) UnmarshalJSON(data []byte) error {
 	parsed, err := parse(data)

@@ -11,7 +11,8 @@ import (
 // writes for a Marshaler): categorical and binned columns, a missing
 // token listed last and elsewhere, generated and given labels, and labels
 // with quotes, backslashes, control characters, DEL, HTML characters,
-// U+2028/U+2029 and other non-ASCII text.
+// U+2028/U+2029 and other non-ASCII text. So does CompactJSON, as a
+// string.
 func TestCompactJSONIsJSONMarshal(t *testing.T) {
 	var cols []Column
 	for _, s := range []Spec{
@@ -39,6 +40,9 @@ func TestCompactJSONIsJSONMarshal(t *testing.T) {
 	got := cb.AppendCompactJSON([]byte("prefix"))
 	if !bytes.Equal(got, append([]byte("prefix"), want...)) {
 		t.Errorf("AppendCompactJSON:\n%s\njson.Marshal:\n%s", got, want)
+	}
+	if s := cb.CompactJSON(); s != string(want) {
+		t.Errorf("CompactJSON:\n%s\njson.Marshal:\n%s", s, want)
 	}
 }
 

@@ -115,8 +115,6 @@ func (f *fields) int(key string) int64 {
 	return v
 }
 
-// codebook parses the codebook stored in the required item key; nil after
-// a failure, which f records.
 // CodebookDigest is "sha256:" and the hex SHA-256 of a codebook item's
 // text: what a stage keeps to compare another file's item with once it
 // has parsed the text and let it go. It hashes the text a piece at a
@@ -132,6 +130,8 @@ func CodebookDigest(text string) string {
 	return "sha256:" + hex.EncodeToString(h.Sum(nil))
 }
 
+// codebook parses the codebook stored in the required item key; nil after
+// a failure, which f records.
 func (f *fields) codebook(key string) *codebook.Codebook {
 	s := f.str(key)
 	if f.err != nil {
@@ -171,3 +171,17 @@ func (f *fields) mismatch(key string, stored float64, derivation string, args ..
 
 // finite reports whether v is a finite number.
 func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+
+// CodebookFileItem is the codebook item of a key file or a decrypted
+// table: the codebook's file form (one column per line), for people.
+// CodebookItem is a release's, compact: the bytes Meta.SetJSON stores.
+// Both are made when the writer writes its metadata (table.Deferred), so
+// that the JSON, 20 MB at 2M labels, is not held while rows stream.
+func CodebookFileItem(cb *codebook.Codebook) table.Deferred {
+	return table.Deferred{Key: KeyCodebook, Value: cb.FileJSON}
+}
+
+// CodebookItem: see CodebookFileItem.
+func CodebookItem(cb *codebook.Codebook) table.Deferred {
+	return table.Deferred{Key: KeyCodebook, Value: cb.CompactJSON}
+}

@@ -46,6 +46,7 @@ type pqFile struct {
 	// off the key-value metadata and every row group's metadata.
 	meta      *metadata.FileMetaDataBuilder
 	kv        metadata.KeyValueMetadata // with streamFooter, the items meta does not hold
+	later     []Deferred                // items made for the footer, with streamFooter
 	footer    footerRowGroups
 	rowGroups int
 	// open are the row groups appended and not closed, in order: several
@@ -74,7 +75,7 @@ func (t *tellSink) Tell() int64 { return t.n }
 // newPQFile starts a Parquet file of the given schema (stored in the file
 // as pqarrow.WithStoreSchema stores it, its metadata as the file's
 // key-value metadata) on s.
-func newPQFile(sch *arrow.Schema, s sink, props *parquet.WriterProperties) (*pqFile, error) {
+func newPQFile(sch *arrow.Schema, s sink, props *parquet.WriterProperties, later lateItems) (*pqFile, error) {
 	if props.FileEncryptionProperties() != nil || props.PageIndexEnabled() {
 		return nil, fmt.Errorf("parquet writer: encryption and page indexes are not supported")
 	}
@@ -87,8 +88,8 @@ func newPQFile(sch *arrow.Schema, s sink, props *parquet.WriterProperties) (*pqF
 			return nil, fmt.Errorf("parquet writer: column %s: bloom filters and page indexes are not supported", path)
 		}
 	}
-	f := &pqFile{sink: &tellSink{s: s}, props: props, schema: pqschema}
-	if kv := fileKeyValues(sch, props); streamFooter {
+	f := &pqFile{sink: &tellSink{s: s}, props: props, schema: pqschema, later: later.d}
+	if kv := fileKeyValues(sch, props, later.size); streamFooter {
 		// The key-value items are written into the footer from their
 		// strings (footerRowGroups.writeFooter), not through arrow-go's
 		// serializer, whose growing buffer held a 21 MB codebook item
@@ -105,11 +106,12 @@ func newPQFile(sch *arrow.Schema, s sink, props *parquet.WriterProperties) (*pqF
 
 // fileKeyValues is the file's key-value metadata: the schema's, then the
 // Arrow schema as pqarrow.WithStoreSchema stores it — with the schema's
-// metadata only while it is at most storedSchemaMeta bytes.
-func fileKeyValues(sch *arrow.Schema, props *parquet.WriterProperties) metadata.KeyValueMetadata {
+// metadata only while it is at most storedSchemaMeta bytes, counting
+// later bytes of items the footer will make (lateItems).
+func fileKeyValues(sch *arrow.Schema, props *parquet.WriterProperties, later int) metadata.KeyValueMetadata {
 	md := sch.Metadata()
 	kv := make(metadata.KeyValueMetadata, 0, md.Len()+1)
-	size := 0
+	size := later
 	for i, k := range md.Keys() {
 		kv.Append(k, md.Values()[i])
 		size += len(k) + len(md.Values()[i])
@@ -437,7 +439,9 @@ func (f *pqFile) writeFooter() error {
 		err error
 	)
 	if streamFooter {
-		if n, err = f.footer.writeFooter(f.meta, f.kv, f.sink); err != nil {
+		kv := keyValuesWith(f.kv, f.later)
+		f.kv, f.later = nil, nil
+		if n, err = f.footer.writeFooter(f.meta, kv, f.sink); err != nil {
 			return err
 		}
 	} else {

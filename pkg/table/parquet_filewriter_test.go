@@ -36,7 +36,7 @@ func legacyParquet(t *testing.T, schema *arrow.Schema, meta Meta, groupRows int,
 		t.Fatal(err)
 	}
 	var buf bufSink
-	fw, err := file.NewParquetWriterWithError(&buf, pqschema.Root(), file.WithWriterProps(props), file.WithWriteMetadata(fileKeyValues(sch, props)))
+	fw, err := file.NewParquetWriterWithError(&buf, pqschema.Root(), file.WithWriterProps(props), file.WithWriteMetadata(fileKeyValues(sch, props, 0)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +92,7 @@ func legacyParquet(t *testing.T, schema *arrow.Schema, meta Meta, groupRows int,
 func ownParquet(t *testing.T, schema *arrow.Schema, meta Meta, group int, recs []arrow.RecordBatch) *bufSink {
 	t.Helper()
 	buf := new(bufSink)
-	w, err := newParquetWriter(buf, schema, meta, group)
+	w, err := newParquetWriter(buf, schema, meta, lateItems{}, group)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -337,7 +337,7 @@ func (c *closeCounter) Close() error { c.closed++; return nil }
 func TestPQFileAfterAFailedRowGroup(t *testing.T) {
 	schema := arrow.NewSchema([]arrow.Field{{Name: "a", Type: arrow.PrimitiveTypes.Int32}}, nil)
 	var s closeCounter
-	f, err := newPQFile(schema, &s, parquetProps(schema, 10))
+	f, err := newPQFile(schema, &s, parquetProps(schema, 10), lateItems{})
 	if err != nil {
 		t.Fatal(err)
 	}

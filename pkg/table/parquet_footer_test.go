@@ -296,7 +296,7 @@ func writeGroupsThen(t *testing.T, schema *arrow.Schema, rec arrow.RecordBatch, 
 	const group = 100
 	p := &parquetWriter{schema: schema, fields: schema.Fields(), groupRows: group, memos: dictMemos(schema)}
 	defer releaseMemos(p.memos)
-	f, err := newPQFile(withMeta(plainSchema(schema), nil), s, parquetProps(schema, group))
+	f, err := newPQFile(withMeta(plainSchema(schema), nil), s, parquetProps(schema, group), lateItems{})
 	if err != nil {
 		return err
 	}
@@ -325,7 +325,7 @@ func TestFooterSpliceInPieces(t *testing.T) {
 	defer rec.Release()
 	meta := Meta{"k": strings.Repeat("v", 300)}
 	sch := withMeta(plainSchema(rec.Schema()), meta)
-	f, err := newPQFile(sch, new(bufSink), parquetProps(rec.Schema(), 10))
+	f, err := newPQFile(sch, new(bufSink), parquetProps(rec.Schema(), 10), lateItems{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -386,7 +386,7 @@ func BenchmarkRowGroupMetadata(b *testing.B) {
 		b.Run(fmt.Sprintf("streamFooter=%v", stream), func(b *testing.B) {
 			defer func(old bool) { streamFooter = old }(streamFooter)
 			streamFooter = stream
-			f, err := newPQFile(schema, new(bufSink), parquetProps(schema, rows))
+			f, err := newPQFile(schema, new(bufSink), parquetProps(schema, rows), lateItems{})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -51,6 +51,9 @@ type WriteOptions struct {
 	Key bool
 	// Flag is the flag that named the path, for messages; "" means -o.
 	Flag string
+	// Deferred are metadata items made when the writer writes its
+	// metadata (see Deferred); an item there replaces meta's of its key.
+	Deferred []Deferred
 	// RowGroupRows is the number of rows of a Parquet output's row groups
 	// and of an Arrow output's record batches; 0 means RowGroupRows, which
 	// every tool uses. Tests make small ones to get files of many groups.
@@ -77,6 +80,21 @@ func ResolveFormat(path string, opt WriteOptions) Format {
 // ("-" or "" for standard output).
 func Create(path string, schema *arrow.Schema, meta Meta, opt WriteOptions) (Writer, error) {
 	format := ResolveFormat(path, opt)
+	later := lateItems{d: opt.Deferred}
+	if len(later.d) > 0 {
+		meta = meta.Clone()
+		for _, item := range later.d {
+			delete(meta, item.Key)
+		}
+	}
+	switch {
+	case IsStdio(path) || format == Arrow || format == Parquet && !streamFooter:
+		// The metadata is written first (or, in tests of the footer
+		// arrow-go serializes, given at the start).
+		meta, later = withDeferred(meta, later.d), lateItems{}
+	case format == Parquet:
+		meta, later = deferLarge(meta, later.d)
+	}
 	if IsStdio(path) {
 		out := opt.Stdout
 		if out == nil {
@@ -86,7 +104,7 @@ func Create(path string, schema *arrow.Schema, meta Meta, opt WriteOptions) (Wri
 		if format == CSV {
 			s = newStreamSink(out)
 		}
-		return newFormatWriter(format, "stdout", s, schema, meta, nil, opt.RowGroupRows)
+		return newFormatWriter(format, "stdout", s, schema, meta, lateItems{}, nil, opt.RowGroupRows)
 	}
 	af, err := createAtomic(path, opt, format == CSV)
 	if err != nil {
@@ -98,7 +116,7 @@ func Create(path string, schema *arrow.Schema, meta Meta, opt WriteOptions) (Wri
 		// stale one never describes a new file.
 		side = &atomicFile{dst: sidecarPath(path), perm: af.perm}
 	}
-	w, err := newFormatWriter(format, path, af, schema, meta, side, opt.RowGroupRows)
+	w, err := newFormatWriter(format, path, af, schema, meta, later, side, opt.RowGroupRows)
 	if err != nil {
 		af.abort()
 		return nil, err
@@ -279,7 +297,7 @@ func (a *atomicFile) abort() {
 }
 
 // newFormatWriter builds the writer for one format over sink s.
-func newFormatWriter(format Format, name string, s sink, schema *arrow.Schema, meta Meta, side *atomicFile, groupRows int) (Writer, error) {
+func newFormatWriter(format Format, name string, s sink, schema *arrow.Schema, meta Meta, later lateItems, side *atomicFile, groupRows int) (Writer, error) {
 	var (
 		fw  formatWriter
 		err error
@@ -288,7 +306,7 @@ func newFormatWriter(format Format, name string, s sink, schema *arrow.Schema, m
 	case CSV:
 		fw, err = newCSVWriter(s, schema, meta, side == nil)
 	case Parquet:
-		fw, err = newParquetWriter(s, schema, meta, groupRows)
+		fw, err = newParquetWriter(s, schema, meta, later, groupRows)
 	case Arrow:
 		fw, err = newArrowWriter(s, schema, meta, groupRows)
 	default:
@@ -297,7 +315,11 @@ func newFormatWriter(format Format, name string, s sink, schema *arrow.Schema, m
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	return &writer{name: name, format: format, fw: fw, sink: s, meta: meta, side: side, schema: schema}, nil
+	w := &writer{name: name, format: format, fw: fw, sink: s, meta: meta, side: side, schema: schema}
+	if format == CSV {
+		w.later = later.d
+	}
+	return w, nil
 }
 
 // formatWriter encodes batches in one format.
@@ -312,6 +334,7 @@ type writer struct {
 	fw     formatWriter
 	sink   sink
 	meta   Meta
+	later  []Deferred // a CSV file's, made for its sidecar at commit
 	side   *atomicFile
 	schema *arrow.Schema
 	closed bool
@@ -374,12 +397,14 @@ func (w *writer) commitPair(af *atomicFile) error {
 		return err
 	}
 	side := w.side
-	if len(w.meta) > 0 {
+	if len(w.meta)+len(w.later) > 0 {
 		if err := side.open(); err != nil {
 			w.abortFiles()
 			return err
 		}
-		if err := writeBoundSidecar(side, w.meta, af.sum.digest()); err != nil {
+		meta := withDeferred(w.meta, w.later)
+		w.meta, w.later = nil, nil
+		if err := writeBoundSidecar(side, meta, af.sum.digest()); err != nil {
 			w.abortFiles()
 			return err
 		}

@@ -54,12 +54,12 @@ const parquetQueue = 1
 // the pramkit metadata round-trips — with dictionary columns (Labels)
 // declared as strings, so that every reader sees the string columns it
 // would see had the stage written strings.
-func newParquetWriter(s sink, schema *arrow.Schema, meta Meta, groupRows int) (*parquetWriter, error) {
+func newParquetWriter(s sink, schema *arrow.Schema, meta Meta, later lateItems, groupRows int) (*parquetWriter, error) {
 	if groupRows <= 0 {
 		groupRows = RowGroupRows
 	}
 	props := parquetProps(schema, groupRows)
-	fw, err := newPQFile(withMeta(plainSchema(schema), meta), s, props)
+	fw, err := newPQFile(withMeta(plainSchema(schema), meta), s, props, later)
 	if err != nil {
 		return nil, err
 	}

@@ -288,7 +288,6 @@ func run(o *Options) error {
 	if err := (release.Key{Sample: smp, Columns: cols}).Encode(keyMeta); err != nil {
 		return err
 	}
-	keyMeta[release.KeyCodebook] = sel.FileJSON()
 	part.Encode(keyMeta, smp.M)
 	var digest *release.SampleDigest
 	if runKey != nil {
@@ -297,7 +296,7 @@ func run(o *Options) error {
 		digest = release.NewSampleDigest(*runKey, smp.M)
 	}
 
-	return o.writeEncrypted(in, smp.M, names, outMeta, keyMeta, digest, from, func(w, kw table.Writer, schema *arrow.Schema) error {
+	return o.writeEncrypted(in, smp.M, names, outMeta, keyMeta, release.CodebookFileItem(sel), digest, from, func(w, kw table.Writer, schema *arrow.Schema) error {
 		return encryptRows(o, in, srcIdx, encs, ks, src, schema, w, kw, runKey == nil, part, digest)
 	})
 }
@@ -330,7 +329,7 @@ func (o *Options) part(name string, m int64) (release.Part, error) {
 //
 // A PRF key file holds no rows, and its metadata ends with the sample's
 // digest, known only when every row has been read: it is created last.
-func (o *Options) writeEncrypted(in table.Reader, m int64, names []string, outMeta, keyMeta table.Meta, digest *release.SampleDigest, from *nonceSource, rows func(w, kw table.Writer, schema *arrow.Schema) error) error {
+func (o *Options) writeEncrypted(in table.Reader, m int64, names []string, outMeta, keyMeta table.Meta, keyCodebook table.Deferred, digest *release.SampleDigest, from *nonceSource, rows func(w, kw table.Writer, schema *arrow.Schema) error) error {
 	schema := table.Int32Schema(names)
 	inputs := []string{o.Input, o.Codebook, o.PRFKey}
 	if o.NonceFrom != "" {
@@ -339,7 +338,7 @@ func (o *Options) writeEncrypted(in table.Reader, m int64, names []string, outMe
 	var kw table.Writer
 	if digest == nil {
 		var err error
-		if kw, err = o.Streams.CreateKey(o.KeyOut, schema, keyMeta, table.Parquet, inputs, o.Force); err != nil {
+		if kw, err = o.Streams.CreateKey(o.KeyOut, schema, keyMeta, table.Parquet, inputs, o.Force, keyCodebook); err != nil {
 			return err
 		}
 		defer kw.Abort()
@@ -365,7 +364,7 @@ func (o *Options) writeEncrypted(in table.Reader, m int64, names []string, outMe
 			return fmt.Errorf("%s is not the sample whose nonce %s holds (same fingerprint, different rows): reusing its pads on other plaintexts would reveal their difference; a changed sample is a new release: encrypt it without --nonce-from, which draws a fresh nonce", in.Name(), o.NonceFrom)
 		}
 		keyMeta[release.KeySampleDigest] = sum
-		if kw, err = o.Streams.CreateKey(o.KeyOut, schema, keyMeta, table.Parquet, inputs, o.Force); err != nil {
+		if kw, err = o.Streams.CreateKey(o.KeyOut, schema, keyMeta, table.Parquet, inputs, o.Force, keyCodebook); err != nil {
 			return err
 		}
 		defer kw.Abort()

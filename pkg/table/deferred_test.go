@@ -1,0 +1,182 @@
+package table
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/parquet/metadata"
+)
+
+// TestDeferredItemsWriteTheSameFiles: a table written with items deferred
+// is, byte for byte, the table written with them in Create's Meta — CSV
+// (file and sidecar, and on standard output), Parquet and Arrow; small
+// and large items (past storedSchemaMeta, where Parquet's stored schema
+// drops the metadata), keys sorting before, between and after the other
+// items, and a deferred item replacing meta's of its key. Each Value is
+// called when the format's metadata is written: never before Commit for
+// a CSV file, and for a large Parquet item only once at Create, to
+// measure it, then for the footer.
+func TestDeferredItemsWriteTheSameFiles(t *testing.T) {
+	big := strings.Repeat(`{"é\"<x>`, storedSchemaMeta/6)
+	base := Meta{"m": "1", "stage": "perturb", "codebook": "stale"}
+	for _, tc := range []struct {
+		name  string
+		items map[string]string
+	}{
+		{"small", map[string]string{"codebook": `{"columns":[]}`}},
+		{"large", map[string]string{"codebook": big}},
+		{"large first, small last", map[string]string{"a": big, "z": "last"}},
+		{"two large", map[string]string{"codebook": big, "n": big + "n"}},
+	} {
+		for _, ext := range []string{"csv", "parquet", "arrow", "stdout"} {
+			t.Run(tc.name+"/"+ext, func(t *testing.T) {
+				dir := t.TempDir()
+				whole := base.Clone()
+				for k, v := range tc.items {
+					whole[k] = v
+				}
+				want := writeDeferred(t, dir, "want", ext, whole, nil)
+
+				calls := map[string]int{}
+				committed := false
+				var d []Deferred
+				for k, v := range tc.items {
+					d = append(d, Deferred{Key: k, Value: func() string {
+						calls[k]++
+						if !committed {
+							lateOK := ext == "arrow" || ext == "stdout" || ext == "parquet" && calls[k] == 1
+							if !lateOK {
+								t.Errorf("%s made before Commit", k)
+							}
+						}
+						return v
+					}})
+				}
+				got := writeDeferredWith(t, dir, "got", ext, base, d, func() { committed = true })
+				if len(got) != len(want) {
+					t.Fatalf("%d files, want %d", len(got), len(want))
+				}
+				for i := range want {
+					if !bytes.Equal(got[i], want[i]) {
+						t.Errorf("file %d: %d bytes, with the items in Meta %d: not the same", i, len(got[i]), len(want[i]))
+					}
+				}
+				for k, v := range tc.items {
+					want := 1
+					if ext == "parquet" && len(v) > storedSchemaMeta {
+						want = 2 // measured at Create, made for the footer
+					}
+					if calls[k] != want {
+						t.Errorf("%s made %d times, want %d", k, calls[k], want)
+					}
+				}
+				if ext == "parquet" || ext == "csv" {
+					r, err := Open(filepath.Join(dir, "got."+ext), ReadOptions{})
+					if err != nil {
+						t.Fatal(err)
+					}
+					defer r.Close()
+					for k, v := range whole {
+						if r.Meta()[k] != v {
+							t.Errorf("read back %s = %.20q…, want %.20q…", k, r.Meta()[k], v)
+						}
+					}
+				}
+			})
+		}
+	}
+}
+
+func writeDeferred(t *testing.T, dir, name, ext string, meta Meta, d []Deferred) [][]byte {
+	return writeDeferredWith(t, dir, name, ext, meta, d, func() {})
+}
+
+// writeDeferredWith writes two rows to dir/name.ext (to a buffer for
+// "stdout"), calling beforeCommit just before Commit, and returns the
+// files' bytes: the table, and a CSV file's sidecar.
+func writeDeferredWith(t *testing.T, dir, name, ext string, meta Meta, d []Deferred, beforeCommit func()) [][]byte {
+	t.Helper()
+	schema := StringSchema([]string{"x", "y"})
+	path := filepath.Join(dir, name+"."+ext)
+	var out bytes.Buffer
+	opt := WriteOptions{Deferred: d}
+	if ext == "stdout" {
+		path, opt.Stdout, opt.Format = "-", &out, CSV
+	}
+	w, err := Create(path, schema, meta, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Abort()
+	bb := NewBatchBuilder(schema)
+	defer bb.Release()
+	bb.AppendStrings([]string{"a", "1"})
+	bb.AppendStrings([]string{"b", "2"})
+	rec := bb.NewBatch()
+	defer rec.Release()
+	if err := w.Write(rec); err != nil {
+		t.Fatal(err)
+	}
+	beforeCommit()
+	if err := w.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if ext == "stdout" {
+		return [][]byte{out.Bytes()}
+	}
+	var files [][]byte
+	for _, p := range []string{path, path + sidecarSuffix} {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			if ext == "csv" || p == path {
+				t.Fatal(err)
+			}
+			continue
+		}
+		files = append(files, b)
+	}
+	return files
+}
+
+// TestKeyValuesWithPutsItemsInOrder: made items go where fileKeyValues
+// would have put them: among the pramkit items in key order, after other
+// tools' items, before ARROW:schema.
+func TestKeyValuesWithPutsItemsInOrder(t *testing.T) {
+	for _, tc := range []struct {
+		kv   []string
+		d    []string
+		want string
+	}{
+		{[]string{"ARROW:schema"}, []string{"b", "a"}, "pramkit.a pramkit.b ARROW:schema"},
+		{[]string{"pandas", "ARROW:schema"}, []string{"a"}, "pandas pramkit.a ARROW:schema"},
+		{[]string{"pandas", "pramkit.b", "pramkit.d", "ARROW:schema"}, []string{"e", "a", "c"}, "pandas pramkit.a pramkit.b pramkit.c pramkit.d pramkit.e ARROW:schema"},
+		{[]string{"pramkit.b", "ARROW:schema"}, nil, "pramkit.b ARROW:schema"},
+	} {
+		in := metadataOf(tc.kv)
+		var d []Deferred
+		for _, k := range tc.d {
+			d = append(d, Deferred{Key: k, Value: func() string { return "v" + k }})
+		}
+		var keys []string
+		for _, e := range keyValuesWith(in, d) {
+			keys = append(keys, e.GetKey())
+			if k, ok := metaKey(e.GetKey()); ok && strings.Contains(strings.Join(tc.d, " "), k) && *e.Value != "v"+k {
+				t.Errorf("%s = %q", e.GetKey(), *e.Value)
+			}
+		}
+		if got := strings.Join(keys, " "); got != tc.want {
+			t.Errorf("%v + %v: %s, want %s", tc.kv, tc.d, got, tc.want)
+		}
+	}
+}
+
+func metadataOf(keys []string) (kv metadata.KeyValueMetadata) {
+	for _, k := range keys {
+		kv.Append(k, fmt.Sprint("value of ", k))
+	}
+	return kv
+}
