@@ -512,6 +512,19 @@ func (cb *Codebook) Select(names []string) (*Codebook, error) {
 	return out, nil
 }
 
+// Unindexed is cb with columns that share its labels but not its label
+// index: what holds a codebook only to write it out (a metadata item made
+// when the output is committed, release.CodebookItem) keeps the labels
+// alive, not the index the run's lookups built (11 MB at 2M labels).
+func (cb *Codebook) Unindexed() *Codebook {
+	out := &Codebook{Columns: slices.Clone(cb.Columns)}
+	for i := range out.Columns {
+		c := &out.Columns[i]
+		c.index = newLazyIndex(c.labels, nil)
+	}
+	return out
+}
+
 // hashVersion starts the hashed encoding; change it whenever the encoding or
 // the meaning of a codebook (bucket rules, label generation) changes.
 const hashVersion = "pramkit-codebook-v1\n"

@@ -80,8 +80,9 @@ type Anonymized struct {
 	GroupColumn, ReleaseID, GroupsTable string
 }
 
-// Encode stores the publication's items (stage "anonymize"); a global
-// release then adds Global's.
+// Encode stores the publication's items (stage "anonymize"), the
+// codebook unless Codebook is nil (a writer then makes it: CodebookItem);
+// a global release then adds Global's.
 func (a Anonymized) Encode(meta table.Meta) error {
 	meta[KeyStage] = StageAnonymize
 	meta[KeyMechanism] = a.Mechanism
@@ -96,8 +97,10 @@ func (a Anonymized) Encode(meta table.Meta) error {
 	if err := meta.SetJSON(KeySensitive, a.Sensitive); err != nil {
 		return err
 	}
-	if err := meta.SetJSON(KeyCodebook, a.Codebook); err != nil {
-		return err
+	if a.Codebook != nil {
+		if err := meta.SetJSON(KeyCodebook, a.Codebook); err != nil {
+			return err
+		}
 	}
 	delete(meta, KeyGrouping)
 	if a.Mechanism == MechanismDiverted || a.Mechanism == MechanismAnatomy {
@@ -232,7 +235,8 @@ func (a Anonymized) GroupsTableMeta(insecureSeed bool) AnatomyGroups {
 	return AnatomyGroups{ReleaseID: a.ReleaseID, L: a.L, Groups: a.Groups, Rows: a.Rows, Sensitive: a.Sensitive, Codebook: a.Codebook, InsecureSeed: insecureSeed}
 }
 
-// Encode stores the sensitive table's items.
+// Encode stores the sensitive table's items, the codebook unless
+// Codebook is nil (a writer then makes it: CodebookItem).
 func (g AnatomyGroups) Encode(meta table.Meta) error {
 	meta[KeyStage] = StageAnonymize
 	meta[KeyTable] = TableAnatomyGroups
@@ -245,6 +249,9 @@ func (g AnatomyGroups) Encode(meta table.Meta) error {
 	}
 	if err := meta.SetJSON(KeySensitive, g.Sensitive); err != nil {
 		return err
+	}
+	if g.Codebook == nil {
+		return nil
 	}
 	return meta.SetJSON(KeyCodebook, g.Codebook)
 }

@@ -79,7 +79,8 @@ type Decrypted struct {
 }
 
 // Encode stores the items decrypt changes in its input's metadata, which
-// it carries over: stage "decrypt" and the codebook.
+// it carries over: stage "decrypt" and the codebook — unless Codebook is
+// nil: a writer then makes the item (CodebookFileItem).
 func (d Decrypted) Encode(meta table.Meta) error {
 	meta[KeyStage] = StageDecrypt
 	if d.Release != nil {
@@ -92,7 +93,9 @@ func (d Decrypted) Encode(meta table.Meta) error {
 	}
 	// The codebook's own layout (one column per line), as key files
 	// carry it, rather than compacted.
-	meta[KeyCodebook] = d.Codebook.FileJSON()
+	if d.Codebook != nil {
+		meta[KeyCodebook] = d.Codebook.FileJSON()
+	}
 	return nil
 }
 

@@ -176,12 +176,13 @@ func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
 // table: the codebook's file form (one column per line), for people.
 // CodebookItem is a release's, compact: the bytes Meta.SetJSON stores.
 // Both are made when the writer writes its metadata (table.Deferred), so
-// that the JSON, 20 MB at 2M labels, is not held while rows stream.
+// that the JSON, 20 MB at 2M labels, is not held while rows stream; they
+// hold cb's labels, not its label index (codebook.Unindexed).
 func CodebookFileItem(cb *codebook.Codebook) table.Deferred {
-	return table.Deferred{Key: KeyCodebook, Value: cb.FileJSON}
+	return table.Deferred{Key: KeyCodebook, Value: cb.Unindexed().FileJSON}
 }
 
 // CodebookItem: see CodebookFileItem.
 func CodebookItem(cb *codebook.Codebook) table.Deferred {
-	return table.Deferred{Key: KeyCodebook, Value: cb.CompactJSON}
+	return table.Deferred{Key: KeyCodebook, Value: cb.Unindexed().CompactJSON}
 }

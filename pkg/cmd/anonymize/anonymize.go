@@ -60,6 +60,10 @@ type Options struct {
 	// insecureIn: the input was made with --insecure-seed; o.meta marks
 	// the publication too.
 	insecureIn bool
+	// codebookItem is the tables' codebook item (the sensitive columns'),
+	// which o.meta and o.groupsMeta leave out: every table's writer makes
+	// it when it writes its metadata (release.CodebookItem). Set by fill.
+	codebookItem []table.Deferred
 	// spooled is the temporary copy of standard input that a two-pass run
 	// reads twice ("" when the input is a file).
 	spooled string

@@ -105,7 +105,7 @@ func (o *Options) createLate(schema *arrow.Schema, meta func() (table.Meta, erro
 // overwrite inputs (Anatomy's two tables, each checked against the other).
 func (o *Options) createLateAt(out cli.Output, schema *arrow.Schema, meta func() (table.Meta, error), inFormat table.Format, inputs []string) (table.Writer, error) {
 	create := func(m table.Meta) (table.Writer, error) {
-		return o.Streams.Create(out, schema, m, inFormat, inputs)
+		return o.Streams.Create(out, schema, m, inFormat, inputs, o.codebookItem...)
 	}
 	if o.Order.Keep || table.IsStdio(out.Path) {
 		m, err := meta()
@@ -114,7 +114,7 @@ func (o *Options) createLateAt(out cli.Output, schema *arrow.Schema, meta func()
 		}
 		return create(m)
 	}
-	probe, err := create(table.Meta{})
+	probe, err := o.Streams.Create(out, schema, table.Meta{}, inFormat, inputs)
 	if err != nil {
 		return nil, err
 	}

@@ -23,7 +23,7 @@ func (o *Options) Validate() error { return o.validate() }
 // with --insecure-seed (insecureIn), and the order.
 func (o *Options) ReleaseMeta(cb *codebook.Codebook, a *release.Anonymized, insecureIn bool) (table.Meta, error) {
 	o.insecureIn = insecureIn
-	return o.meta(cb, a)
+	return o.withCodebook(o.meta(cb, a))
 }
 
 // GlobalRelease returns --mechanism global's metadata (as ReleaseMeta's)
@@ -38,7 +38,7 @@ func (o *Options) GlobalRelease(cb *codebook.Codebook, insecureIn bool) (table.M
 		}
 		keep[k] = o.keepProbability(col.K())
 	}
-	meta, err := o.globalMeta(cb, keep)
+	meta, err := o.withCodebook(o.globalMeta(cb, keep))
 	return meta, keep, err
 }
 
@@ -49,7 +49,19 @@ func (o *Options) GlobalRelease(cb *codebook.Codebook, insecureIn bool) (table.M
 // a.GroupsTableMeta is then the sensitive table's.
 func (o *Options) AnatomyRelease(cb *codebook.Codebook, a *release.Anonymized, insecureIn bool) (table.Meta, error) {
 	o.insecureIn = insecureIn
-	return o.anatomyMeta(cb, a)
+	return o.withCodebook(o.anatomyMeta(cb, a))
+}
+
+// withCodebook is meta with its codebook item (o.codebookItem, which the
+// tool's own writers make when they commit).
+func (o *Options) withCodebook(meta table.Meta, err error) (table.Meta, error) {
+	if err != nil {
+		return nil, err
+	}
+	for _, item := range o.codebookItem {
+		meta[item.Key] = item.Value()
+	}
+	return meta, nil
 }
 
 // PublishedReport prints what --report prints after publishing with

@@ -32,7 +32,8 @@ func (o *Options) inputs() []string {
 
 // meta is the metadata of a publication: a's items (release.Anonymized,
 // with the encoding policies, sensitive columns and their codebook filled
-// in here) plus insecure_seed and order.
+// in here) plus insecure_seed and order — all but the codebook's, which
+// the writers make (o.codebookItem).
 func (o *Options) meta(cb *codebook.Codebook, a *release.Anonymized) (table.Meta, error) {
 	if err := o.fill(cb, a); err != nil {
 		return nil, err
@@ -43,14 +44,16 @@ func (o *Options) meta(cb *codebook.Codebook, a *release.Anonymized) (table.Meta
 	}
 	o.Seed.Mark(meta)
 	o.Order.Record(meta)
-	if err := a.Encode(meta); err != nil {
+	items := *a
+	items.Codebook = nil // o.codebookItem
+	if err := items.Encode(meta); err != nil {
 		return nil, err
 	}
 	return meta, nil
 }
 
 // fill fills in a's encoding policies, sensitive columns and their
-// codebook (cb's).
+// codebook (cb's), and sets o.codebookItem.
 func (o *Options) fill(cb *codebook.Codebook, a *release.Anonymized) error {
 	// The encoding policies let estimate --truth read the original table
 	// the way anonymize did.
@@ -61,6 +64,7 @@ func (o *Options) fill(cb *codebook.Codebook, a *release.Anonymized) error {
 		return err
 	}
 	a.Codebook = sel
+	o.codebookItem = []table.Deferred{release.CodebookItem(sel)}
 	return nil
 }
 
@@ -206,7 +210,7 @@ func (o *Options) runAnatomyInMemory(in table.Reader, cb *codebook.Codebook) err
 	}
 	fields = append(fields, arrow.Field{Name: o.GroupCol, Type: arrow.PrimitiveTypes.Int64})
 	schema := arrow.NewSchema(fields, nil)
-	w, err := o.Streams.Create(o.Output, schema, meta, in.Format(), o.rowsInputs())
+	w, err := o.Streams.Create(o.Output, schema, meta, in.Format(), o.rowsInputs(), o.codebookItem...)
 	if err != nil {
 		return err
 	}
@@ -242,7 +246,7 @@ func (o *Options) createGroupsTable(in table.Reader, cb *codebook.Codebook, a *r
 		return nil, nil, nil, err
 	}
 	stSchema := GroupsSchema(o.GroupCol, sensitive)
-	gw, err := o.Streams.Create(o.groupsOutput(), stSchema, stMeta, in.Format(), o.groupsInputs())
+	gw, err := o.Streams.Create(o.groupsOutput(), stSchema, stMeta, in.Format(), o.groupsInputs(), o.codebookItem...)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -284,7 +288,9 @@ func (o *Options) groupsMeta(cb *codebook.Codebook, a *release.Anonymized) (tabl
 		return nil, err
 	}
 	stMeta := table.Meta{}
-	if err := a.GroupsTableMeta(o.insecure()).Encode(stMeta); err != nil {
+	g := a.GroupsTableMeta(o.insecure())
+	g.Codebook = nil // o.codebookItem
+	if err := g.Encode(stMeta); err != nil {
 		return nil, err
 	}
 	return stMeta, nil
@@ -431,7 +437,7 @@ func (o *Options) runGlobal(in table.Reader, cb *codebook.Codebook) error {
 		}
 	}
 	outSchema = arrow.NewSchema(fields, nil)
-	w, err := o.Streams.Create(o.Output, outSchema, meta, in.Format(), o.inputs())
+	w, err := o.Streams.Create(o.Output, outSchema, meta, in.Format(), o.inputs(), o.codebookItem...)
 	if err != nil {
 		return err
 	}

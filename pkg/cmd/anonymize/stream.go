@@ -743,8 +743,9 @@ func (o *Options) runAnatomy(in table.Reader, cb *codebook.Codebook) error {
 
 // anatomyLate is what Anatomy's two tables need of the codebook once
 // pass 2 is over: the sets' labels (label, until they are spilled) and
-// the metadata, which make computes once (the codebook's JSON shared by
-// both) and then lets the codebook go: the row table holds no label.
+// the metadata, which make computes once and then lets the codebook go:
+// the row table holds no label (the codebook item's labels are held by
+// o.codebookItem until the writers make it).
 type anatomyLate struct {
 	cb           *codebook.Codebook
 	a            *release.Anonymized
@@ -762,16 +763,14 @@ func (l *anatomyLate) make(o *Options) error {
 	if err != nil {
 		return err
 	}
-	// The sensitive table's items, its codebook the row table's JSON of
-	// the same codebook (a.Codebook; Encode of an empty one stands in
-	// for encoding it a second time).
+	// The sensitive table's items; both tables' writers make the
+	// codebook item (o.codebookItem, which holds the labels only).
 	g := l.a.GroupsTableMeta(o.insecure())
-	g.Codebook = &codebook.Codebook{}
+	g.Codebook = nil
 	groups := table.Meta{}
 	if err := g.Encode(groups); err != nil {
 		return err
 	}
-	groups[release.KeyCodebook] = rows[release.KeyCodebook]
 	l.rows, l.groups, l.cb, l.a.Codebook, l.made = rows, groups, nil, nil, true
 	return nil
 }

@@ -207,7 +207,7 @@ func run(o *Options) error {
 		cli.CarryInsecureSeed(o.Streams, "decrypt", k.r.Name(), k.r.Meta(), outMeta)
 	}
 	// The release's items carry over; the stage and codebook are decrypt's.
-	if err := (release.Decrypted{Sample: smp, Release: perturbed, Codebook: cb}).Encode(outMeta); err != nil {
+	if err := (release.Decrypted{Sample: smp, Release: perturbed}).Encode(outMeta); err != nil {
 		return err
 	}
 	part.Encode(outMeta, smp.M)
@@ -219,7 +219,7 @@ func run(o *Options) error {
 		fields[j] = table.DictField(c.Name)
 	}
 	schema := arrow.NewSchema(fields, nil)
-	w, err := o.Streams.Create(o.Output, schema, outMeta, rel.Format(), append([]string{o.Input}, o.Keys...))
+	w, err := o.Streams.Create(o.Output, schema, outMeta, rel.Format(), append([]string{o.Input}, o.Keys...), release.CodebookFileItem(cb))
 	if err != nil {
 		return err
 	}

@@ -134,7 +134,7 @@ func runDDPS(o *Options) error {
 	// carries a varint a cell and the writer no string a row.
 	schema := arrow.NewSchema([]arrow.Field{table.DictField(col.Name() + ".round1"), table.DictField(col.Name() + ".round2")}, nil)
 	o.Order.Record(meta)
-	w, err := o.Streams.Create(o.Output, schema, meta, in.Format(), append([]string{o.Codebook}, o.Inputs...))
+	w, err := o.Streams.Create(o.Output, schema, meta, in.Format(), append([]string{o.Codebook}, o.Inputs...), su.codebookItem)
 	if err != nil {
 		return err
 	}
@@ -161,6 +161,9 @@ type ddpsRun struct {
 	plan ddpsPlan
 	mech *ddps.Mechanism
 	meta table.Meta
+	// codebookItem is made by the writer when it writes the metadata
+	// (release.CodebookItem): not held while the reports stream.
+	codebookItem table.Deferred
 }
 
 // ddpsSetup checks ddps's flags and builds the plan, the mechanism and the
@@ -214,10 +217,7 @@ func (o *Options) ddpsSetup() (*ddpsRun, error) {
 	if err := md.Encode(meta); err != nil {
 		return nil, err
 	}
-	if err := meta.SetJSON(release.KeyCodebook, sel); err != nil {
-		return nil, err
-	}
-	return &ddpsRun{col, plan, mech, meta}, nil
+	return &ddpsRun{col, plan, mech, meta, release.CodebookItem(sel)}, nil
 }
 
 // ddpsPlan is what runDDPS decided from the codebook and the flags. It
