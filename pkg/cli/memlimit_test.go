@@ -45,12 +45,12 @@ func waitLimit(ok func(int64) bool) int64 {
 }
 
 // TestLimiterGivesALargeLiveHeapHeadroom: under a base limit of 8 MiB, a
-// live heap of 32 MiB (a large codebook's state) raises the limit to 1.5
-// times the live heap, so that allocating 256 MiB more, 64 KiB at a time,
+// live heap of 32 MiB (a large codebook's state) raises the limit to
+// itself plus heapGap, so that allocating 256 MiB more, 64 KiB at a time,
 // takes a bounded number of collections — under the bare 8 MiB limit the
 // runtime collected again as soon as it finished (thousands of cycles); a
-// live heap of 48 MiB gets heapBudget (64 MiB), which it is below, and
-// one of 64 MiB (and a little more) 1.5 times itself; the limit
+// live heap of 56 MiB gets heapBudget (64 MiB), which it is below, and
+// one of 64 MiB (and a little more) 1.25 times itself; the limit
 // comes back to the base once the heap is let go; and a limit set by
 // someone else is left alone.
 func TestLimiterGivesALargeLiveHeapHeadroom(t *testing.T) {
@@ -63,9 +63,9 @@ func TestLimiterGivesALargeLiveHeapHeadroom(t *testing.T) {
 		t.Fatalf("base %d, want %d", got, base)
 	}
 	for _, tc := range []struct{ live, want int64 }{
-		{32 << 20, 48 << 20},
-		{48 << 20, heapBudget},
-		{64 << 20, 96 << 20},
+		{32 << 20, 32<<20 + heapGap},
+		{56 << 20, heapBudget},
+		{64 << 20, 80 << 20},
 	} {
 		got, held := limitHolding(tc.live, tc.want)
 		if !nearLimit(got, tc.want) {

@@ -51,6 +51,6 @@ func (o *Options) DDPSRelease(in table.Reader) (table.Meta, []string, error) {
 	}
 	o.markInsecureSeed(su.meta, in)
 	o.Order.Record(su.meta)
-	su.meta[su.codebookItem.Key] = su.codebookItem.Value()
+	su.meta[release.KeyCodebook] = su.sel.CompactJSON()
 	return su.meta, []string{su.col.Name() + ".round1", su.col.Name() + ".round2"}, nil
 }

@@ -134,7 +134,7 @@ func runDDPS(o *Options) error {
 	// carries a varint a cell and the writer no string a row.
 	schema := arrow.NewSchema([]arrow.Field{table.DictField(col.Name() + ".round1"), table.DictField(col.Name() + ".round2")}, nil)
 	o.Order.Record(meta)
-	w, err := o.Streams.Create(o.Output, schema, meta, in.Format(), append([]string{o.Codebook}, o.Inputs...), su.codebookItem)
+	w, err := o.Streams.Create(o.Output, schema, meta, in.Format(), append([]string{o.Codebook}, o.Inputs...), release.CodebookItem(su.sel))
 	if err != nil {
 		return err
 	}
@@ -161,9 +161,10 @@ type ddpsRun struct {
 	plan ddpsPlan
 	mech *ddps.Mechanism
 	meta table.Meta
-	// codebookItem is made by the writer when it writes the metadata
-	// (release.CodebookItem): not held while the reports stream.
-	codebookItem table.Deferred
+	// sel is the codebook of col (col is its column): the writer makes
+	// the release's codebook item from it when it writes the metadata
+	// (release.CodebookItem), not held while the reports stream.
+	sel *codebook.Codebook
 }
 
 // ddpsSetup checks ddps's flags and builds the plan, the mechanism and the
@@ -217,7 +218,7 @@ func (o *Options) ddpsSetup() (*ddpsRun, error) {
 	if err := md.Encode(meta); err != nil {
 		return nil, err
 	}
-	return &ddpsRun{col, plan, mech, meta, release.CodebookItem(sel)}, nil
+	return &ddpsRun{col, plan, mech, meta, sel}, nil
 }
 
 // ddpsPlan is what runDDPS decided from the codebook and the flags. It
