@@ -19,7 +19,7 @@ func keyKindByOpening(path string) KeyKind {
 	}
 	if strings.HasSuffix(path, sidecarSuffix) {
 		if b, err := os.ReadFile(path); err == nil {
-			if s, err := decodeSidecarFull(b); err == nil && s.Meta["stage"] == StageKey {
+			if s, err := decodeSidecarFull(b, false); err == nil && s.Meta["stage"] == StageKey {
 				return KeySidecar
 			}
 		}

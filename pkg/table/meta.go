@@ -341,13 +341,19 @@ func (p *pieceWriter) string(s string) {
 }
 
 func decodeSidecar(b []byte) (Meta, error) {
-	s, err := decodeSidecarFull(b)
+	s, err := decodeSidecarFull(b, false)
 	return s.Meta, err
 }
 
-func decodeSidecarFull(b []byte) (sidecar, error) {
+// decodeSidecarFull decodes a sidecar and checks its version; owned: b is
+// given up (decodeSidecarOwned).
+func decodeSidecarFull(b []byte, owned bool) (sidecar, error) {
 	var s sidecar
-	if err := decodeSidecarJSON(b, &s); err != nil {
+	decode := decodeSidecarJSON
+	if owned {
+		decode = decodeSidecarOwned
+	}
+	if err := decode(b, &s); err != nil {
 		return s, err
 	}
 	if s.Pramkit != 1 {

@@ -23,7 +23,30 @@ import (
 // two tables; issue 11, peak RSS ≤ 100 MB). Here each string is unquoted
 // once into memory of its exact size, which becomes the string.
 func decodeSidecarJSON(b []byte, s *sidecar) error {
-	if !json.Valid(b) || !decodeSidecarFast(b, s) {
+	return decodeSidecarBytes(b, s, 0)
+}
+
+// decodeSidecarOwned is decodeSidecarJSON of bytes the caller gives up (a
+// sidecar file read whole): an item value of at least inPlaceBytes is
+// unquoted in place, into b's own memory, which the string then shares —
+// b must not be used again. A CSV release's sidecar at 2M labels is 24 MB
+// holding a 20 MB codebook: read and decoded into memory of its own, both
+// were live at once, on top of the codebook another table of the release
+// had parsed (estimate --query and report --queries of an Anatomy
+// release peaked at 123 and 129 MB). The whole buffer stays live while
+// the string does (4 MB more than the string, there).
+func decodeSidecarOwned(b []byte, s *sidecar) error {
+	return decodeSidecarBytes(b, s, inPlaceBytes)
+}
+
+// inPlaceBytes is the length of an item's quoted value from which
+// decodeSidecarOwned unquotes it in place.
+const inPlaceBytes = 1 << 20
+
+// decodeSidecarBytes is decodeSidecarJSON that unquotes item values of at
+// least inPlace bytes (quoted) in place; 0: none.
+func decodeSidecarBytes(b []byte, s *sidecar, inPlace int) error {
+	if !json.Valid(b) || !decodeSidecarFastIn(b, s, inPlace) {
 		*s = sidecar{}
 		return json.Unmarshal(b, s)
 	}
@@ -32,8 +55,27 @@ func decodeSidecarJSON(b []byte, s *sidecar) error {
 
 // decodeSidecarFast decodes valid JSON b into s, and reports false (s
 // half-filled) for what it leaves to json.Unmarshal.
-func decodeSidecarFast(b []byte, s *sidecar) bool {
-	d := jsonBytes{b: b}
+func decodeSidecarFast(b []byte, s *sidecar) bool { return decodeSidecarFastIn(b, s, 0) }
+
+// decodeSidecarFastIn is decodeSidecarFast that unquotes item values of
+// at least inPlace bytes in place (0: none) — only once the whole sidecar
+// has decoded, so that b is intact for json.Unmarshal whenever the fast
+// path gives up.
+func decodeSidecarFastIn(b []byte, s *sidecar, inPlace int) bool {
+	d := jsonBytes{b: b, inPlaceMin: inPlace}
+	if !d.sidecar(s) {
+		return false
+	}
+	for _, p := range d.inPlace {
+		raw := b[p.start:p.end]
+		out := appendUnquoted(raw[:0], raw) // writes never pass reads: see appendUnquoted
+		s.Meta[p.key] = unsafe.String(unsafe.SliceData(out), len(out))
+	}
+	return true
+}
+
+// sidecar decodes the whole sidecar into s.
+func (d *jsonBytes) sidecar(s *sidecar) bool {
 	if d.next() != '{' {
 		return false
 	}
@@ -86,6 +128,17 @@ func decodeSidecarFast(b []byte, s *sidecar) bool {
 type jsonBytes struct {
 	b []byte
 	i int
+	// Item values of at least inPlaceMin bytes (0: none) are left in b,
+	// where inPlace records them, to be unquoted there
+	// (decodeSidecarOwned).
+	inPlaceMin int
+	inPlace    []inPlaceItem
+}
+
+// inPlaceItem is an item whose quoted value is b[start:end].
+type inPlaceItem struct {
+	key        string
+	start, end int
 }
 
 // next skips white space and returns the next byte (0 at the end).
@@ -123,11 +176,22 @@ func (d *jsonBytes) null() bool {
 // what json.Unmarshal decodes differently (invalid UTF-8, an escaped
 // surrogate) or a value that is not a string.
 func (d *jsonBytes) str() (string, bool) {
-	if d.next() != '"' {
+	start, end, n, ok := d.scanString()
+	if !ok {
 		return "", false
 	}
-	start := d.i + 1
-	n, end := 0, start // the unquoted length; the closing quote
+	return d.unquote(start, end, n), true
+}
+
+// scanString reads a string: its content is b[start:end], n bytes once
+// unquoted; false for what json.Unmarshal decodes differently (invalid
+// UTF-8, an escaped surrogate) or a value that is not a string.
+func (d *jsonBytes) scanString() (start, end, n int, ok bool) {
+	if d.next() != '"' {
+		return 0, 0, 0, false
+	}
+	start = d.i + 1
+	end = start // the closing quote
 	for end < len(d.b) && d.b[end] != '"' {
 		if d.b[end] != '\\' {
 			n, end = n+1, end+1
@@ -139,19 +203,30 @@ func (d *jsonBytes) str() (string, bool) {
 		}
 		r, err := strconv.ParseUint(string(d.b[end+2:end+6]), 16, 32)
 		if err != nil || r >= 0xd800 && r < 0xe000 {
-			return "", false
+			return 0, 0, 0, false
 		}
 		n, end = n+utf8.RuneLen(rune(r)), end+6
 	}
-	raw := d.b[start:end]
 	d.i = end + 1
-	if !utf8.Valid(raw) {
-		return "", false
-	}
+	return start, end, n, utf8.Valid(d.b[start:end])
+}
+
+// unquote is the string scanString found, in memory of its exact size.
+func (d *jsonBytes) unquote(start, end, n int) string {
+	raw := d.b[start:end]
 	if n == len(raw) {
-		return string(raw), true
+		return string(raw)
 	}
-	out := make([]byte, 0, n)
+	out := appendUnquoted(make([]byte, 0, n), raw)
+	return unsafe.String(unsafe.SliceData(out), len(out))
+}
+
+// appendUnquoted appends to out the unquoted bytes of raw, a JSON string's
+// content without its quotes, known to be valid. out may be raw[:0]: each
+// byte is written at or before where it was read, an escape's bytes only
+// after all of them were read (\uXXXX, six bytes, gives at most three),
+// so it unquotes in place.
+func appendUnquoted(out, raw []byte) []byte {
 	for k := 0; k < len(raw); k++ {
 		c := raw[k]
 		if c != '\\' {
@@ -178,7 +253,7 @@ func (d *jsonBytes) str() (string, bool) {
 			out = append(out, raw[k])
 		}
 	}
-	return unsafe.String(unsafe.SliceData(out), len(out)), true
+	return out
 }
 
 // int reads an integer number; false for another value (a fraction, an
@@ -213,11 +288,16 @@ func (d *jsonBytes) meta(s *sidecar) bool {
 		if _, dup := s.Meta[k]; dup {
 			return false
 		}
-		v, ok := d.str()
-		if !ok {
+		start, end, n, ok := d.scanString()
+		switch {
+		case !ok:
 			return false // null, a number…: json.Unmarshal's business
+		case d.inPlaceMin > 0 && end-start >= d.inPlaceMin:
+			s.Meta[k] = "" // unquoted in place once the whole sidecar decoded
+			d.inPlace = append(d.inPlace, inPlaceItem{k, start, end})
+		default:
+			s.Meta[k] = d.unquote(start, end, n)
 		}
-		s.Meta[k] = v
 		d.comma()
 	}
 	d.i++

@@ -1,11 +1,13 @@
 package table
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"reflect"
 	"strings"
 	"testing"
+	"unsafe"
 )
 
 // sidecarSeeds are sidecars of the usual shape and of every shape the fast
@@ -77,6 +79,58 @@ func checkSidecarDecode(t *testing.T, b []byte) {
 	}
 	if wantErr == nil && !reflect.DeepEqual(got, want) {
 		t.Fatalf("%q: decoded %+v (data %+v), json.Unmarshal %+v (data %+v)", b, got, got.Data, want, want.Data)
+	}
+	// In place, from every value of 1 or 3 bytes quoted: the same result
+	// again, and a buffer the fast path gave up on left intact (it went
+	// to json.Unmarshal).
+	for _, min := range []int{1, 3} {
+		own := bytes.Clone(b)
+		var in sidecar
+		inErr := decodeSidecarBytes(own, &in, min)
+		if fmt.Sprint(inErr) != fmt.Sprint(wantErr) {
+			t.Fatalf("%q in place from %d bytes: error %v, json.Unmarshal's %v", b, min, inErr, wantErr)
+		}
+		if wantErr == nil && !reflect.DeepEqual(in, want) {
+			t.Fatalf("%q in place from %d bytes: decoded %+v (data %+v), json.Unmarshal %+v (data %+v)", b, min, in, in.Data, want, want.Data)
+		}
+		if var0 := (sidecar{}); !json.Valid(b) || !decodeSidecarFast(bytes.Clone(b), &var0) {
+			if !bytes.Equal(own, b) {
+				t.Fatalf("%q: the fast path gave up, and the buffer changed to %q", b, own)
+			}
+		}
+	}
+}
+
+// TestOwnedSidecarSharesItsBuffer: a large item of a sidecar decoded in
+// place is a string in the sidecar's own memory, with the bytes
+// json.Unmarshal gives (escapes of every kind, multi-byte runes), and
+// small items are strings of their own.
+func TestOwnedSidecarSharesItsBuffer(t *testing.T) {
+	big := strings.Repeat(`{"a\\b\u00e9\n"}é/`, inPlaceBytes/8)
+	data, err := encodeSidecar(Meta{"codebook": big, "stage": "perturb"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want, got sidecar
+	if err := json.Unmarshal(data, &want); err != nil {
+		t.Fatal(err)
+	}
+	if err := decodeSidecarOwned(data, &got); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatal("decoded in place, not json.Unmarshal's items")
+	}
+	in := func(s string) bool {
+		p := uintptr(unsafe.Pointer(unsafe.StringData(s)))
+		lo := uintptr(unsafe.Pointer(&data[0]))
+		return p >= lo && p < lo+uintptr(len(data))
+	}
+	if !in(got.Meta["codebook"]) {
+		t.Error("the large item is not in the sidecar's buffer")
+	}
+	if in(got.Meta["stage"]) {
+		t.Error("a small item is in the sidecar's buffer")
 	}
 }
 

@@ -157,8 +157,8 @@ func bindSidecar(name string, side *sidecarInput) (*boundSidecar, error) {
 	case side.err != nil:
 		return nil, fmt.Errorf("%s: %w", side.path, unwrapPathError(side.err))
 	}
-	s, err := decodeSidecarFull(side.data)
-	side.data = nil // decoded: its bytes (the codebook's JSON, ~11 MB at 1M labels) may go
+	s, err := decodeSidecarFull(side.data, true)
+	side.data = nil // decoded (a large item in place, sharing its memory: decodeSidecarOwned)
 	if err != nil {
 		return nil, fmt.Errorf("%s: metadata sidecar is not valid: %v; delete it or rewrite the file with the stage that made it", side.path, err)
 	}
