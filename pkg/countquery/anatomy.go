@@ -232,7 +232,7 @@ func (p *Plan) addAnatomyRows(a arrow.Array, file string, first int64, cls [][]i
 			base := int(t.sizeOf[gid]) * g.size
 			local, byIndex := g.local[0], p.slots[g.sens[0]].classOfIndex
 			for e := t.start[gid]; e < t.start[gid+1]; e++ {
-				sum[base+int(local[byIndex[t.value[e]]+1])] += int64(t.count[e]) * n
+				sum[base+int(local[byIndex.get(int(t.value[e]))+1])] += int64(t.count[e]) * n
 			}
 		})
 	}
@@ -257,7 +257,7 @@ func (p *Plan) endAnatomy() error {
 	if t.streamed {
 		t.alloc(rel.Groups) // no part scanned: EndScan refuses 0 rows before
 		Q := len(t.queries)
-		var byIndex []int32
+		var byIndex *classTable
 		if Q > 0 {
 			byIndex = p.slots[t.queries[0].sens[0]].classOfIndex // anatomy's one sensitive column
 		}
@@ -267,7 +267,7 @@ func (p *Plan) endAnatomy() error {
 			if Q == 0 {
 				return nil
 			}
-			cls := byIndex[val] + 1
+			cls := byIndex.get(val) + 1
 			base := int(t.sizeOf[gid])
 			for q, g := range t.queries {
 				m := t.m(int(gid)*Q + q)

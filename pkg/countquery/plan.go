@@ -96,7 +96,7 @@ type slot struct {
 	cb   *codebook.Column // categories to match by; nil: match the published text
 	// classOfIndex maps a codebook index to its class (cb != nil); nil
 	// when every index is its own class (Values).
-	classOfIndex []int32
+	classOfIndex *classTable
 	// classOfValue maps a published text to its class (cb == nil).
 	classOfValue map[string]int32
 	values       []string // class → the value as queried
@@ -214,10 +214,10 @@ func (s *slot) class(value string) (int32, error) {
 	if !ok {
 		return 0, fmt.Errorf("%s is not a category of column %q in the codebook (categories: %s)", table.QuoteCell(value), s.col, quoteValues(s.cb.Labels(), false))
 	}
-	c := s.classOfIndex[idx]
+	c := s.classOfIndex.get(idx)
 	if c == classNone {
 		c = int32(len(s.values))
-		s.classOfIndex[idx] = c
+		s.classOfIndex.set(idx, c)
 		s.values = append(s.values, value)
 	}
 	return c, nil
@@ -228,7 +228,7 @@ func (s *slot) classOfCode(idx int) int32 {
 	if s.classOfIndex == nil {
 		return int32(idx)
 	}
-	return s.classOfIndex[idx]
+	return s.classOfIndex.get(idx)
 }
 
 func newSlot(col string, sens int, cb *codebook.Column) *slot {
@@ -237,8 +237,52 @@ func newSlot(col string, sens int, cb *codebook.Column) *slot {
 		s.classOfValue = map[string]int32{}
 		return s
 	}
-	s.classOfIndex = slices.Repeat([]int32{classNone}, cb.K())
+	s.classOfIndex = newClassTable(cb.K())
 	return s
+}
+
+// classTable maps a codebook index to its class: classNone but for the
+// values the queries name. Up to denseClasses indexes it is an int32 an
+// index; past that a bit an index says which are named, and a map gives
+// their classes: at 2M labels the dense table was 8 MB, held through
+// estimate --query and report --queries for the few values a query file
+// names (issue 11: peak RSS ≤ 100 MB).
+type classTable struct {
+	dense []int32
+	named []uint64
+	class map[int32]int32
+}
+
+// denseClasses is the largest codebook a classTable holds densely (a
+// variable for tests, which make every table sparse).
+var denseClasses = 1 << 16
+
+func newClassTable(k int) *classTable {
+	if k <= denseClasses {
+		return &classTable{dense: slices.Repeat([]int32{classNone}, k)}
+	}
+	return &classTable{named: make([]uint64, (k+63)/64), class: map[int32]int32{}}
+}
+
+// get is index idx's class.
+func (t *classTable) get(idx int) int32 {
+	if t.dense != nil {
+		return t.dense[idx]
+	}
+	if t.named[idx>>6]&(1<<(idx&63)) == 0 {
+		return classNone
+	}
+	return t.class[int32(idx)]
+}
+
+// set gives index idx class c.
+func (t *classTable) set(idx int, c int32) {
+	if t.dense != nil {
+		t.dense[idx] = c
+		return
+	}
+	t.named[idx>>6] |= 1 << (idx & 63)
+	t.class[int32(idx)] = c
 }
 
 // term is one non-sensitive condition of a predicate P.
