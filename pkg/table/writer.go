@@ -315,9 +315,11 @@ func newFormatWriter(format Format, name string, s sink, schema *arrow.Schema, m
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	w := &writer{name: name, format: format, fw: fw, sink: s, meta: meta, side: side, schema: schema}
-	if format == CSV {
-		w.later = later.d
+	w := &writer{name: name, format: format, fw: fw, sink: s, side: side, schema: schema}
+	if side != nil {
+		// Only a CSV file's sidecar is written at commit; other formats
+		// have their metadata already (or in their footer's writer).
+		w.meta, w.later = meta, later.d
 	}
 	return w, nil
 }
@@ -333,7 +335,7 @@ type writer struct {
 	format Format
 	fw     formatWriter
 	sink   sink
-	meta   Meta
+	meta   Meta       // a CSV file's, for its sidecar at commit
 	later  []Deferred // a CSV file's, made for its sidecar at commit
 	side   *atomicFile
 	schema *arrow.Schema

@@ -37,8 +37,10 @@ func newArrowWriter(s sink, schema *arrow.Schema, meta Meta, batchRows int) (*ar
 	// batches' schemas without it): the payloads write the message with it
 	// (arrowPayloads).
 	bare := arrow.NewSchemaWithEndian(full.Fields(), nil, full.Endianness())
+	// Only the schema message holds the metadata, which is let go once
+	// written: a release's codebook item is 20 MB at 2M labels.
 	w := ipc.NewWriterWithPayloadWriter(&arrowPayloads{w: s, schema: full}, ipc.WithSchema(bare))
-	return &arrowWriter{w: w, schema: full, batchRows: batchRows, memos: dictMemos(full)}, nil
+	return &arrowWriter{w: w, schema: bare, batchRows: batchRows, memos: dictMemos(bare)}, nil
 }
 
 // arrowPayloads writes an ipc.Writer's messages as its stream writer does,
@@ -58,7 +60,9 @@ func (p *arrowPayloads) Start() error { return nil }
 func (p *arrowPayloads) WritePayload(pl ipc.Payload) error {
 	if !p.sent {
 		p.sent = true
-		return writeSchemaMessage(p.w, p.schema)
+		schema := p.schema
+		p.schema = nil
+		return writeSchemaMessage(p.w, schema)
 	}
 	_, err := pl.WritePayload(p.w)
 	return err
