@@ -118,8 +118,19 @@ compare() {
       # parallel engine on this machine, next to pramkit's speedup.
       DUCKDB_THREADS=1 duck "$dlabel [1 thread]" "${dargs[@]}"
     fi
+    if [ -n "$mlr_label" ] && command -v mlr >/dev/null; then
+      "$T" run -rows "$n" -label "  mlr: $mlr_label" -out "$RUN/mlr-out.csv" -- "${mlr_cmd[@]}"
+    fi
   done
+  mlr_label=
 }
+# Miller peer of the next compare (when mlr is installed): mlr_label and
+# mlr_cmd, the command (its standard output goes to a file). Miller
+# (apt-get install miller), a tool data stewards already use, does the
+# CSV stages' reading work: reservoir sampling (mlr sample -k, with no
+# coordination or secret) and a group-by count (what estimate tabulates).
+mlr_label=
+mlr_cmd=()
 # quiet CMD…: CMD with its stderr dropped (anonymize's 'left out' notes,
 # perturb's --no-ledger warning).
 quiet=(sh -c 'exec "$0" "$@" 2>/dev/null')
@@ -150,6 +161,7 @@ for n in ${BENCH_ROWS:-1000000 10000000}; do
   "$T" run -rows "$n" -label "sample -m 100 (CSV in)" -- \
     "$B/sample" --secret "$secret" -m 100 "$csv" -o "$RUN/s100-$n.csv"
   duck "baseline (node + DuckDB, no query)" none
+  mlr_label="reservoir 5000 (CSV in, CSV out)" mlr_cmd=(mlr --icsv --ocsv sample -k 5000 "$csv")
   compare "sample -m 5000 (CSV in, CSV out)" "reservoir 5000 (CSV in, CSV out)" \
     sample-5000 "$csv" "$RUN/duck-s5000-$n.csv" -- \
     "$B/sample" --secret "$secret" -m 5000 "$csv" -o "$RUN/s5000-$n.csv"
@@ -193,6 +205,7 @@ done
 # 960 observed values, so their cost does not grow with n.
 for n in ${BENCH_ROWS:-1000000 10000000}; do
   echo "# $n rows, estimate"
+  mlr_label="count -g 4 columns (CSV in)" mlr_cmd=(mlr --icsv --ocsv count -g education,occupation,income,sex "$RUN/sanitized-$n.csv")
   compare "estimate (mle, CSV in)" "GROUP BY 4 columns (CSV in)" \
     count-csv "$RUN/sanitized-$n.csv" "$RUN/duck-count-$n.csv" -- \
     "$B/estimate" "$RUN/sanitized-$n.csv" -o "$RUN/estimate-$n.csv"
@@ -218,21 +231,7 @@ for n in ${BENCH_ROWS:-1000000 10000000}; do
     "$B/estimate" "$RUN/ddps-$n.parquet" --json
 done
 
-# Reference: the same reading work in Miller (apt-get install miller), a tool
-# data stewards already use: reservoir sampling (mlr sample -k, no
-# coordination or secret) and a group-by count (what estimate tabulates).
-if command -v mlr >/dev/null; then
-  for n in ${BENCH_ROWS:-1000000 10000000}; do
-    csv="$OUT/gen-id-$n.csv"
-    echo "# $n rows, reference: Miller $(mlr --version | cut -d' ' -f2)"
-    "$T" run -rows "$n" -label "mlr sample -k 1% (CSV in, CSV out)" -out "$RUN/mlr-sample-$n.csv" -- \
-      mlr --icsv --ocsv sample -k $((n / 100)) "$csv"
-    "$T" run -rows "$n" -label "mlr count -g 4 columns (CSV in)" -out "$RUN/mlr-count-$n.csv" -- \
-      mlr --icsv --ocsv count -g education,occupation,income,sex "$csv"
-  done
-else
-  echo "# (install miller for reference timings: apt-get install miller)"
-fi
+command -v mlr >/dev/null || echo "# (install miller for its columns: apt-get install miller)"
 
 # anonymize (Fu et al., mechanism A′) on 500k rows, as in the paper's §9.6
 # (C++ on a 3.1 GHz i3: under 10 s at every ℓ′ from 2 to 10). The generated
@@ -302,21 +301,22 @@ done
 # the code's own scaling. "Duck x" is DuckDB's own speedup (its time on
 # one thread / on all cores, medians, wall time as for pramkit): what the
 # second core gives a parallel engine here on the same work. Peak RSS is the largest of the runs; DuckDB's
-# includes node's own (the baseline row).
+# includes node's own (the baseline row). "Miller s" is Miller's median
+# on the CSV stages it can do (mlr_label), "ratio M" Miller s / pramkit s.
 "$OUT/benchtool" xcore
 echo
 echo "# pramkit vs DuckDB ${duck:+$DUCKDB_VERSION }(medians of $REPEAT runs, $((REPEAT * 5)) for a stage under 0.5 s; $(nproc) cores; ratio = DuckDB s / pramkit s, above 1: pramkit faster)"
 awk -v pairs="$(cat <<'PAIRS'
-sample -m 5000 (CSV)|sample -m 5000 (CSV in, CSV out)|duckdb: reservoir 5000 (CSV in, CSV out)
-encrypt 2 columns, CSV -> Parquet|encrypt 2 columns (CSV in, Parquet out)|duckdb: codes + pad (CSV in, Parquet out)
-perturb 2 curators -> Parquet|perturb --epsilon 1 (2 curators, K = 960)|duckdb: join + offset (Parquet in and out)
-decrypt -> CSV|decrypt 2 keys (Parquet in, CSV out)|duckdb: pads, labels (Parquet in, CSV out)
-decrypt -> Parquet|decrypt 2 keys (Parquet in, Parquet out)|duckdb: pads, labels (Parquet in and out)
-estimate (4 columns), CSV|estimate (mle, CSV in)|duckdb: GROUP BY 4 columns (CSV in)
-estimate (4 columns), Parquet|estimate --method inverse (Parquet in)|duckdb: GROUP BY 4 columns (Parquet in)
-bitflip L = 17, CSV -> Parquet|perturb bitflip, L = 17 (CSV in, Parquet out)|duckdb: one-hot + flips (CSV in, Parquet)
-anonymize l' = 5 -> Parquet|anonymize l' = 5 (CSV in, Parquet out)|-
-anonymize global, CSV -> CSV|anonymize global, l' = 5 (CSV in, CSV out)|-
+sample -m 5000 (CSV)|sample -m 5000 (CSV in, CSV out)|duckdb: reservoir 5000 (CSV in, CSV out)|mlr: reservoir 5000 (CSV in, CSV out)
+encrypt 2 columns, CSV -> Parquet|encrypt 2 columns (CSV in, Parquet out)|duckdb: codes + pad (CSV in, Parquet out)|-
+perturb 2 curators -> Parquet|perturb --epsilon 1 (2 curators, K = 960)|duckdb: join + offset (Parquet in and out)|-
+decrypt -> CSV|decrypt 2 keys (Parquet in, CSV out)|duckdb: pads, labels (Parquet in, CSV out)|-
+decrypt -> Parquet|decrypt 2 keys (Parquet in, Parquet out)|duckdb: pads, labels (Parquet in and out)|-
+estimate (4 columns), CSV|estimate (mle, CSV in)|duckdb: GROUP BY 4 columns (CSV in)|mlr: count -g 4 columns (CSV in)
+estimate (4 columns), Parquet|estimate --method inverse (Parquet in)|duckdb: GROUP BY 4 columns (Parquet in)|-
+bitflip L = 17, CSV -> Parquet|perturb bitflip, L = 17 (CSV in, Parquet out)|duckdb: one-hot + flips (CSV in, Parquet)|-
+anonymize l' = 5 -> Parquet|anonymize l' = 5 (CSV in, Parquet out)|-|-
+anonymize global, CSV -> CSV|anonymize global, l' = 5 (CSV in, CSV out)|-|-
 PAIRS
 )" '
     function median(list,    a, k, i, j, x) {
@@ -337,8 +337,8 @@ PAIRS
     /^query\|/ { split($0, f, "|"); qt[f[2], f[3]] = qt[f[2], f[3]] " " f[4] }
     END {
       np = split(pairs, p, "\n")
-      printf "%-34s %8s %9s %7s %6s %9s %7s %7s %8s %7s %8s %8s\n", "stage", "1 core s", "pramkit s", "speedup", "best",
-        "DuckDB s", "Duck x", "ratio", "query s", "ratio*", "pk MB", "DuckDB MB"
+      printf "%-34s %8s %9s %7s %6s %9s %7s %7s %8s %7s %8s %8s %8s %7s %9s\n", "stage", "1 core s", "pramkit s", "speedup", "best",
+        "DuckDB s", "Duck x", "ratio", "query s", "ratio*", "pk MB", "DuckDB MB", "Miller s", "ratio M", "Miller MB"
       for (i = 1; i <= nn; i++) {
         k = ns[i]; head = 0
         for (j = 1; j <= np; j++) {
@@ -351,8 +351,9 @@ PAIRS
           qk = ((k, f[3]) in qt) ? median(qt[k, f[3]]) : ""
           d1 = ((k, f[3] " [1 thread]") in t) ? median(t[k, f[3] " [1 thread]"]) : ""
           best = one == "" ? "" : ratio(lo[k, f[2] " [1 core]"], lo[k, f[2]])
-          printf "%-34s %8s %9s %7s %6s %9s %7s %7s %8s %7s %8s %8s\n", f[1], num(one), num(pk), ratio(one, pk), (best == "" ? "-" : best),
-            num(dk), ratio(d1, dk), ratio(dk, pk), num(qk), ratio(qk, pk), m[k, f[2]], (dk == "" ? "-" : m[k, f[3]])
+          mk = ((k, f[4]) in t) ? median(t[k, f[4]]) : ""
+          printf "%-34s %8s %9s %7s %6s %9s %7s %7s %8s %7s %8s %8s %8s %7s %9s\n", f[1], num(one), num(pk), ratio(one, pk), (best == "" ? "-" : best),
+            num(dk), ratio(d1, dk), ratio(dk, pk), num(qk), ratio(qk, pk), m[k, f[2]], (dk == "" ? "-" : m[k, f[3]]), num(mk), ratio(mk, pk), (mk == "" ? "-" : m[k, f[4]])
         }
       }
     }' "$log"
