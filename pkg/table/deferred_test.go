@@ -100,31 +100,13 @@ func writeDeferred(t *testing.T, dir, name, ext string, meta Meta, d []Deferred)
 // files' bytes: the table, and a CSV file's sidecar.
 func writeDeferredWith(t *testing.T, dir, name, ext string, meta Meta, d []Deferred, beforeCommit func()) [][]byte {
 	t.Helper()
-	schema := StringSchema([]string{"x", "y"})
 	path := filepath.Join(dir, name+"."+ext)
 	var out bytes.Buffer
 	opt := WriteOptions{Deferred: d}
 	if ext == "stdout" {
 		path, opt.Stdout, opt.Format = "-", &out, CSV
 	}
-	w, err := Create(path, schema, meta, opt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Abort()
-	bb := NewBatchBuilder(schema)
-	defer bb.Release()
-	bb.AppendStrings([]string{"a", "1"})
-	bb.AppendStrings([]string{"b", "2"})
-	rec := bb.NewBatch()
-	defer rec.Release()
-	if err := w.Write(rec); err != nil {
-		t.Fatal(err)
-	}
-	beforeCommit()
-	if err := w.Commit(); err != nil {
-		t.Fatal(err)
-	}
+	writeRowsThen(t, path, []string{"x", "y"}, [][]string{{"a", "1"}, {"b", "2"}}, meta, opt, beforeCommit)
 	if ext == "stdout" {
 		return [][]byte{out.Bytes()}
 	}

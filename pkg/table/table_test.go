@@ -25,6 +25,12 @@ var trickyCols = []string{"id", "text", "sex"}
 
 func writeRows(t *testing.T, path string, cols []string, rows [][]string, meta Meta, opt WriteOptions) {
 	t.Helper()
+	writeRowsThen(t, path, cols, rows, meta, opt, func() {})
+}
+
+// writeRowsThen is writeRows that calls beforeCommit just before Commit.
+func writeRowsThen(t *testing.T, path string, cols []string, rows [][]string, meta Meta, opt WriteOptions, beforeCommit func()) {
+	t.Helper()
 	schema := StringSchema(cols)
 	w, err := Create(path, schema, meta, opt)
 	if err != nil {
@@ -41,6 +47,7 @@ func writeRows(t *testing.T, path string, cols []string, rows [][]string, meta M
 	if err := w.Write(rec); err != nil {
 		t.Fatal(err)
 	}
+	beforeCommit()
 	if err := w.Commit(); err != nil {
 		t.Fatal(err)
 	}
