@@ -310,7 +310,7 @@ func TestFileFormWritesCategoriesAsSpec(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, f := range []form{fileForm, compactForm} {
-			got, want := string(col.appendCategorical(nil, f)), string(appendSpec(nil, col.Spec(), f))
+			got, want := string(col.appendCategorical(nil, f, nil)), string(appendSpec(nil, col.Spec(), f))
 			if got != want {
 				t.Errorf("%v, compact %v:\n got %s\nwant %s", s, f, got, want)
 			}

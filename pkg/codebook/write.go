@@ -61,6 +61,39 @@ func (cb *Codebook) CompactJSON() string {
 	return unsafe.String(unsafe.SliceData(b), len(b)) // b is this call's own
 }
 
+// EmitFileJSON gives FileJSON's bytes to emit, and EmitCompactJSON
+// CompactJSON's, a piece of about jsonPiece bytes at a time, so that
+// what writes them out (a metadata item made at commit, table.Deferred)
+// never holds them whole: 20 MB at 2M labels. emit must not keep a
+// piece; its error ends the writing and is returned.
+func (cb *Codebook) EmitFileJSON(emit func([]byte) error) error {
+	return cb.emitJSON(fileForm, emit)
+}
+
+// EmitCompactJSON: see EmitFileJSON.
+func (cb *Codebook) EmitCompactJSON(emit func([]byte) error) error {
+	return cb.emitJSON(compactForm, emit)
+}
+
+// jsonPiece is the size of the pieces emitJSON gives (a label may take a
+// piece past it).
+var jsonPiece = 64 << 10
+
+func (cb *Codebook) emitJSON(f form, emit func([]byte) error) error {
+	var err error
+	flush := func(b []byte) []byte {
+		if err == nil {
+			err = emit(b)
+		}
+		return b[:0]
+	}
+	b := cb.appendForm(make([]byte, 0, jsonPiece+jsonPiece/4), f, flush)
+	if len(b) > 0 {
+		flush(b)
+	}
+	return err
+}
+
 // UnmarshalJSON parses data as strictly as Parse does.
 func (cb *Codebook) UnmarshalJSON(data []byte) error {
 	parsed, err := parse(data)
@@ -104,6 +137,15 @@ func (f form) colon() string {
 // doubling to write its 10 MB (anonymize encodes its release metadata
 // with it between passes).
 func (cb *Codebook) appendFile(b []byte, f form) []byte {
+	return cb.appendForm(b, f, nil)
+}
+
+// appendForm is appendFile that, given flush, hands b to it whenever it
+// holds jsonPiece bytes or more, and goes on in what flush returns.
+func (cb *Codebook) appendForm(b []byte, f form, flush func([]byte) []byte) []byte {
+	if flush != nil {
+		return cb.appendPieces(b, f, flush)
+	}
 	n := 16
 	for i := range cb.Columns {
 		c := &cb.Columns[i]
@@ -115,6 +157,12 @@ func (cb *Codebook) appendFile(b []byte, f form) []byte {
 		}
 	}
 	b = slices.Grow(b, n)
+	return cb.appendPieces(b, f, nil)
+}
+
+// appendPieces writes the form into b, handing it to flush (if not nil)
+// as appendForm says.
+func (cb *Codebook) appendPieces(b []byte, f form, flush func([]byte) []byte) []byte {
 	b = append(b, `{"columns"`+f.colon()+`[`...)
 	for i := range cb.Columns {
 		if i > 0 {
@@ -125,7 +173,7 @@ func (cb *Codebook) appendFile(b []byte, f form) []byte {
 		}
 		c := &cb.Columns[i]
 		if c.cuts == nil {
-			b = c.appendCategorical(b, f)
+			b = c.appendCategorical(b, f, flush)
 			continue
 		}
 		b = appendSpec(b, c.Spec(), f)
@@ -137,8 +185,8 @@ func (cb *Codebook) appendFile(b []byte, f form) []byte {
 }
 
 // appendCategorical appends a categorical column as appendSpec(b, c.Spec(), f)
-// does.
-func (c *Column) appendCategorical(b []byte, f form) []byte {
+// does, handing b to flush (if not nil) as appendForm says.
+func (c *Column) appendCategorical(b []byte, f form, flush func([]byte) []byte) []byte {
 	b = append(b, `{"name"`+f.colon()...)
 	b = appendJSONString(b, c.name, f)
 	b = append(b, f.sep()+`"categories"`+f.colon()+`[`...)
@@ -152,6 +200,9 @@ func (c *Column) appendCategorical(b []byte, f form) []byte {
 			b = append(b, f.sep()...)
 		}
 		b = appendJSONString(b, c.labels.at(i), f)
+		if flush != nil && len(b) >= jsonPiece {
+			b = flush(b)
+		}
 	}
 	b = append(b, ']')
 	if hasMissing {

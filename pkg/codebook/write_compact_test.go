@@ -3,6 +3,8 @@ package codebook
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"testing"
 )
 
@@ -62,5 +64,61 @@ func TestFileJSONIsMarshalJSON(t *testing.T) {
 	b := cb.FileJSON()
 	if a != string(want) || b != a {
 		t.Errorf("FileJSON %q, %q; MarshalJSON %q", a, b, want)
+	}
+}
+
+// TestEmittedJSONIsTheWholeJSON: the pieces EmitFileJSON and
+// EmitCompactJSON give make FileJSON's and CompactJSON's bytes — labels
+// with escapes and multi-byte runes, a missing token, a binned column —
+// in pieces of jsonPiece bytes and at most one label more, and an error
+// from emit stops the writing and is returned.
+func TestEmittedJSONIsTheWholeJSON(t *testing.T) {
+	defer func(old int) { jsonPiece = old }(jsonPiece)
+	jsonPiece = 100
+	var cats []string
+	for i := range 500 {
+		cats = append(cats, fmt.Sprintf("v%d é\"<%d>", i, i))
+	}
+	a, err := NewColumn(Spec{Name: "s", Categories: cats, Missing: "?"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := NewColumn(Spec{Name: "age", Cuts: []float64{25, 35}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cb, err := New(a, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name  string
+		emit  func(func([]byte) error) error
+		whole string
+	}{
+		{"file", cb.EmitFileJSON, cb.FileJSON()},
+		{"compact", cb.EmitCompactJSON, cb.CompactJSON()},
+	} {
+		var got []byte
+		pieces := 0
+		err := tc.emit(func(p []byte) error {
+			if len(p) > jsonPiece+40 {
+				t.Errorf("%s: a piece of %d bytes", tc.name, len(p))
+			}
+			got = append(got, p...)
+			pieces++
+			return nil
+		})
+		if err != nil || string(got) != tc.whole {
+			t.Errorf("%s: %d pieces, error %v; same bytes: %v", tc.name, pieces, err, string(got) == tc.whole)
+		}
+		if pieces < 10 {
+			t.Errorf("%s: %d pieces", tc.name, pieces)
+		}
+		stop := errors.New("stop")
+		calls := 0
+		if err := tc.emit(func([]byte) error { calls++; return stop }); err != stop || calls != 1 {
+			t.Errorf("%s: emit failing: %v after %d calls", tc.name, err, calls)
+		}
 	}
 }

@@ -175,14 +175,14 @@ func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
 // CodebookFileItem is the codebook item of a key file or a decrypted
 // table: the codebook's file form (one column per line), for people.
 // CodebookItem is a release's, compact: the bytes Meta.SetJSON stores.
-// Both are made when the writer writes its metadata (table.Deferred), so
-// that the JSON, 20 MB at 2M labels, is not held while rows stream; they
-// hold cb's labels, not its label index (codebook.Unindexed).
+// Both are made when the writer writes its metadata (table.Deferred), a
+// piece at a time, so that the JSON, 20 MB at 2M labels, is never held
+// whole; they hold cb's labels, not its label index (codebook.Unindexed).
 func CodebookFileItem(cb *codebook.Codebook) table.Deferred {
-	return table.Deferred{Key: KeyCodebook, Value: cb.Unindexed().FileJSON}
+	return table.Deferred{Key: KeyCodebook, Write: cb.Unindexed().EmitFileJSON}
 }
 
 // CodebookItem: see CodebookFileItem.
 func CodebookItem(cb *codebook.Codebook) table.Deferred {
-	return table.Deferred{Key: KeyCodebook, Value: cb.Unindexed().CompactJSON}
+	return table.Deferred{Key: KeyCodebook, Write: cb.Unindexed().EmitCompactJSON}
 }

@@ -17,13 +17,47 @@ import (
 // labels, made at the start and held while every row streams, on top of
 // the parsed codebook (33 MB) and the streaming state: encrypt's key
 // file and anonymize's Parquet output peaked at 119 and 141 MB of RSS
-// (issue 11: ≤ 100 MB at any cardinality). Value is called at most twice
-// for a Parquet file (once at Create, to learn whether the item is small
-// enough to stay in the stored Arrow schema, see storedSchemaMeta), and
-// its result is not kept.
+// (issue 11: ≤ 100 MB at any cardinality). The footer and the sidecar
+// take the value a piece at a time, so it is never held whole there
+// either (encrypt's peak at 2M labels had come to be the key's codebook
+// made at commit).
 type Deferred struct {
-	Key   string
-	Value func() string
+	Key string
+	// Write gives the value to emit a piece at a time, the same pieces
+	// at every call: a writer may call it to measure the value (a
+	// Parquet item's length comes before its bytes) and then to write
+	// it. emit keeps no piece; Write returns its error.
+	Write func(emit func([]byte) error) error
+}
+
+// Value makes d's whole value.
+func (d Deferred) Value() (string, error) {
+	n, err := d.size()
+	if err != nil {
+		return "", err
+	}
+	return d.valueOf(n)
+}
+
+// valueOf makes d's whole value, of n bytes (size).
+func (d Deferred) valueOf(n int) (string, error) {
+	var b strings.Builder
+	b.Grow(n)
+	err := d.Write(func(p []byte) error {
+		b.Write(p)
+		return nil
+	})
+	return b.String(), err
+}
+
+// size is the length of d's value in bytes.
+func (d Deferred) size() (int, error) {
+	n := 0
+	err := d.Write(func(p []byte) error {
+		n += len(p)
+		return nil
+	})
+	return n, err
 }
 
 // lateItems are the items a Parquet file makes for its footer, and the
@@ -38,61 +72,76 @@ type lateItems struct {
 // deferred, their size recorded: the stored schema carries no metadata
 // when an item is that large, so the file's bytes are those of one
 // written with every item in meta.
-func deferLarge(meta Meta, d []Deferred) (Meta, lateItems) {
+func deferLarge(meta Meta, d []Deferred) (Meta, lateItems, error) {
 	var later lateItems
 	copied := false
 	for _, item := range d {
-		v := item.Value()
-		if n := len(MetaPrefix) + len(item.Key) + len(v); n > storedSchemaMeta {
+		size, err := item.size()
+		if err != nil {
+			return nil, lateItems{}, err
+		}
+		if n := len(MetaPrefix) + len(item.Key) + size; n > storedSchemaMeta {
 			later.d = append(later.d, item)
 			later.size += n
 			continue
+		}
+		v, err := item.valueOf(size)
+		if err != nil {
+			return nil, lateItems{}, err
 		}
 		if !copied {
 			meta, copied = meta.Clone(), true
 		}
 		meta[item.Key] = v
 	}
-	return meta, later
+	return meta, later, nil
 }
 
 // withDeferred is meta (a copy, when d has items) with d's values made.
-func withDeferred(meta Meta, d []Deferred) Meta {
+func withDeferred(meta Meta, d []Deferred) (Meta, error) {
 	if len(d) == 0 {
-		return meta
+		return meta, nil
 	}
 	meta = meta.Clone()
 	for _, item := range d {
-		meta[item.Key] = item.Value()
+		v, err := item.Value()
+		if err != nil {
+			return nil, err
+		}
+		meta[item.Key] = v
 	}
-	return meta
+	return meta, nil
 }
 
 // keyValuesWith is a file's key-value items (fileKeyValues: other tools'
 // items, the pramkit items sorted by key, ARROW:schema last) with d's
-// items made and put in their places among the pramkit items, as
-// fileKeyValues would have put them.
-func keyValuesWith(kv metadata.KeyValueMetadata, d []Deferred) metadata.KeyValueMetadata {
+// items put in their places among the pramkit items, as fileKeyValues
+// would have put them: each with an empty value, to be written from the
+// Deferred that the returned map gives for its key (footerSplice).
+func keyValuesWith(kv metadata.KeyValueMetadata, d []Deferred) (metadata.KeyValueMetadata, map[string]Deferred) {
 	if len(d) == 0 {
-		return kv
+		return kv, nil
 	}
-	items := make([]struct{ k, v string }, len(d))
-	for i, item := range d {
-		items[i].k, items[i].v = MetaPrefix+item.Key, item.Value()
+	later := make(map[string]Deferred, len(d))
+	keys := make([]string, 0, len(d))
+	for _, item := range d {
+		k := MetaPrefix + item.Key
+		later[k] = item
+		keys = append(keys, k)
 	}
-	slices.SortFunc(items, func(a, b struct{ k, v string }) int { return strings.Compare(a.k, b.k) })
-	out := make(metadata.KeyValueMetadata, 0, len(kv)+len(items))
+	slices.Sort(keys)
+	out := make(metadata.KeyValueMetadata, 0, len(kv)+len(keys))
 	for i, e := range kv {
 		last := i == len(kv)-1 // ARROW:schema
 		_, ours := metaKey(e.GetKey())
-		for len(items) > 0 && (last || ours && e.GetKey() > items[0].k) {
-			out.Append(items[0].k, items[0].v)
-			items = items[1:]
+		for len(keys) > 0 && (last || ours && e.GetKey() > keys[0]) {
+			out.Append(keys[0], "")
+			keys = keys[1:]
 		}
 		out = append(out, e)
 	}
-	for _, it := range items {
-		out.Append(it.k, it.v)
+	for _, k := range keys {
+		out.Append(k, "")
 	}
-	return out
+	return out, later
 }

@@ -16,10 +16,11 @@ import (
 // (file and sidecar, and on standard output), Parquet and Arrow; small
 // and large items (past storedSchemaMeta, where Parquet's stored schema
 // drops the metadata), keys sorting before, between and after the other
-// items, and a deferred item replacing meta's of its key. Each Value is
-// called when the format's metadata is written: never before Commit for
-// a CSV file, and for a large Parquet item only once at Create, to
-// measure it, then for the footer.
+// items, and a deferred item replacing meta's of its key; each given in
+// pieces that cut its runes. Each is made when the format's metadata is
+// written: never before Commit for a CSV file, and for a large Parquet
+// item only measured at Create, then measured and written for the
+// footer.
 func TestDeferredItemsWriteTheSameFiles(t *testing.T) {
 	big := strings.Repeat(`{"é\"<x>`, storedSchemaMeta/6)
 	base := Meta{"m": "1", "stage": "perturb", "codebook": "stale"}
@@ -41,19 +42,16 @@ func TestDeferredItemsWriteTheSameFiles(t *testing.T) {
 				}
 				want := writeDeferred(t, dir, "want", ext, whole, nil)
 
-				calls := map[string]int{}
+				calls, early := map[string]int{}, map[string]int{}
 				committed := false
 				var d []Deferred
 				for k, v := range tc.items {
-					d = append(d, Deferred{Key: k, Value: func() string {
+					d = append(d, Deferred{Key: k, Write: func(emit func([]byte) error) error {
 						calls[k]++
 						if !committed {
-							lateOK := ext == "arrow" || ext == "stdout" || ext == "parquet" && calls[k] == 1
-							if !lateOK {
-								t.Errorf("%s made before Commit", k)
-							}
+							early[k]++
 						}
-						return v
+						return emitInPieces(v, emit)
 					}})
 				}
 				got := writeDeferredWith(t, dir, "got", ext, base, d, func() { committed = true })
@@ -66,12 +64,20 @@ func TestDeferredItemsWriteTheSameFiles(t *testing.T) {
 					}
 				}
 				for k, v := range tc.items {
-					want := 1
-					if ext == "parquet" && len(v) > storedSchemaMeta {
-						want = 2 // measured at Create, made for the footer
+					// Calls before Commit, and in all: measured and made at
+					// Create for a format whose metadata comes first, or for
+					// a small Parquet item; a large one measured there, then
+					// measured and written for the footer; a CSV file's
+					// written once for its sidecar.
+					wantEarly, wantAll := 2, 2
+					switch {
+					case ext == "csv":
+						wantEarly, wantAll = 0, 1
+					case ext == "parquet" && len(MetaPrefix)+len(k)+len(v) > storedSchemaMeta:
+						wantEarly, wantAll = 1, 3
 					}
-					if calls[k] != want {
-						t.Errorf("%s made %d times, want %d", k, calls[k], want)
+					if early[k] != wantEarly || calls[k] != wantAll {
+						t.Errorf("%s given %d times before Commit, %d in all; want %d, %d", k, early[k], calls[k], wantEarly, wantAll)
 					}
 				}
 				if ext == "parquet" || ext == "csv" {
@@ -124,9 +130,10 @@ func writeDeferredWith(t *testing.T, dir, name, ext string, meta Meta, d []Defer
 	return files
 }
 
-// TestKeyValuesWithPutsItemsInOrder: made items go where fileKeyValues
-// would have put them: among the pramkit items in key order, after other
-// tools' items, before ARROW:schema.
+// TestKeyValuesWithPutsItemsInOrder: deferred items go where
+// fileKeyValues would have put them: among the pramkit items in key
+// order, after other tools' items, before ARROW:schema, each made from
+// its Deferred.
 func TestKeyValuesWithPutsItemsInOrder(t *testing.T) {
 	for _, tc := range []struct {
 		kv   []string
@@ -141,13 +148,16 @@ func TestKeyValuesWithPutsItemsInOrder(t *testing.T) {
 		in := metadataOf(tc.kv)
 		var d []Deferred
 		for _, k := range tc.d {
-			d = append(d, Deferred{Key: k, Value: func() string { return "v" + k }})
+			d = append(d, Deferred{Key: k, Write: func(emit func([]byte) error) error { return emit([]byte("v" + k)) }})
 		}
 		var keys []string
-		for _, e := range keyValuesWith(in, d) {
+		kv, later := keyValuesWith(in, d)
+		for _, e := range kv {
 			keys = append(keys, e.GetKey())
-			if k, ok := metaKey(e.GetKey()); ok && strings.Contains(strings.Join(tc.d, " "), k) && *e.Value != "v"+k {
-				t.Errorf("%s = %q", e.GetKey(), *e.Value)
+		}
+		for _, k := range tc.d {
+			if later[MetaPrefix+k].Key != k {
+				t.Errorf("%s: not made from its Deferred", k)
 			}
 		}
 		if got := strings.Join(keys, " "); got != tc.want {
@@ -161,4 +171,22 @@ func metadataOf(keys []string) (kv metadata.KeyValueMetadata) {
 		kv.Append(k, fmt.Sprint("value of ", k))
 	}
 	return kv
+}
+
+// emitInPieces gives v to emit in pieces of 1 to 5 bytes, then of 4 KiB,
+// cutting multi-byte runes.
+func emitInPieces(v string, emit func([]byte) error) error {
+	b := []byte(v)
+	for i := 0; len(b) > 0; i++ {
+		n := 1 + i%5
+		if i > 40 {
+			n = 4 << 10
+		}
+		n = min(n, len(b))
+		if err := emit(b[:n]); err != nil {
+			return err
+		}
+		b = b[n:]
+	}
+	return nil
 }

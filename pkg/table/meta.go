@@ -260,23 +260,39 @@ func encodeSidecar(m Meta) ([]byte, error) {
 // a JSON string (issue 11: peak RSS ≤ 100 MB per stage). Every string is
 // escaped by json.Marshal itself, in pieces cut between two of the runes
 // it decodes (pieceWriter.string), so the bytes are the same.
-func writeBoundSidecar(w io.Writer, m Meta, d dataDigest) error {
+//
+// The items of later, whose keys m does not have, are written in their
+// places among m's, from their Deferred a piece at a time.
+func writeBoundSidecar(w io.Writer, m Meta, later []Deferred, d dataDigest) error {
 	dj, err := json.Marshal(&d)
 	if err != nil {
 		return err
 	}
 	p := &pieceWriter{w: w, b: make([]byte, 0, 2*sidecarPiece)}
 	p.b = append(p.b, `{"pramkit":1,"meta":`...)
-	if m == nil {
+	if m == nil && len(later) == 0 {
 		p.b = append(p.b, "null"...)
 	} else {
+		made := make(map[string]Deferred, len(later))
+		keys := slices.Collect(maps.Keys(m))
+		for _, item := range later {
+			made[item.Key] = item
+			keys = append(keys, item.Key)
+		}
+		slices.Sort(keys)
 		p.b = append(p.b, '{')
-		for i, k := range slices.Sorted(maps.Keys(m)) {
+		for i, k := range keys {
 			if i > 0 {
 				p.b = append(p.b, ',')
 			}
 			p.string(k)
 			p.b = append(p.b, ':')
+			if item, ok := made[k]; ok {
+				if err := p.stringPieces(item); err != nil {
+					return err
+				}
+				continue
+			}
 			p.string(m[k])
 		}
 		p.b = append(p.b, '}')
@@ -321,7 +337,16 @@ func (p *pieceWriter) flush(atLeast int) {
 // cuts.
 func (p *pieceWriter) string(s string) {
 	p.b = append(p.b, '"')
-	for len(s) > 0 {
+	p.escape(s, true)
+	p.b = append(p.b, '"')
+}
+
+// escape writes s escaped, a piece at a time, and returns the bytes of s
+// it took: all of them when final, else the pieces that more bytes after
+// s could not change (all but the last sidecarPiece or fewer).
+func (p *pieceWriter) escape(s string, final bool) int {
+	took := 0
+	for len(s) > sidecarPiece || final && len(s) > 0 {
 		n := min(len(s), sidecarPiece)
 		if n < len(s) {
 			c := n
@@ -334,10 +359,31 @@ func (p *pieceWriter) string(s string) {
 		}
 		q, _ := json.Marshal(s[:n]) // a string always marshals
 		p.b = append(p.b, q[1:len(q)-1]...)
-		s = s[n:]
+		s, took = s[n:], took+n
 		p.flush(sidecarPiece)
 	}
+	return took
+}
+
+// stringPieces is string of d's value, taken a piece at a time: the
+// bytes not yet escaped stay in a window of about two pieces, cut where
+// string would cut the whole value.
+func (p *pieceWriter) stringPieces(d Deferred) error {
 	p.b = append(p.b, '"')
+	var win []byte
+	err := d.Write(func(piece []byte) error {
+		win = append(win, piece...)
+		if n := p.escape(unsafe.String(unsafe.SliceData(win), len(win)), false); n > 0 {
+			win = win[:copy(win, win[n:])]
+		}
+		return p.err
+	})
+	if err != nil {
+		return err
+	}
+	p.escape(string(win), true)
+	p.b = append(p.b, '"')
+	return p.err
 }
 
 func decodeSidecar(b []byte) (Meta, error) {

@@ -100,7 +100,8 @@ func TestParquetMetaIsTheReadersOnly(t *testing.T) {
 // TestWriteBoundSidecarIsJSONMarshal: the sidecar written a piece at a
 // time is json.Marshal's bytes and a newline, whatever the strings hold
 // (invalid UTF-8, runes of two to four bytes, '<', '>', '&', U+2028,
-// U+2029, quotes, control bytes) and wherever the pieces' cuts fall.
+// U+2029, quotes, control bytes) and wherever the pieces' cuts fall —
+// also with items deferred, given in pieces of their own (stringPieces).
 func TestWriteBoundSidecarIsJSONMarshal(t *testing.T) {
 	defer func(n int) { sidecarPiece = n }(sidecarPiece)
 	r := rand.New(rand.NewPCG(5, 6))
@@ -126,11 +127,43 @@ func TestWriteBoundSidecarIsJSONMarshal(t *testing.T) {
 					t.Fatal(err)
 				}
 				var got bytes.Buffer
-				if err := writeBoundSidecar(&got, meta, d); err != nil {
+				if err := writeBoundSidecar(&got, meta, nil, d); err != nil {
 					t.Fatal(err)
 				}
 				if got.String() != string(want)+"\n" {
 					t.Fatalf("piece %d, meta %q:\n got %q\nwant %q", piece, meta, got.String(), want)
+				}
+				if meta == nil {
+					continue
+				}
+				// The same items, some deferred and given in pieces of 1
+				// to 13 bytes (cutting runes).
+				rest, later := Meta{}, []Deferred(nil)
+				for k, v := range meta {
+					if r.IntN(2) == 0 {
+						rest[k] = v
+						continue
+					}
+					cuts := r.Uint64()
+					later = append(later, Deferred{Key: k, Write: func(emit func([]byte) error) error {
+						b, c := []byte(v), cuts
+						for len(b) > 0 {
+							n := min(len(b), 1+int(c%13))
+							c = c/13 + 7
+							if err := emit(b[:n]); err != nil {
+								return err
+							}
+							b = b[n:]
+						}
+						return nil
+					}})
+				}
+				got.Reset()
+				if err := writeBoundSidecar(&got, rest, later, d); err != nil {
+					t.Fatal(err)
+				}
+				if got.String() != string(want)+"\n" {
+					t.Fatalf("piece %d, meta %q, %d items deferred:\n got %q\nwant %q", piece, meta, len(later), got.String(), want)
 				}
 			}
 		}

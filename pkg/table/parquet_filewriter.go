@@ -439,9 +439,9 @@ func (f *pqFile) writeFooter() error {
 		err error
 	)
 	if streamFooter {
-		kv := keyValuesWith(f.kv, f.later)
+		kv, later := keyValuesWith(f.kv, f.later)
 		f.kv, f.later = nil, nil
-		if n, err = f.footer.writeFooter(f.meta, kv, f.sink); err != nil {
+		if n, err = f.footer.writeFooter(f.meta, kv, later, f.sink); err != nil {
 			return err
 		}
 	} else {

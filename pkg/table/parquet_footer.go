@@ -112,9 +112,10 @@ func (s *footerRowGroups) release() {
 // created_by, column orders), serialized as arrow-go serializes it, with
 // field 3 (num_rows) the rows added, field 4 (row_groups) the row groups
 // added and field 5 (key_value_metadata) kv — the bytes arrow-go writes
-// for the builder holding those row groups and items. It returns the
-// bytes written.
-func (s *footerRowGroups) writeFooter(meta *metadata.FileMetaDataBuilder, kv metadata.KeyValueMetadata, w io.Writer) (int64, error) {
+// for the builder holding those row groups and items. An item whose key
+// later has is written from that Deferred, a piece at a time. It returns
+// the bytes written.
+func (s *footerRowGroups) writeFooter(meta *metadata.FileMetaDataBuilder, kv metadata.KeyValueMetadata, later map[string]Deferred, w io.Writer) (int64, error) {
 	md, err := meta.Snapshot()
 	if err != nil {
 		return 0, err
@@ -122,7 +123,7 @@ func (s *footerRowGroups) writeFooter(meta *metadata.FileMetaDataBuilder, kv met
 	if md.KeyValueMetadata().Len() != 0 {
 		return 0, errors.New("parquet writer: the footer's builder holds key-value items: they are written from kv")
 	}
-	sp := &footerSplice{rg: s, kv: kv, w: w}
+	sp := &footerSplice{rg: s, kv: kv, later: later, w: w}
 	if _, err := md.WriteTo(sp, nil); err != nil {
 		return sp.n, err
 	}
@@ -139,6 +140,7 @@ func (s *footerRowGroups) writeFooter(meta *metadata.FileMetaDataBuilder, kv met
 type footerSplice struct {
 	rg      *footerRowGroups
 	kv      metadata.KeyValueMetadata
+	later   map[string]Deferred // kv's items made now, by key
 	w       io.Writer
 	pending []byte // what was given, when it came in several Writes
 	piece   []byte // binaryField's copy of a string, a piece at a time
@@ -238,7 +240,11 @@ func (sp *footerSplice) keyValues() error {
 		if err := sp.binaryField(1<<4, item.Key); err != nil {
 			return err
 		}
-		if item.Value != nil {
+		if d, ok := sp.later[item.Key]; ok {
+			if err := sp.deferredField(1<<4, d); err != nil {
+				return err
+			}
+		} else if item.Value != nil {
 			if err := sp.binaryField(1<<4, *item.Value); err != nil {
 				return err
 			}
@@ -266,6 +272,30 @@ func (sp *footerSplice) binaryField(delta byte, s string) error {
 			return err
 		}
 		s = s[k:]
+	}
+	return nil
+}
+
+// deferredField is binaryField of d's value, measured, then written as
+// d gives it.
+func (sp *footerSplice) deferredField(delta byte, d Deferred) error {
+	n, err := d.size()
+	if err != nil {
+		return err
+	}
+	var tmp [1 + binary.MaxVarintLen64]byte
+	if err := sp.write(binary.AppendUvarint(append(tmp[:0], delta|thriftBinary), uint64(n))); err != nil {
+		return err
+	}
+	wrote := 0
+	if err := d.Write(func(p []byte) error {
+		wrote += len(p)
+		return sp.write(p)
+	}); err != nil {
+		return err
+	}
+	if wrote != n {
+		return fmt.Errorf("parquet writer: metadata item %s gave %d bytes, then %d", d.Key, n, wrote)
 	}
 	return nil
 }

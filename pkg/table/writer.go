@@ -87,13 +87,18 @@ func Create(path string, schema *arrow.Schema, meta Meta, opt WriteOptions) (Wri
 			delete(meta, item.Key)
 		}
 	}
+	var err error
 	switch {
 	case IsStdio(path) || format == Arrow || format == Parquet && !streamFooter:
 		// The metadata is written first (or, in tests of the footer
 		// arrow-go serializes, given at the start).
-		meta, later = withDeferred(meta, later.d), lateItems{}
+		meta, err = withDeferred(meta, later.d)
+		later = lateItems{}
 	case format == Parquet:
-		meta, later = deferLarge(meta, later.d)
+		meta, later, err = deferLarge(meta, later.d)
+	}
+	if err != nil {
+		return nil, err
 	}
 	if IsStdio(path) {
 		out := opt.Stdout
@@ -404,9 +409,9 @@ func (w *writer) commitPair(af *atomicFile) error {
 			w.abortFiles()
 			return err
 		}
-		meta := withDeferred(w.meta, w.later)
+		meta, later := w.meta, w.later
 		w.meta, w.later = nil, nil
-		if err := writeBoundSidecar(side, meta, af.sum.digest()); err != nil {
+		if err := writeBoundSidecar(side, meta, later, af.sum.digest()); err != nil {
 			w.abortFiles()
 			return err
 		}

@@ -59,7 +59,9 @@ func (o *Options) withCodebook(meta table.Meta, err error) (table.Meta, error) {
 		return nil, err
 	}
 	for _, item := range o.codebookItem {
-		meta[item.Key] = item.Value()
+		if meta[item.Key], err = item.Value(); err != nil {
+			return nil, err
+		}
 	}
 	return meta, nil
 }
