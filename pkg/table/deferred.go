@@ -20,7 +20,8 @@ import (
 // (issue 11: ≤ 100 MB at any cardinality). The footer and the sidecar
 // take the value a piece at a time, so it is never held whole there
 // either (encrypt's peak at 2M labels had come to be the key's codebook
-// made at commit).
+// made at commit). A large Parquet item is given twice: measured at
+// Create, then written for the footer.
 type Deferred struct {
 	Key string
 	// Write gives the value to emit a piece at a time, the same pieces
@@ -63,8 +64,15 @@ func (d Deferred) size() (int, error) {
 // lateItems are the items a Parquet file makes for its footer, and the
 // bytes of their keys and values, which count towards storedSchemaMeta.
 type lateItems struct {
-	d    []Deferred
-	size int
+	d     []Deferred
+	sizes []int // each value's bytes, measured by deferLarge
+	size  int
+}
+
+// sizedItem is a Deferred whose value is n bytes.
+type sizedItem struct {
+	Deferred
+	n int
 }
 
 // deferLarge sorts d for a Parquet file: items of at most storedSchemaMeta
@@ -82,6 +90,7 @@ func deferLarge(meta Meta, d []Deferred) (Meta, lateItems, error) {
 		}
 		if n := len(MetaPrefix) + len(item.Key) + size; n > storedSchemaMeta {
 			later.d = append(later.d, item)
+			later.sizes = append(later.sizes, size)
 			later.size += n
 			continue
 		}
@@ -114,19 +123,20 @@ func withDeferred(meta Meta, d []Deferred) (Meta, error) {
 }
 
 // keyValuesWith is a file's key-value items (fileKeyValues: other tools'
-// items, the pramkit items sorted by key, ARROW:schema last) with d's
-// items put in their places among the pramkit items, as fileKeyValues
-// would have put them: each with an empty value, to be written from the
-// Deferred that the returned map gives for its key (footerSplice).
-func keyValuesWith(kv metadata.KeyValueMetadata, d []Deferred) (metadata.KeyValueMetadata, map[string]Deferred) {
-	if len(d) == 0 {
+// items, the pramkit items sorted by key, ARROW:schema last) with the
+// items of later put in their places among the pramkit items, as
+// fileKeyValues would have put them: each with an empty value, to be
+// written from the item the returned map gives for its key
+// (footerSplice).
+func keyValuesWith(kv metadata.KeyValueMetadata, later lateItems) (metadata.KeyValueMetadata, map[string]sizedItem) {
+	if len(later.d) == 0 {
 		return kv, nil
 	}
-	later := make(map[string]Deferred, len(d))
-	keys := make([]string, 0, len(d))
-	for _, item := range d {
+	made := make(map[string]sizedItem, len(later.d))
+	keys := make([]string, 0, len(later.d))
+	for i, item := range later.d {
 		k := MetaPrefix + item.Key
-		later[k] = item
+		made[k] = sizedItem{item, later.sizes[i]}
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
@@ -143,5 +153,5 @@ func keyValuesWith(kv metadata.KeyValueMetadata, d []Deferred) (metadata.KeyValu
 	for _, k := range keys {
 		out.Append(k, "")
 	}
-	return out, later
+	return out, made
 }

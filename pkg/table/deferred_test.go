@@ -19,8 +19,7 @@ import (
 // items, and a deferred item replacing meta's of its key; each given in
 // pieces that cut its runes. Each is made when the format's metadata is
 // written: never before Commit for a CSV file, and for a large Parquet
-// item only measured at Create, then measured and written for the
-// footer.
+// item only measured at Create, then written for the footer.
 func TestDeferredItemsWriteTheSameFiles(t *testing.T) {
 	big := strings.Repeat(`{"é\"<x>`, storedSchemaMeta/6)
 	base := Meta{"m": "1", "stage": "perturb", "codebook": "stale"}
@@ -67,14 +66,14 @@ func TestDeferredItemsWriteTheSameFiles(t *testing.T) {
 					// Calls before Commit, and in all: measured and made at
 					// Create for a format whose metadata comes first, or for
 					// a small Parquet item; a large one measured there, then
-					// measured and written for the footer; a CSV file's
-					// written once for its sidecar.
+					// written for the footer; a CSV file's written once for
+					// its sidecar.
 					wantEarly, wantAll := 2, 2
 					switch {
 					case ext == "csv":
 						wantEarly, wantAll = 0, 1
 					case ext == "parquet" && len(MetaPrefix)+len(k)+len(v) > storedSchemaMeta:
-						wantEarly, wantAll = 1, 3
+						wantEarly, wantAll = 1, 2
 					}
 					if early[k] != wantEarly || calls[k] != wantAll {
 						t.Errorf("%s given %d times before Commit, %d in all; want %d, %d", k, early[k], calls[k], wantEarly, wantAll)
@@ -151,7 +150,7 @@ func TestKeyValuesWithPutsItemsInOrder(t *testing.T) {
 			d = append(d, Deferred{Key: k, Write: func(emit func([]byte) error) error { return emit([]byte("v" + k)) }})
 		}
 		var keys []string
-		kv, later := keyValuesWith(in, d)
+		kv, later := keyValuesWith(in, lateItems{d: d, sizes: make([]int, len(d))})
 		for _, e := range kv {
 			keys = append(keys, e.GetKey())
 		}
@@ -189,4 +188,29 @@ func emitInPieces(v string, emit func([]byte) error) error {
 		b = b[n:]
 	}
 	return nil
+}
+
+// TestDeferredThatChangesFailsTheFooter: a large Parquet item that gives
+// another length when written than when measured fails the commit (the
+// footer's length prefix would be wrong) and leaves no file.
+func TestDeferredThatChangesFailsTheFooter(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "t.parquet")
+	calls := 0
+	d := Deferred{Key: "codebook", Write: func(emit func([]byte) error) error {
+		calls++
+		return emit([]byte(strings.Repeat("x", storedSchemaMeta+calls)))
+	}}
+	schema := StringSchema([]string{"x"})
+	w, err := Create(path, schema, Meta{"n": "1"}, WriteOptions{Deferred: []Deferred{d}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Abort()
+	err = w.Commit()
+	if err == nil || !strings.Contains(err.Error(), "metadata item codebook gave") {
+		t.Fatalf("Commit: %v", err)
+	}
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Errorf("%s: %v", path, err)
+	}
 }

@@ -46,7 +46,7 @@ type pqFile struct {
 	// off the key-value metadata and every row group's metadata.
 	meta      *metadata.FileMetaDataBuilder
 	kv        metadata.KeyValueMetadata // with streamFooter, the items meta does not hold
-	later     []Deferred                // items made for the footer, with streamFooter
+	later     lateItems                 // items made for the footer, with streamFooter
 	footer    footerRowGroups
 	rowGroups int
 	// open are the row groups appended and not closed, in order: several
@@ -88,7 +88,7 @@ func newPQFile(sch *arrow.Schema, s sink, props *parquet.WriterProperties, later
 			return nil, fmt.Errorf("parquet writer: column %s: bloom filters and page indexes are not supported", path)
 		}
 	}
-	f := &pqFile{sink: &tellSink{s: s}, props: props, schema: pqschema, later: later.d}
+	f := &pqFile{sink: &tellSink{s: s}, props: props, schema: pqschema, later: later}
 	if kv := fileKeyValues(sch, props, later.size); streamFooter {
 		// The key-value items are written into the footer from their
 		// strings (footerRowGroups.writeFooter), not through arrow-go's
@@ -440,7 +440,7 @@ func (f *pqFile) writeFooter() error {
 	)
 	if streamFooter {
 		kv, later := keyValuesWith(f.kv, f.later)
-		f.kv, f.later = nil, nil
+		f.kv, f.later = nil, lateItems{}
 		if n, err = f.footer.writeFooter(f.meta, kv, later, f.sink); err != nil {
 			return err
 		}

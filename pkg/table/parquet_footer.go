@@ -113,9 +113,9 @@ func (s *footerRowGroups) release() {
 // field 3 (num_rows) the rows added, field 4 (row_groups) the row groups
 // added and field 5 (key_value_metadata) kv — the bytes arrow-go writes
 // for the builder holding those row groups and items. An item whose key
-// later has is written from that Deferred, a piece at a time. It returns
+// later has is written from that item, a piece at a time. It returns
 // the bytes written.
-func (s *footerRowGroups) writeFooter(meta *metadata.FileMetaDataBuilder, kv metadata.KeyValueMetadata, later map[string]Deferred, w io.Writer) (int64, error) {
+func (s *footerRowGroups) writeFooter(meta *metadata.FileMetaDataBuilder, kv metadata.KeyValueMetadata, later map[string]sizedItem, w io.Writer) (int64, error) {
 	md, err := meta.Snapshot()
 	if err != nil {
 		return 0, err
@@ -140,7 +140,7 @@ func (s *footerRowGroups) writeFooter(meta *metadata.FileMetaDataBuilder, kv met
 type footerSplice struct {
 	rg      *footerRowGroups
 	kv      metadata.KeyValueMetadata
-	later   map[string]Deferred // kv's items made now, by key
+	later   map[string]sizedItem // kv's items made now, by key
 	w       io.Writer
 	pending []byte // what was given, when it came in several Writes
 	piece   []byte // binaryField's copy of a string, a piece at a time
@@ -276,15 +276,10 @@ func (sp *footerSplice) binaryField(delta byte, s string) error {
 	return nil
 }
 
-// deferredField is binaryField of d's value, measured, then written as
-// d gives it.
-func (sp *footerSplice) deferredField(delta byte, d Deferred) error {
-	n, err := d.size()
-	if err != nil {
-		return err
-	}
+// deferredField is binaryField of d's value, written as d gives it.
+func (sp *footerSplice) deferredField(delta byte, d sizedItem) error {
 	var tmp [1 + binary.MaxVarintLen64]byte
-	if err := sp.write(binary.AppendUvarint(append(tmp[:0], delta|thriftBinary), uint64(n))); err != nil {
+	if err := sp.write(binary.AppendUvarint(append(tmp[:0], delta|thriftBinary), uint64(d.n))); err != nil {
 		return err
 	}
 	wrote := 0
@@ -294,8 +289,8 @@ func (sp *footerSplice) deferredField(delta byte, d Deferred) error {
 	}); err != nil {
 		return err
 	}
-	if wrote != n {
-		return fmt.Errorf("parquet writer: metadata item %s gave %d bytes, then %d", d.Key, n, wrote)
+	if wrote != d.n {
+		return fmt.Errorf("parquet writer: metadata item %s gave %d bytes, then %d", d.Key, d.n, wrote)
 	}
 	return nil
 }
