@@ -169,3 +169,40 @@ func TestWriteBoundSidecarIsJSONMarshal(t *testing.T) {
 		}
 	}
 }
+
+// FuzzSidecarPiecesAreJSONMarshal: an item deferred and given in pieces
+// of any sizes (cut from the seed) is written into a sidecar as
+// json.Marshal writes it, at small and usual sidecar pieces.
+func FuzzSidecarPiecesAreJSONMarshal(f *testing.F) {
+	f.Add("a\u00e9\u2028<\"\\\xff\xe2\x82x", uint64(12345), uint8(0))
+	f.Add(strings.Repeat("\U0001F600\x80", 40), uint64(7), uint8(1))
+	f.Fuzz(func(t *testing.T, v string, cuts uint64, small uint8) {
+		defer func(n int) { sidecarPiece = n }(sidecarPiece)
+		sidecarPiece = []int{utf8.UTFMax, 5, 64 << 10}[int(small)%3]
+		d := dataDigest{Bytes: 1, SHA256: "ab"}
+		meta := Meta{"a": "x", "codebook": v, "z": "y"}
+		want, err := json.Marshal(sidecar{Pramkit: 1, Meta: meta, Data: &d})
+		if err != nil {
+			t.Fatal(err)
+		}
+		item := Deferred{Key: "codebook", Write: func(emit func([]byte) error) error {
+			b, c := []byte(v), cuts
+			for len(b) > 0 {
+				n := min(len(b), 1+int(c%17))
+				c = c/17 + 3
+				if err := emit(b[:n]); err != nil {
+					return err
+				}
+				b = b[n:]
+			}
+			return nil
+		}}
+		var got bytes.Buffer
+		if err := writeBoundSidecar(&got, Meta{"a": "x", "z": "y"}, []Deferred{item}, d); err != nil {
+			t.Fatal(err)
+		}
+		if got.String() != string(want)+"\n" {
+			t.Fatalf("piece %d:\n got %q\nwant %q", sidecarPiece, got.String(), want)
+		}
+	})
+}
