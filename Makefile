@@ -81,6 +81,7 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzSidecarDecode$$' -fuzztime=$(FUZZTIME) ./pkg/table
 	$(GO) test -run='^$$' -fuzz='^FuzzSidecarPiecesAreJSONMarshal$$' -fuzztime=$(FUZZTIME) ./pkg/table
 	$(GO) test -run='^$$' -fuzz='^FuzzFooterTakeMatchesArrowGo$$' -fuzztime=$(FUZZTIME) ./pkg/table
+	$(GO) test -run='^$$' -fuzz='^FuzzKeyKindIsOpeningWhole$$' -fuzztime=$(FUZZTIME) ./pkg/table
 	$(GO) test -run='^$$' -fuzz='^FuzzParse$$' -fuzztime=$(FUZZTIME) ./pkg/codebook
 	$(GO) test -run='^$$' -fuzz='^FuzzCountParseQuery$$' -fuzztime=$(FUZZTIME) ./pkg/countquery
 	$(GO) test -run='^$$' -fuzz='^FuzzGammaDiagonalDecode$$' -fuzztime=$(FUZZTIME) ./pkg/release

@@ -44,19 +44,19 @@ func parquetStage(f *os.File) (stage string, ours bool, err error) {
 	if n > st.Size()-12 {
 		return "", false, errors.New("bad footer length")
 	}
-	t := &thriftWalk{r: bufio.NewReaderSize(io.NewSectionReader(f, st.Size()-8-n, n), 64<<10)}
+	t := newThriftWalk(bufio.NewReaderSize(io.NewSectionReader(f, st.Size()-8-n, n), 64<<10))
 	// FileMetaData: field 5 is key_value_metadata, a list of KeyValue.
 	err = t.fields(func(id int16, typ byte) error {
 		if id != 5 || typ != thriftList {
-			return t.skip(typ, 0)
+			return t.skip(typ, false, 0)
 		}
-		size, etyp, err := t.listHeader()
+		etyp, size, err := t.listHeader()
 		if err != nil {
 			return err
 		}
 		for range size {
 			if etyp != thriftStruct {
-				if err := t.skip(etyp, 0); err != nil {
+				if err := t.skip(etyp, true, 0); err != nil {
 					return err
 				}
 				continue
@@ -77,82 +77,33 @@ func parquetStage(f *os.File) (stage string, ours bool, err error) {
 	return stage, ours, err
 }
 
-// Thrift compact protocol types (the Thrift specification,
-// doc/specs/thrift-compact-protocol.md).
-const (
-	thriftTrue   = 1
-	thriftFalse  = 2
-	thriftByte   = 3
-	thriftI16    = 4
-	thriftI32    = 5
-	thriftI64    = 6
-	thriftDouble = 7
-	thriftBinary = 8
-	thriftList   = 9
-	thriftSet    = 10
-	thriftMap    = 11
-	thriftStruct = 12
-)
-
-// thriftWalk reads a Thrift compact-protocol struct, skipping what its
-// caller does not ask for without allocating it.
+// thriftWalk reads a Thrift compact-protocol struct from a stream,
+// skipping what its caller does not ask for without allocating it.
 type thriftWalk struct {
+	thriftDec
 	r *bufio.Reader
 }
 
-// maxThriftDepth bounds the nesting that skip follows (Parquet's footer
-// nests a handful of levels).
-const maxThriftDepth = 64
-
-func (t *thriftWalk) varint() (uint64, error) { return binary.ReadUvarint(t.r) }
+func newThriftWalk(r *bufio.Reader) *thriftWalk { return &thriftWalk{thriftDec{r}, r} }
 
 // fields calls field with each field of a struct up to its stop byte.
 func (t *thriftWalk) fields(field func(id int16, typ byte) error) error {
 	var last int16
 	for {
-		b, err := t.r.ReadByte()
-		if err != nil {
+		typ, id, err := t.field(last)
+		if err != nil || typ == thriftStop {
 			return err
-		}
-		if b == 0 {
-			return nil
-		}
-		id := last + int16(b>>4)
-		if b>>4 == 0 {
-			v, err := t.varint()
-			if err != nil {
-				return err
-			}
-			id = int16(int64(v>>1) ^ -int64(v&1))
 		}
 		last = id
-		if err := field(id, b&0x0f); err != nil {
+		if err := field(id, typ); err != nil {
 			return err
 		}
 	}
-}
-
-// listHeader reads a list's or a set's size and element type.
-func (t *thriftWalk) listHeader() (int, byte, error) {
-	b, err := t.r.ReadByte()
-	if err != nil {
-		return 0, 0, err
-	}
-	size := uint64(b >> 4)
-	if size == 15 {
-		if size, err = t.varint(); err != nil {
-			return 0, 0, err
-		}
-	}
-	if size > 1<<31 {
-		return 0, 0, errors.New("list too long")
-	}
-	return int(size), b & 0x0f, nil
 }
 
 // binary reads a binary value, keeping at most its first max bytes.
 func (t *thriftWalk) binary(max int) (head string, n int, err error) {
-	v, err := t.varint()
+	v, err := t.uvarint()
 	if err != nil {
 		return "", 0, err
 	}
@@ -177,7 +128,7 @@ func (t *thriftWalk) keyValue() (key, value string, hasValue bool, err error) {
 	const maxKey, maxValue = 256, 64
 	err = t.fields(func(id int16, typ byte) error {
 		if typ != thriftBinary || (id != 1 && id != 2) {
-			return t.skip(typ, 1)
+			return t.skip(typ, false, 1)
 		}
 		head, n, err := t.binary(max(maxKey, maxValue))
 		if err != nil {
@@ -197,71 +148,6 @@ func (t *thriftWalk) keyValue() (key, value string, hasValue bool, err error) {
 		return nil
 	})
 	return key, value, hasValue, err
-}
-
-// skip reads past a value of type typ.
-func (t *thriftWalk) skip(typ byte, depth int) error {
-	if depth > maxThriftDepth {
-		return errors.New("nested too deep")
-	}
-	var err error
-	switch typ {
-	case thriftTrue, thriftFalse:
-		// a field's value is in its header; a list element takes a byte,
-		// read by the list's case
-	case thriftByte:
-		_, err = t.r.ReadByte()
-	case thriftI16, thriftI32, thriftI64:
-		_, err = t.varint()
-	case thriftDouble:
-		_, err = t.r.Discard(8)
-	case thriftBinary:
-		_, _, err = t.binary(0)
-	case thriftList, thriftSet:
-		size, etyp, e := t.listHeader()
-		if e != nil {
-			return e
-		}
-		for range size {
-			if err := t.skipElement(etyp, depth+1); err != nil {
-				return err
-			}
-		}
-	case thriftMap:
-		size, e := t.varint()
-		if e != nil {
-			return e
-		}
-		if size == 0 {
-			return nil
-		}
-		kv, e := t.r.ReadByte()
-		if e != nil {
-			return e
-		}
-		for range size {
-			for _, et := range []byte{kv >> 4, kv & 0x0f} {
-				if err := t.skipElement(et, depth+1); err != nil {
-					return err
-				}
-			}
-		}
-	case thriftStruct:
-		err = t.fields(func(_ int16, typ byte) error { return t.skip(typ, depth+1) })
-	default:
-		err = errors.New("unknown thrift type")
-	}
-	return err
-}
-
-// skipElement reads past an element of a list, set or map of type typ: a
-// boolean element takes a byte of its own, unlike a boolean field.
-func (t *thriftWalk) skipElement(typ byte, depth int) error {
-	if typ == thriftTrue || typ == thriftFalse {
-		_, err := t.r.ReadByte()
-		return err
-	}
-	return t.skip(typ, depth)
 }
 
 // sidecarStage is decodeSidecarFull(b).Meta["stage"], and whether it

@@ -312,14 +312,6 @@ func (c *footerCount) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// The Thrift compact protocol's type ids keypeek.go does not name.
-const (
-	thriftStop = 0
-	thriftUUID = 13
-)
-
-var errThriftShort = errors.New("thrift: truncated")
-
 // appendListHeader appends the compact header of a list of n elements of
 // type typ: one byte n<<4|typ below 15 elements, else 0xF0|typ and n as
 // a uvarint.
@@ -330,160 +322,12 @@ func appendListHeader(dst []byte, typ byte, n int) []byte {
 	return binary.AppendUvarint(append(dst, 0xF0|typ), uint64(n))
 }
 
-// thriftReader reads Thrift compact-protocol bytes in memory, enough to
-// find fields and skip values of any type, and says where they are (which
-// thriftWalk, reading a stream, cannot).
-type thriftReader struct {
-	b   []byte
-	pos int
-}
-
-func (r *thriftReader) byte() (byte, error) {
-	if r.pos >= len(r.b) {
-		return 0, errThriftShort
-	}
-	c := r.b[r.pos]
-	r.pos++
-	return c, nil
-}
-
-func (r *thriftReader) uvarint() (uint64, error) {
-	v, n := binary.Uvarint(r.b[r.pos:])
-	if n == 0 {
-		return 0, errThriftShort
-	}
-	if n < 0 {
-		return 0, errors.New("thrift: varint overflows 64 bits")
-	}
-	r.pos += n
-	return v, nil
-}
-
-func (r *thriftReader) skipBytes(n uint64) error {
-	if n > uint64(len(r.b)-r.pos) {
-		return errThriftShort
-	}
-	r.pos += int(n)
-	return nil
-}
-
-// field reads a field header after the field lastID: the field's type
-// (thriftStop at the struct's end) and id. A header byte is delta<<4|type,
-// the id lastID+delta, or, with delta 0, a zigzag varint i16 follows.
-// A bool field's value is its type (thriftTrue, thriftFalse).
-func (r *thriftReader) field(lastID int16) (typ byte, id int16, err error) {
-	c, err := r.byte()
-	if err != nil || c == thriftStop {
-		return thriftStop, 0, err
-	}
-	typ, delta := c&0x0F, int16(c>>4)
-	if delta != 0 {
-		return typ, lastID + delta, nil
-	}
-	v, err := r.uvarint()
-	if err != nil {
-		return 0, 0, err
-	}
-	return typ, int16(int64(v>>1) ^ -int64(v&1)), nil
-}
-
-// listHeader reads a list's (or set's) header: its element type and size.
-func (r *thriftReader) listHeader() (typ byte, n uint64, err error) {
-	c, err := r.byte()
-	if err != nil {
-		return 0, 0, err
-	}
-	typ, n = c&0x0F, uint64(c>>4)
-	if n == 15 {
-		n, err = r.uvarint()
-	}
-	return typ, n, err
-}
-
-// skip skips a value of type typ; depth counts the containers around it.
-// A bool is a byte of its own in a list, set or map (elem), nothing in a
-// field header.
-func (r *thriftReader) skip(typ byte, elem bool, depth int) error {
-	if depth > maxThriftDepth {
-		return errors.New("thrift: nested too deep")
-	}
-	switch typ {
-	case thriftTrue, thriftFalse:
-		if elem {
-			_, err := r.byte()
-			return err
-		}
-		return nil
-	case thriftByte:
-		_, err := r.byte()
-		return err
-	case thriftI16, thriftI32, thriftI64:
-		_, err := r.uvarint()
-		return err
-	case thriftDouble:
-		return r.skipBytes(8)
-	case thriftUUID:
-		return r.skipBytes(16)
-	case thriftBinary:
-		n, err := r.uvarint()
-		if err != nil {
-			return err
-		}
-		return r.skipBytes(n)
-	case thriftList, thriftSet:
-		et, n, err := r.listHeader()
-		if err != nil {
-			return err
-		}
-		for range n {
-			if err := r.skip(et, true, depth+1); err != nil {
-				return err
-			}
-		}
-		return nil
-	case thriftMap:
-		n, err := r.uvarint()
-		if err != nil || n == 0 {
-			return err
-		}
-		kv, err := r.byte()
-		if err != nil {
-			return err
-		}
-		for range n {
-			if err := r.skip(kv>>4, true, depth+1); err != nil {
-				return err
-			}
-			if err := r.skip(kv&0x0F, true, depth+1); err != nil {
-				return err
-			}
-		}
-		return nil
-	case thriftStruct:
-		var last int16
-		for {
-			t, id, err := r.field(last)
-			if err != nil {
-				return err
-			}
-			if t == thriftStop {
-				return nil
-			}
-			if err := r.skip(t, false, depth+1); err != nil {
-				return err
-			}
-			last = id
-		}
-	}
-	return fmt.Errorf("thrift: unknown type %d", typ)
-}
-
 // footerFields finds, in a serialized FileMetaData, field 3's value
 // (num_rows) and field 4's list header (row_groups), which must be an
 // empty list of structs: the bytes [num[0], num[1]) and [list[0],
 // list[1]). The bytes must end with the struct.
 func footerFields(b []byte) (num, list [2]int, err error) {
-	r := &thriftReader{b: b}
+	r := newThriftReader(b)
 	var last int16
 	for {
 		typ, id, err := r.field(last)
@@ -530,7 +374,7 @@ func footerFields(b []byte) (num, list [2]int, err error) {
 // that RowGroup struct's bytes (field 4, row_groups: a list of one
 // struct).
 func rowGroupBytes(b []byte) ([]byte, error) {
-	r := &thriftReader{b: b}
+	r := newThriftReader(b)
 	var last int16
 	for {
 		typ, id, err := r.field(last)

@@ -69,7 +69,7 @@ const metaCloneBytes = 64 << 10
 // returned when it has none; else the bytes are new, and b holds the
 // large values returned.
 func takePramkitItems(b []byte) (stripped []byte, ours Meta, err error) {
-	r := &thriftReader{b: b}
+	r := newThriftReader(b)
 	var last int16
 	var listAt, listEnd int // the list's header, and its end
 	var kept [][2]int       // the other items' bytes
