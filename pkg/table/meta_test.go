@@ -144,19 +144,7 @@ func TestWriteBoundSidecarIsJSONMarshal(t *testing.T) {
 						rest[k] = v
 						continue
 					}
-					cuts := r.Uint64()
-					later = append(later, Deferred{Key: k, Write: func(emit func([]byte) error) error {
-						b, c := []byte(v), cuts
-						for len(b) > 0 {
-							n := min(len(b), 1+int(c%13))
-							c = c/13 + 7
-							if err := emit(b[:n]); err != nil {
-								return err
-							}
-							b = b[n:]
-						}
-						return nil
-					}})
+					later = append(later, Deferred{Key: k, Write: writeInPieces(v, cutsOf(r.Uint64(), 13, 7))})
 				}
 				got.Reset()
 				if err := writeBoundSidecar(&got, rest, later, d); err != nil {
@@ -185,18 +173,7 @@ func FuzzSidecarPiecesAreJSONMarshal(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		item := Deferred{Key: "codebook", Write: func(emit func([]byte) error) error {
-			b, c := []byte(v), cuts
-			for len(b) > 0 {
-				n := min(len(b), 1+int(c%17))
-				c = c/17 + 3
-				if err := emit(b[:n]); err != nil {
-					return err
-				}
-				b = b[n:]
-			}
-			return nil
-		}}
+		item := Deferred{Key: "codebook", Write: writeInPieces(v, cutsOf(cuts, 17, 3))}
 		var got bytes.Buffer
 		if err := writeBoundSidecar(&got, Meta{"a": "x", "z": "y"}, []Deferred{item}, d); err != nil {
 			t.Fatal(err)
