@@ -104,12 +104,12 @@ type ReadOptions struct {
 	// one file to different workers (ParquetRowGroups lists them). Other
 	// formats refuse it.
 	RowGroups []int
-	// ReuseBuffers lets a Parquet or CSV reader hand the large buffers of a
+	// ReuseBuffers lets a reader hand the large buffers of a
 	// batch the caller has released to a later batch (poolAllocator)
 	// instead of leaving them to the collector. The caller promises to
 	// keep no slice or string of a batch once it is released, nor past the
 	// Next after it — a string used as a map key aliases the batch too:
-	// clone it; Arrow IPC ignores it.
+	// clone it.
 	ReuseBuffers bool
 	// Columns, when not empty, reads only these columns: the reader's
 	// schema and batches hold them alone, in the file's column order

@@ -35,7 +35,7 @@ func openArrowStream(name string, f *os.File, br *bufio.Reader, opt ReadOptions)
 		// read at once (parallelReader).
 		src = io.MultiReader(io.LimitReader(br, int64(br.Buffered())), pr)
 	}
-	r, err := ipc.NewReader(&checkedStream{r: src}, ipc.WithAllocator(decodeAllocator))
+	r, err := ipc.NewReader(&checkedStream{r: src}, ipc.WithAllocator(readAllocator(opt)))
 	if err != nil {
 		if f != nil {
 			f.Close()
@@ -121,7 +121,7 @@ func openArrowFile(name string, f *os.File, br *bufio.Reader, opt ReadOptions) (
 		sf.Close()
 		return nil, errorf(name, "not a readable Arrow file (%v)", err)
 	}
-	r, err := ipc.NewFileReader(parallelFile{sf}, ipc.WithAllocator(decodeAllocator))
+	r, err := ipc.NewFileReader(parallelFile{sf}, ipc.WithAllocator(readAllocator(opt)))
 	if err != nil {
 		sf.Close()
 		return nil, errorf(name, "not a readable Arrow file (%v)", err)

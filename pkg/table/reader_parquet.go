@@ -144,10 +144,7 @@ func parquetFrom(name string, sf *os.File, pf *file.Reader, ours Meta, opt ReadO
 			props.SetReadDict(i, true)
 		}
 	}
-	mem := decodeAllocator
-	if opt.ReuseBuffers {
-		mem = poolAllocator{decodeAllocator}
-	}
+	mem := readAllocator(opt)
 	fr, err := pqarrow.NewFileReader(pf, props, mem)
 	if err != nil {
 		return nil, errorf(name, "cannot read the Parquet schema (%v)", err)

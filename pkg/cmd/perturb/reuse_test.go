@@ -10,17 +10,19 @@ import (
 
 	"github.com/pramkit/pramkit/internal/cmdtest"
 	"github.com/pramkit/pramkit/internal/releasetest"
+	"github.com/pramkit/pramkit/pkg/table"
 )
 
-// TestParquetInputsReuseBuffers: perturb reads Parquet inputs with
-// table.ReadOptions.ReuseBuffers, so a released row group's buffers are
-// handed to a later one. Inputs of several 64 Ki-row row groups, whose
-// buffers (256 KiB a column) are in the pooled range, give the same
-// release, byte for byte, as the same tables read from Arrow IPC files
-// (which never reuse buffers), at GOMAXPROCS 1 and 2 and two chunk sizes:
-// a batch whose buffers were reused while its codes were still needed
-// would change the release.
-func TestParquetInputsReuseBuffers(t *testing.T) {
+// TestInputsReuseBuffers: perturb reads its inputs with
+// table.ReadOptions.ReuseBuffers, so a released row group's (Parquet) or
+// message's (Arrow IPC) buffers are handed to a later one. Inputs of
+// several 64 Ki-row row groups, whose buffers (256 KiB a column) are in
+// the pooled range, give the same release, byte for byte, from Parquet
+// and from Arrow IPC files, at GOMAXPROCS 1 and 2 and two chunk sizes, as
+// a first run that pooled nothing (table.PoolNoBuffersForTests): a batch
+// whose buffers were reused while its codes were still needed would
+// change the release.
+func TestInputsReuseBuffers(t *testing.T) {
 	if testing.Short() {
 		t.Skip("150,000 rows")
 	}
@@ -51,24 +53,28 @@ func TestParquetInputsReuseBuffers(t *testing.T) {
 		pq = append(pq, enc)
 		arrow = append(arrow, cmdtest.CopyTable(t, enc, filepath.Join(dir, fmt.Sprint("e", i, ".arrow"))))
 	}
-	var ref []byte
+	release := func(out string, ins []string) []byte {
+		if res := runTool(perturbCmd, "--no-ledger", "--epsilon", "1", "--seed", "5", "--insecure-seed", "-o", out, ins[0], ins[1]); res.Code != 0 {
+			t.Fatalf("perturb: %s", res.Stderr)
+		}
+		got, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	restore := table.PoolNoBuffersForTests()
+	ref := release(filepath.Join(dir, "rel-fresh.parquet"), pq)
+	restore()
 	for ci, cfg := range parallelConfigs[:2] {
 		for _, chunk := range []int{cfg.chunk, 1000} {
 			for fi, ins := range [][]string{pq, arrow} {
-				out := filepath.Join(dir, fmt.Sprint("rel", ci, chunk, fi, ".parquet"))
+				var got []byte
 				withConfig(cfg.procs, chunk, func() {
-					if res := runTool(perturbCmd, "--no-ledger", "--epsilon", "1", "--seed", "5", "--insecure-seed", "-o", out, ins[0], ins[1]); res.Code != 0 {
-						t.Fatalf("perturb: %s", res.Stderr)
-					}
+					got = release(filepath.Join(dir, fmt.Sprint("rel", ci, chunk, fi, ".parquet")), ins)
 				})
-				got, err := os.ReadFile(out)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if ref == nil {
-					ref = got
-				} else if !bytes.Equal(got, ref) {
-					t.Errorf("GOMAXPROCS=%d, %d-row chunks, %s inputs: the release differs from the first run's", cfg.procs, chunk, []string{"Parquet", "Arrow"}[fi])
+				if !bytes.Equal(got, ref) {
+					t.Errorf("GOMAXPROCS=%d, %d-row chunks, %s inputs: the release differs from the run that pooled nothing", cfg.procs, chunk, []string{"Parquet", "Arrow"}[fi])
 				}
 			}
 		}
