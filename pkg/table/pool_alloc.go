@@ -24,9 +24,12 @@ type poolAllocator struct{ small memory.Allocator }
 
 const poolMaxShift = 26 // 64 MiB
 
-// poolMinShift: buffers under 64 KiB are cheap to allocate, and are not
-// pooled (PoolAllBuffersForTests lowers it).
-var poolMinShift = 16
+// poolMinShift: buffers under 16 KiB are cheap to allocate, and are not
+// pooled (PoolAllBuffersForTests lowers it). A Parquet page reader's
+// buffers (a 16 KiB header buffer, then one the size of a page, tens of
+// KiB) come fresh for every column chunk: pooled from 16 KiB up, decrypt
+// of a 10M-row Parquet release collects 9 times instead of 14.
+var poolMinShift = 14
 
 // PoolAllBuffersForTests makes the readers and writers pool buffers of any
 // size from 64 bytes up, not only large ones, until the returned function

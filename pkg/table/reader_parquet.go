@@ -89,7 +89,10 @@ func openParquet(name string, f *os.File, br *bufio.Reader, opt ReadOptions) (rd
 	if err != nil {
 		return nil, errorf(name, "cannot read (%v)", err)
 	}
-	opts := []file.ReadOption{file.WithReadProps(parquet.NewReaderProperties(decodeAllocator))}
+	// Pages are decompressed into buffers that the page reader frees when
+	// it closes, after its column chunk: pooled too under ReuseBuffers
+	// (decrypt's 10M-row Parquet input: 33 of its 130 MB allocated).
+	opts := []file.ReadOption{file.WithReadProps(parquet.NewReaderProperties(readAllocator(opt)))}
 	md, ours, plain, err := readParquetFooter(sf, st.Size())
 	if err != nil {
 		return nil, errorf(name, "not a readable Parquet file (%v); check that it was copied whole", err)
