@@ -3,6 +3,7 @@ package table
 import (
 	"errors"
 	"io"
+	"math/bits"
 	"testing"
 )
 
@@ -32,6 +33,23 @@ func TestPoolAllocatorHandsOutZeroedMemory(t *testing.T) {
 	b := a.Reallocate(200_000, a.Allocate(70_000))
 	if len(b) != 200_000 || cap(b) != 1<<18 {
 		t.Errorf("Reallocate(200000): len %d cap %d", len(b), cap(b))
+	}
+}
+
+// The pool takes buffers from 16 KiB up (a Parquet page reader's): a
+// pooled buffer has its size class's power-of-two capacity.
+func TestPoolAllocatorSizeClassesStartAt16KiB(t *testing.T) {
+	a := poolAllocator{decodeAllocator}
+	for _, c := range []struct {
+		size   int
+		pooled bool
+	}{{10_000, false}, {16_383, false}, {16_384, true}, {20_000, true}, {70_000, true}} {
+		b := a.Allocate(c.size)
+		class := 1 << bits.Len(uint(c.size-1))
+		if got := cap(b) == class; got != c.pooled || len(b) != c.size {
+			t.Errorf("Allocate(%d): len %d cap %d, want a pooled buffer (cap %d): %v", c.size, len(b), cap(b), class, c.pooled)
+		}
+		a.Free(b)
 	}
 }
 
