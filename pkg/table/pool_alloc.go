@@ -7,8 +7,9 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
-// poolAllocator recycles the large buffers of a Parquet reader opened with
-// ReadOptions.ReuseBuffers. pqarrow builds fresh buffers for every batch of
+// poolAllocator recycles the large buffers of a Parquet or Arrow IPC
+// reader opened with ReadOptions.ReuseBuffers (readAllocator), and of the
+// writers (bufferPool). pqarrow builds fresh buffers for every batch of
 // every column, and a streaming caller releases them a moment later: with
 // GoAllocator each was a new large allocation, zeroed, then collected.
 // Here a released buffer goes back to a pool of its power-of-two size
