@@ -34,7 +34,10 @@ const hugePageBytes = 2 << 20
 // fresh mmap that drops any advice, so the space is mapped first — by
 // allocating MemoryLimit bytes, which Go takes from fresh, untouched
 // memory — then advised MADV_HUGEPAGE, then given back with
-// debug.FreeOSMemory (untouched, it was never resident). Later
+// debug.FreeOSMemory (untouched, it was never resident), with the
+// collector off until then, so that the allocation does not start a
+// collection of its own before FreeOSMemory's (one less: ~1 ms of every
+// run, `--version` 10.2 -> 9.0 ms). Later
 // allocations reuse that space, lowest addresses first. Heap beyond it
 // (a stage whose live heap outgrew the limit) keeps small pages.
 //
@@ -51,6 +54,9 @@ func adviseHugePages() {
 	if slices.Contains(strings.Split(os.Getenv("GODEBUG"), ","), "disablethp=1") {
 		return
 	}
+	// No collection for b alone: allocating it would start one, marked
+	// while b is live, before FreeOSMemory's own.
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
 	b := make([]byte, MemoryLimit)
 	// The whole huge pages inside b: madvise wants page-aligned bounds.
 	off := int(-uintptr(unsafe.Pointer(unsafe.SliceData(b))) & (hugePageBytes - 1))

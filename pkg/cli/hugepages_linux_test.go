@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,11 +17,19 @@ import (
 // TestHeapIsAdvisedHugePages: after AdviseHugePages, heap that the run
 // allocates lies in memory advised MADV_HUGEPAGE (the "hg" flag of its
 // mapping in /proc/self/smaps), and under GODEBUG=disablethp=1 it does
-// not. Each case runs in a fresh process (this test binary, re-run), since
-// the advice covers the heap space of a process that has just started.
+// not. The advice costs one collection (FreeOSMemory's; none under
+// disablethp=1), not a second one started by its 64 MiB allocation, and
+// leaves GOGC as it found it. Each case runs in a fresh process (this test
+// binary, re-run), since the advice covers the heap space of a process
+// that has just started.
 func TestHeapIsAdvisedHugePages(t *testing.T) {
 	if os.Getenv("PRAMKIT_HUGEPAGES_CHILD") != "" {
+		debug.SetGCPercent(150)
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
 		AdviseHugePages()
+		runtime.ReadMemStats(&after)
+		fmt.Printf("collections: %d\ngcpercent: %d\n", after.NumGC-before.NumGC, debug.SetGCPercent(100))
 		heap := make([]byte, 16<<20)
 		for i := 0; i < len(heap); i += 4096 {
 			heap[i] = 1
@@ -36,11 +46,12 @@ func TestHeapIsAdvisedHugePages(t *testing.T) {
 		t.Skip("this kernel has no transparent huge pages")
 	}
 	for _, tc := range []struct {
-		godebug string
-		advised bool
+		godebug     string
+		advised     bool
+		collections string
 	}{
-		{"", true},
-		{"disablethp=1", false},
+		{"", true, "1"},
+		{"disablethp=1", false, "0"},
 	} {
 		c := exec.Command(os.Args[0], "-test.run=^TestHeapIsAdvisedHugePages$")
 		c.Env = append(os.Environ(), "PRAMKIT_HUGEPAGES_CHILD=1", "GODEBUG="+tc.godebug)
@@ -49,10 +60,20 @@ func TestHeapIsAdvisedHugePages(t *testing.T) {
 			t.Fatalf("GODEBUG=%q: %v\n%s", tc.godebug, err, out)
 		}
 		var flags []string
+		var collections, gcpercent string
 		for _, line := range strings.Split(string(out), "\n") {
 			if f, ok := strings.CutPrefix(line, "flags: "); ok {
 				flags = strings.Fields(f)
 			}
+			if n, ok := strings.CutPrefix(line, "collections: "); ok {
+				collections = n
+			}
+			if p, ok := strings.CutPrefix(line, "gcpercent: "); ok {
+				gcpercent = p
+			}
+		}
+		if collections != tc.collections || gcpercent != "150" {
+			t.Errorf("GODEBUG=%q: AdviseHugePages ran %s collections and left GOGC at %s, want %s and 150\n%s", tc.godebug, collections, gcpercent, tc.collections, out)
 		}
 		if flags == nil {
 			t.Fatalf("GODEBUG=%q: the child printed no flags:\n%s", tc.godebug, out)
