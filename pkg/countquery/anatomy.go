@@ -37,7 +37,7 @@ type anatomyTable struct {
 	// sizes are the distinct group sizes n_g in increasing order, and
 	// sizeOf[g] is the index of n_g among them.
 	sizes  []int64
-	sizeOf []int32
+	sizeOf sizeIndex
 	// Held: the entries of group g are start[g] ≤ e < start[g+1], each a
 	// codebook index and its count c_g(s).
 	start        []uint32
@@ -90,8 +90,9 @@ const (
 // entries E_g; then the table is held (a second pass fills it: 8·E + 4·G
 // bytes for E entries and G groups) if that is less than streaming it
 // (4·G·Q bytes for Q query groups naming the sensitive column, 8·G·Q past
-// N = 2^32 − 1 rows: EndScan's pass). Either way it holds 4 bytes a group
-// for sizeOf, and 12 more during the first pass. It refuses an unknown
+// N = 2^32 − 1 rows: EndScan's pass). Either way it holds a byte a group
+// for sizeOf (4 past 256 distinct sizes), and 12 more during the first
+// pass. It refuses an unknown
 // group id or label, a count outside 1 … 2^32 − 1 and a group without
 // entries.
 func (p *Plan) ReadAnatomyGroups(open func(columns []string) (table.Reader, error)) error {
@@ -229,7 +230,7 @@ func (p *Plan) addAnatomyRows(a arrow.Array, file string, first int64, cls [][]i
 				return
 			}
 			sum := g.anatomySum(len(t.sizes))
-			base := int(t.sizeOf[gid]) * g.size
+			base := t.sizeOf.at(gid) * g.size
 			local, byIndex := g.local[0], p.slots[g.sens[0]].classOfIndex
 			for e := t.start[gid]; e < t.start[gid+1]; e++ {
 				sum[base+int(local[byIndex.get(int(t.value[e]))+1])] += int64(t.count[e]) * n
@@ -268,7 +269,7 @@ func (p *Plan) endAnatomy() error {
 				return nil
 			}
 			cls := byIndex.get(val) + 1
-			base := int(t.sizeOf[gid])
+			base := t.sizeOf.at(gid)
 			for q, g := range t.queries {
 				m := t.m(int(gid)*Q + q)
 				if m == 0 {

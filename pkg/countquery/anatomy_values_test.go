@@ -163,3 +163,58 @@ func TestScanAnatomyGroupsIsThePlansAnswers(t *testing.T) {
 		})
 	}
 }
+
+// groupSizes gives the distinct sizes in increasing order and each group's
+// index among them, a byte a group up to 256 sizes and 4 bytes past them,
+// and refuses a group of no entry.
+func TestGroupSizesIndexesEachGroupsSize(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	for _, tc := range []struct {
+		distinct int
+		small    bool
+	}{{1, true}, {3, true}, {256, true}, {257, false}, {1000, false}} {
+		per := make([]int64, 5000)
+		for g := range per {
+			per[g] = 2 + int64(r.IntN(tc.distinct))*3
+		}
+		for k := range tc.distinct { // every size present
+			per[k] = 2 + int64(k)*3
+		}
+		sizes, sizeOf, err := groupSizes(per, "g.csv")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(sizes) != tc.distinct || !slices.IsSorted(sizes) || (sizeOf.small != nil) != tc.small {
+			t.Fatalf("%d sizes: got %d sizes, sorted %v, a byte a group %v", tc.distinct, len(sizes), slices.IsSorted(sizes), sizeOf.small != nil)
+		}
+		for g, n := range per {
+			if sizes[sizeOf.at(int64(g))] != n {
+				t.Fatalf("%d sizes: group %d of size %d indexes size %d", tc.distinct, g, n, sizes[sizeOf.at(int64(g))])
+			}
+		}
+	}
+	if _, _, err := groupSizes([]int64{3, 0, 3}, "g.csv"); err == nil || !strings.Contains(err.Error(), "group 1 has no entry") {
+		t.Errorf("a group of no entry: %v", err)
+	}
+}
+
+// Values holds m_g in 32 bits, as Plan does: a count table of the release
+// that gives a group more than 2^32 − 1 rows is refused as edited, naming
+// the group, rather than wrapped around.
+func TestScanReleaseRefusesAGroupPast32Bits(t *testing.T) {
+	s, err := codebook.NewColumn(codebook.Spec{Name: "s", Categories: []string{"u", "v"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel := &Release{Name: "rows.csv", Mechanism: release.MechanismAnatomy, L: 2, Rows: 3 << 32,
+		Sensitive: []string{"s"}, Columns: []*codebook.Column{&s}, GroupColumn: "group", Groups: 2}
+	v, err := NewValues(rel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := fmt.Sprintf("a,group,count\nx,0,%d\nx,1,%d\nx,1,%d\n", uint64(1)<<32-1, uint64(1)<<31, uint64(1)<<31)
+	err = v.ScanRelease(csvReader(t, rows), "count")
+	if err == nil || !strings.Contains(err.Error(), "group 1 has over 4294967295 rows") {
+		t.Errorf("a group of 2^32 rows: %v", err)
+	}
+}

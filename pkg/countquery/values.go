@@ -2,6 +2,7 @@ package countquery
 
 import (
 	"fmt"
+	"math"
 	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -32,7 +33,7 @@ type Values struct {
 	// counts[k][s] are the rows publishing value s of sensitive column k
 	// (A′, global); groupRows[g] is m_g (anatomy).
 	counts    [][]int64
-	groupRows []int64
+	groupRows []uint32 // m_g ≤ 2^32 − 1, as Plan holds them
 	rows      int64
 	truth     [][]int64
 	// anat is anatomy's estimates by codebook index, from
@@ -79,7 +80,7 @@ func (v *Values) ScanRelease(in table.Reader, countColumn string) error {
 		countCol = idx[0]
 	}
 	if anatomy {
-		v.groupRows = make([]int64, rel.Groups)
+		v.groupRows = make([]uint32, rel.Groups)
 	} else {
 		v.counts = v.alloc()
 	}
@@ -105,7 +106,11 @@ func (v *Values) ScanRelease(in table.Reader, countColumn string) error {
 				if err != nil {
 					return err
 				}
-				v.groupRows[gid] += w(row)
+				m := uint64(v.groupRows[gid]) + uint64(w(row))
+				if m > math.MaxUint32 {
+					return fmt.Errorf("%s: group %d has over %d rows, more than a group of a release holds; the release was edited: publish the original table again with anonymize", in.Name(), gid, uint32(math.MaxUint32))
+				}
+				v.groupRows[gid] = uint32(m)
 			}
 			return nil
 		}
@@ -252,8 +257,8 @@ func (v *Values) ScanAnatomyGroups(open func(columns []string) (table.Reader, er
 		k1 := min(len(sizes), k0+step)
 		var sums []int64 // Σ m_g·c_g(s) of the groups of size k0+i at i·V+s
 		_, err := pass(true, func() { sums = make([]int64, (k1-k0)*V) }, func(gid int64, s int, c int64) {
-			if k := int(sizeOf[gid]); k >= k0 && k < k1 {
-				sums[(k-k0)*V+s] += c * m[gid]
+			if k := sizeOf.at(gid); k >= k0 && k < k1 {
+				sums[(k-k0)*V+s] += c * int64(m[gid])
 			}
 		})
 		if err != nil {
