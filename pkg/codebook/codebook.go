@@ -338,6 +338,17 @@ func (c *Column) LabelIndex(s string) (int, bool) {
 	return int(i), ok
 }
 
+// ForgetIndex lets the column's label index go, for every copy of the
+// column (they share it), though not an Encoder's, which holds its own: a
+// tool that looks up no label for a while frees the table (~6 bytes a
+// label, 11 MB at 2M labels) in between, and the next lookup or Encoder
+// builds it again. Not safe while another goroutine looks labels up.
+func (c *Column) ForgetIndex() {
+	if c.index != nil {
+		c.index.forget()
+	}
+}
+
 // Labels returns the K labels in index order, in a new slice.
 func (c *Column) Labels() []string { return c.labels.strings() }
 

@@ -233,6 +233,9 @@ func (cb *Codebook) Encoders(p Policy) ([]*Encoder, error) {
 // Column returns the column the encoder encodes.
 func (e *Encoder) Column() *Column { return e.col }
 
+// Policy returns the policy the encoder was made with.
+func (e *Encoder) Policy() Policy { return e.policy }
+
 // Index returns the value index of v: its position among the categories,
 // or for a numeric column the bucket i with c_i ≤ x < c_{i+1} (c_0 = −∞,
 // c_{n+1} = +∞), found by binary search over the n cuts in O(log n). Values

@@ -72,6 +72,14 @@ func (l *lazyIndex) get() *labelIndex {
 	return &l.x
 }
 
+// forget drops the table, built or handed over; the next get builds it
+// again. Not safe while get runs.
+func (l *lazyIndex) forget() {
+	l.once = sync.Once{}
+	l.built = weak.Pointer[labelIndex]{}
+	l.x = labelIndex{}
+}
+
 // indexLabels indexes every label of labels, which are distinct, by its
 // position.
 func indexLabels(labels *labelList) labelIndex {

@@ -317,3 +317,47 @@ func TestFileFormWritesCategoriesAsSpec(t *testing.T) {
 		}
 	}
 }
+
+// ForgetIndex frees the label table of every copy of a column — a copy
+// made before finds no table either — while an Encoder made before keeps
+// its own; the next lookup, from any copy, builds the table again and
+// finds every label, and so does an Encoder made after.
+func TestForgetIndexFreesTheTableAndLookupsStillWork(t *testing.T) {
+	var cats []string
+	for i := range 3 * largeIndex {
+		cats = append(cats, fmt.Sprintf("v%d", i))
+	}
+	col, err := NewColumn(Spec{Name: "c", Categories: cats})
+	if err != nil {
+		t.Fatal(err)
+	}
+	copied := col
+	before, err := col.Encoder(Policy{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if col.index.x.slots == nil {
+		t.Fatal("no table after an Encoder was made")
+	}
+	col.ForgetIndex()
+	if copied.index.x.slots != nil || copied.index.built.Value() != nil {
+		t.Fatal("the copy still holds a table after ForgetIndex")
+	}
+	after, err := copied.Encoder(before.Policy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range cats {
+		if j, ok := copied.LabelIndex(s); !ok || j != i {
+			t.Fatalf("after ForgetIndex, LabelIndex(%q) = %d, %v; want %d", s, j, ok, i)
+		}
+		for _, e := range []*Encoder{before, after} {
+			if j, err := e.Index(s); err != nil || j != uint32(i) {
+				t.Fatalf("after ForgetIndex, Encoder.Index(%q) = %d, %v; want %d", s, j, err, i)
+			}
+		}
+	}
+	if _, ok := col.LabelIndex("w1"); ok {
+		t.Fatal("after ForgetIndex, an unknown label is found")
+	}
+}

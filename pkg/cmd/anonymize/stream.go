@@ -304,8 +304,23 @@ func (o *Options) countPass(in table.Reader, cb *codebook.Codebook, r *rand.Rand
 			d.counts = append(d.counts, plan.Counts(k))
 		}
 	}
+	// Making the schedules looks up no label: the sensitive columns'
+	// label tables (6 bytes a label, 11 MB at 2M labels) go, encoders and
+	// all, and pass 2's encoders build them again after (~0.1 s at 2M
+	// labels), so that tables and schedules are never live together.
+	policies := make([]codebook.Policy, len(g.sens))
+	for k, sv := range g.sens {
+		policies[k] = sv.enc.Policy()
+		sv.enc = nil
+		sv.col.ForgetIndex()
+	}
 	if err := plan.Finish(r); err != nil {
 		return nil, nil, nil, d.libError(err)
+	}
+	for k, sv := range g.sens {
+		if sv.enc, err = sv.col.Encoder(policies[k]); err != nil {
+			return nil, nil, nil, err
+		}
 	}
 	return g, plan, d, nil
 }
