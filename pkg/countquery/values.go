@@ -39,6 +39,9 @@ type Values struct {
 	// anat is anatomy's estimates by codebook index, from
 	// ScanAnatomyGroups.
 	anat []float64
+	// est[k] is column k's estimates once Estimates made them, in the
+	// memory of its counts (A′, global).
+	est [][]float64
 }
 
 // NewValues prepares the value counts of rel's sensitive columns.
@@ -178,33 +181,51 @@ func (v *Values) ScanTruth(in table.Reader) error {
 }
 
 // Estimates returns the estimated count of every value of sensitive
-// column k (by codebook index), after ScanRelease.
+// column k (by codebook index), after ScanRelease (and for anatomy
+// ScanAnatomyGroups). For A′ and global they are made from column k's
+// counts in the counts' own memory (8 bytes a value, not 16: 16 MB at 2M
+// values, report's peak), so the scans are over; a later call returns the
+// same estimates.
 func (v *Values) Estimates(k int) ([]float64, error) {
 	rel := v.rel
 	V := rel.Columns[k].K()
-	switch rel.Mechanism {
-	case release.MechanismAnatomy:
+	if rel.Mechanism == release.MechanismAnatomy {
 		if v.anat == nil {
 			return nil, fmt.Errorf("countquery: %s is an anatomy release: its estimates need its sensitive table (ScanAnatomyGroups)", rel.Name)
 		}
 		return v.anat, nil
-	case release.MechanismGlobal:
+	}
+	if v.est == nil {
+		v.est = make([][]float64, len(rel.Columns))
+	}
+	if v.est[k] != nil {
+		return v.est[k], nil
+	}
+	counts := v.counts[k]
+	if len(counts) != V {
+		return nil, fmt.Errorf("countquery: %s: Estimates needs the counts of ScanRelease", rel.Name)
+	}
+	// Each count is read before its slot is written.
+	est := unsafe.Slice((*float64)(unsafe.Pointer(unsafe.SliceData(counts))), V)
+	if rel.Mechanism == release.MechanismGlobal {
 		keep, err := rel.keep(k)
 		if err != nil {
 			return nil, err
 		}
-		est := make([]float64, V)
-		for s, y := range v.counts[k] {
-			if est[s], err = GlobalCountMulti([]float64{float64(v.rows - y), float64(y)}, []int{V}, []float64{keep}); err != nil {
+		for s, y := range counts {
+			e, err := GlobalCountMulti([]float64{float64(v.rows - y), float64(y)}, []int{V}, []float64{keep})
+			if err != nil {
+				v.counts[k] = nil // counts[:s] are estimates already
 				return nil, err
 			}
+			est[s] = e
 		}
-		return est, nil
+	} else {
+		for s, y := range counts {
+			est[s] = float64(y) // f′_s, Theorem 3
+		}
 	}
-	est := make([]float64, V)
-	for s, y := range v.counts[k] {
-		est[s] = float64(y) // f′_s, Theorem 3
-	}
+	v.est[k], v.counts[k] = est, nil
 	return est, nil
 }
 

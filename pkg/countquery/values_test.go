@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/pramkit/pramkit/pkg/codebook"
 	"github.com/pramkit/pramkit/pkg/release"
@@ -265,4 +266,38 @@ func clone(rows [][]string) [][]string {
 		out[i] = append([]string(nil), r...)
 	}
 	return out
+}
+
+// Estimates of an A′ release are its counts (Theorem 3's f′_s), made in the
+// counts' own memory — no second table of V values at report's peak — and
+// a second call gives the same slice.
+func TestEstimatesReuseTheCountsMemory(t *testing.T) {
+	s, err := codebook.NewColumn(codebook.Spec{Name: "s", Categories: []string{"u", "v", "w"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel := &Release{Name: "pub.csv", Mechanism: release.MechanismDiverted, L: 2, Rows: 5,
+		Sensitive: []string{"s"}, Columns: []*codebook.Column{&s}}
+	v, err := NewValues(rel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := v.ScanRelease(csvReader(t, "a,s\nx,u\nx,w\nx,u\nx,u\nx,w\n"), ""); err != nil {
+		t.Fatal(err)
+	}
+	counts := &v.counts[0][0]
+	est, err := v.Estimates(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(est, []float64{3, 0, 2}) {
+		t.Errorf("estimates %v, want the counts [3 0 2]", est)
+	}
+	if unsafe.Pointer(&est[0]) != unsafe.Pointer(counts) {
+		t.Error("the estimates are not in the counts' memory")
+	}
+	again, err := v.Estimates(0)
+	if err != nil || &again[0] != &est[0] {
+		t.Errorf("a second call: %v, the same slice %v", err, err == nil && &again[0] == &est[0])
+	}
 }

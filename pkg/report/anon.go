@@ -192,6 +192,13 @@ func (o *Options) anonymized(s *Section, in table.Reader, path string) error {
 		}
 	}
 
+	// Every label is looked up: the sensitive columns' label tables
+	// (6 bytes a label, 11 MB at 2M labels) go before the estimates are
+	// made; the sections read labels by index only.
+	for _, c := range rel.Columns {
+		c.ForgetIndex()
+	}
+
 	// Per sensitive value: its count, T_f and the Definition 5 guarantee.
 	for k, name := range a.Sensitive {
 		col := rel.Columns[k]
