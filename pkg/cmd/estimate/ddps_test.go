@@ -295,7 +295,17 @@ func TestDDPSEstimateRejectsBadInput(t *testing.T) {
 	// as another value.
 	swapped := cmdtest.WriteFile(t, dir, "swapped.csv", "job.round1,job.round2\nSales,Tech\n")
 	cmdtest.WriteFile(t, dir, "swapped.csv.meta.json", strings.Replace(string(meta), `"pi_bot":`, `"values":"[\"Tech\",\"Sales\",\"Craft\",\"?\"]","pi_bot":`, 1))
-	for _, p := range []string{edited, oneRound, badEps, swapped} {
+	// A release whose non-participant category is "?": "?" is never a
+	// report (its owners report ⊥0 in round two).
+	np := filepath.Join(dir, "np.csv")
+	lmMustRun(t, "perturb", "--mechanism", "ddps", "--column", "job", "--pi-s", "0.2", "--non-participant", "?", "--codebook", cb, "--seed", "1", "--insecure-seed", in, "-o", np)
+	npMeta, err := os.ReadFile(np + ".meta.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	npReport := cmdtest.WriteFile(t, dir, "npreport.csv", "job.round1,job.round2\nSales,Tech\nTech,Sales\n(none),?\n")
+	cmdtest.WriteFile(t, dir, "npreport.csv.meta.json", string(npMeta))
+	for _, p := range []string{edited, oneRound, badEps, swapped, npReport} {
 		cmdtest.BindSidecar(t, p) // tables edited by hand, on purpose
 	}
 	noJob := cmdtest.WriteFile(t, dir, "nojob.csv", "id\np1\n")
@@ -306,6 +316,7 @@ func TestDDPSEstimateRejectsBadInput(t *testing.T) {
 		{Name: "another column", Args: []string{rel, "--columns", "sex"}, Code: 2, Msg: `is a ddps release of the one column "job"`},
 		{Name: "two truths", Args: []string{rel, "--truth", in, "--truth", in}, Code: 2, Msg: "give --truth once"},
 		{Name: "edited release", Args: []string{edited}, Code: 1, Msg: `edited.csv: row 2, column "job.round2": "Boss" is not an output of this release`},
+		{Name: "the non-participant category as a report", Args: []string{npReport}, Code: 1, Msg: `npreport.csv: row 3, column "job.round2": "?" is not an output of this release`},
 		{Name: "values not the codebook's", Args: []string{swapped}, Code: 1, Msg: `swapped.csv: metadata "values" disagrees with the codebook's column "job": value 1 is "Tech", not "Sales"; the file was edited or damaged`},
 		{Name: "a round missing", Args: []string{oneRound}, Code: 1, Msg: `has no column "job.round2"`},
 		{Name: "ε does not match the masses", Args: []string{badEps}, Code: 1, Msg: `metadata "epsilon" = 90.81093021621633 does not match π_s = 0.2, π_⊥ = 0.16 each (ε = max_v ln((π_⊥v + π_s)/π_⊥v) = 0.8109302162163288)`},
