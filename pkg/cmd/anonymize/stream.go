@@ -307,7 +307,8 @@ func (o *Options) countPass(in table.Reader, cb *codebook.Codebook, r *rand.Rand
 	// Making the schedules looks up no label: the sensitive columns'
 	// label tables (6 bytes a label, 11 MB at 2M labels) go, encoders and
 	// all, and pass 2's encoders build them again after (~0.1 s at 2M
-	// labels), so that tables and schedules are never live together.
+	// labels), so that the tables are not live beside Finish's working
+	// memory (the sets it builds the schedules from), anatomy's peak.
 	policies := make([]codebook.Policy, len(g.sens))
 	for k, sv := range g.sens {
 		policies[k] = sv.enc.Policy()
