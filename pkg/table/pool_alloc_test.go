@@ -4,7 +4,12 @@ import (
 	"errors"
 	"io"
 	"math/bits"
+	"os"
+	"path/filepath"
 	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
 )
 
 // A pooled buffer comes back zeroed up to its capacity, whatever the
@@ -60,40 +65,99 @@ func TestParquetReuseBuffersReadsTheSameValues(t *testing.T) {
 	cols, rows := dictRows(100_000)
 	p := writeParquetRows(t, cols, rows, 30_000)
 	for _, dict := range [][]string{nil, {"occupation", "ct", "id"}} {
-		plain, err := Open(p, ReadOptions{BatchSize: 20_000, DictColumns: dict})
-		if err != nil {
-			t.Fatal(err)
-		}
-		reuse, err := Open(p, ReadOptions{BatchSize: 20_000, DictColumns: dict, ReuseBuffers: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for row := 0; ; {
-			want, err1 := plain.Next()
-			got, err2 := reuse.Next()
-			if errors.Is(err1, io.EOF) && errors.Is(err2, io.EOF) {
-				if row != len(rows) {
-					t.Errorf("DictColumns %v: %d rows, want %d", dict, row, len(rows))
-				}
-				break
-			}
-			if err1 != nil || err2 != nil {
-				t.Fatalf("DictColumns %v: %v, %v", dict, err1, err2)
-			}
-			if got.NumRows() != want.NumRows() {
-				t.Fatalf("DictColumns %v: batch of %d rows, want %d", dict, got.NumRows(), want.NumRows())
-			}
-			for j := range cols {
-				g, w := ValuesOf(got.Column(j)), ValuesOf(want.Column(j))
-				for i := range int(got.NumRows()) {
-					if g.String(i) != w.String(i) || g.String(i) != rows[row+i][j] {
-						t.Fatalf("DictColumns %v: row %d column %s: %q, plain read %q, written %q", dict, row+i+1, cols[j], g.String(i), w.String(i), rows[row+i][j])
-					}
-				}
-			}
-			row += int(got.NumRows())
-		}
-		plain.Close()
-		reuse.Close()
+		checkReuseReadsTheSameValues(t, p, ReadOptions{BatchSize: 20_000, DictColumns: dict}, cols, rows)
 	}
+}
+
+// ReuseBuffers changes no value of an Arrow IPC stream or file either: a
+// message body, which the batch's arrays slice, goes back to the pool
+// only once the batch and the reader have both let it go.
+func TestArrowReuseBuffersReadsTheSameValues(t *testing.T) {
+	defer PoolAllBuffersForTests()() // offsets and bitmaps through the pool too
+	cols, rows := dictRows(100_000)
+	for _, file := range []bool{false, true} {
+		checkReuseReadsTheSameValues(t, writeArrowRows(t, cols, rows, 20_000, file), ReadOptions{}, cols, rows)
+	}
+}
+
+// checkReuseReadsTheSameValues reads path plainly and with ReuseBuffers,
+// side by side, a batch of each at a time, and checks that both give rows.
+func checkReuseReadsTheSameValues(t *testing.T, path string, opt ReadOptions, cols []string, rows [][]string) {
+	t.Helper()
+	plain, err := Open(path, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	opt.ReuseBuffers = true
+	reuse, err := Open(path, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reuse.Close()
+	for row := 0; ; {
+		want, err1 := plain.Next()
+		got, err2 := reuse.Next()
+		if errors.Is(err1, io.EOF) && errors.Is(err2, io.EOF) {
+			if row != len(rows) {
+				t.Errorf("%s, %+v: %d rows, want %d", path, opt, row, len(rows))
+			}
+			return
+		}
+		if err1 != nil || err2 != nil {
+			t.Fatalf("%s, %+v: %v, %v", path, opt, err1, err2)
+		}
+		if got.NumRows() != want.NumRows() {
+			t.Fatalf("%s, %+v: batch of %d rows, want %d", path, opt, got.NumRows(), want.NumRows())
+		}
+		for j := range cols {
+			g, w := ValuesOf(got.Column(j)), ValuesOf(want.Column(j))
+			for i := range int(got.NumRows()) {
+				if g.String(i) != w.String(i) || g.String(i) != rows[row+i][j] {
+					t.Fatalf("%s, %+v: row %d column %s: %q, plain read %q, written %q", path, opt, row+i+1, cols[j], g.String(i), w.String(i), rows[row+i][j])
+				}
+			}
+		}
+		row += int(got.NumRows())
+	}
+}
+
+// writeArrowRows writes rows as an Arrow IPC stream, or file, in batches of
+// batch rows.
+func writeArrowRows(t *testing.T, cols []string, rows [][]string, batch int, file bool) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "d.arrow")
+	f, err := os.Create(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	schema := StringSchema(cols)
+	var w interface {
+		Write(arrow.RecordBatch) error
+		Close() error
+	}
+	if file {
+		if w, err = ipc.NewFileWriter(f, ipc.WithSchema(schema)); err != nil {
+			t.Fatal(err)
+		}
+	} else {
+		w = ipc.NewWriter(f, ipc.WithSchema(schema))
+	}
+	bb := NewBatchBuilder(schema)
+	defer bb.Release()
+	for i, r := range rows {
+		bb.AppendStrings(r)
+		if bb.Rows() == batch || i == len(rows)-1 {
+			rec := bb.NewBatch()
+			if err := w.Write(rec); err != nil {
+				t.Fatal(err)
+			}
+			rec.Release()
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
