@@ -39,22 +39,29 @@ func writeParquetRows(t testing.TB, cols []string, rows [][]string, batch int) s
 		t.Fatal(err)
 	}
 	defer w.Abort()
+	writeRowBatches(t, schema, rows, batch, w.Write)
+	if err := w.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// writeRowBatches gives write the rows, of string columns of schema, in
+// batches of batch rows.
+func writeRowBatches(t testing.TB, schema *arrow.Schema, rows [][]string, batch int, write func(arrow.RecordBatch) error) {
+	t.Helper()
 	bb := NewBatchBuilder(schema)
 	defer bb.Release()
 	for i, r := range rows {
 		bb.AppendStrings(r)
 		if bb.Rows() == batch || i == len(rows)-1 {
 			rec := bb.NewBatch()
-			if err := w.Write(rec); err != nil {
+			if err := write(rec); err != nil {
 				t.Fatal(err)
 			}
 			rec.Release()
 		}
 	}
-	if err := w.Commit(); err != nil {
-		t.Fatal(err)
-	}
-	return p
 }
 
 // TestParquetDictColumnsReadAsDictionaries checks ReadOptions.DictColumns:

@@ -144,18 +144,7 @@ func writeArrowRows(t *testing.T, cols []string, rows [][]string, batch int, fil
 	} else {
 		w = ipc.NewWriter(f, ipc.WithSchema(schema))
 	}
-	bb := NewBatchBuilder(schema)
-	defer bb.Release()
-	for i, r := range rows {
-		bb.AppendStrings(r)
-		if bb.Rows() == batch || i == len(rows)-1 {
-			rec := bb.NewBatch()
-			if err := w.Write(rec); err != nil {
-				t.Fatal(err)
-			}
-			rec.Release()
-		}
-	}
+	writeRowBatches(t, schema, rows, batch, w.Write)
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
