@@ -361,3 +361,94 @@ func TestForgetIndexFreesTheTableAndLookupsStillWork(t *testing.T) {
 		t.Fatal("after ForgetIndex, an unknown label is found")
 	}
 }
+
+// BenchmarkLargeColumn builds a categorical column of 2M labels (its
+// duplicate check fills the label table) and looks every label up once,
+// in a random order: the work of loading a high-cardinality codebook and
+// encoding a column of it.
+func BenchmarkLargeColumn(b *testing.B) {
+	const k = 2_000_000
+	cats := make([]string, k)
+	for i := range cats {
+		cats[i] = fmt.Sprintf("v%07d", i)
+	}
+	order := rand.New(rand.NewPCG(1, 2)).Perm(k)
+	b.Run("build", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := NewColumn(Spec{Name: "c", Categories: cats}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*k), "ns/label")
+	})
+	b.Run("lookup", func(b *testing.B) {
+		col, err := NewColumn(Spec{Name: "c", Categories: cats})
+		if err != nil {
+			b.Fatal(err)
+		}
+		enc, err := col.Encoder(Policy{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		for b.Loop() {
+			for _, i := range order {
+				if x, err := enc.Index(cats[i]); err != nil || x != uint32(i) {
+					b.Fatalf("%q: %d, %v", cats[i], x, err)
+				}
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*k), "ns/label")
+	})
+}
+
+// A slot of the open-addressing table holds index+1 under its hash tag:
+// every label is found at its index and nothing else is, whether the tag
+// has the bits above the index (idxBits from k) or none (idxBits 32, a
+// column of 2^31 labels and more), and each slot's tag is its label's.
+func TestLabelIndexSlotsHoldIndexAndTag(t *testing.T) {
+	const k = 3000
+	var b labelBuilder
+	b.grow(k, 8*k)
+	for i := range k {
+		b.add(fmt.Sprintf("%x", i*7919))
+	}
+	labels, err := b.list()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, idxBits := range []uint8{0, 32} {
+		x := newLabelIndex(k)
+		if idxBits == 0 {
+			if x.idxBits != 12 { // bits.Len32(3000)
+				t.Fatalf("idxBits %d for %d labels, want 12", x.idxBits, k)
+			}
+		} else {
+			x.idxBits = idxBits
+		}
+		for i := range k {
+			x.put(labels.at(i), uint32(i))
+		}
+		for _, v := range x.slots {
+			if v == 0 {
+				continue
+			}
+			i := int(v&x.mask()) - 1
+			if i < 0 || i >= k {
+				t.Fatalf("idxBits %d: slot %#x holds index %d", x.idxBits, v, i)
+			}
+			if _, tag := x.probe(labels.at(i)); v&^x.mask() != tag {
+				t.Fatalf("idxBits %d: slot %#x of label %d has tag %#x, want %#x", x.idxBits, v, i, v&^x.mask(), tag)
+			}
+		}
+		for i := range k {
+			if j, ok := x.get(&labels, labels.at(i)); !ok || j != uint32(i) {
+				t.Fatalf("idxBits %d: label %d found at %d, %v", x.idxBits, i, j, ok)
+			}
+		}
+		for _, s := range []string{"", "x", "1", fmt.Sprintf("%x", k*7919)} {
+			if j, ok := x.get(&labels, s); ok {
+				t.Fatalf("idxBits %d: %q found at %d", x.idxBits, s, j)
+			}
+		}
+	}
+}
