@@ -94,3 +94,47 @@ func checkEncodesItself(t *testing.T, c *Column) {
 		}
 	}
 }
+
+// FuzzParsePlainListsAsTheDecoder checks that reading a list of plain
+// strings without the decoder (plainStrings) changes nothing: Parse with
+// and without that path accepts the same input into the same codebook, or
+// refuses it with the same message, position included.
+//
+//	go test -fuzz FuzzParsePlainListsAsTheDecoder ./pkg/codebook
+func FuzzParsePlainListsAsTheDecoder(f *testing.F) {
+	for _, s := range []string{
+		docExample,
+		adultCountries,
+		`{"columns": [{"name": "a", "categories": []}]}`,
+		`{"columns": [{"name": "a", "categories": [ "x" ,"y"	,
+"z" ], "missing": "?"}, {"name": "b", "categories": ["p"]}]}`,
+		`{"columns": [{"name": "a", "categories": ["x",]}]}`,
+		`{"columns": [{"name": "a", "categories": ["x" "y"]}]}`,
+		`{"columns": [{"name": "a", "categories": ["x", "y\n"]}]}`,
+		`{"columns": [{"name": "a", "categories": ["x", "\u00e9", "é", "` + "\xff" + `"]}]}`,
+		`{"columns": [{"name": "a", "categories": ["x", "y` + "\x01" + `"]}]}`,
+		`{"columns": [{"name": "a", "categories": ["x", ["y"]]}]}`,
+		`{"columns": [{"name": "a", "categories": ["x", 1]}]}`,
+		`{"columns": [{"name": "a", "categories": ["x", "x"]}]}`,
+		`{"columns": [{"name": "a", "categories": ["x"] x}]}`,
+		`{"columns": [{"name": "a", "categories": ["x"]}, ]}`,
+		`{"columns": [{"name": "a", "categories": ["x"]}]} {}`,
+		`{"columns": [{"name": "a", "categories": ["x"]`,
+		`{"columns": [{"name": "a", "categories": ["x"`,
+		`{"columns": [{"categories": ["x"], "categories": ["y"], "name": "a"}]}`,
+		`{"columns": [{"name": "h", "cuts": [35, 41], "labels": ["<35", "35-40", "41+"]}]}`,
+		`{"columns": [{"name": "h", "cuts": [35], "labels": ["a", "b"] , "missing": "a"}]}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		fast, errFast := parseWith(data, false)
+		slow, errSlow := parseWith(data, true)
+		if (errFast == nil) != (errSlow == nil) || (errFast != nil && errFast.Error() != errSlow.Error()) {
+			t.Fatalf("%q:\nfast path: %v\ndecoder:   %v", data, errFast, errSlow)
+		}
+		if errFast == nil {
+			assertSameCodebook(t, fast, slow)
+		}
+	})
+}

@@ -477,3 +477,47 @@ func TestParseStringIsParse(t *testing.T) {
 		t.Errorf("labels %q after the text changed", l)
 	}
 }
+
+// A syntax error names the line and column where the bad token or value
+// starts, however many values came before it (the decoder's own offsets
+// count only the bytes of the values it has decoded).
+func TestSyntaxErrorNamesWhereTheBadValueStarts(t *testing.T) {
+	for _, tc := range []struct{ text, want string }{
+		{`{"columns": [{"name": "a", "categories": ["x", tru]}]}`, "line 1, column 48: invalid character ']'"},
+		{`{"columns":[{"categories":[]},A0`, "line 1, column 31: invalid character 'A'"},
+		{"{\"columns\": [\n  {\"name\": \"a\", \"categories\": [\"x\"]}\n  {\"name\": \"b\"}]}", "line 3, column 3: invalid character '{' after array element"},
+		{`{"columns": [{"name": "a", "categories": ["x"] .}]}`, "line 1, column 48: invalid character '.' after object key:value pair"},
+	} {
+		for _, slow := range []bool{false, true} {
+			_, err := parseWith([]byte(tc.text), slow)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("%s (decoder for every list: %v): %v; want %q", tc.text, slow, err, tc.want)
+			}
+		}
+	}
+}
+
+// BenchmarkParseLargeCodebook parses a codebook of one column of 1M
+// labels, as every tool does with a release of a high-cardinality column.
+func BenchmarkParseLargeCodebook(b *testing.B) {
+	const k = 1_000_000
+	var buf bytes.Buffer
+	buf.WriteString(`{"columns": [{"name": "id", "categories": [`)
+	for i := range k {
+		if i > 0 {
+			buf.WriteString(", ")
+		}
+		fmt.Fprintf(&buf, `"v%07d"`, i)
+	}
+	buf.WriteString(`], "missing": "?"}]}`)
+	for _, slow := range []bool{false, true} {
+		b.Run(map[bool]string{false: "plain-lists", true: "decoder"}[slow], func(b *testing.B) {
+			for b.Loop() {
+				if _, err := parseWith(buf.Bytes(), slow); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*k), "ns/label")
+		})
+	}
+}
