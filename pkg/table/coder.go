@@ -228,6 +228,10 @@ func (c *Coder) dictionary(dst []uint32, d *array.Dictionary, off int) (int, err
 // has one, is in Coder.dictErrs (a real code of that value has none).
 const noCode = math.MaxUint32
 
+// inOrderMisses is the entries in a row of one dictionary that InOrder's
+// guess may miss before mapDictionary stops guessing for that dictionary.
+const inOrderMisses = 8
+
 // mapDictionary looks up every entry of dict, unless dict holds the same
 // labels as the dictionary mapped last.
 func (c *Coder) mapDictionary(dict arrow.Array) {
@@ -244,14 +248,22 @@ func (c *Coder) mapDictionary(dict arrow.Array) {
 	clear(c.dictErrs)
 	vs := ValuesOf(dict)
 	next := uint32(0) // the code after the previous entry's
+	// The entries tried in order and missed in a row: past
+	// inOrderMisses the dictionary is not in code order (or, a row
+	// group's of a high-cardinality column, has gaps everywhere), and
+	// each try read a label from a random place of the codebook for
+	// nothing.
+	missed := 0
 	for k := range n {
 		v := vs.String(k)
-		if c.label != nil && !dict.IsNull(k) {
+		if c.label != nil && missed < inOrderMisses && !dict.IsNull(k) {
 			if l, ok := c.label(next); ok && l == v {
 				c.dictCodes[k] = next
 				next++
+				missed = 0
 				continue
 			}
+			missed++
 		}
 		code, err := c.lookup(v)
 		if err != nil {

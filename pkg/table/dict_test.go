@@ -418,3 +418,69 @@ func TestCoderInOrderSkipsLookups(t *testing.T) {
 		})
 	}
 }
+
+// TestCoderInOrderStopsGuessingAfterMisses: InOrder's guess (the code
+// after the previous entry's) is given up for a dictionary once it has
+// missed inOrderMisses entries in a row — a row group's dictionary of a
+// high-cardinality column is in code order with gaps everywhere, and each
+// guess read a label from a random place of the codebook — while fewer
+// misses in a row do not stop it; the codes are lookup's either way.
+func TestCoderInOrderStopsGuessingAfterMisses(t *testing.T) {
+	var labels []string
+	codes := map[string]uint32{}
+	for i := range 120 {
+		labels = append(labels, fmt.Sprintf("l%03d", i))
+		codes[labels[i]] = uint32(i)
+	}
+	every := func(from, to, step int) (c []int) {
+		for i := from; i < to; i += step {
+			c = append(c, i)
+		}
+		return c
+	}
+	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
+	for _, tc := range []struct {
+		name             string
+		dict             []int // codes of the entries
+		guesses, lookups int
+	}{
+		{"in order", every(0, 120, 1), 120, 0},
+		{"every third code", every(0, 120, 3), 1 + inOrderMisses, 39},
+		// inOrderMisses-1 misses in a row (codes 3, 6, …), then codes
+		// that follow each other: guessed again.
+		{"gaps, then in order", append(every(0, 3*inOrderMisses, 3), every(3*inOrderMisses-2, 3*inOrderMisses+3, 1)...), inOrderMisses + 5, inOrderMisses - 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			guesses, lookups := 0, 0
+			c := NewCoder(func(s string) (uint32, error) {
+				lookups++
+				return codes[s], nil
+			}).InOrder(func(x uint32) (string, bool) {
+				guesses++
+				if int(x) >= len(labels) {
+					return "", false
+				}
+				return labels[x], true
+			})
+			dict := make([]string, len(tc.dict))
+			idx := make([]int32, len(tc.dict))
+			for i, x := range tc.dict {
+				dict[i], idx[i] = labels[x], int32(i)
+			}
+			col := dictColumn(mem, dict, idx...)
+			defer col.Release()
+			got := make([]uint32, len(idx))
+			if bad, err := c.Codes(got, col, 0); bad >= 0 || err != nil {
+				t.Fatalf("bad %d: %v", bad, err)
+			}
+			for i, x := range tc.dict {
+				if got[i] != uint32(x) {
+					t.Fatalf("entry %d: code %d, want %d", i, got[i], x)
+				}
+			}
+			if guesses != tc.guesses || lookups != tc.lookups {
+				t.Errorf("%d guesses and %d lookups, want %d and %d", guesses, lookups, tc.guesses, tc.lookups)
+			}
+		})
+	}
+}
