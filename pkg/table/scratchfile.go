@@ -14,10 +14,25 @@ type scratchFile struct {
 	forget func() // TrackTemp's, with name
 }
 
-// newScratchFile makes a scratchFile in the temporary folder; what is the
-// file's content, for the error.
+// Scratch makes a private temporary file (pattern as os.CreateTemp's)
+// for another package's scratch data, with a writer's scratchFile rules:
+// unlinked as soon as it is made where the system allows; done closes it,
+// and removes it where it could not be unlinked.
+func Scratch(pattern string) (f *os.File, done func(), err error) {
+	s, err := newScratch(pattern, true)
+	if err != nil {
+		return nil, nil, err
+	}
+	return s.File, s.close, nil
+}
+
+// newScratchFile makes a writer's scratchFile in the temporary folder.
 func newScratchFile(unlink bool) (*scratchFile, error) {
-	f, err := os.CreateTemp("", "pramkit-parquet-*")
+	return newScratch("pramkit-parquet-*", unlink)
+}
+
+func newScratch(pattern string, unlink bool) (*scratchFile, error) {
+	f, err := os.CreateTemp("", pattern)
 	if err != nil {
 		return nil, err
 	}

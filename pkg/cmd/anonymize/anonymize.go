@@ -79,6 +79,19 @@ type Options struct {
 	// manyValues: the sensitive columns have more than manyValues values
 	// in all (countPass), and the input batches are half as large.
 	manyValues bool
+	// spoolAbove, when not 0, replaces codeSpoolLabels (tests: -1
+	// spools every run, math.MaxInt none; the output must not depend on
+	// it).
+	spoolAbove int
+}
+
+// codeSpoolLabels is the sensitive labels past which pass 1 spools its
+// value indexes for pass 2 (codeSpool).
+func (o *Options) codeSpoolLabels() int {
+	if o.spoolAbove != 0 {
+		return o.spoolAbove
+	}
+	return codeSpoolLabels
 }
 
 // anonymizeIntro begins --help's text: then come the mechanisms' sections,

@@ -531,6 +531,9 @@ type globalRun struct {
 
 	// batchDone, when set, is called by pass after each batch's rows.
 	batchDone func(rec arrow.RecordBatch) error
+	// codesOut, when set, takes every row's value indexes (pass 1);
+	// codesIn, when set, gives them back (pass 2), for batchRows.
+	codesOut, codesIn *codeSpool
 
 	// idx[k] holds the value indexes of sensitive column k for the
 	// batch's kept rows (keptRows).
@@ -692,6 +695,9 @@ rows:
 	}
 	return kept, nil
 }
+
+// closeSpool removes the codes pass 1 spooled for pass 2, if any.
+func (g *globalRun) closeSpool() { g.codesIn.close() }
 
 // releaseID is a random 128-bit hex token shared by the two tables of an
 // Anatomy publication. It is public, so it comes from crypto/rand even

@@ -200,14 +200,7 @@ func (g *globalRun) pass(in table.Reader, row func(rec arrow.RecordBatch, i int,
 		if err != nil {
 			return err
 		}
-		for j, k := range g.which {
-			if k >= 0 {
-				g.sensCols[k] = g.sens[k].column(rec.Column(j))
-			} else {
-				g.cells[j] = table.ValuesOf(rec.Column(j))
-			}
-		}
-		kept, err := g.keptRows(int(rec.NumRows()), in.RowsRead()-rec.NumRows()+1, in.Name())
+		kept, err := g.batchRows(rec, in)
 		if err != nil {
 			return err
 		}
@@ -225,6 +218,11 @@ func (g *globalRun) pass(in table.Reader, row func(rec arrow.RecordBatch, i int,
 			}
 		}
 	}
+	if g.codesIn != nil {
+		if err := g.codesIn.finish(); err != nil {
+			return fmt.Errorf("%s: %w", in.Name(), err)
+		}
+	}
 	if in.RowsRead() == 0 {
 		return fmt.Errorf("%s has no data rows: nothing to anonymize", in.Name())
 	}
@@ -232,6 +230,41 @@ func (g *globalRun) pass(in table.Reader, row func(rec arrow.RecordBatch, i int,
 		return fmt.Errorf("%s: every row has a missing sensitive value and --missing drop removed them all: nothing to anonymize", in.Name())
 	}
 	return nil
+}
+
+// batchRows lists the rows of batch rec (of in) that --missing drop
+// keeps, with their value indexes in g.idx (keptRows): looked up, or read
+// back from g.codesIn when pass 1 spooled them, and then the sensitive
+// columns of rec are not read. When g.codesOut is set, it writes them
+// there.
+func (g *globalRun) batchRows(rec arrow.RecordBatch, in table.Reader) ([]int, error) {
+	n := int(rec.NumRows())
+	for j, k := range g.which {
+		switch {
+		case k < 0:
+			g.cells[j] = table.ValuesOf(rec.Column(j))
+		case g.codesIn == nil:
+			g.sensCols[k] = g.sens[k].column(rec.Column(j))
+		}
+	}
+	if g.codesIn != nil {
+		kept, missing, err := g.codesIn.readRows(n, g.kept[:0], g.idx)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", in.Name(), err)
+		}
+		g.kept, g.missing = kept, g.missing+missing
+		return kept, nil
+	}
+	kept, err := g.keptRows(n, in.RowsRead()-rec.NumRows()+1, in.Name())
+	if err != nil {
+		return nil, err
+	}
+	if g.codesOut != nil {
+		if err := g.codesOut.write(n, kept, g.idx); err != nil {
+			return nil, err
+		}
+	}
+	return kept, nil
 }
 
 // countPass is pass 1 of A′ and Anatomy: it counts the sensitive values
@@ -282,6 +315,18 @@ func (o *Options) countPass(in table.Reader, cb *codebook.Codebook, r *rand.Rand
 		return nil, nil, nil, err
 	}
 	g1.sens = g.sens
+	if values > o.codeSpoolLabels() {
+		if g1.codesOut, err = newCodeSpool(len(g.sens)); err != nil {
+			return nil, nil, nil, err
+		}
+		// Pass 2's, once written; closed here on failure, else by
+		// the caller (globalRun.closeSpool).
+		defer func() {
+			if g.codesIn == nil {
+				g1.codesOut.close()
+			}
+		}()
+	}
 	meter := o.Streams.Progress("anonymize: count")
 	err = g1.pass(in1, func(rec arrow.RecordBatch, _ int, vals []uint32) error {
 		if plan.Rows() >= anonymize.MaxRows-1 {
@@ -296,6 +341,11 @@ func (o *Options) countPass(in table.Reader, cb *codebook.Codebook, r *rand.Rand
 	}
 	// The reader's buffers go before the schedules are made.
 	close1()
+	if g1.codesOut != nil {
+		if err := g1.codesOut.rewind(); err != nil {
+			return nil, nil, nil, err
+		}
+	}
 	d := &dataset{name: in.Name(), names: g.names, sens: g.sens, missing: g1.missing, rows: plan.Rows()}
 	if o.Report {
 		// Else the plan's counts may be the schedule's working memory
@@ -309,6 +359,7 @@ func (o *Options) countPass(in table.Reader, cb *codebook.Codebook, r *rand.Rand
 	// all, and pass 2's encoders build them again after (~0.1 s at 2M
 	// labels), so that the tables are not live beside Finish's working
 	// memory (the sets it builds the schedules from), anatomy's peak.
+	// Pass 2 reading pass 1's codes back needs neither.
 	policies := make([]codebook.Policy, len(g.sens))
 	for k, sv := range g.sens {
 		policies[k] = sv.enc.Policy()
@@ -317,6 +368,10 @@ func (o *Options) countPass(in table.Reader, cb *codebook.Codebook, r *rand.Rand
 	}
 	if err := plan.Finish(r); err != nil {
 		return nil, nil, nil, d.libError(err)
+	}
+	if g1.codesOut != nil {
+		g.codesIn = g1.codesOut
+		return g, plan, d, nil
 	}
 	for k, sv := range g.sens {
 		if sv.enc, err = sv.col.Encoder(policies[k]); err != nil {
@@ -348,6 +403,7 @@ func (o *Options) runDiverted(in table.Reader, cb *codebook.Codebook) error {
 	if err != nil {
 		return err
 	}
+	defer g.closeSpool()
 	n := plan.Rows() - int64(len(plan.Dropped))
 	o.notes(d, len(plan.Dropped), n)
 	rel := &release.Anonymized{Mechanism: diverted, Grouping: o.Grouping, Rows: n, Dropped: int64(len(plan.Dropped)), MissingDropped: d.missing, L: o.L}
@@ -594,6 +650,7 @@ func (o *Options) runAnatomy(in table.Reader, cb *codebook.Codebook) error {
 	if err != nil {
 		return err
 	}
+	defer g.closeSpool()
 	sv := g.sens[0]
 	n := plan.Rows() - int64(len(plan.Dropped))
 	o.notes(d, len(plan.Dropped), n)
