@@ -58,10 +58,8 @@ func keyKind(path string) KeyKind {
 		return k
 	}
 	if strings.HasSuffix(path, sidecarSuffix) {
-		if b, err := os.ReadFile(path); err == nil {
-			if stage, ok := sidecarStage(b); ok && stage == StageKey {
-				return KeySidecar
-			}
+		if stage, ok := sidecarFileStage(path); ok && stage == StageKey {
+			return KeySidecar
 		}
 		return NotKey
 	}
@@ -91,14 +89,20 @@ func peekStage(path string) (string, bool) {
 		}
 	case sniff(head) == Arrow, bytes.HasPrefix(head, []byte(metaLinePrefix)):
 	default:
-		b, err := os.ReadFile(sidecarPath(path))
-		if err != nil {
-			return "", false
-		}
-		return sidecarStage(b)
+		return sidecarFileStage(sidecarPath(path))
 	}
 	m, ok := peekMeta(path)
 	return m["stage"], ok
+}
+
+// sidecarFileStage is sidecarStageOf the sidecar file at path.
+func sidecarFileStage(path string) (string, bool) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", false
+	}
+	defer f.Close()
+	return sidecarStageOf(f)
 }
 
 // secretKind recognises the two secret layouts by their first bytes: 64 hex

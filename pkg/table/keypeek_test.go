@@ -1,8 +1,10 @@
 package table
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -111,6 +113,12 @@ func TestKeyKindReadsOnlyTheStage(t *testing.T) {
 		`{"pramkit":1,"meta":{"stage":"key"}`,
 		`{"pramkit":1,"meta":{"stage":"key","c":"` + strings.Repeat("a\\\"", 500) + `"}}`,
 		`{"pramkit":1,"meta":null}`,
+		`{"pramkit":1,"meta":{"c":"` + strings.Repeat("a\\\"\\u00e9", 700) + `","stage":"key"}}`,
+		`{"pramkit":1,"meta":{"` + strings.Repeat("k", 5000) + `":"x","stage":"key"}}`,
+		`{"pramkit":1,"meta":{"stage":"key","c":"` + strings.Repeat("a", 5000) + "\x01" + `"}}`,
+		`{"pramkit":1,"meta":{"stage":"key","c":"` + strings.Repeat("a", 5000) + `\q"}}`,
+		`{"pramkit":1,"meta":{"stage":"key","c":"` + strings.Repeat("a", 5000) + `\u12G4"}}`,
+		`{"pramkit":1,"meta":{"stage":"key","c":"` + strings.Repeat("a", 5000) + `"}`,
 	} {
 		p := filepath.Join(dir, "s"+string(rune('a'+i))+".csv")
 		if err := os.WriteFile(p, []byte("a\nx\n"), 0o600); err != nil {
@@ -134,6 +142,32 @@ func TestKeyKindReadsOnlyTheStage(t *testing.T) {
 	if keys < 8 {
 		t.Errorf("only %d key files among the cases", keys)
 	}
+}
+
+// FuzzSidecarStageOfIsUnmarshal: reading a sidecar's stage a piece at a
+// time, its long strings stood in for (sidecarStageOf), gives what
+// decoding it whole gives (sidecarStage), valid or not.
+//
+//	go test -fuzz FuzzSidecarStageOfIsUnmarshal ./pkg/table
+func FuzzSidecarStageOfIsUnmarshal(f *testing.F) {
+	long := strings.Repeat("ab\\\"\\u00e9\\n", 600)
+	for _, s := range []string{
+		`{"pramkit":1,"meta":{"stage":"key","codebook":"` + long + `"}}`,
+		`{"pramkit":1,"meta":{"codebook":"` + long + `","stage":"decrypt"},"data":{"rows":3}}`,
+		`{"pramkit":1,"meta":{"` + long + `":"x","stage":"key"}}`,
+		`{"pramkit":1,"` + long + `":{"stage":"x"},"meta":{"stage":"key"}}`,
+		`{"pramkit":"` + long + `","meta":{"stage":"key"}}`,
+		`{"pramkit":1,"meta":{"stage":"` + long + `"}}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		gs, gok := sidecarStageOf(bytes.NewReader(b))
+		ws, wok := sidecarStage(b)
+		if gs != ws || gok != wok {
+			t.Errorf("a piece at a time %q, %v; whole %q, %v", gs, gok, ws, wok)
+		}
+	})
 }
 
 // FuzzKeyKindIsOpeningWhole: whatever bytes are at a destination with a
@@ -171,4 +205,21 @@ func FuzzKeyKindIsOpeningWhole(f *testing.F) {
 			t.Errorf("keyKind %v, opened whole %v", got, want)
 		}
 	})
+}
+
+// TestSidecarStageOfHoldsNoLongItem: the stage of a sidecar with an 8 MB
+// item is read in a bounded amount of memory (its buffer, a string of
+// longSidecarString bytes and the stood-in copy), not with the item.
+func TestSidecarStageOfHoldsNoLongItem(t *testing.T) {
+	side := []byte(`{"pramkit":1,"meta":{"codebook":"` + strings.Repeat("v1234567,", 8<<20/9) + `","stage":"key"}}`)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	stage, ok := sidecarStageOf(bytes.NewReader(side))
+	runtime.ReadMemStats(&after)
+	if stage != StageKey || !ok {
+		t.Fatalf("stage %q, %v", stage, ok)
+	}
+	if n := after.TotalAlloc - before.TotalAlloc; n > 512<<10 {
+		t.Errorf("allocated %d bytes to read the stage of an 8 MB sidecar", n)
+	}
 }
