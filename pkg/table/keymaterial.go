@@ -87,7 +87,11 @@ func peekStage(path string) (string, bool) {
 		if stage, ours, err := parquetStage(f); err == nil && ours && stage != StageKey {
 			return stage, true
 		}
-	case sniff(head) == Arrow, bytes.HasPrefix(head, []byte(metaLinePrefix)):
+	case sniff(head) == Arrow:
+		if stage, ours, err := arrowStage(f); err == nil && ours && stage != StageKey {
+			return stage, true
+		}
+	case bytes.HasPrefix(head, []byte(metaLinePrefix)):
 	default:
 		return sidecarFileStage(sidecarPath(path))
 	}

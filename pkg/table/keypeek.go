@@ -2,6 +2,7 @@ package table
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -260,4 +261,198 @@ func sidecarStageOf(r io.Reader) (string, bool) {
 
 func isHexDigit(c byte) bool {
 	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+// arrowStage is parquetStage for an Arrow IPC file or stream: the "stage"
+// item of its schema's custom_metadata (the stream's first message, or the
+// file's footer, which arrow-go's file reader takes the schema from),
+// found by walking the flatbuffers with small reads at their offsets, so
+// that no other item is read: decrypt → Arrow at 2M labels over its last
+// output had held that output's codebook, opened whole (81 → 133 MB).
+// ours says whether it has pramkit items. Any error leaves the answer to
+// Open.
+func arrowStage(f *os.File) (stage string, ours bool, err error) {
+	st, err := f.Stat()
+	if err != nil {
+		return "", false, err
+	}
+	fb := &flatWalk{r: f}
+	var head [8]byte
+	if _, err := f.ReadAt(head[:], 0); err != nil {
+		return "", false, err
+	}
+	var schema int64 // the Schema table
+	if bytes.HasPrefix(head[:], arrowFileMagic) {
+		// Footer: … footer, its int32 length, "ARROW1"; its field 1
+		// is the Schema.
+		var tail [10]byte
+		if _, err := f.ReadAt(tail[:], st.Size()-10); err != nil || !bytes.Equal(tail[4:], arrowFileMagic) {
+			return "", false, errors.New("no Arrow file footer")
+		}
+		n := int64(int32(binary.LittleEndian.Uint32(tail[:4])))
+		fb.base, fb.end = st.Size()-10-n, st.Size()-10
+		if n <= 0 || fb.base < 8 {
+			return "", false, errors.New("bad footer length")
+		}
+		footer, err := fb.root()
+		if err != nil {
+			return "", false, err
+		}
+		if schema, err = fb.offsetField(footer, 1); err != nil {
+			return "", false, err
+		}
+	} else {
+		// Stream: [0xFFFFFFFF] int32 length, then the Message; its
+		// header (field 2) is the Schema when header_type (field 1) is 1.
+		pos := int64(0)
+		n := binary.LittleEndian.Uint32(head[:4])
+		if n == 0xFFFFFFFF {
+			pos, n = 4, binary.LittleEndian.Uint32(head[4:])
+		}
+		fb.base, fb.end = pos+4, pos+4+int64(int32(n))
+		if int32(n) <= 0 || fb.end > st.Size() {
+			return "", false, errors.New("bad message length")
+		}
+		msg, err := fb.root()
+		if err != nil {
+			return "", false, err
+		}
+		at, ok, err := fb.field(msg, 1)
+		if err != nil || !ok {
+			return "", false, errors.New("no message header type")
+		}
+		if b, err := fb.bytes(at, 1); err != nil || b[0] != 1 {
+			return "", false, errors.New("the first message is not a schema")
+		}
+		if schema, err = fb.offsetField(msg, 2); err != nil {
+			return "", false, err
+		}
+	}
+	// Schema field 2: custom_metadata, a vector of KeyValue (key 0, value 1).
+	at, ok, err := fb.field(schema, 2)
+	if err != nil || !ok {
+		return "", false, err
+	}
+	vec, err := fb.offset(at)
+	if err != nil {
+		return "", false, err
+	}
+	n, err := fb.u32(vec)
+	if err != nil || int64(n) > (fb.end-vec)/4 {
+		return "", false, errors.New("bad metadata vector")
+	}
+	for i := range int64(n) {
+		kv, err := fb.offset(vec + 4 + 4*i)
+		if err != nil {
+			return "", false, err
+		}
+		key, _, err := fb.stringField(kv, 0, 256)
+		if err != nil {
+			return "", false, err
+		}
+		if _, isOurs := metaKey(key); !isOurs {
+			continue
+		}
+		ours = true
+		if key == MetaPrefix+"stage" {
+			if stage, _, err = fb.stringField(kv, 1, 64); err != nil {
+				return "", false, err
+			}
+		}
+	}
+	return stage, ours, nil
+}
+
+// flatWalk reads a flatbuffer that lies at [base, end) of r, a few bytes
+// at a time, checking every offset against those bounds.
+type flatWalk struct {
+	r         io.ReaderAt
+	base, end int64
+}
+
+// bytes reads n bytes at absolute position at.
+func (w *flatWalk) bytes(at, n int64) ([]byte, error) {
+	if at < w.base || n < 0 || at+n > w.end {
+		return nil, errors.New("flatbuffer offset out of bounds")
+	}
+	b := make([]byte, n)
+	_, err := w.r.ReadAt(b, at)
+	return b, err
+}
+
+func (w *flatWalk) u32(at int64) (uint32, error) {
+	b, err := w.bytes(at, 4)
+	if err != nil {
+		return 0, err
+	}
+	return binary.LittleEndian.Uint32(b), nil
+}
+
+// offset follows the uoffset at position at.
+func (w *flatWalk) offset(at int64) (int64, error) {
+	v, err := w.u32(at)
+	return at + int64(v), err
+}
+
+// root is the root table's position.
+func (w *flatWalk) root() (int64, error) { return w.offset(w.base) }
+
+// field is where field i of the table at t is, if it is present.
+func (w *flatWalk) field(t int64, i int) (int64, bool, error) {
+	so, err := w.u32(t)
+	if err != nil {
+		return 0, false, err
+	}
+	vt := t - int64(int32(so))
+	b, err := w.bytes(vt, 2)
+	if err != nil {
+		return 0, false, err
+	}
+	if size := int64(binary.LittleEndian.Uint16(b)); 4+2*int64(i)+2 > size {
+		return 0, false, nil
+	}
+	b, err = w.bytes(vt+4+2*int64(i), 2)
+	if err != nil {
+		return 0, false, err
+	}
+	off := int64(binary.LittleEndian.Uint16(b))
+	return t + off, off != 0, nil
+}
+
+// offsetField follows field i of the table at t, which must be present.
+func (w *flatWalk) offsetField(t int64, i int) (int64, error) {
+	at, ok, err := w.field(t, i)
+	if err != nil {
+		return 0, err
+	}
+	if !ok {
+		return 0, errors.New("a required flatbuffer field is absent")
+	}
+	return w.offset(at)
+}
+
+// stringField reads string field i of the table at t, keeping at most
+// its first max bytes ("" when absent, and when longer than max: it is
+// then no key or stage looked for).
+func (w *flatWalk) stringField(t int64, i int, max int64) (string, bool, error) {
+	at, ok, err := w.field(t, i)
+	if err != nil || !ok {
+		return "", false, err
+	}
+	s, err := w.offset(at)
+	if err != nil {
+		return "", false, err
+	}
+	n, err := w.u32(s)
+	if err != nil {
+		return "", false, err
+	}
+	if int64(n) > max {
+		if s+4+int64(n) > w.end { // in bounds all the same, unread
+			return "", false, errors.New("flatbuffer string out of bounds")
+		}
+		return "", true, nil
+	}
+	b, err := w.bytes(s+4, int64(n))
+	return string(b), true, err
 }

@@ -7,6 +7,9 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
 )
 
 // keyKindByOpening is keyKind as it was before keypeek.go: every table at
@@ -83,6 +86,24 @@ func TestKeyKindReadsOnlyTheStage(t *testing.T) {
 				f.Close()
 				if want := meta["stage"]; err != nil || !ours || (stage != want && len(want) <= 64) {
 					t.Errorf("%s: parquetStage = %q, %v, %v; want %q", filepath.Base(p), stage, ours, err, want)
+				}
+			}
+			if ext == "arrow" && len(meta) > 0 {
+				// The schema message is walked, and the same schema as
+				// an Arrow IPC file's footer.
+				fp := filepath.Join(dir, "f"+string(rune('a'+i))+".arrow")
+				writeArrowFile(t, fp, metaSchema(StringSchema([]string{"a"}), meta))
+				paths = append(paths, fp)
+				for _, q := range []string{p, fp} {
+					f, err := os.Open(q)
+					if err != nil {
+						t.Fatal(err)
+					}
+					stage, ours, err := arrowStage(f)
+					f.Close()
+					if want := meta["stage"]; err != nil || !ours || (stage != want && len(want) <= 64) {
+						t.Errorf("%s: arrowStage = %q, %v, %v; want %q", filepath.Base(q), stage, ours, err, want)
+					}
 				}
 			}
 			if ext == "parquet" {
@@ -166,6 +187,84 @@ func FuzzSidecarStageOfIsUnmarshal(f *testing.F) {
 		ws, wok := sidecarStage(b)
 		if gs != ws || gok != wok {
 			t.Errorf("a piece at a time %q, %v; whole %q, %v", gs, gok, ws, wok)
+		}
+	})
+}
+
+// writeArrowFile writes an Arrow IPC file of schema s (arrow-go's file
+// writer) with one row.
+func writeArrowFile(t testing.TB, path string, s *arrow.Schema) {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	w, err := ipc.NewFileWriter(f, ipc.WithSchema(s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bb := NewBatchBuilder(s)
+	bb.AppendStrings([]string{"x"})
+	rec := bb.NewBatch()
+	defer rec.Release()
+	if err := w.Write(rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// metaSchema is s with meta stored as pramkit items.
+func metaSchema(s *arrow.Schema, meta Meta) *arrow.Schema {
+	var keys, values []string
+	for k, v := range meta {
+		keys, values = append(keys, MetaPrefix+k), append(values, v)
+	}
+	md := arrow.NewMetadata(keys, values)
+	return arrow.NewSchema(s.Fields(), &md)
+}
+
+// FuzzArrowKeyKindIsOpeningWhole is FuzzKeyKindIsOpeningWhole for Arrow
+// IPC streams (pramkit's writer) and files (arrow-go's): the schema's
+// flatbuffers are walked by offsets read from the file, checked, never
+// trusted.
+//
+//	go test -fuzz FuzzArrowKeyKindIsOpeningWhole ./pkg/table
+func FuzzArrowKeyKindIsOpeningWhole(f *testing.F) {
+	dir := f.TempDir()
+	for i, meta := range []Meta{{"stage": "key", "codebook": "abc"}, {"stage": "decrypt", "n": "1"}, {}} {
+		p := filepath.Join(dir, "seed"+string(rune('a'+i))+".arrow")
+		w, err := Create(p, StringSchema([]string{"a"}), meta, WriteOptions{})
+		if err != nil {
+			f.Fatal(err)
+		}
+		bb := NewBatchBuilder(StringSchema([]string{"a"}))
+		bb.AppendStrings([]string{"x"})
+		if err := w.Write(bb.NewBatch()); err != nil {
+			f.Fatal(err)
+		}
+		if err := w.Commit(); err != nil {
+			f.Fatal(err)
+		}
+		fp := filepath.Join(dir, "file"+string(rune('a'+i))+".arrow")
+		writeArrowFile(f, fp, metaSchema(StringSchema([]string{"a"}), meta))
+		for _, q := range []string{p, fp} {
+			b, err := os.ReadFile(q)
+			if err != nil {
+				f.Fatal(err)
+			}
+			f.Add(b)
+		}
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		p := filepath.Join(t.TempDir(), "out.arrow")
+		if err := os.WriteFile(p, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if got, want := keyKind(p), keyKindByOpening(p); got != want {
+			t.Errorf("keyKind %v, opened whole %v", got, want)
 		}
 	})
 }
