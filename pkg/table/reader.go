@@ -111,6 +111,14 @@ type ReadOptions struct {
 	// Next after it — a string used as a map key aliases the batch too:
 	// clone it.
 	ReuseBuffers bool
+	// SidecarOf, when it is a reader Open returned for the same CSV file
+	// with its sidecar, gives the file's metadata (as that reader holds
+	// it now) and the data digest its sidecar recorded, and the sidecar
+	// is not read again: a second opening of a high-cardinality release
+	// read its codebook item again (24 MB at 2M labels) beside what the
+	// caller had made of the first. The data is still checked against
+	// the digest as it is read. Any other reader is ignored.
+	SidecarOf Reader
 	// Columns, when not empty, reads only these columns: the reader's
 	// schema and batches hold them alone, in the file's column order
 	// (not the order given here, so that a projection never reorders what
@@ -242,7 +250,9 @@ func Open(path string, opt ReadOptions) (Reader, error) {
 		src, file = f, f
 		if st.Mode().IsRegular() {
 			side = &sidecarInput{path: sidecarPath(path), size: st.Size()}
-			side.data, side.err = os.ReadFile(side.path)
+			if side.bound = reusedSidecar(opt.SidecarOf, side.path); side.bound == nil {
+				side.data, side.err = os.ReadFile(side.path)
+			}
 			side.hr = &hashReader{r: f, d: &digester{h: sha256.New()}}
 			src = side.hr
 		}
@@ -308,11 +318,12 @@ func sniffBuffer(side *sidecarInput, file *os.File) int {
 // sidecarInput is what Open read of a CSV file's sidecar, and the hashing
 // reader that lets the CSV reader check the data against it.
 type sidecarInput struct {
-	path string
-	data []byte
-	err  error
-	size int64 // the data file's size when it was opened
-	hr   *hashReader
+	path  string
+	data  []byte
+	bound *boundSidecar // ReadOptions.SidecarOf's, instead of data
+	err   error
+	size  int64 // the data file's size when it was opened
+	hr    *hashReader
 }
 
 // hashReader hashes what it reads until d is set to nil.

@@ -35,6 +35,7 @@ type csvReader struct {
 	err    error // the error Next returned, returned again
 	br     *bufio.Reader
 	bind   *binding     // the sidecar's digest, checked at the end of the data
+	side   *binding     // the sidecar's path and digest (not got), for ReadOptions.SidecarOf
 	hr     *hashReader  // the file's hashing reader, when there is a sidecar
 	first  int          // lines before the first record (metadata line, header)
 	pipe   *csvPipeline // started by the first Next
@@ -129,6 +130,7 @@ func openCSV(name string, file *os.File, br *bufio.Reader, opt ReadOptions, side
 		batch:  opt.BatchSize,
 		br:     br,
 		bind:   bind,
+		side:   bind,
 		first:  skipped + line,
 		labels: labels,
 		reuse:  opt.ReuseBuffers,
@@ -157,6 +159,12 @@ func bindSidecar(name string, side *sidecarInput) (*boundSidecar, error) {
 	case side.err != nil:
 		return nil, fmt.Errorf("%s: %w", side.path, unwrapPathError(side.err))
 	}
+	if b := side.bound; b != nil {
+		if b.bind.want.Bytes != side.size {
+			return nil, mismatch(name, side.path, fmt.Sprintf("the sidecar describes a file of %d bytes, the file has %d", b.bind.want.Bytes, side.size), b.bind.want.Bytes > side.size)
+		}
+		return &boundSidecar{meta: b.meta, bind: &binding{sidecar: side.path, want: b.bind.want, got: side.hr.d}}, nil
+	}
 	s, err := decodeSidecarFull(side.data, true)
 	side.data = nil // decoded (a large item in place, sharing its memory: decodeSidecarOwned)
 	if err != nil {
@@ -169,6 +177,17 @@ func bindSidecar(name string, side *sidecarInput) (*boundSidecar, error) {
 		return nil, mismatch(name, side.path, fmt.Sprintf("the sidecar describes a file of %d bytes, the file has %d", s.Data.Bytes, side.size), s.Data.Bytes > side.size)
 	}
 	return &boundSidecar{meta: s.Meta, bind: &binding{sidecar: side.path, want: *s.Data, got: side.hr.d}}, nil
+}
+
+// reusedSidecar is the sidecar at path as r, a CSV reader of its data
+// file, bound it: a copy of r's metadata now and the digest the sidecar
+// recorded; nil when r is not such a reader (ReadOptions.SidecarOf).
+func reusedSidecar(r Reader, path string) *boundSidecar {
+	c, ok := r.(*csvReader)
+	if !ok || c.side == nil || c.side.sidecar != path {
+		return nil
+	}
+	return &boundSidecar{meta: c.meta.Clone(), bind: &binding{sidecar: path, want: c.side.want}}
 }
 
 func mismatch(name, sidecar, why string, short bool) error {

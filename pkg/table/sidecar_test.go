@@ -197,3 +197,83 @@ func writeRowsErr(path string, rows [][]string, meta Meta) error {
 	}
 	return w.Commit()
 }
+
+// drainErr reads r to its end and returns the rows and the first error.
+func drainErr(r Reader) (int64, error) {
+	for {
+		_, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			return r.RowsRead(), nil
+		}
+		if err != nil {
+			return 0, err
+		}
+	}
+}
+
+// TestSidecarOfReusesTheFirstReading: a CSV file opened again with
+// ReadOptions.SidecarOf its first reader takes that reader's metadata (as
+// it holds it now) without reading the sidecar again — a sidecar made
+// unreadable since is not noticed — and still checks the data against
+// the digest the sidecar recorded: rows changed since are refused, at
+// open for another size and at the end for the same size. A reader of
+// another file, or of another format, is ignored.
+func TestSidecarOfReusesTheFirstReading(t *testing.T) {
+	dir := t.TempDir()
+	a := filepath.Join(dir, "a.csv")
+	writeRows(t, a, []string{"x", "y"}, [][]string{{"1", "p"}, {"2", "q"}}, Meta{"run": "a", "big": strings.Repeat("z", 100_000)}, WriteOptions{})
+	first, err := Open(a, ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Close()
+	delete(first.Meta(), "big") // as estimate drops a codebook once parsed
+	if err := os.WriteFile(a+".meta.json", []byte("not json"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(a, ReadOptions{}); err == nil {
+		t.Fatal("the damaged sidecar is read without SidecarOf")
+	}
+	again, err := Open(a, ReadOptions{SidecarOf: first, Columns: []string{"y"}})
+	if err != nil {
+		t.Fatalf("with SidecarOf: %v", err)
+	}
+	if m := again.Meta(); m["run"] != "a" || len(m) != len(first.Meta()) {
+		t.Errorf("metadata %v, want the first reader's %v", m, first.Meta())
+	}
+	if n, err := drainErr(again); err != nil || n != 2 {
+		t.Errorf("reading it: %d rows, %v", n, err)
+	}
+	again.Close()
+
+	// The rows change: same size, then another size.
+	if err := os.WriteFile(a, []byte("x,y\n3,p\n2,q\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	again, err = Open(a, ReadOptions{SidecarOf: first})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := drainErr(again); err == nil || !strings.Contains(err.Error(), "SHA-256") {
+		t.Errorf("rows changed, same size: %v", err)
+	}
+	again.Close()
+	if err := os.WriteFile(a, []byte("x,y\n30,p\n2,q\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(a, ReadOptions{SidecarOf: first}); err == nil || !strings.Contains(err.Error(), "bytes") {
+		t.Errorf("rows changed, another size: %v", err)
+	}
+
+	// Another file's reader: its sidecar is read as usual.
+	b := filepath.Join(dir, "b.csv")
+	writeRows(t, b, []string{"x"}, [][]string{{"1"}}, Meta{"run": "b"}, WriteOptions{})
+	other, err := Open(b, ReadOptions{SidecarOf: first})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if other.Meta()["run"] != "b" {
+		t.Errorf("b opened with a's reader: metadata %v", other.Meta())
+	}
+	other.Close()
+}

@@ -57,7 +57,10 @@ func reopenQueriedAsDictionaries(o *Options, in table.Reader, cols, read []strin
 	if in.Format() != table.Parquet {
 		batch = 0 // CSV: the default, as the first opening had
 	}
-	d, err := table.Open(in.Name(), table.ReadOptions{Stdin: o.Streams.In, DictColumns: text, BatchSize: min(batch, pramDictBatch), Columns: proj})
+	// A CSV file's sidecar is not read again (its codebook item is
+	// in's, which holds the codebook parsed): the data is checked
+	// against the digest it recorded all the same.
+	d, err := table.Open(in.Name(), table.ReadOptions{Stdin: o.Streams.In, DictColumns: text, BatchSize: min(batch, pramDictBatch), Columns: proj, SidecarOf: in})
 	if err != nil {
 		return nil, err
 	}

@@ -39,8 +39,12 @@ func (o *Options) readAnatomyTable(rel *countRelease, meta table.Meta, plan *cou
 		return cli.Usagef("--groups -: the sensitive table of an anatomy release is read in passes; give it as a file")
 	}
 	checked := false
+	// Passes after the first take the metadata and the data's digest
+	// from the first pass's reader, not from the sidecar again (its
+	// codebook item: 24 MB at 2M labels).
+	var first table.Reader
 	return plan.ReadAnatomyGroups(func(cols []string) (table.Reader, error) {
-		opt := table.ReadOptions{Columns: cols}
+		opt := table.ReadOptions{Columns: cols, SidecarOf: first}
 		if rel.Columns[0].K() > table.ManyLabels {
 			opt.BatchSize = table.ManyLabelsBatchRows
 		}
@@ -62,6 +66,9 @@ func (o *Options) readAnatomyTable(rel *countRelease, meta table.Meta, plan *cou
 		}
 		checked = true
 		delete(gmeta, release.KeyCodebook)
+		if first == nil {
+			first = in
+		}
 		return in, nil
 	})
 }
