@@ -265,11 +265,12 @@ func (g *AnatomyGroups) Decode(meta table.Meta, file string) error {
 
 // DecodeFor is Decode for the sensitive table of a release whose codebook
 // is cb, parsed from a text of digest sum (CodebookDigest): a table whose
-// codebook item has that digest gets cb, not a second parse of the same
+// codebook item has that digest, or is that digest (read with
+// table.ReadOptions.DigestMeta), gets cb, not a second parse of the same
 // text (22 MB at 2M labels, while the release's is held). With cb nil it
 // is Decode.
 func (g *AnatomyGroups) DecodeFor(meta table.Meta, file string, cb *codebook.Codebook, sum string) error {
-	if cb != nil && (sum == "" || CodebookDigest(meta[KeyCodebook]) != sum) {
+	if item := meta[KeyCodebook]; cb != nil && (sum == "" || item != sum && CodebookDigest(item) != sum) {
 		cb = nil
 	}
 	f := newFields(meta, file, anonymizeFix)

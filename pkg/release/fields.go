@@ -1,8 +1,6 @@
 package release
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -116,19 +114,10 @@ func (f *fields) int(key string) int64 {
 }
 
 // CodebookDigest is "sha256:" and the hex SHA-256 of a codebook item's
-// text: what a stage keeps to compare another file's item with once it
-// has parsed the text and let it go. It hashes the text a piece at a
-// time: sha256.Sum256([]byte(text)) copied it whole (20 MB at 2M labels).
-func CodebookDigest(text string) string {
-	h := sha256.New()
-	var buf [32 << 10]byte
-	for len(text) > 0 {
-		n := copy(buf[:], text)
-		h.Write(buf[:n])
-		text = text[n:]
-	}
-	return "sha256:" + hex.EncodeToString(h.Sum(nil))
-}
+// text (table.MetaDigest): what a stage keeps to compare another file's
+// item with once it has parsed the text and let it go, and what
+// table.ReadOptions.DigestMeta gives for the item.
+func CodebookDigest(text string) string { return table.MetaDigest(text) }
 
 // codebook parses the codebook stored in the required item key; nil after
 // a failure, which f records.

@@ -115,11 +115,14 @@ func (o *Options) anonymized(s *Section, in table.Reader, path string) error {
 	groupsPath := ""
 	var openGroups func(cols []string) (table.Reader, error)
 	if a.Mechanism == release.MechanismAnatomy {
-		if groupsPath, err = o.checkAnatomyGroups(in.Name(), &a, sum); err != nil {
+		var checked table.Reader
+		if groupsPath, checked, err = o.checkAnatomyGroups(in.Name(), &a, sum); err != nil {
 			return err
 		}
 		openGroups = func(cols []string) (table.Reader, error) {
-			gin, err := o.openAnatomyGroups(groupsPath, in.Name(), &a, table.ReadOptions{Columns: cols, BatchSize: batchSize(&rel)})
+			// Its metadata and data digest as checked, the sidecar not
+			// read again (table.ReadOptions.SidecarOf).
+			gin, err := o.openAnatomyGroups(groupsPath, in.Name(), &a, table.ReadOptions{Columns: cols, BatchSize: batchSize(&rel), SidecarOf: checked, DigestMeta: []string{release.KeyCodebook}})
 			if err == nil {
 				delete(gin.Meta(), release.KeyCodebook) // checked by checkAnatomyGroups
 			}
@@ -141,7 +144,9 @@ func (o *Options) anonymized(s *Section, in table.Reader, path string) error {
 				return err
 			}
 		}
-		err := o.scan(path, table.ReadOptions{}, func(in table.Reader) error {
+		// The release's metadata and data digest as read above, its
+		// sidecar (the codebook's text) not read again.
+		err := o.scan(path, table.ReadOptions{SidecarOf: in}, func(in table.Reader) error {
 			delete(in.Meta(), release.KeyCodebook) // parsed above
 			_, err := plan.ScanPart(in, countColumn, nil)
 			return err
@@ -154,7 +159,9 @@ func (o *Options) anonymized(s *Section, in table.Reader, path string) error {
 			return err
 		}
 	}
-	if err := o.scan(path, valuesRead(in.Schema(), &rel, countColumn), func(in table.Reader) error {
+	vopt := valuesRead(in.Schema(), &rel, countColumn)
+	vopt.SidecarOf = in
+	if err := o.scan(path, vopt, func(in table.Reader) error {
 		delete(in.Meta(), release.KeyCodebook)
 		return values.ScanRelease(in, countColumn)
 	}); err != nil {
@@ -382,26 +389,36 @@ func (o *Options) anonymized(s *Section, in table.Reader, path string) error {
 
 // checkAnatomyGroups finds an anatomy release's sensitive table (--groups,
 // else the file its metadata names, next to the release name) and checks
-// its metadata: the release's, and well formed.
-func (o *Options) checkAnatomyGroups(name string, a *release.Anonymized, sum string) (string, error) {
+// its metadata: the release's, and well formed. It returns the path and
+// the (closed) reader it checked.
+func (o *Options) checkAnatomyGroups(name string, a *release.Anonymized, sum string) (string, table.Reader, error) {
 	path := o.Groups
 	if path == "" {
 		if a.GroupsTable == "" {
-			return "", fmt.Errorf("%s is an anatomy release: give its sensitive table with --groups FILE", name)
+			return "", nil, fmt.Errorf("%s is an anatomy release: give its sensitive table with --groups FILE", name)
 		}
 		path = filepath.Join(filepath.Dir(name), filepath.Base(a.GroupsTable))
 	}
-	in, err := o.openAnatomyGroups(path, name, a, table.ReadOptions{})
+	// Its codebook item is read as its digest (a CSV sidecar's a piece at
+	// a time): the release's codebook is taken when they are the same;
+	// else it is opened again with the text, which Decode parses.
+	in, err := o.openAnatomyGroups(path, name, a, table.ReadOptions{DigestMeta: []string{release.KeyCodebook}})
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
-	defer in.Close()
+	defer func() { in.Close() }()
+	if sum == "" || in.Meta()[release.KeyCodebook] != sum {
+		in.Close()
+		if in, err = o.openAnatomyGroups(path, name, a, table.ReadOptions{}); err != nil {
+			return "", nil, err
+		}
+	}
 	var groups release.AnatomyGroups
 	// The release's codebook, when the table's item is the same text.
 	if err := groups.DecodeFor(in.Meta(), in.Name(), a.Codebook, sum); err != nil {
-		return "", err
+		return "", nil, err
 	}
-	return path, nil
+	return path, in, nil
 }
 
 // openAnatomyGroups opens the sensitive table at path of anatomy release

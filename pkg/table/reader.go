@@ -119,6 +119,14 @@ type ReadOptions struct {
 	// caller had made of the first. The data is still checked against
 	// the digest as it is read. Any other reader is ignored.
 	SidecarOf Reader
+	// DigestMeta names metadata items that the reader gives as their
+	// MetaDigest instead of their text, for a caller that only compares
+	// them with another file's (an item whose text is of a digest's form,
+	// as a codebook's never is, may be left as it is). A CSV file's
+	// sidecar is then read a piece at a time and the items hashed as they
+	// are read, never held (readSidecarDigesting); other formats read
+	// them and digest them after.
+	DigestMeta []string
 	// Columns, when not empty, reads only these columns: the reader's
 	// schema and batches hold them alone, in the file's column order
 	// (not the order given here, so that a projection never reorders what
@@ -250,7 +258,11 @@ func Open(path string, opt ReadOptions) (Reader, error) {
 		src, file = f, f
 		if st.Mode().IsRegular() {
 			side = &sidecarInput{path: sidecarPath(path), size: st.Size()}
-			if side.bound = reusedSidecar(opt.SidecarOf, side.path); side.bound == nil {
+			switch side.bound = reusedSidecar(opt.SidecarOf, side.path); {
+			case side.bound != nil:
+			case len(opt.DigestMeta) > 0:
+				side.data, side.digested, side.err = readSidecarDigesting(side.path, opt.DigestMeta)
+			default:
 				side.data, side.err = os.ReadFile(side.path)
 			}
 			side.hr = &hashReader{r: f, d: &digester{h: sha256.New()}}
@@ -285,7 +297,12 @@ func Open(path string, opt ReadOptions) (Reader, error) {
 	}
 	switch format {
 	case Parquet:
-		return openParquet(name, file, br, opt)
+		r, err := openParquet(name, file, br, opt)
+		if err != nil {
+			return nil, err
+		}
+		digestItems(r.Meta(), opt.DigestMeta, false)
+		return r, nil
 	case Arrow:
 		open := openArrowStream
 		if string(head[:min(len(head), 6)]) == string(arrowFileMagic) {
@@ -295,6 +312,7 @@ func Open(path string, opt ReadOptions) (Reader, error) {
 		if err != nil {
 			return nil, err
 		}
+		digestItems(r.Meta(), opt.DigestMeta, false)
 		return &slicingReader{Reader: r, max: int64(opt.BatchSize)}, nil
 	}
 	return openCSV(name, file, br, opt, side)
@@ -321,9 +339,12 @@ type sidecarInput struct {
 	path  string
 	data  []byte
 	bound *boundSidecar // ReadOptions.SidecarOf's, instead of data
-	err   error
-	size  int64 // the data file's size when it was opened
-	hr    *hashReader
+	// digested: data has ReadOptions.DigestMeta's items as digests
+	// already (readSidecarDigesting).
+	digested bool
+	err      error
+	size     int64 // the data file's size when it was opened
+	hr       *hashReader
 }
 
 // hashReader hashes what it reads until d is set to nil.

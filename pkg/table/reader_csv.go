@@ -85,6 +85,9 @@ func openCSV(name string, file *os.File, br *bufio.Reader, opt ReadOptions, side
 	if bind == nil && side != nil {
 		side.hr.d = nil // nothing to check: stop hashing
 	}
+	// Items a sidecar read here had digested are left; the others (a
+	// metadata line, another reader's, one read whole) are digested now.
+	digestItems(meta, opt.DigestMeta, side != nil && (side.digested || side.bound != nil))
 	// Skip a UTF-8 byte-order mark, which spreadsheet exports add.
 	if bom, _ := br.Peek(3); bytes.Equal(bom, []byte{0xef, 0xbb, 0xbf}) {
 		br.Discard(3)

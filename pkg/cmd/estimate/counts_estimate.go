@@ -44,7 +44,9 @@ func (o *Options) readAnatomyTable(rel *countRelease, meta table.Meta, plan *cou
 	// codebook item: 24 MB at 2M labels).
 	var first table.Reader
 	return plan.ReadAnatomyGroups(func(cols []string) (table.Reader, error) {
-		opt := table.ReadOptions{Columns: cols, SidecarOf: first}
+		// Its codebook item is only compared with the release's: read
+		// as its digest (a CSV sidecar's a piece at a time).
+		opt := table.ReadOptions{Columns: cols, SidecarOf: first, DigestMeta: []string{release.KeyCodebook}}
 		if rel.Columns[0].K() > table.ManyLabels {
 			opt.BatchSize = table.ManyLabelsBatchRows
 		}
@@ -58,6 +60,14 @@ func (o *Options) readAnatomyTable(rel *countRelease, meta table.Meta, plan *cou
 			return nil, fmt.Errorf("%s is not the sensitive table of %s (their release ids differ); give the --groups file anonymize wrote with it", in.Name(), rel.Name)
 		}
 		if !checked && !sameGroupsMeta(gmeta, meta, rel.codebookSum) {
+			// Its items say what differs: opened again with the
+			// codebook's text.
+			in.Close()
+			opt.DigestMeta = nil
+			if in, err = o.Streams.OpenWith(path, opt); err != nil {
+				return nil, err
+			}
+			gmeta = in.Meta()
 			var groups release.AnatomyGroups
 			if err := groups.Decode(gmeta, in.Name()); err != nil {
 				in.Close()
@@ -75,8 +85,9 @@ func (o *Options) readAnatomyTable(rel *countRelease, meta table.Meta, plan *cou
 
 // sameGroupsMeta says the items of an anatomy sensitive table's metadata
 // gmeta that release.AnatomyGroups checks are those of its release's meta,
-// byte for byte, and its codebook's text has the release's digest sum
-// (the release's text itself is dropped: dropCodebookText).
+// byte for byte, and its codebook item, read as its digest, is the
+// release's digest sum (the release's text itself is dropped:
+// dropCodebookText).
 func sameGroupsMeta(gmeta, meta table.Meta, sum string) bool {
 	for _, key := range []string{release.KeyReleaseID, release.KeyL, release.KeyGroups, release.KeyRows, release.KeySensitive} {
 		a, okA := gmeta[key]
@@ -85,8 +96,8 @@ func sameGroupsMeta(gmeta, meta table.Meta, sum string) bool {
 			return false
 		}
 	}
-	text, ok := gmeta[release.KeyCodebook]
-	return ok && sum != "" && release.CodebookDigest(text) == sum
+	digest, ok := gmeta[release.KeyCodebook] // read as its digest (DigestMeta)
+	return ok && sum != "" && digest == sum
 }
 
 // scanCountTruth counts, in one pass over the original table (--truth),

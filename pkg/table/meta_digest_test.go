@@ -1,0 +1,110 @@
+package table
+
+import (
+	"bufio"
+	"bytes"
+	"path/filepath"
+	"reflect"
+	"runtime"
+	"strings"
+	"testing"
+)
+
+// decodeDigested decodes sidecar bytes b as Open does with
+// ReadOptions.DigestMeta keys: through the digester (on, when it is sure)
+// or whole, then digestItems.
+func decodeDigested(b []byte, keys []string, on bool) (sidecar, error) {
+	digested := false
+	if on {
+		d := &sidecarDigester{r: bufio.NewReader(bytes.NewReader(b)), keys: keys}
+		if out, err := d.run(); err == nil {
+			b, digested = out, true
+		}
+	}
+	s, err := decodeSidecarFull(b, false)
+	if err == nil {
+		digestItems(s.Meta, keys, digested)
+	}
+	return s, err
+}
+
+// longItem is a codebook-like item of more than 64 KiB with escapes and
+// multi-byte UTF-8, as JSON string content.
+var longItem = strings.Repeat(`{\"name\": \"é\u00e9<&\\/x\", \"n\": [1, 2]}\n`, 2000)
+
+// FuzzSidecarDigestingIsDecodingWhole: a sidecar read through the
+// digester gives the metadata (the named items as digests) and the data
+// digest that decoding it whole and digesting those items gives, or the
+// same error, whatever the bytes.
+//
+//	go test -fuzz FuzzSidecarDigestingIsDecodingWhole ./pkg/table
+func FuzzSidecarDigestingIsDecodingWhole(f *testing.F) {
+	for _, s := range []string{
+		`{"pramkit":1,"meta":{"codebook":"` + longItem + `","stage":"decrypt"},"data":{"bytes":3,"sha256":"ab"}}`,
+		`{"pramkit":1,"meta":{"stage":"x","codebook":"{\"a\":1}"}}`,
+		`{"pramkit":1,"meta":{"codebook":"` + longItem + `\ud800"}}`,
+		`{"pramkit":1,"meta":{"codebook":"` + longItem + "\xff" + `"}}`,
+		`{"pramkit":1,"META":{"codebook":"abc"}}`,
+		`{"pramkit":1,"m\u0065ta":{"codebook":"abc"}}`,
+		`{"pramkit":1,"meta":{"c\u006fdebook":"abc"}}`,
+		`{"pramkit":1,"meta":{"codebook":"a"},"meta":{"codebook":"b"}}`,
+		`{"pramkit":1,"meta":{"codebook":"a","codebook":"b"}}`,
+		`{"pramkit":1,"meta":{"codebook":null}}`,
+		`{"pramkit":1,"meta":{"codebook":["x"]}}`,
+		`{"pramkit":1,"data":{"bytes":1},"meta":{"x":{"codebook":"y"},"codebook":"z"}}`,
+	} {
+		f.Add([]byte(s))
+	}
+	keys := []string{"codebook"}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		got, gerr := decodeDigested(b, keys, true)
+		want, werr := decodeDigested(b, keys, false)
+		if (gerr == nil) != (werr == nil) || (gerr != nil && gerr.Error() != werr.Error()) {
+			t.Fatalf("through the digester: %v; whole: %v", gerr, werr)
+		}
+		if gerr == nil && !reflect.DeepEqual(got, want) {
+			t.Fatalf("through the digester: %+v; whole: %+v", got, want)
+		}
+	})
+}
+
+// TestDigestMetaReadsTheItemAPieceAtATime: Open with DigestMeta gives a
+// CSV release's codebook item as its digest, the same as MetaDigest of the
+// text a plain Open gives, for CSV, Parquet and Arrow; for a CSV file the
+// sidecar's 8 MB item is never held (what Open allocates stays far below
+// it).
+func TestDigestMetaReadsTheItemAPieceAtATime(t *testing.T) {
+	dir := t.TempDir()
+	big := strings.Repeat("é<&\u2028\"x\\", 1<<20) // ~9 MB once escaped
+	for _, ext := range []string{"csv", "parquet", "arrow"} {
+		p := filepath.Join(dir, "t."+ext)
+		writeRows(t, p, []string{"a"}, [][]string{{"x"}}, Meta{"codebook": big, "stage": "decrypt"}, WriteOptions{})
+		plain, err := Open(p, ReadOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := MetaDigest(plain.Meta()["codebook"])
+		plain.Close()
+		runtime.GC()
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		r, err := Open(p, ReadOptions{DigestMeta: []string{"codebook", "absent"}})
+		runtime.ReadMemStats(&after)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := r.Meta()["codebook"]; got != want || r.Meta()["stage"] != "decrypt" {
+			t.Errorf("%s: codebook %q, stage %q; want %q, decrypt", ext, got, r.Meta()["stage"], want)
+		}
+		if _, ok := r.Meta()["absent"]; ok {
+			t.Errorf("%s: an absent item appears", ext)
+		}
+		if n, err := drainErr(r); err != nil || n != 1 {
+			t.Errorf("%s: reading the rows: %d, %v", ext, n, err)
+		}
+		r.Close()
+		if alloc := after.TotalAlloc - before.TotalAlloc; ext == "csv" && alloc > 4<<20 {
+			t.Errorf("csv: Open allocated %d bytes for a sidecar of %d", alloc, len(big))
+		}
+	}
+}
