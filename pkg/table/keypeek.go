@@ -329,12 +329,8 @@ func arrowStage(f *os.File) (stage string, ours bool, err error) {
 		}
 	}
 	// Schema field 2: custom_metadata, a vector of KeyValue (key 0, value 1).
-	at, ok, err := fb.field(schema, 2)
+	vec, ok, err := fb.follow(schema, 2)
 	if err != nil || !ok {
-		return "", false, err
-	}
-	vec, err := fb.offset(at)
-	if err != nil {
 		return "", false, err
 	}
 	n, err := fb.u32(vec)
@@ -419,28 +415,31 @@ func (w *flatWalk) field(t int64, i int) (int64, bool, error) {
 	return t + off, off != 0, nil
 }
 
+// follow is where offset field i of the table at t points, if present.
+func (w *flatWalk) follow(t int64, i int) (int64, bool, error) {
+	at, ok, err := w.field(t, i)
+	if err != nil || !ok {
+		return 0, false, err
+	}
+	p, err := w.offset(at)
+	return p, err == nil, err
+}
+
 // offsetField follows field i of the table at t, which must be present.
 func (w *flatWalk) offsetField(t int64, i int) (int64, error) {
-	at, ok, err := w.field(t, i)
-	if err != nil {
-		return 0, err
+	p, ok, err := w.follow(t, i)
+	if err == nil && !ok {
+		err = errors.New("a required flatbuffer field is absent")
 	}
-	if !ok {
-		return 0, errors.New("a required flatbuffer field is absent")
-	}
-	return w.offset(at)
+	return p, err
 }
 
 // stringField reads string field i of the table at t, keeping at most
 // its first max bytes ("" when absent, and when longer than max: it is
 // then no key or stage looked for).
 func (w *flatWalk) stringField(t int64, i int, max int64) (string, bool, error) {
-	at, ok, err := w.field(t, i)
+	s, ok, err := w.follow(t, i)
 	if err != nil || !ok {
-		return "", false, err
-	}
-	s, err := w.offset(at)
-	if err != nil {
 		return "", false, err
 	}
 	n, err := w.u32(s)
