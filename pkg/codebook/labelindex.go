@@ -163,3 +163,67 @@ func (x *labelIndex) put(s string, i uint32) {
 	}
 	x.slots[h] = tag | (i + 1)
 }
+
+// lookupBlock is the labels getAll looks up together.
+const lookupBlock = 16
+
+// getAll sets out[i], ok[i] to get(labels, ss[i]) for every i. In a large
+// column each lookup waits on two or three cache misses (its slot, then
+// the label's offset and bytes); one at a time, the processor overlaps
+// few of them. Here each block of labels is hashed first, then its first
+// slots are loaded, then the candidates' offsets, all independent loads
+// the processor issues together, and only then compared.
+func (x *labelIndex) getAll(labels *labelList, ss []string, out []uint32, ok []bool) {
+	if x.small != nil || len(x.slots) == 0 {
+		for i, s := range ss {
+			out[i], ok[i] = x.get(labels, s)
+		}
+		return
+	}
+	mask := x.mask()
+	var (
+		h    [lookupBlock]int
+		tag  [lookupBlock]uint32
+		v    [lookupBlock]uint32
+		from [lookupBlock]int32
+	)
+	for base := 0; base < len(ss); base += lookupBlock {
+		blk := ss[base:min(base+lookupBlock, len(ss))]
+		for i, s := range blk {
+			h[i], tag[i] = x.probe(s)
+		}
+		for i := range blk {
+			v[i] = x.slots[h[i]]
+		}
+		for i := range blk {
+			// The candidate's offset: the label a matching tag names.
+			if v[i] != 0 && v[i]&^mask == tag[i] {
+				from[i] = labels.offs[v[i]&mask-1]
+			}
+		}
+		for i, s := range blk {
+			if v[i] != 0 && v[i]&^mask == tag[i] {
+				j := v[i]&mask - 1
+				if labels.text[from[i]:labels.offs[j+1]] == s {
+					out[base+i], ok[base+i] = j, true
+					continue
+				}
+			}
+			if v[i] == 0 {
+				out[base+i], ok[base+i] = 0, false
+				continue
+			}
+			out[base+i], ok[base+i] = x.get(labels, s) // past the first slot
+		}
+	}
+}
+
+// LabelIndexes is LabelIndex of every label of ss, into out and ok (of
+// len(ss) each), faster than one at a time in a large column (getAll).
+func (c *Column) LabelIndexes(ss []string, out []uint32, ok []bool) {
+	if c.index == nil {
+		clear(ok) // the zero Column
+		return
+	}
+	c.index.get().getAll(&c.labels, ss, out, ok)
+}

@@ -399,6 +399,26 @@ func BenchmarkLargeColumn(b *testing.B) {
 		}
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*k), "ns/label")
 	})
+	b.Run("lookup-blocks", func(b *testing.B) {
+		col, err := NewColumn(Spec{Name: "c", Categories: cats})
+		if err != nil {
+			b.Fatal(err)
+		}
+		ss := make([]string, k)
+		for j, i := range order {
+			ss[j] = cats[i]
+		}
+		out, ok := make([]uint32, k), make([]bool, k)
+		for b.Loop() {
+			col.LabelIndexes(ss, out, ok)
+		}
+		for j, i := range order {
+			if !ok[j] || out[j] != uint32(i) {
+				b.Fatalf("%q: %d, %v", ss[j], out[j], ok[j])
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*k), "ns/label")
+	})
 }
 
 // A slot of the open-addressing table holds index+1 under its hash tag:
@@ -448,6 +468,39 @@ func TestLabelIndexSlotsHoldIndexAndTag(t *testing.T) {
 		for _, s := range []string{"", "x", "1", fmt.Sprintf("%x", k*7919)} {
 			if j, ok := x.get(&labels, s); ok {
 				t.Fatalf("idxBits %d: %q found at %d", x.idxBits, s, j)
+			}
+		}
+	}
+}
+
+// LabelIndexes gives what LabelIndex gives label by label, in blocks and
+// out of them, for a large column (getAll) and a small one: found labels,
+// unknown ones, and labels whose probe passes full slots.
+func TestLabelIndexesIsLabelIndex(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	for _, k := range []int{50, largeIndex + 1, 20_000} {
+		cats := make([]string, k)
+		for i := range cats {
+			cats[i] = fmt.Sprintf("c%x", r.Uint64()>>r.IntN(60))
+		}
+		slices.Sort(cats)
+		cats = slices.Compact(cats)
+		col := mustColumn(t, Spec{Name: "c", Categories: cats})
+		var ss []string
+		for range 3*lookupBlock + 5 {
+			if r.IntN(4) == 0 {
+				ss = append(ss, fmt.Sprintf("u%d", r.IntN(1000))) // unknown
+			} else {
+				ss = append(ss, cats[r.IntN(len(cats))])
+			}
+		}
+		ss = append(ss, cats...)
+		out, ok := make([]uint32, len(ss)), make([]bool, len(ss))
+		col.LabelIndexes(ss, out, ok)
+		for i, s := range ss {
+			j, found := col.LabelIndex(s)
+			if found != ok[i] || (found && uint32(j) != out[i]) {
+				t.Fatalf("k = %d: %q: LabelIndexes %d, %v; LabelIndex %d, %v", k, s, out[i], ok[i], j, found)
 			}
 		}
 	}

@@ -43,6 +43,23 @@ type Coder struct {
 	// label, if set, is the label of a code (false past the last):
 	// mapDictionary tries the code after the previous entry's first.
 	label func(code uint32) (string, bool)
+
+	// all, if set, codes many labels at once (Coder.Batch); labels and
+	// found are its scratch.
+	all    func(labels []string, codes []uint32, found []bool)
+	labels []string
+	found  []bool
+}
+
+// Batch makes c code a dictionary's entries with all, many at once, where
+// it would call lookup for each (from the first entry, or once InOrder
+// gives up guessing): all sets codes[i] and found[i] for labels[i], as
+// lookup would (codebook.Column.LabelIndexes overlaps the cache misses of
+// a large column's lookups); an entry without a code is looked up alone,
+// for lookup's error. It returns c.
+func (c *Coder) Batch(all func(labels []string, codes []uint32, found []bool)) *Coder {
+	c.all = all
+	return c
 }
 
 // maxIntCache bounds Coder's cache of integer cells.
@@ -255,6 +272,10 @@ func (c *Coder) mapDictionary(dict arrow.Array) {
 	// nothing.
 	missed := 0
 	for k := range n {
+		if c.all != nil && (c.label == nil || missed >= inOrderMisses) {
+			c.mapAll(vs, k, n)
+			return
+		}
 		v := vs.String(k)
 		if c.label != nil && missed < inOrderMisses && !dict.IsNull(k) {
 			if l, ok := c.label(next); ok && l == v {
@@ -277,6 +298,36 @@ func (c *Coder) mapDictionary(dict arrow.Array) {
 		}
 		c.dictCodes[k] = code
 	}
+}
+
+// mapAll codes entries from..n-1 of the dictionary whose values are vs
+// with c.all (Batch).
+func (c *Coder) mapAll(vs Values, from, n int) {
+	m := n - from
+	c.labels = slices.Grow(c.labels[:0], m)[:m]
+	c.found = slices.Grow(c.found[:0], m)[:m]
+	for i := range m {
+		c.labels[i] = vs.String(from + i)
+	}
+	codes := c.dictCodes[from:n]
+	c.all(c.labels, codes, c.found)
+	for i, ok := range c.found {
+		if ok {
+			continue
+		}
+		code, err := c.lookup(c.labels[i])
+		if err != nil {
+			if c.dictErrs == nil {
+				c.dictErrs = make(map[int]error)
+			}
+			c.dictErrs[from+i] = err
+			code = noCode
+		}
+		codes[i] = code
+	}
+	// The labels are the dictionary's bytes, which the reader may lend
+	// to a later batch (ReadOptions.ReuseBuffers): hold none.
+	clear(c.labels)
 }
 
 // sameLabels reports whether dictionaries a and b are string arrays

@@ -484,3 +484,67 @@ func TestCoderInOrderStopsGuessingAfterMisses(t *testing.T) {
 		})
 	}
 }
+
+// TestCoderBatchCodesAsLookup: a Coder with Batch codes a dictionary as
+// one without — the same codes, and the same error for a cell of an
+// unknown label — with or without InOrder, where all takes the entries
+// lookup would have taken one at a time (all of them, or those after
+// InOrder gives up guessing).
+func TestCoderBatchCodesAsLookup(t *testing.T) {
+	var labels []string
+	codes := map[string]uint32{}
+	for i := range 60 {
+		labels = append(labels, fmt.Sprintf("l%02d", i))
+		codes[labels[i]] = uint32(i)
+	}
+	lookup := func(s string) (uint32, error) {
+		if c, ok := codes[s]; ok {
+			return c, nil
+		}
+		return 0, &UnknownLabelError{Label: s}
+	}
+	label := func(x uint32) (string, bool) {
+		if int(x) >= len(labels) {
+			return "", false
+		}
+		return labels[x], true
+	}
+	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
+	for _, tc := range []struct {
+		name string
+		dict []string
+	}{
+		{"in order", labels[:20]},
+		{"every third", []string{"l00", "l03", "l06", "l09", "l12", "l15", "l18", "l21", "l24", "l27", "l30", "l33", "l36"}},
+		{"unknown labels", []string{"l05", "zz", "l01", "l40", "yy", "l02", "l03", "l59", "l07", "l11", "l13", "l17", "l19", "xx"}},
+	} {
+		idx := make([]int32, len(tc.dict))
+		for i := range idx {
+			idx[i] = int32(len(idx) - 1 - i)
+		}
+		col := dictColumn(mem, tc.dict, idx...)
+		want := make([]uint32, len(idx))
+		wantBad, wantErr := NewCoder(lookup).Codes(want, col, 0)
+		for _, inOrder := range []bool{false, true} {
+			batched := 0
+			c := NewCoder(lookup).Batch(func(ls []string, out []uint32, found []bool) {
+				batched += len(ls)
+				for i, s := range ls {
+					out[i], found[i] = codes[s]
+				}
+			})
+			if inOrder {
+				c.InOrder(label)
+			}
+			got := make([]uint32, len(idx))
+			gotBad, gotErr := c.Codes(got, col, 0)
+			if gotBad != wantBad || fmt.Sprint(gotErr) != fmt.Sprint(wantErr) || fmt.Sprint(got[:max(gotBad, 0)]) != fmt.Sprint(want[:max(wantBad, 0)]) {
+				t.Errorf("%s (InOrder %v): %v, bad %d %v; one at a time: %v, bad %d %v", tc.name, inOrder, got, gotBad, gotErr, want, wantBad, wantErr)
+			}
+			if !inOrder && batched != len(tc.dict) || inOrder && tc.name == "in order" && batched != 0 {
+				t.Errorf("%s (InOrder %v): %d labels batched", tc.name, inOrder, batched)
+			}
+		}
+		col.Release()
+	}
+}

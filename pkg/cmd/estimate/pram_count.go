@@ -133,7 +133,9 @@ func (rel *pramRelease) countRows(o *Options, in table.Reader, t *pramTally, ind
 		}
 		cs := make([]*table.Coder, len(index))
 		for j := range cs {
-			cs[j] = table.LookupCoder(index[j]).InOrder(rel.labelOf(j))
+			// Entries not in code order are looked up in blocks
+			// (a row group's dictionary of a large column).
+			cs[j] = table.LookupCoder(index[j]).InOrder(rel.labelOf(j)).Batch(rel.cb.Columns[j].LabelIndexes)
 		}
 		return cs
 	}
