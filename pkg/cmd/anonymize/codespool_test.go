@@ -17,8 +17,14 @@ import (
 // standard output and the files named in outs, read after the run.
 func runSpooled(t *testing.T, spoolAbove int, outs []string, args ...string) []string {
 	t.Helper()
+	return runSpooledIn(t, spoolAbove, nil, outs, args...)
+}
+
+// runSpooledIn is runSpooled with stdin as standard input.
+func runSpooledIn(t *testing.T, spoolAbove int, stdin []byte, outs []string, args ...string) []string {
+	t.Helper()
 	var out, errb bytes.Buffer
-	s := &cli.Streams{In: bytes.NewReader(nil), Out: &out, Err: &errb}
+	s := &cli.Streams{In: bytes.NewReader(stdin), Out: &out, Err: &errb}
 	cmd := NewCmd(s, func(o *Options) error { o.spoolAbove = spoolAbove; o.batchSize = 64; return run(o) })
 	if code := cli.Run(cmd, args, s); code != 0 {
 		t.Fatalf("%v: exit %d: %s", args, code, errb.String())
@@ -95,6 +101,17 @@ func TestSpooledCodesGiveTheSameRelease(t *testing.T) {
 		if len(want[len(want)-1]) < 100 {
 			t.Errorf("%s: output %.100q", tc.name, want[len(want)-1])
 		}
+	}
+	// From standard input: the input spooled to a file for the two
+	// passes, and the codes to another.
+	data, err := os.ReadFile(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := append(slices.Clone(seeded), "--sensitive", "s,t")
+	want := runSpooled(t, math.MaxInt, nil, append(args, in)...)
+	if got := runSpooledIn(t, -1, data, nil, args...); got[0] != want[0] {
+		t.Errorf("standard input with the codes spooled: output differs from the file's")
 	}
 }
 
