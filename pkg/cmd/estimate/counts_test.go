@@ -3,6 +3,7 @@ package estimate
 import (
 	"bytes"
 	"encoding/csv"
+	"encoding/json"
 	"fmt"
 	"math"
 	"os"
@@ -507,5 +508,44 @@ func TestCountUnknownValueIsAnError(t *testing.T) {
 	got = countRun(t, false, pub, "--codebook", bins, "--query", "age=25-34")
 	if !strings.Contains(got, "age=25-34") {
 		t.Errorf("a codebook bin: %q", got)
+	}
+}
+
+// An Anatomy groups table is read with its codebook item as a digest
+// (table.ReadOptions.DigestMeta); one whose item differs from the
+// release's is opened again with the text, so that a damaged codebook is
+// named in the message, and one whose item is the release's answers as
+// before.
+func TestCountAnatomyGroupsCodebookDigestAndDamage(t *testing.T) {
+	syn := newCountSynth(t, 600)
+	rowsFile, groups := filepath.Join(syn.dir, "anat.csv"), filepath.Join(syn.dir, "anat.groups.csv")
+	countRun(t, true, "--mechanism", "anatomy", "--sensitive", "s", "--l", "3", "--codebook", syn.cb, "--seed", "4", "--insecure-seed", syn.csv, "-o", rowsFile, "--groups", groups)
+	if est, _ := countAsk(t, rowsFile, []string{"s=s2"}); len(est) != 1 {
+		t.Fatalf("estimates %v", est)
+	}
+	side, err := os.ReadFile(groups + ".meta.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s struct {
+		Pramkit int               `json:"pramkit"`
+		Meta    map[string]string `json:"meta"`
+		Data    json.RawMessage   `json:"data"`
+	}
+	if err := json.Unmarshal(side, &s); err != nil {
+		t.Fatal(err)
+	}
+	s.Meta["codebook"] = `{"columns": [`
+	b, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(groups+".meta.json", b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	st := &cli.Streams{In: strings.NewReader(""), Out: &out, Err: &errb}
+	if code := cli.Run(NewCmd(st, nil), []string{"--query", "s=s2", rowsFile}, st); code == 0 || !strings.Contains(errb.String(), "codebook in the metadata is not valid") || !strings.Contains(errb.String(), "ends early") || !strings.Contains(errb.String(), "anat.groups.csv") {
+		t.Errorf("a damaged codebook in the groups table: exit %d, %q", code, errb.String())
 	}
 }
