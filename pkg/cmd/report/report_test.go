@@ -2,6 +2,7 @@ package report_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"encoding/xml"
 	"fmt"
 	"io"
@@ -407,5 +408,46 @@ func TestReportOfManyValuesListsTheLargest(t *testing.T) {
 	}
 	if !strings.Contains(page, ">v0<") {
 		t.Errorf("v0, among the largest counts, is not listed")
+	}
+}
+
+// An Anatomy release's groups table is checked with its codebook item read
+// as a digest; one whose item is damaged is opened again with the text,
+// whose error report names.
+func TestReportAnatomyGroupsDamagedCodebook(t *testing.T) {
+	dir := fixture(t)
+	tmp := t.TempDir()
+	for _, n := range []string{"anat.csv", "anat.csv.meta.json", "anat.groups.csv", "anat.groups.csv.meta.json"} {
+		b, err := os.ReadFile(filepath.Join(dir, n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == "anat.groups.csv.meta.json" {
+			var s map[string]json.RawMessage
+			if err := json.Unmarshal(b, &s); err != nil {
+				t.Fatal(err)
+			}
+			var meta map[string]string
+			if err := json.Unmarshal(s["meta"], &meta); err != nil {
+				t.Fatal(err)
+			}
+			meta["codebook"] = `{"columns": [`
+			if s["meta"], err = json.Marshal(meta); err != nil {
+				t.Fatal(err)
+			}
+			if b, err = json.Marshal(s); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := os.WriteFile(filepath.Join(tmp, n), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res := cmdtest.Run(newCmd, nil, filepath.Join(tmp, "anat.csv"), "-o", filepath.Join(tmp, "r.html"))
+	if res.Code == 0 || !strings.Contains(res.Stderr, "anat.groups.csv") || !strings.Contains(res.Stderr, "ends early") {
+		t.Errorf("a damaged codebook in the groups table: exit %d, %q", res.Code, res.Stderr)
+	}
+	if res := cmdtest.Run(newCmd, nil, filepath.Join(dir, "anat.csv"), "-o", filepath.Join(tmp, "ok.html")); res.Code != 0 {
+		t.Errorf("the release itself: exit %d, %q", res.Code, res.Stderr)
 	}
 }
