@@ -236,6 +236,24 @@ func (e *Encoder) Column() *Column { return e.col }
 // Policy returns the policy the encoder was made with.
 func (e *Encoder) Policy() Policy { return e.policy }
 
+// IndexAll sets out[i] to Index(ss[i]) and ok[i] for every label of ss
+// that Index codes from the label table as it stands — a category other
+// than the missing one — looked up in blocks (Column.LabelIndexes); ok[i]
+// is false for the others (missing, unknown, every value of a numeric
+// column), which Index codes or refuses one at a time under the policy.
+func (e *Encoder) IndexAll(ss []string, out []uint32, ok []bool) {
+	if e.cuts != nil {
+		clear(ok)
+		return
+	}
+	e.index.getAll(&e.labels, ss, out, ok)
+	if e.hasMissing {
+		for i, x := range out {
+			ok[i] = ok[i] && x != e.missing
+		}
+	}
+}
+
 // Index returns the value index of v: its position among the categories,
 // or for a numeric column the bucket i with c_i ≤ x < c_{i+1} (c_0 = −∞,
 // c_{n+1} = +∞), found by binary search over the n cuts in O(log n). Values

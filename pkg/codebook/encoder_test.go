@@ -330,3 +330,40 @@ func TestParseSmallIntAgreesWithParseFloat(t *testing.T) {
 		}
 	}
 }
+
+// IndexAll codes from the label table what Index codes so, and leaves the
+// rest (missing, unknown, a numeric column's values) to Index: ok only
+// where Index gives that same index without an error.
+func TestIndexAllIsIndex(t *testing.T) {
+	var cats []string
+	for i := range 3000 {
+		cats = append(cats, fmt.Sprintf("c%d", i))
+	}
+	for _, spec := range []Spec{
+		{Name: "large", Categories: cats, Missing: "?"},
+		{Name: "small", Categories: []string{"a", "?", "b"}, Missing: "?"},
+		{Name: "n", Cuts: []float64{10, 20}, Missing: "NA"},
+	} {
+		col, err := NewColumn(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		enc, err := col.Encoder(Policy{Unknown: UnknownMissing})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ss := []string{"c5", "?", "", "zz", "c2999", "a", "b", "15", "NA", "c17"}
+		out, ok := make([]uint32, len(ss)), make([]bool, len(ss))
+		enc.IndexAll(ss, out, ok)
+		for i, s := range ss {
+			x, err := enc.Index(s)
+			missing, _ := col.MissingIndex()
+			if ok[i] && (err != nil || x != out[i] || int(x) == missing) {
+				t.Errorf("%s: IndexAll(%q) = %d; Index %d, %v", spec.Name, s, out[i], x, err)
+			}
+			if !ok[i] && !col.IsNumeric() && err == nil && int(x) != missing {
+				t.Errorf("%s: IndexAll left %q, which Index codes %d from the table", spec.Name, s, x)
+			}
+		}
+	}
+}

@@ -44,11 +44,51 @@ type Coder struct {
 	// mapDictionary tries the code after the previous entry's first.
 	label func(code uint32) (string, bool)
 
-	// all, if set, codes many labels at once (Coder.Batch); labels and
-	// found are its scratch.
+	// all, if set, codes many labels at once (Coder.Batch); labels,
+	// found, codes and cells are its scratch.
 	all    func(labels []string, codes []uint32, found []bool)
 	labels []string
 	found  []bool
+	codes  []uint32
+	cells  []int
+}
+
+// textBlock is the cells textBlocks codes together.
+const textBlock = 256
+
+// textBlocks is Codes of a utf8 column without nulls once the cache is
+// full: the cells the cache does not hold are coded with c.all, a block
+// at a time, and those it finds no code for with lookup, in order.
+func (c *Coder) textBlocks(dst []uint32, col *array.String, off int) (int, error) {
+	defer clear(c.labels) // the batch's bytes: hold none
+	for base := 0; base < len(dst); base += textBlock {
+		n := min(textBlock, len(dst)-base)
+		c.labels, c.cells = c.labels[:0], c.cells[:0]
+		for i := base; i < base+n; i++ {
+			s := col.Value(off + i)
+			if code, ok := c.cache.get(s); ok {
+				dst[i] = code
+				continue
+			}
+			c.labels, c.cells = append(c.labels, s), append(c.cells, i)
+		}
+		m := len(c.labels)
+		c.codes = slices.Grow(c.codes[:0], m)[:m]
+		c.found = slices.Grow(c.found[:0], m)[:m]
+		c.all(c.labels, c.codes, c.found)
+		for j, i := range c.cells {
+			if c.found[j] {
+				dst[i] = c.codes[j]
+				continue
+			}
+			code, err := c.lookup(c.labels[j])
+			if err != nil {
+				return i, err
+			}
+			dst[i] = code
+		}
+	}
+	return -1, nil
 }
 
 // Batch makes c code a dictionary's entries with all, many at once, where
@@ -125,6 +165,11 @@ func (c *Coder) Codes(dst []uint32, a arrow.Array, off int) (int, error) {
 	case *array.Dictionary:
 		return c.dictionary(dst, col, off)
 	case *array.String:
+		if col.NullN() == 0 && c.all != nil && c.cache != nil && c.cache.n >= maxCachedLabels {
+			// Past what the cache keeps (a column of many labels):
+			// the misses are looked up in blocks.
+			return c.textBlocks(dst, col, off)
+		}
 		if col.NullN() == 0 {
 			for i := range dst {
 				code, err := c.text(col.Value(off + i))

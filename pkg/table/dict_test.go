@@ -548,3 +548,58 @@ func TestCoderBatchCodesAsLookup(t *testing.T) {
 		col.Release()
 	}
 }
+
+// TestCoderBatchTextPastTheCache: a utf8 column of more labels than the
+// label cache keeps is coded with Batch's all once the cache is full,
+// giving the codes and the first error lookup gives one cell at a time.
+func TestCoderBatchTextPastTheCache(t *testing.T) {
+	codes := map[string]uint32{}
+	for i := range 3 * maxCachedLabels {
+		codes[fmt.Sprintf("v%d", i)] = uint32(i)
+	}
+	lookup := func(s string) (uint32, error) {
+		if c, ok := codes[s]; ok {
+			return c, nil
+		}
+		return 0, &UnknownLabelError{Label: s}
+	}
+	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
+	defer mem.AssertSize(t, 0)
+	for _, bad := range []int{-1, 3*textBlock + 17} {
+		var cells []string
+		for i := range 4 * textBlock {
+			cells = append(cells, fmt.Sprintf("v%d", (i*7919)%(3*maxCachedLabels)))
+		}
+		if bad >= 0 {
+			cells[bad], cells[bad+5] = "nope", "nope2"
+		}
+		b := array.NewStringBuilder(mem)
+		b.AppendValues(cells, nil)
+		col := b.NewArray()
+		b.Release()
+		want := make([]uint32, len(cells))
+		wantBad, wantErr := NewCoder(lookup).Codes(want, col, 0)
+		batched := 0
+		c := NewCoder(lookup).Batch(func(ls []string, out []uint32, found []bool) {
+			batched += len(ls)
+			for i, s := range ls {
+				out[i], found[i] = codes[s]
+			}
+		})
+		got := make([]uint32, len(cells))
+		// Twice: the first call fills the cache, the second codes in blocks.
+		for range 2 {
+			gotBad, gotErr := c.Codes(got, col, 0)
+			if gotBad != wantBad || fmt.Sprint(gotErr) != fmt.Sprint(wantErr) || fmt.Sprint(got[:max(gotBad, 0)]) != fmt.Sprint(want[:max(wantBad, 0)]) {
+				t.Errorf("bad cell %d: %v, %v; one at a time %v, %v", bad, gotBad, gotErr, wantBad, wantErr)
+			}
+			if gotBad < 0 && fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Errorf("codes differ")
+			}
+		}
+		if batched == 0 {
+			t.Errorf("bad cell %d: no label coded in blocks", bad)
+		}
+		col.Release()
+	}
+}

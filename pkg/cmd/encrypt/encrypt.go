@@ -466,7 +466,7 @@ func encryptRows(o *Options, in table.Reader, srcIdx []int, encs []*codebook.Enc
 	coders := sync.Pool{New: func() any {
 		cs := make([]*table.Coder, d)
 		for j, enc := range encs {
-			cs[j] = table.NewCoder(enc.Index)
+			cs[j] = table.NewCoder(enc.Index).Batch(enc.IndexAll)
 		}
 		return cs
 	}}
