@@ -60,7 +60,9 @@ const textBlock = 256
 // full: the cells the cache does not hold are coded with c.all, a block
 // at a time, and those it finds no code for with lookup, in order.
 func (c *Coder) textBlocks(dst []uint32, col *array.String, off int) (int, error) {
-	defer clear(c.labels) // the batch's bytes: hold none
+	// The batch's bytes: hold none. (A closure: c.labels may be another
+	// slice by then, and every block's entries go, up to its capacity.)
+	defer func() { clear(c.labels[:cap(c.labels)]) }()
 	for base := 0; base < len(dst); base += textBlock {
 		n := min(textBlock, len(dst)-base)
 		c.labels, c.cells = c.labels[:0], c.cells[:0]

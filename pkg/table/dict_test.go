@@ -603,3 +603,40 @@ func TestCoderBatchTextPastTheCache(t *testing.T) {
 		col.Release()
 	}
 }
+
+// TestCoderBatchHoldsNoLabel: once Codes returns, a Coder with Batch
+// holds no string of the column it coded in its scratch (they alias the
+// batch's buffers, which a reader may lend to the next batch), whether
+// the labels went through the dictionary or the text path.
+func TestCoderBatchHoldsNoLabel(t *testing.T) {
+	codes := map[string]uint32{}
+	var cells []string
+	for i := range 2 * maxCachedLabels {
+		codes[fmt.Sprintf("v%d", i)] = uint32(i)
+	}
+	for i := range 4 * textBlock {
+		cells = append(cells, fmt.Sprintf("v%d", (i*7919)%(2*maxCachedLabels)))
+	}
+	c := NewCoder(func(s string) (uint32, error) { return codes[s], nil }).Batch(func(ls []string, out []uint32, found []bool) {
+		for i, s := range ls {
+			out[i], found[i] = codes[s]
+		}
+	})
+	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
+	b := array.NewStringBuilder(mem)
+	b.AppendValues(cells, nil)
+	col := b.NewArray()
+	b.Release()
+	defer col.Release()
+	got := make([]uint32, len(cells))
+	for range 2 { // the cache fills, then blocks
+		if bad, err := c.Codes(got, col, 0); bad >= 0 {
+			t.Fatal(err)
+		}
+	}
+	for i, s := range c.labels[:cap(c.labels)] {
+		if s != "" {
+			t.Fatalf("scratch label %d still holds %q", i, s)
+		}
+	}
+}
