@@ -203,7 +203,8 @@ var longStringStandIn = strings.Repeat("x", 300)
 func sidecarStageOf(r io.Reader) (string, bool) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	var out, str []byte
-	inStr, esc, long, hexLeft := false, false, false, 0
+	var scan jsonStringScan
+	inStr, long := false, false
 	for {
 		c, err := br.ReadByte()
 		if err == io.EOF {
@@ -215,27 +216,15 @@ func sidecarStageOf(r io.Reader) (string, bool) {
 		if !inStr {
 			out = append(out, c)
 			if c == '"' {
-				inStr, long, str = true, false, str[:0]
+				inStr, long, str, scan = true, false, str[:0], jsonStringScan{}
 			}
 			continue
 		}
+		end, bad := scan.step(c)
 		switch {
-		case hexLeft > 0:
-			if !isHexDigit(c) {
-				return "", false
-			}
-			hexLeft--
-		case esc:
-			if !strings.ContainsRune(`"\/bfnrtu`, rune(c)) {
-				return "", false
-			}
-			esc = false
-			if c == 'u' {
-				hexLeft = 4
-			}
-		case c == '\\':
-			esc = true
-		case c == '"':
+		case bad:
+			return "", false
+		case end:
 			if long {
 				out = append(out, longStringStandIn...)
 			} else {
@@ -244,8 +233,6 @@ func sidecarStageOf(r io.Reader) (string, bool) {
 			out = append(out, '"')
 			inStr = false
 			continue
-		case c < ' ':
-			return "", false
 		}
 		if !long {
 			if str = append(str, c); len(str) > longSidecarString {
@@ -258,6 +245,40 @@ func sidecarStageOf(r io.Reader) (string, bool) {
 	}
 	return sidecarStage(out)
 }
+
+// jsonStringScan follows the content of a JSON string a byte at a time
+// (sidecarStageOf, sidecarDigester).
+type jsonStringScan struct {
+	esc     bool // after a backslash
+	hexLeft int  // hex digits of a \u escape still to come
+}
+
+// step takes the string's next byte: end when it is the closing quote,
+// bad when the string cannot be valid JSON (an unknown escape, a \u
+// escape without its four hex digits, a control character).
+func (s *jsonStringScan) step(c byte) (end, bad bool) {
+	switch {
+	case s.hexLeft > 0:
+		s.hexLeft--
+		return false, !isHexDigit(c)
+	case s.esc:
+		s.esc = false
+		if c == 'u' {
+			s.hexLeft = 4
+		}
+		return false, !strings.ContainsRune(`"\/bfnrtu`, rune(c))
+	case c == '\\':
+		s.esc = true
+	case c == '"':
+		return true, false
+	case c < ' ':
+		return false, true
+	}
+	return false, false
+}
+
+// inEscape reports whether the last byte taken is inside an escape.
+func (s *jsonStringScan) inEscape() bool { return s.esc || s.hexLeft > 0 }
 
 func isHexDigit(c byte) bool {
 	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'

@@ -159,18 +159,21 @@ func (d *sidecarDigester) str(digest bool) (string, error) {
 	var h hash.Hash
 	var dec []byte
 	sure := digest
-	esc := false
+	var scan jsonStringScan
 	for {
 		c, err := d.r.ReadByte()
 		if err != nil {
 			return "", err // an unclosed string: the decoder says so
 		}
-		if !esc && c == '"' {
+		end, bad := scan.step(c)
+		if bad {
+			return "", errUnsure // invalid: the decoder says so, read whole
+		}
+		if end {
 			break
 		}
-		esc = !esc && c == '\\'
 		d.raw = append(d.raw, c)
-		if sure && len(d.raw) >= 64<<10 && !esc {
+		if sure && len(d.raw) >= 64<<10 && !scan.inEscape() {
 			// Hash what ends before the last ASCII byte that starts a
 			// token (no escape or UTF-8 sequence is cut there).
 			cut, ok := plainCut(d.raw)
