@@ -61,6 +61,15 @@ func parseWith(data []byte, slow bool) (*Codebook, error) {
 	if err != nil {
 		return nil, err
 	}
+	// From here on nothing holds data: the specs' labels are copies. A
+	// caller that let go of its own reference first (decrypt takes a key
+	// file's item out of the reader's Meta before parsing it) lets the
+	// collector free the text before the label tables below are built:
+	// at 4M labels a 45 MB item, 46 MB of labels and a 23 MB table were
+	// live at once, 157 MB of peak RSS; 127 MB without the item.
+	if afterScan != nil {
+		afterScan()
+	}
 	cb := &Codebook{Columns: make([]Column, len(specs))}
 	for i, s := range specs {
 		c, err := newColumn(s)
@@ -74,6 +83,10 @@ func parseWith(data []byte, slow bool) (*Codebook, error) {
 	}
 	return cb, nil
 }
+
+// afterScan, when set (by tests), runs once the text is parsed and
+// before the columns are built.
+var afterScan func()
 
 // parser reads the file token by token rather than with json.Unmarshal,
 // which would accept keys in any letter case, let a repeated key override

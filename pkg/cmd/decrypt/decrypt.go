@@ -344,14 +344,10 @@ func openKey(o *Options, path string, smp release.Sample, relCols []release.Colu
 	if !ok {
 		return fail(fmt.Errorf("%s: no codebook in the metadata: %s", path, notKey))
 	}
+	delete(meta, release.KeyCodebook)
 	if k.cb, err = codebook.ParseString(cbText); err != nil {
 		return fail(fmt.Errorf("%s: the codebook in the metadata is not valid (%v): %s", path, err, notKey))
 	}
-	// The text is parsed; the reader stays open for the whole run (a
-	// one-time-pad key file is read in lockstep with the release), and
-	// its metadata would keep 10 MB of text at 1M labels (Reader.Meta).
-	delete(meta, release.KeyCodebook)
-	cbText = ""
 	for _, c := range k.cols {
 		one, err := k.cb.Select([]string{c.Name})
 		if err != nil || one.Hash() != c.CodebookHash || uint32(one.Columns[0].K()) != c.K {

@@ -126,14 +126,26 @@ func (o *Options) openPRAMRelease(in table.Reader) (*pramRelease, error) {
 	// Codebook: --codebook overrides the metadata's.
 	var cb *codebook.Codebook
 	var err error
-	_, metaCB := meta[release.KeyCodebook]
+	item, metaCB := meta[release.KeyCodebook]
+	if metaCB {
+		rel.codebookItem = release.CodebookDigest(item)
+		if !o.Tabulate && o.Codebook == "" {
+			// Parsed, the text is needed neither to compare parts (the
+			// digest is) nor for a count table's metadata: taken out of
+			// the reader's Meta, its only holder, it is freed before the
+			// label tables are built (codebook.Parse; 45 MB at 4M labels).
+			delete(meta, release.KeyCodebook)
+		}
+	}
 	switch {
 	case o.Codebook != "":
 		if cb, err = codebook.Load(o.Codebook); err != nil {
 			return nil, err
 		}
 	case metaCB:
-		if cb, err = codebook.ParseString(meta[release.KeyCodebook]); err != nil {
+		text := item
+		item = "" // (not live while the text is parsed)
+		if cb, err = codebook.ParseString(text); err != nil {
 			return nil, fmt.Errorf("%s: the codebook in the metadata is not valid (%v); decrypt the release again, or pass --codebook FILE", name, err)
 		}
 	default:
@@ -157,7 +169,7 @@ func (o *Options) openPRAMRelease(in table.Reader) (*pramRelease, error) {
 	}
 	if o.Codebook != "" && metaCB {
 		// Warn only when the override changes something.
-		if mc, err := codebook.ParseString(meta[release.KeyCodebook]); err != nil {
+		if mc, err := codebook.ParseString(item); err != nil {
 			o.pramWarnf("--codebook %s replaces the unreadable codebook in %s's metadata", o.Codebook, name)
 		} else if sel, err := mc.Select(rel.names); err != nil || sel.Hash() != rel.cb.Hash() {
 			o.pramWarnf("--codebook %s overrides the codebook in %s's metadata", o.Codebook, name)
@@ -172,11 +184,8 @@ func (o *Options) openPRAMRelease(in table.Reader) (*pramRelease, error) {
 	if err := o.pramReleaseGamma(rel, meta); err != nil {
 		return nil, err
 	}
-	if metaCB {
-		rel.codebookItem = release.CodebookDigest(meta[release.KeyCodebook])
-		if !o.Tabulate {
-			delete(meta, release.KeyCodebook) // (the reader's Meta is its only holder)
-		}
+	if metaCB && !o.Tabulate {
+		delete(meta, release.KeyCodebook) // (the reader's Meta is its only holder)
 	}
 	return rel, nil
 }
