@@ -406,16 +406,22 @@ func (o *Options) checkAnatomyGroups(name string, a *release.Anonymized, sum str
 	if err != nil {
 		return "", nil, err
 	}
-	defer func() { in.Close() }()
+	defer func() {
+		if in != nil {
+			in.Close()
+		}
+	}()
+	digested := true
 	if sum == "" || in.Meta()[release.KeyCodebook] != sum {
 		in.Close()
 		if in, err = o.openAnatomyGroups(path, name, a, table.ReadOptions{}); err != nil {
 			return "", nil, err
 		}
+		digested = false
 	}
 	var groups release.AnatomyGroups
 	// The release's codebook, when the table's item is the same text.
-	if err := groups.DecodeFor(in.Meta(), in.Name(), a.Codebook, sum); err != nil {
+	if err := groups.DecodeFor(in.Meta(), in.Name(), a.Codebook, sum, digested); err != nil {
 		return "", nil, err
 	}
 	return path, in, nil

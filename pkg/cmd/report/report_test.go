@@ -19,6 +19,9 @@ import (
 	"github.com/pramkit/pramkit/pkg/cli"
 	"github.com/pramkit/pramkit/pkg/cmd/report"
 	"github.com/pramkit/pramkit/pkg/cmd/tools"
+	"github.com/pramkit/pramkit/pkg/release"
+	pkgreport "github.com/pramkit/pramkit/pkg/report"
+	"github.com/pramkit/pramkit/pkg/table"
 )
 
 // evil is a codebook label that a report must show as text.
@@ -412,10 +415,83 @@ func TestReportOfManyValuesListsTheLargest(t *testing.T) {
 }
 
 // An Anatomy release's groups table is checked with its codebook item read
-// as a digest; one whose item is damaged is opened again with the text,
-// whose error report names.
-func TestReportAnatomyGroupsDamagedCodebook(t *testing.T) {
+// as a digest, and opened again with the text when the digest is not the
+// release's: an edited item is refused with the file named — the damaged
+// text with its parse error, and the release codebook's digest written in
+// place of the text (which the digest comparison must not take for the
+// text it stands for).
+func TestReportAnatomyGroupsEditedCodebook(t *testing.T) {
 	dir := fixture(t)
+	relMeta := sidecarMeta(t, filepath.Join(dir, "anat.csv.meta.json"))
+	for _, tc := range []struct {
+		name, item, want string
+	}{
+		{"damaged text", `{"columns": [`, "ends early"},
+		{"the release codebook's digest", release.CodebookDigest(relMeta["codebook"]), "not valid"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tmp := editedGroups(t, dir, tc.item)
+			res := cmdtest.Run(newCmd, nil, filepath.Join(tmp, "anat.csv"), "-o", filepath.Join(tmp, "r.html"))
+			if res.Code == 0 || !strings.Contains(res.Stderr, "anat.groups.csv") || !strings.Contains(res.Stderr, tc.want) {
+				t.Errorf("exit %d, %q; want an error naming anat.groups.csv and %q", res.Code, res.Stderr, tc.want)
+			}
+		})
+	}
+	if res := cmdtest.Run(newCmd, nil, filepath.Join(dir, "anat.csv"), "-o", filepath.Join(t.TempDir(), "ok.html")); res.Code != 0 {
+		t.Errorf("the release itself: exit %d, %q", res.Code, res.Stderr)
+	}
+}
+
+// When the groups table, opened again for its codebook's text, cannot be
+// opened the second time (removed or replaced meanwhile), report returns
+// that error; it had closed a nil reader and panicked.
+func TestReportAnatomyGroupsReopenFails(t *testing.T) {
+	tmp := editedGroups(t, fixture(t), `{"columns": [`)
+	opens := 0
+	open := func(path string, opt table.ReadOptions) (table.Reader, error) {
+		if filepath.Base(path) == "anat.groups.csv" {
+			if opens++; opens == 2 {
+				return nil, fmt.Errorf("%s: removed meanwhile", path)
+			}
+		}
+		return table.Open(path, opt)
+	}
+	var err error
+	func() {
+		defer func() {
+			if r := recover(); r != nil {
+				t.Fatalf("panic: %v", r)
+			}
+		}()
+		_, err = pkgreport.Build(pkgreport.Options{Files: []string{filepath.Join(tmp, "anat.csv")}, Open: open})
+	}()
+	if err == nil || !strings.Contains(err.Error(), "removed meanwhile") {
+		t.Errorf("error %v, want the second open's", err)
+	}
+}
+
+// sidecarMeta reads the "meta" items of a CSV sidecar.
+func sidecarMeta(t *testing.T, path string) map[string]string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s map[string]json.RawMessage
+	if err := json.Unmarshal(b, &s); err != nil {
+		t.Fatal(err)
+	}
+	var meta map[string]string
+	if err := json.Unmarshal(s["meta"], &meta); err != nil {
+		t.Fatal(err)
+	}
+	return meta
+}
+
+// editedGroups copies the fixture's Anatomy release to a new directory,
+// with item as its groups table's codebook item.
+func editedGroups(t *testing.T, dir, item string) string {
+	t.Helper()
 	tmp := t.TempDir()
 	for _, n := range []string{"anat.csv", "anat.csv.meta.json", "anat.groups.csv", "anat.groups.csv.meta.json"} {
 		b, err := os.ReadFile(filepath.Join(dir, n))
@@ -427,11 +503,8 @@ func TestReportAnatomyGroupsDamagedCodebook(t *testing.T) {
 			if err := json.Unmarshal(b, &s); err != nil {
 				t.Fatal(err)
 			}
-			var meta map[string]string
-			if err := json.Unmarshal(s["meta"], &meta); err != nil {
-				t.Fatal(err)
-			}
-			meta["codebook"] = `{"columns": [`
+			meta := sidecarMeta(t, filepath.Join(dir, n))
+			meta["codebook"] = item
 			if s["meta"], err = json.Marshal(meta); err != nil {
 				t.Fatal(err)
 			}
@@ -443,11 +516,5 @@ func TestReportAnatomyGroupsDamagedCodebook(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	res := cmdtest.Run(newCmd, nil, filepath.Join(tmp, "anat.csv"), "-o", filepath.Join(tmp, "r.html"))
-	if res.Code == 0 || !strings.Contains(res.Stderr, "anat.groups.csv") || !strings.Contains(res.Stderr, "ends early") {
-		t.Errorf("a damaged codebook in the groups table: exit %d, %q", res.Code, res.Stderr)
-	}
-	if res := cmdtest.Run(newCmd, nil, filepath.Join(dir, "anat.csv"), "-o", filepath.Join(tmp, "ok.html")); res.Code != 0 {
-		t.Errorf("the release itself: exit %d, %q", res.Code, res.Stderr)
-	}
+	return tmp
 }
