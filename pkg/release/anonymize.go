@@ -260,17 +260,19 @@ func (g AnatomyGroups) Encode(meta table.Meta) error {
 // release id, ℓ′ ≥ 2, groups ≥ 1, N ≥ groups·ℓ′, one sensitive column in
 // the metadata's codebook.
 func (g *AnatomyGroups) Decode(meta table.Meta, file string) error {
-	return g.DecodeFor(meta, file, nil, "")
+	return g.DecodeFor(meta, file, nil, "", false)
 }
 
 // DecodeFor is Decode for the sensitive table of a release whose codebook
 // is cb, parsed from a text of digest sum (CodebookDigest): a table whose
-// codebook item has that digest, or is that digest (read with
-// table.ReadOptions.DigestMeta), gets cb, not a second parse of the same
-// text (22 MB at 2M labels, while the release's is held). With cb nil it
-// is Decode.
-func (g *AnatomyGroups) DecodeFor(meta table.Meta, file string, cb *codebook.Codebook, sum string) error {
-	if item := meta[KeyCodebook]; cb != nil && (sum == "" || item != sum && CodebookDigest(item) != sum) {
+// codebook item has that digest — or, when digested says that meta was
+// read with table.ReadOptions.DigestMeta, is that digest — gets cb, not a
+// second parse of the same text (22 MB at 2M labels, while the release's
+// is held). A text read whole that merely is the digest (an edit) is
+// parsed, and refused. With cb nil it is Decode.
+func (g *AnatomyGroups) DecodeFor(meta table.Meta, file string, cb *codebook.Codebook, sum string, digested bool) error {
+	item := meta[KeyCodebook]
+	if same := sum != "" && (digested && item == sum || !digested && CodebookDigest(item) == sum); !same {
 		cb = nil
 	}
 	f := newFields(meta, file, anonymizeFix)

@@ -147,27 +147,36 @@ func TestAnatomyGroupsDecodeForReusesTheReleasesCodebook(t *testing.T) {
 	}
 	mine := parsed.Codebook
 	sum := CodebookDigest(meta[KeyCodebook])
+	asDigest := meta.Clone()
+	asDigest[KeyCodebook] = sum // as table.ReadOptions.DigestMeta reads it
 	for _, tc := range []struct {
-		name  string
-		sum   string
-		reuse bool
+		name     string
+		meta     table.Meta
+		sum      string
+		digested bool
+		reuse    bool
 	}{
-		{"same text", sum, true},
-		{"another text", CodebookDigest(meta[KeyCodebook] + " "), false},
-		{"no digest", "", false},
+		{"same text", meta, sum, false, true},
+		{"another text", meta, CodebookDigest(meta[KeyCodebook] + " "), false, false},
+		{"no digest", meta, "", false, false},
+		{"read as the same digest", asDigest, sum, true, true},
 	} {
 		var g AnatomyGroups
-		if err := g.DecodeFor(meta, "g.csv", mine, tc.sum); err != nil {
+		if err := g.DecodeFor(tc.meta, "g.csv", mine, tc.sum, tc.digested); err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
 		if (g.Codebook == mine) != tc.reuse {
 			t.Errorf("%s: the release's codebook taken = %v, want %v", tc.name, g.Codebook == mine, tc.reuse)
 		}
 	}
+	// A text read whole that is the digest (an edit) is parsed: refused.
+	var g AnatomyGroups
+	if err := g.DecodeFor(asDigest, "g.csv", mine, sum, false); err == nil {
+		t.Error("a codebook item edited to the release codebook's digest: no error")
+	}
 	bad := meta.Clone()
 	bad[KeyL] = "1"
-	var g AnatomyGroups
-	if err := g.DecodeFor(bad, "g.csv", mine, sum); err == nil {
+	if err := g.DecodeFor(bad, "g.csv", mine, sum, false); err == nil {
 		t.Error("ℓ′ = 1 with the release's codebook: no error")
 	}
 }

@@ -108,3 +108,39 @@ func TestDigestMetaReadsTheItemAPieceAtATime(t *testing.T) {
 		}
 	}
 }
+
+// TestDigestMetaOfAReusedSidecar: a reader that reuses another's sidecar
+// (SidecarOf) gives a DigestMeta item as its digest whether or not the
+// first reader had read it as one — an item whose text reads like a
+// digest (an edit that writes the digest of the codebook it should hold)
+// is hashed, not taken for what it claims — and does not hash a digest
+// twice.
+func TestDigestMetaOfAReusedSidecar(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "g.csv")
+	claim := MetaDigest(`{"columns": []}`)
+	writeRows(t, p, []string{"x"}, [][]string{{"1"}}, Meta{"codebook": claim, "stage": "s"}, WriteOptions{})
+	digest := []string{"codebook"}
+	for _, first := range []ReadOptions{{}, {DigestMeta: digest}} {
+		r1, err := Open(p, first)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r2, err := Open(p, ReadOptions{SidecarOf: r1, DigestMeta: digest})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r3, err := Open(p, ReadOptions{SidecarOf: r2, DigestMeta: digest})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := MetaDigest(claim)
+		for i, r := range []Reader{r2, r3} {
+			if got := r.Meta()["codebook"]; got != want {
+				t.Errorf("first read with %v, reader %d: item %q, want the digest of the text %q", first.DigestMeta, i+2, got, want)
+			}
+		}
+		r1.Close()
+		r2.Close()
+		r3.Close()
+	}
+}

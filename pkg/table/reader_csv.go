@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -42,6 +43,9 @@ type csvReader struct {
 	labels []*Labels    // per file column: read as codes (ReadOptions.Labels), or nil
 	reuse  bool         // ReadOptions.ReuseBuffers: batches lend pooled buffers
 	text   *textMode    // row-text mode (LendRowText), or nil
+	// digested names the items of meta that are their MetaDigest
+	// (ReadOptions.DigestMeta), for a reader that reuses the sidecar.
+	digested []string
 }
 
 // binding is what a sidecar says of its data file, and where the data's
@@ -85,9 +89,19 @@ func openCSV(name string, file *os.File, br *bufio.Reader, opt ReadOptions, side
 	if bind == nil && side != nil {
 		side.hr.d = nil // nothing to check: stop hashing
 	}
-	// Items a sidecar read here had digested are left; the others (a
-	// metadata line, another reader's, one read whole) are digested now.
-	digestItems(meta, opt.DigestMeta, side != nil && (side.digested || side.bound != nil))
+	// Items a sidecar read here had digested are left, and those the
+	// reader whose sidecar is reused had; the others (a metadata line,
+	// one read whole, another reader's full text) are digested now. An
+	// item of a digest's form that was not digested is hashed too: it is
+	// a text that reads like a digest (an edit), not what it claims.
+	switch {
+	case side != nil && side.bound != nil:
+		digestItems(meta, slices.DeleteFunc(slices.Clone(opt.DigestMeta), func(k string) bool {
+			return slices.Contains(side.bound.digested, k)
+		}), false)
+	default:
+		digestItems(meta, opt.DigestMeta, side != nil && side.digested)
+	}
 	// Skip a UTF-8 byte-order mark, which spreadsheet exports add.
 	if bom, _ := br.Peek(3); bytes.Equal(bom, []byte{0xef, 0xbb, 0xbf}) {
 		br.Discard(3)
@@ -124,19 +138,20 @@ func openCSV(name string, file *os.File, br *bufio.Reader, opt ReadOptions, side
 	line, _ := r.FieldPos(len(header) - 1)
 	line += strings.Count(header[len(header)-1], "\n")
 	c := &csvReader{
-		name:   name,
-		file:   file,
-		schema: projectSchema(schema, sel),
-		ncols:  len(fields),
-		sel:    sel,
-		meta:   meta,
-		batch:  opt.BatchSize,
-		br:     br,
-		bind:   bind,
-		side:   bind,
-		first:  skipped + line,
-		labels: labels,
-		reuse:  opt.ReuseBuffers,
+		name:     name,
+		file:     file,
+		schema:   projectSchema(schema, sel),
+		ncols:    len(fields),
+		sel:      sel,
+		meta:     meta,
+		batch:    opt.BatchSize,
+		br:       br,
+		bind:     bind,
+		side:     bind,
+		first:    skipped + line,
+		labels:   labels,
+		reuse:    opt.ReuseBuffers,
+		digested: opt.DigestMeta,
 	}
 	if bind != nil {
 		c.hr = side.hr
@@ -145,8 +160,9 @@ func openCSV(name string, file *os.File, br *bufio.Reader, opt ReadOptions, side
 }
 
 type boundSidecar struct {
-	meta Meta
-	bind *binding
+	meta     Meta
+	bind     *binding
+	digested []string // the items of meta that are digests (ReadOptions.DigestMeta)
 }
 
 // bindSidecar reads a CSV file's sidecar, if there is one, and checks that
@@ -190,7 +206,7 @@ func reusedSidecar(r Reader, path string) *boundSidecar {
 	if !ok || c.side == nil || c.side.sidecar != path {
 		return nil
 	}
-	return &boundSidecar{meta: c.meta.Clone(), bind: &binding{sidecar: path, want: c.side.want}}
+	return &boundSidecar{meta: c.meta.Clone(), bind: &binding{sidecar: path, want: c.side.want}, digested: c.digested}
 }
 
 func mismatch(name, sidecar, why string, short bool) error {
