@@ -52,6 +52,10 @@ func FuzzSidecarDigestingIsDecodingWhole(f *testing.F) {
 		`{"pramkit":1,"meta":{"codebook":null}}`,
 		`{"pramkit":1,"meta":{"codebook":["x"]}}`,
 		`{"pramkit":1,"data":{"bytes":1},"meta":{"x":{"codebook":"y"},"codebook":"z"}}`,
+		// Long items with no ASCII byte but escapes, and no escape.
+		`{"pramkit":1,"meta":{"codebook":"` + strings.Repeat(`
+"é`, 8000) + `"}}`,
+		`{"pramkit":1,"meta":{"codebook":"` + strings.Repeat("é漢", 14000) + `"}}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -142,5 +146,38 @@ func TestDigestMetaOfAReusedSidecar(t *testing.T) {
 		r1.Close()
 		r2.Close()
 		r3.Close()
+	}
+}
+
+// TestDigesterHoldsAPieceOfAnyItem: the digester hashes a long item a
+// piece at a time whatever its bytes — escapes only, non-ASCII text only —
+// holding at most 64 KiB and a token of it, and gives the digest of the
+// decoded text. It had cut only before an ASCII byte, searching the whole
+// buffer again after every byte: a string of 512 KiB of "\n" escapes
+// took 27 s (a crafted sidecar hung estimate --query and report).
+func TestDigesterHoldsAPieceOfAnyItem(t *testing.T) {
+	for _, tc := range []struct{ name, raw, text string }{
+		{"escapes", `\n`, "\n"},
+		{"quote escapes", `\"`, `"`},
+		{"unicode escapes", `\u00e9`, "é"},
+		{"two-byte UTF-8", "é", "é"},
+		{"three-byte UTF-8", "漢", "漢"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := (256 << 10) / len(tc.raw)
+			b := []byte(`{"pramkit":1,"meta":{"codebook":"` + strings.Repeat(tc.raw, n) + `"}}`)
+			d := &sidecarDigester{r: bufio.NewReader(bytes.NewReader(b)), keys: []string{"codebook"}}
+			out, err := d.run()
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := `{"pramkit":1,"meta":{"codebook":"` + MetaDigest(strings.Repeat(tc.text, n)) + `"}}`
+			if string(out) != want {
+				t.Errorf("gave %.120s, want %.120s", out, want)
+			}
+			if c := cap(d.raw); c > 128<<10 {
+				t.Errorf("held %d bytes of a %d-byte item", c, len(tc.raw)*n)
+			}
+		})
 	}
 }
