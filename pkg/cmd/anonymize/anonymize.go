@@ -83,6 +83,11 @@ type Options struct {
 	// spools every run, math.MaxInt none; the output must not depend on
 	// it).
 	spoolAbove int
+	// inputID is the input file as the first open found it: every pass
+	// must read the same file (open, sameInput).
+	inputID os.FileInfo
+	// beforeOpen, when set (tests), runs before each open of the input.
+	beforeOpen func()
 }
 
 // codeSpoolLabels is the sensitive labels past which pass 1 spools its

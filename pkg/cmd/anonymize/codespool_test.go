@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pramkit/pramkit/pkg/cli"
 )
@@ -183,4 +184,89 @@ func TestCodeSpoolReadsBackWhatPass1Wrote(t *testing.T) {
 	if err := short.finish(); err == nil || !strings.Contains(err.Error(), "read 2 rows, the first 3") {
 		t.Errorf("a second pass of fewer rows: %v", err)
 	}
+}
+
+// TestInputChangedBetweenThePassesIsRefused: a file another job replaces
+// or rewrites between anonymize's passes, with as many rows (so that the
+// row count does not tell), is refused naming it, with no output — with
+// the codes spooled, pass 2 would have published its rows with pass 1's
+// sensitive values; it is refused without the spool too.
+func TestInputChangedBetweenThePassesIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	table := func(shift int) []byte {
+		var b strings.Builder
+		b.WriteString("id,s\n")
+		for i := range 300 {
+			fmt.Fprintf(&b, "%d,s%d\n", i, (i+shift)%7)
+		}
+		return []byte(b.String())
+	}
+	in, cb, out := filepath.Join(dir, "in.csv"), filepath.Join(dir, "cb.json"), filepath.Join(dir, "out.csv")
+	if err := os.WriteFile(cb, []byte(`{"columns": [{"name": "s", "categories": ["s0", "s1", "s2", "s3", "s4", "s5", "s6"]}]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	replace := func() {
+		tmp := in + ".new"
+		if err := os.WriteFile(tmp, table(3), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(tmp, in); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rewrite := func() {
+		if err := os.WriteFile(in, table(3), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		// A later time, whatever the clock's granularity.
+		later := time.Now().Add(time.Hour)
+		if err := os.Chtimes(in, later, later); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		name       string
+		spoolAbove int
+		change     func()
+	}{
+		{"replaced, codes spooled", -1, replace},
+		{"rewritten in place, codes spooled", -1, rewrite},
+		{"replaced, no spool", math.MaxInt, replace},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := os.WriteFile(in, table(0), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			os.Remove(out)
+			opens := 0
+			var out1, errb bytes.Buffer
+			s := &cli.Streams{Out: &out1, Err: &errb}
+			cmd := NewCmd(s, func(o *Options) error {
+				o.spoolAbove = tc.spoolAbove
+				o.beforeOpen = func() {
+					// The third open is pass 2's (the first checks the
+					// input, the second is pass 1).
+					if opens++; opens == 3 {
+						tc.change()
+					}
+				}
+				return run(o)
+			})
+			code := cli.Run(cmd, []string{"--sensitive", "s", "--l", "3", "--codebook", cb, "--seed", "1", "--insecure-seed", in, "-o", out}, s)
+			if code == 0 || !strings.Contains(errb.String(), "in.csv changed while anonymize read it") {
+				t.Errorf("exit %d, %q; want the input named as changed", code, errb.String())
+			}
+			if opens < 3 {
+				t.Errorf("%d opens of the input, want a second pass", opens)
+			}
+			if _, err := os.Stat(out); !os.IsNotExist(err) {
+				t.Errorf("an output was written: %v", err)
+			}
+		})
+	}
+	// Unchanged, the same run succeeds.
+	if err := os.WriteFile(in, table(0), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	runSpooled(t, -1, nil, "--sensitive", "s", "--l", "3", "--codebook", cb, "--seed", "1", "--insecure-seed", in, "-o", out)
 }

@@ -140,16 +140,62 @@ func (o *Options) readBatch() int {
 // open opens the input, or its spooled copy, for one pass, reading only
 // the columns cols when some are given (table.ReadOptions.Columns).
 func (o *Options) open(cols ...string) (table.Reader, error) {
-	opt := table.ReadOptions{BatchSize: o.readBatch(), Columns: cols, DictColumns: o.dictCols, Labels: o.readLabels}
-	if o.spooled == "" {
-		opt.Stdin = o.Streams.In
-		return table.Open(o.Input, opt)
+	if o.beforeOpen != nil {
+		o.beforeOpen()
 	}
-	in, err := table.Open(o.spooled, opt)
-	if err != nil {
+	opt := table.ReadOptions{BatchSize: o.readBatch(), Columns: cols, DictColumns: o.dictCols, Labels: o.readLabels}
+	path := o.spooled
+	if path == "" {
+		opt.Stdin = o.Streams.In
+		path = o.Input
+	}
+	var in table.Reader
+	err := o.sameInput(path, func() (err error) {
+		in, err = table.Open(path, opt)
+		return err
+	})
+	switch {
+	case err != nil:
+		if in != nil {
+			in.Close()
+		}
 		return nil, err
+	case o.spooled == "":
+		return in, nil
 	}
 	return namedReader{in, table.DisplayName(o.Input)}, nil
+}
+
+// sameInput runs open, which opens the file at path, and checks that the
+// file is the one the first open found — the same file (device and
+// inode), size and modification time, before and after open — so that
+// the passes read one table. Another job that replaced or rewrote the
+// input between them would otherwise have its rows published with the
+// first pass's sensitive values (pass 2 reads them back from the codes
+// spool when there are many, codeSpool) or counts. Standard input is
+// spooled to a private file, checked the same way.
+func (o *Options) sameInput(path string, open func() error) error {
+	if table.IsStdio(path) {
+		return open()
+	}
+	before, statErr := os.Stat(path)
+	if err := open(); err != nil || statErr != nil {
+		return err // the open's error names the file
+	}
+	after, err := os.Stat(path)
+	if err != nil {
+		return fmt.Errorf("%s: %w", table.DisplayName(o.Input), err)
+	}
+	for _, st := range []os.FileInfo{before, after} {
+		if o.inputID == nil {
+			o.inputID = st
+			continue
+		}
+		if !os.SameFile(o.inputID, st) || st.Size() != o.inputID.Size() || !st.ModTime().Equal(o.inputID.ModTime()) {
+			return fmt.Errorf("%s changed while anonymize read it (it was replaced or written between its passes): another job writes it; run anonymize again once nothing does", table.DisplayName(o.Input))
+		}
+	}
+	return nil
 }
 
 // splitRand returns a source for the shuffle of the published rows,
