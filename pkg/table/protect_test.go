@@ -1,9 +1,11 @@
 package table
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -135,5 +137,108 @@ func TestRemovePartialFilesRemovesOpenOutputs(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
 		t.Errorf("left behind: %v", entries)
+	}
+}
+
+// createThen creates path (one row), runs between, and commits: the
+// commit's error.
+func createThen(t *testing.T, path string, opt WriteOptions, between func()) error {
+	t.Helper()
+	w, err := Create(path, StringSchema([]string{"a"}), Meta{"stage": "x"}, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Abort()
+	bb := NewBatchBuilder(StringSchema([]string{"a"}))
+	defer bb.Release()
+	bb.AppendStrings([]string{"1"})
+	rec := bb.NewBatch()
+	defer rec.Release()
+	if err := w.Write(rec); err != nil {
+		t.Fatal(err)
+	}
+	between()
+	return w.Commit()
+}
+
+// TestOutputDestinationsThatARenameWouldHarm: an output's destination is
+// refused at Create when a rename would replace something that is not a
+// regular file — a FIFO (as root, -o /dev/null had replaced the device by
+// a file of rows) or a folder where a CSV's sidecar goes (the data would
+// be published without it) — and a key file another run wrote at the
+// destination while this one ran is not replaced at commit (an ordinary
+// file is, as before: the last run's pair).
+func TestOutputDestinationsThatARenameWouldHarm(t *testing.T) {
+	dir := t.TempDir()
+	p := func(name string) string { return filepath.Join(dir, name) }
+	if err := syscall.Mkfifo(p("fifo.csv"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(p("d.csv.meta.json"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ path, want string }{
+		{p("fifo.csv"), "is not a regular file"},
+		{p("d.csv"), "d.csv.meta.json: is a folder"},
+	} {
+		if _, err := Create(tc.path, StringSchema([]string{"a"}), Meta{"stage": "x"}, WriteOptions{}); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want an error with %q", tc.path, err, tc.want)
+		}
+	}
+	if st, err := os.Stat(p("fifo.csv")); err != nil || st.Mode()&os.ModeNamedPipe == 0 {
+		t.Errorf("the FIFO is gone: %v", err)
+	}
+
+	// A key file written at the destination meanwhile stays; a plain
+	// file written there meanwhile is replaced.
+	keyMeta := Meta{"stage": StageKey}
+	for _, name := range []string{"out.parquet", "out.csv"} {
+		err := createThen(t, p(name), WriteOptions{}, func() {
+			writeRows(t, p(name), []string{"k"}, [][]string{{"pad"}}, keyMeta, WriteOptions{Perm: 0o600, Key: true, NoClobber: true})
+		})
+		if err == nil || !strings.Contains(err.Error(), "while this run wrote it; not replaced") {
+			t.Errorf("%s: a key file written meanwhile: %v", name, err)
+		}
+		if _, _, m, _ := readAll(t, p(name), ReadOptions{}); m["stage"] != StageKey {
+			t.Errorf("%s: the key file was replaced: %v", name, m)
+		}
+		os.Remove(p(name))
+		os.Remove(sidecarPath(p(name)))
+		if err := createThen(t, p(name), WriteOptions{}, func() {
+			writeRows(t, p(name), []string{"a"}, [][]string{{"other"}}, Meta{"stage": "y"}, WriteOptions{})
+		}); err != nil {
+			t.Errorf("%s: a plain file written meanwhile: %v", name, err)
+		}
+		if _, _, m, _ := readAll(t, p(name), ReadOptions{}); m["stage"] != "x" {
+			t.Errorf("%s: the last run's file is not the one there: %v", name, m)
+		}
+	}
+}
+
+// TestSidecarFailureSaysTheDataIsPublished: a CSV whose data is renamed
+// into place but whose sidecar then cannot be (a folder made there after
+// Create) fails with an error that is ErrDataPublished, so that a caller
+// keeps what it recorded of the release (perturb's ledger entry, encrypt's
+// key file); another failure is not.
+func TestSidecarFailureSaysTheDataIsPublished(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "out.csv")
+	err := createThen(t, out, WriteOptions{}, func() {
+		if err := os.Mkdir(sidecarPath(out), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if !errors.Is(err, ErrDataPublished) {
+		t.Errorf("sidecar not renamed: %v, want ErrDataPublished", err)
+	}
+	if _, err := os.Stat(out); err != nil {
+		t.Errorf("the data: %v", err)
+	}
+	err = createThen(t, filepath.Join(dir, "x.csv"), WriteOptions{}, func() {
+		os.Chmod(dir, 0o500)
+	})
+	os.Chmod(dir, 0o755)
+	if errors.Is(err, ErrDataPublished) {
+		t.Errorf("nothing published: %v is ErrDataPublished", err)
 	}
 }

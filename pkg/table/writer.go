@@ -119,7 +119,8 @@ func Create(path string, schema *arrow.Schema, meta Meta, opt WriteOptions) (Wri
 	if format == CSV {
 		// The sidecar is replaced or removed together with the table, so a
 		// stale one never describes a new file.
-		side = &atomicFile{dst: sidecarPath(path), perm: af.perm}
+		was, _ := destination(sidecarPath(path)) // (checked by createAtomic)
+		side = &atomicFile{dst: sidecarPath(path), perm: af.perm, was: was, keyOK: af.keyOK}
 	}
 	w, err := newFormatWriter(format, path, af, schema, meta, later, side, opt.RowGroupRows)
 	if err != nil {
@@ -145,10 +146,16 @@ type atomicFile struct {
 	dst       string
 	perm      os.FileMode
 	noClobber bool
-	tmp       *os.File
-	out       *fileSink // buffers, writes and hashes off the caller's goroutine
-	sum       *digester // the data's size and SHA-256, for a CSV's sidecar
-	done      bool
+	// was is the destination as Create found it (nil when there was
+	// none), and keyOK says a key file may be replaced (a key writer's
+	// --force): a file that is no longer was when publish comes — another
+	// run wrote there meanwhile — is replaced only if it is no key file.
+	was   os.FileInfo
+	keyOK bool
+	tmp   *os.File
+	out   *fileSink // buffers, writes and hashes off the caller's goroutine
+	sum   *digester // the data's size and SHA-256, for a CSV's sidecar
+	done  bool
 }
 
 // digester counts and hashes the bytes written through it.
@@ -171,22 +178,24 @@ func (d *digester) digest() dataDigest {
 // opens its temporary file; digest asks for the data's digest, which a
 // CSV's sidecar records.
 func createAtomic(path string, opt WriteOptions, digest bool) (*atomicFile, error) {
-	st, err := os.Stat(path)
-	switch {
-	case err == nil:
-		if st.IsDir() {
-			return nil, fmt.Errorf("%s: is a folder; give a file name for the output", path)
+	st, err := destination(path)
+	if err != nil {
+		return nil, err
+	}
+	if st != nil && opt.NoClobber {
+		return nil, fmt.Errorf("%s: already exists; remove it or pass --force to replace it", path)
+	}
+	if digest {
+		// The sidecar is renamed over its own destination after the
+		// data: a folder there would leave the data out without it.
+		if _, err := destination(sidecarPath(path)); err != nil {
+			return nil, err
 		}
-		if opt.NoClobber {
-			return nil, fmt.Errorf("%s: already exists; remove it or pass --force to replace it", path)
-		}
-	case !errors.Is(err, os.ErrNotExist):
-		return nil, fmt.Errorf("%s: %w", path, unwrapPathError(err))
 	}
 	if err := checkDestination(path, opt, digest); err != nil {
 		return nil, err
 	}
-	af := &atomicFile{dst: path, perm: outputPerm(opt), noClobber: opt.NoClobber}
+	af := &atomicFile{dst: path, perm: outputPerm(opt), noClobber: opt.NoClobber, was: st, keyOK: opt.Key && !opt.NoClobber}
 	if digest {
 		af.sum = &digester{h: sha256.New()}
 	}
@@ -194,6 +203,28 @@ func createAtomic(path string, opt WriteOptions, digest bool) (*atomicFile, erro
 		return nil, err
 	}
 	return af, nil
+}
+
+// destination is what is at an output's path: nil when nothing, a
+// regular file's info, else an error — a folder, or a device, FIFO or
+// socket, which a rename would replace (as root, -o /dev/null would
+// have replaced the system's /dev/null by a file of rows).
+func destination(path string) (os.FileInfo, error) {
+	st, err := os.Lstat(path)
+	if err == nil && st.Mode()&os.ModeSymlink != 0 {
+		st, err = os.Stat(path) // checkDestination looks where it points
+	}
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("%s: %w", path, unwrapPathError(err))
+	case st.IsDir():
+		return nil, fmt.Errorf("%s: is a folder; give a file name for the output", path)
+	case !st.Mode().IsRegular():
+		return nil, fmt.Errorf("%s: is not a regular file (a device, FIFO or socket), which the output would replace; to discard or pipe the output, leave -o out and redirect standard output", path)
+	}
+	return st, nil
 }
 
 func (a *atomicFile) open() error {
@@ -270,12 +301,36 @@ func (a *atomicFile) publish() error {
 	return nil
 }
 
+// stillOurs checks, just before publish, what is at the destination:
+// Create checked what was there, and another run may have written there
+// since (encrypt --key-out onto this -o while it ran). A key file that is
+// not the one Create found is not replaced (unless keyOK); another file
+// is, as the last run's output. Called before the folder's lock is taken:
+// keyKind may open the file, which takes it shared.
+func (a *atomicFile) stillOurs() error {
+	if a.noClobber || a.done {
+		return nil // publish links: it never replaces
+	}
+	now, err := os.Stat(a.dst)
+	if err != nil || a.was != nil && os.SameFile(now, a.was) {
+		return nil
+	}
+	if k := keyKind(a.dst); k != NotKey && !(a.keyOK && (k == KeyFile || k == KeySidecar)) {
+		return fmt.Errorf("%s: became %s while this run wrote it; not replaced: give another output name", a.dst, k)
+	}
+	return nil
+}
+
 // commit prepares and publishes a lone file (no sidecar).
 func (a *atomicFile) commit() error {
 	if a.done {
 		return nil
 	}
 	if err := a.prepare(); err != nil {
+		return err
+	}
+	if err := a.stillOurs(); err != nil {
+		a.abort()
 		return err
 	}
 	partials.Lock()
@@ -422,6 +477,16 @@ func (w *writer) commitPair(af *atomicFile) error {
 	} else {
 		side = nil
 	}
+	if err := af.stillOurs(); err != nil {
+		w.abortFiles()
+		return err
+	}
+	if side != nil {
+		if err := side.stillOurs(); err != nil {
+			w.abortFiles()
+			return err
+		}
+	}
 	unlock := lockDir(af.dst, true)
 	defer unlock()
 	partials.Lock()
@@ -442,10 +507,21 @@ func (w *writer) commitPair(af *atomicFile) error {
 		return nil
 	}
 	if err := side.publish(); err != nil {
-		return fmt.Errorf("%s: written, but its metadata sidecar was not (readers will refuse the pair; run again): %w", af.dst, err)
+		return publishedError{fmt.Errorf("%s: written, but its metadata sidecar was not (readers will refuse the pair; run again): %w", af.dst, err)}
 	}
 	return nil
 }
+
+// ErrDataPublished is in (errors.Is) the error of a Commit that
+// published the data but failed after it (its sidecar): the rows are
+// out, so what a caller records of a release (perturb's ledger entry,
+// encrypt's key file) must stay.
+var ErrDataPublished = errors.New("the data file is published")
+
+// publishedError is an error that is also ErrDataPublished.
+type publishedError struct{ error }
+
+func (e publishedError) Unwrap() []error { return []error{e.error, ErrDataPublished} }
 
 func (w *writer) abortFiles() {
 	if af, ok := w.sink.(*atomicFile); ok {

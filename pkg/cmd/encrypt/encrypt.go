@@ -374,7 +374,9 @@ func (o *Options) writeEncrypted(in table.Reader, m int64, names []string, outMe
 		return err
 	}
 	if err := w.Commit(); err != nil {
-		removeKey(o.KeyOut)
+		if !errors.Is(err, table.ErrDataPublished) {
+			removeKey(o.KeyOut) // (the ciphertext out, its key stays)
+		}
 		return err
 	}
 	return nil
