@@ -278,6 +278,9 @@ func runGamma(o *Options) error {
 		return err
 	}
 	defer w.Abort()
+	if err := o.recordStream(led, first, plan); err != nil {
+		return err
+	}
 	if err := perturbRows(o, ins, mech, keyed, schema, w, part); err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package perturb
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"path/filepath"
@@ -138,13 +139,49 @@ func logSum(g []float64) float64 {
 }
 
 // recordAndCommit records the release in the ledger, then commits the
-// output, and removes the record if the commit fails: a failed run does
-// not count, and a run killed between the two over-counts rather than
-// leaving a release the ledger does not know.
+// output, and removes the record if the commit fails before the data is
+// published: a failed run does not count, and a run killed between the
+// two over-counts rather than leaving a release the ledger does not know.
+// A release to standard output is recorded before its first row
+// (recordStream), and only committed here.
 func (o *Options) recordAndCommit(led *ledger.Ledger, first *gammaInput, p gammaPlan, w table.Writer) error {
-	if led == nil || p.retry {
-		return w.Commit() // a retry is recorded already
+	if led == nil || p.retry || o.streamsOut() {
+		return w.Commit() // a retry or a stream is recorded already
 	}
+	undo, err := o.record(led, first, p)
+	if err != nil {
+		return err
+	}
+	if err := w.Commit(); err != nil {
+		if errors.Is(err, table.ErrDataPublished) {
+			return err // the rows are out: the release counts
+		}
+		if uerr := undo(); uerr != nil {
+			return fmt.Errorf("%v; and %v", err, uerr)
+		}
+		return err
+	}
+	return nil
+}
+
+// streamsOut says the release goes to standard output, where each row is
+// out as soon as it is written: nothing can take it back.
+func (o *Options) streamsOut() bool { return o.Output.Path == "" || table.IsStdio(o.Output.Path) }
+
+// recordStream records a release to standard output before its first row
+// is written, for good: a run that fails after some rows are out (a
+// reader that stops, an input refused at its end) has released them, and
+// the ledger over-counts rather than under-counts.
+func (o *Options) recordStream(led *ledger.Ledger, first *gammaInput, p gammaPlan) error {
+	if led == nil || p.retry || !o.streamsOut() {
+		return nil
+	}
+	_, err := o.record(led, first, p)
+	return err
+}
+
+// record appends the release to the ledger; undo removes the entry.
+func (o *Options) record(led *ledger.Ledger, first *gammaInput, p gammaPlan) (undo func() error, err error) {
 	out := "-"
 	if path := o.Output.Path; path != "" && !table.IsStdio(path) {
 		if abs, err := filepath.Abs(path); err == nil {
@@ -157,7 +194,7 @@ func (o *Options) recordAndCommit(led *ledger.Ledger, first *gammaInput, p gamma
 	if p.releases > 1 {
 		eps = p.epsComposed
 	}
-	undo, err := led.Append(ledger.Entry{
+	return led.Append(ledger.Entry{
 		Fingerprint:     first.smp.Fingerprint,
 		SampleID:        first.r.Meta()[release.KeySampleID],
 		N:               first.smp.N,
@@ -171,14 +208,4 @@ func (o *Options) recordAndCommit(led *ledger.Ledger, first *gammaInput, p gamma
 		ToolVersion:     version.String(),
 		NoiseID:         p.noiseID,
 	})
-	if err != nil {
-		return err
-	}
-	if err := w.Commit(); err != nil {
-		if uerr := undo(); uerr != nil {
-			return fmt.Errorf("%v; and %v", err, uerr)
-		}
-		return err
-	}
-	return nil
 }

@@ -141,6 +141,36 @@ func TestLedgerFailedRunDoesNotCount(t *testing.T) {
 	}
 }
 
+// TestLedgerStreamCountsFromTheFirstRow: a release to standard output
+// is recorded before its first row and stays recorded when the run fails
+// later (rows already out cannot be taken back: the ledger over-counts,
+// never under-counts); the sample's next release is then refused as a
+// second one. It had been recorded only at the end, and a run that failed
+// after printing rows left the ledger empty.
+func TestLedgerStreamCountsFromTheFirstRow(t *testing.T) {
+	dir := t.TempDir()
+	enc := encrypted(t, dir, "a", 3, 10, 50)
+	csv := filepath.Join(dir, "a.enc.csv")
+	if res := runTool(encryptCmd, "--codebook", filepath.Join(dir, "a.cb", "codebook.json"), "--key-out", filepath.Join(dir, "b.key"), "-o", csv, filepath.Join(dir, "a.sample.csv")); res.Code != 0 {
+		t.Fatal(res.Stderr)
+	}
+	b, _ := os.ReadFile(csv)
+	lines := strings.SplitAfter(strings.TrimSuffix(string(b), "\n"), "\n")
+	os.WriteFile(csv, []byte(strings.Join(lines[:len(lines)-1], "")), 0o600)
+	cmdtest.BindSidecar(t, csv)
+	led := filepath.Join(dir, "l.jsonl")
+	res := runTool(perturbCmd, "--gamma", "3", "--ledger", led, "--output-format", "csv", csv)
+	if res.Code != cli.ExitFailure || !strings.Contains(res.Stderr, "truncated") || strings.Count(res.Stdout, "\n") < 2 {
+		t.Fatalf("truncated input to stdout: code %d, %d bytes out, %q", res.Code, len(res.Stdout), res.Stderr)
+	}
+	if got := ledgerLines(t, led); len(got) != 1 || got[0].Output != "-" {
+		t.Fatalf("rows out, ledger %+v; want the release recorded", got)
+	}
+	if res := runTool(perturbCmd, "--gamma", "3", "--ledger", led, enc, "-o", filepath.Join(dir, "r.parquet")); res.Code == 0 || !strings.Contains(res.Stderr, "already released") {
+		t.Errorf("the next release: code %d, %q; want it refused as a second", res.Code, res.Stderr)
+	}
+}
+
 // TestLedgerDefaultPathAndOptOut: without --ledger the ledger is
 // $XDG_STATE_HOME/pramkit/releases.jsonl; --no-ledger warns and writes
 // none; flags that contradict or do not apply are usage errors.
