@@ -88,15 +88,42 @@ func Open(path string, wait func()) (*Ledger, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("release ledger: %w", err)
 	}
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("release ledger: %w", err)
-	}
-	if err := lock(f, wait); err != nil {
+	// The lock is the open file's: a ledger replaced at its path (an
+	// editor, sed -i, cp and mv) while another run locked the old file is
+	// another file, so it is opened again until the file locked is the
+	// one at the path.
+	for range 100 {
+		f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o600)
+		if err != nil {
+			return nil, fmt.Errorf("release ledger: %w", err)
+		}
+		if err := lock(f, wait); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("release ledger %s: cannot lock it: %w", path, err)
+		}
+		l := &Ledger{path: path, f: f}
+		if err := l.stillAtPath(); err == nil {
+			return l, nil
+		}
 		f.Close()
-		return nil, fmt.Errorf("release ledger %s: cannot lock it: %w", path, err)
 	}
-	return &Ledger{path: path, f: f}, nil
+	return nil, fmt.Errorf("release ledger %s: it is replaced again and again while this run opens it; stop what rewrites it and run again", path)
+}
+
+// stillAtPath checks that the locked file is the one at the ledger's
+// path: a ledger replaced while a run held the old file's lock would take
+// that run's record in a file nobody reads, and another run, locking the
+// new file, would not wait for it.
+func (l *Ledger) stillAtPath() error {
+	a, err := l.f.Stat()
+	if err != nil {
+		return fmt.Errorf("release ledger %s: %w", l.path, err)
+	}
+	b, err := os.Stat(l.path)
+	if err != nil || !os.SameFile(a, b) {
+		return fmt.Errorf("release ledger %s: it was replaced or removed while this run held it (another program rewrote it); nothing was released: run again", l.path)
+	}
+	return nil
 }
 
 // Path is the ledger file's path.
@@ -159,6 +186,9 @@ func (l *Ledger) Append(e Entry) (undo func() error, err error) {
 	b, err := json.Marshal(e)
 	if err != nil {
 		return nil, fmt.Errorf("ledger.Append: %w", err)
+	}
+	if err := l.stillAtPath(); err != nil {
+		return nil, err
 	}
 	st, err := l.f.Stat()
 	if err != nil {

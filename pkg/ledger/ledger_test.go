@@ -272,3 +272,43 @@ func TestWaitCalled(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestReplacedLedgerIsNotWrittenBehindItsBack: a ledger replaced at its
+// path while a run holds the old file's lock (cp and mv, as an editor or
+// sed -i does) refuses that run's record, which would go to a file nobody
+// reads while another run, locking the new file, releases the same sample
+// again; a run that opens it afterwards locks and writes the new file.
+func TestReplacedLedgerIsNotWrittenBehindItsBack(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "l.jsonl")
+	a, err := Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	if _, err := a.Append(entry("x", 2)); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(path)
+	if err := os.WriteFile(path+".new", b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(path+".new", path); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Append(entry("x", 3)); err == nil || !strings.Contains(err.Error(), "was replaced or removed while this run held it") {
+		t.Errorf("append to the replaced ledger: %v", err)
+	}
+	c, err := Open(path, nil) // the new file: not locked by a
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Append(entry("x", 4)); err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.Lookup("x")
+	if err != nil || len(got) != 2 || got[0].Gamma != 2 || got[1].Gamma != 4 {
+		t.Errorf("the new ledger: %+v, %v; want γ 2 then 4", got, err)
+	}
+}
