@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -314,7 +313,11 @@ func fastColumns(pf *file.Reader, leaves, groups []int, colSch *arrow.Schema) []
 	}
 	md := pf.MetaData()
 	for _, g := range groups {
-		if md.RowGroup(g).NumRows() > math.MaxInt32 {
+		// A row group is decoded whole (4 bytes a row, in one buffer
+		// sized from the footer's count, which a crafted file sets at
+		// will): past maxDecodeAlloc it is left to pqarrow, which reads
+		// batch by batch.
+		if n := md.RowGroup(g).NumRows(); n < 0 || n > maxDecodeAlloc/4 {
 			return fast
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"sync"
 
@@ -179,6 +180,21 @@ func parquetFrom(name string, sf *os.File, pf *file.Reader, ours Meta, opt ReadO
 	groups := make([]int, pf.NumRowGroups())
 	for i := range groups {
 		groups[i] = i
+	}
+	// The footer's row counts size buffers and slices: a negative one,
+	// or row groups that do not add up to the file's count, is a
+	// damaged or crafted footer (estimate had sliced with a negative
+	// count and crashed).
+	var sum int64
+	for g := range pf.NumRowGroups() {
+		n := pf.MetaData().RowGroup(g).NumRows()
+		if n < 0 || sum > math.MaxInt64-n {
+			return nil, errorf(name, "row group %d claims %d rows: the file is damaged", g, n)
+		}
+		sum += n
+	}
+	if sum != pf.NumRows() {
+		return nil, errorf(name, "its row groups hold %d rows but its footer says %d: the file is damaged", sum, pf.NumRows())
 	}
 	total := pf.NumRows()
 	if opt.RowGroups != nil {

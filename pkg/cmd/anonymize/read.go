@@ -224,9 +224,12 @@ func read(in table.Reader, cb *codebook.Codebook, names []string, opt readOption
 	d.nsa = make([]*interner, len(d.names))
 	d.codes = make([]*codes, len(d.names))
 	if opt.keepRows {
+		// The input's row count is a hint from its footer, which a
+		// crafted file sets at will (4e9 rows in 2 KB made 16 GB of
+		// slices): at most 1M rows are reserved, append grows the rest.
 		capacity := 1024
 		if n := in.NumRows(); n > 0 && n < anonymize.MaxRows {
-			capacity = int(n)
+			capacity = int(min(n, 1<<20))
 		}
 		for j, k := range d.which {
 			if k < 0 {
