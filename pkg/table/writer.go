@@ -329,6 +329,14 @@ func (a *atomicFile) commit() error {
 	if err := a.prepare(); err != nil {
 		return err
 	}
+	return a.publishLone()
+}
+
+// publishLone publishes a prepared lone file.
+func (a *atomicFile) publishLone() error {
+	if a.done {
+		return nil
+	}
 	if err := a.stillOurs(); err != nil {
 		a.abort()
 		return err
@@ -399,7 +407,12 @@ type writer struct {
 	later  []Deferred // a CSV file's, made for its sidecar at commit
 	side   *atomicFile
 	schema *arrow.Schema
-	closed bool
+	closed bool // prepared (or aborted): nothing more is written
+	// err is prepare's; published: Commit has published (or failed);
+	// sideReady: the sidecar is written and waits to be published.
+	err       error
+	published bool
+	sideReady bool
 }
 
 func (w *writer) Format() Format { return w.format }
@@ -418,18 +431,13 @@ func (w *writer) Write(rec arrow.RecordBatch) error {
 }
 
 func (w *writer) Commit() error {
-	if w.closed {
+	if err := w.Prepare(); err != nil {
+		return err
+	}
+	if w.published {
 		return nil
 	}
-	w.closed = true
-	if err := w.fw.close(); err != nil {
-		w.abortFiles()
-		return fmt.Errorf("%s: %w", w.name, err)
-	}
-	if err := w.sink.Close(); err != nil {
-		w.abortFiles()
-		return fmt.Errorf("%s: %w", w.name, err)
-	}
+	w.published = true
 	af, isFile := w.sink.(*atomicFile)
 	if !isFile {
 		if f, ok := w.sink.(interface{ Flush() error }); ok {
@@ -438,43 +446,159 @@ func (w *writer) Commit() error {
 		return nil
 	}
 	if w.side == nil {
-		return af.commit()
+		return af.publishLone()
 	}
-	return w.commitPair(af)
+	return w.publishPair(af)
 }
+
+// Prepare ends the table and makes its files complete and durable — the
+// data, and a CSV's sidecar with the data's digest — without publishing
+// them (Staged, CommitAll); Commit then publishes. An error aborts the
+// files and is returned again by Commit.
+func (w *writer) Prepare() error {
+	if w.closed {
+		return w.err
+	}
+	w.closed = true
+	w.err = w.prepareFiles()
+	if w.err != nil {
+		w.published = true
+		w.abortFiles()
+	}
+	return w.err
+}
+
+// Staged is a Writer whose files can be made complete and durable
+// (Prepare) and their destinations checked again (CheckDestination)
+// before Commit publishes them: what CommitAll does for several tables.
+// Create's writers are Staged; a wrapper forwards both.
+type Staged interface {
+	Writer
+	Prepare() error
+	CheckDestination() error
+}
+
+// Prepare makes w's files complete and durable without publishing them
+// when w is Staged: its Commit then only publishes. What the table's
+// format writer held (a Parquet footer's metadata) goes.
+func Prepare(w Writer) error {
+	if s, ok := w.(Staged); ok {
+		return s.Prepare()
+	}
+	return nil
+}
+
+// CheckDestination checks again, before publishing, that a prepared
+// table replaces only what Create found at its destination, or no key
+// file (atomicFile.stillOurs).
+func (w *writer) CheckDestination() error {
+	af, ok := w.sink.(*atomicFile)
+	if !ok || w.published {
+		return nil
+	}
+	if err := af.stillOurs(); err != nil {
+		return err
+	}
+	if w.sideReady {
+		return w.side.stillOurs()
+	}
+	return nil
+}
+
+func (w *writer) prepareFiles() error {
+	err := w.fw.close()
+	w.fw = nil // (closed: its buffers and metadata go)
+	if err != nil {
+		return fmt.Errorf("%s: %w", w.name, err)
+	}
+	if err := w.sink.Close(); err != nil {
+		return fmt.Errorf("%s: %w", w.name, err)
+	}
+	af, isFile := w.sink.(*atomicFile)
+	if !isFile {
+		return nil
+	}
+	if err := af.prepare(); err != nil {
+		return err
+	}
+	if w.side == nil || len(w.meta)+len(w.later) == 0 {
+		return nil
+	}
+	if err := w.side.open(); err != nil {
+		return err
+	}
+	meta, later := w.meta, w.later
+	w.meta, w.later = nil, nil
+	if err := writeBoundSidecar(w.side, meta, later, af.sum.digest()); err != nil {
+		return err
+	}
+	if err := w.side.prepare(); err != nil {
+		return err
+	}
+	w.sideReady = true
+	return nil
+}
+
+// CommitAll commits ws as one: every one is made complete and durable
+// first, and only then are they published, in order. A failure while
+// writing (a full disk) publishes none and leaves the files they would
+// replace as they were — anonymize's Anatomy publishes its groups table
+// and its rows so, encrypt its key and ciphertext; Anatomy had published
+// the groups table, failed on the rows and removed it, the previous
+// run's gone with it. published is how many were published before an
+// error.
+func CommitAll(ws ...Writer) (published int, err error) {
+	abort := func(err error) (int, error) {
+		for _, w := range ws {
+			w.Abort()
+		}
+		return 0, err
+	}
+	for _, w := range ws {
+		if err := Prepare(w); err != nil {
+			return abort(err)
+		}
+	}
+	for _, w := range ws {
+		if s, ok := w.(Staged); ok {
+			if err := s.CheckDestination(); err != nil {
+				return abort(err)
+			}
+		}
+	}
+	for i, w := range ws {
+		if err := w.Commit(); err != nil {
+			return i, err
+		}
+	}
+	return len(ws), nil
+}
+
+// ErrDataPublished is in (errors.Is) the error of a Commit that
+// published the data but failed after it (its sidecar): the rows are
+// out, so what a caller records of a release (perturb's ledger entry,
+// encrypt's key file) must stay.
+var ErrDataPublished = errors.New("the data file is published")
+
+// publishedError is an error that is also ErrDataPublished.
+type publishedError struct{ error }
+
+func (e publishedError) Unwrap() []error { return []error{e.error, ErrDataPublished} }
 
 // betweenRenames, when set by a test, runs between the data's and the
 // sidecar's rename, to widen the window a concurrent run could slip into.
 var betweenRenames func()
 
-// commitPair publishes a CSV file and its sidecar as one unit: the sidecar
-// records the digest of the data it describes; both are complete on disk
-// before either is renamed; the data is renamed first, then the sidecar,
-// under an exclusive lock on the folder (readers take it shared), so two
-// runs writing the same -o end with one run's pair, and a crash between
-// the two renames leaves a pair that readers refuse, never one they accept.
-func (w *writer) commitPair(af *atomicFile) error {
-	if err := af.prepare(); err != nil {
-		w.abortFiles()
-		return err
-	}
+// publishPair publishes a CSV file and its sidecar as one unit: the
+// sidecar records the digest of the data it describes; both are complete
+// on disk before either is renamed (prepare); the data is renamed first,
+// then the sidecar, under an exclusive lock on the folder (readers take
+// it shared), so two runs writing the same -o end with one run's pair,
+// and a crash between the two renames leaves a pair that readers refuse,
+// never one they accept.
+func (w *writer) publishPair(af *atomicFile) error {
 	side := w.side
-	if len(w.meta)+len(w.later) > 0 {
-		if err := side.open(); err != nil {
-			w.abortFiles()
-			return err
-		}
-		meta, later := w.meta, w.later
-		w.meta, w.later = nil, nil
-		if err := writeBoundSidecar(side, meta, later, af.sum.digest()); err != nil {
-			w.abortFiles()
-			return err
-		}
-		if err := side.prepare(); err != nil {
-			w.abortFiles()
-			return err
-		}
-	} else {
+	if !w.sideReady {
 		side = nil
 	}
 	if err := af.stillOurs(); err != nil {
@@ -512,17 +636,6 @@ func (w *writer) commitPair(af *atomicFile) error {
 	return nil
 }
 
-// ErrDataPublished is in (errors.Is) the error of a Commit that
-// published the data but failed after it (its sidecar): the rows are
-// out, so what a caller records of a release (perturb's ledger entry,
-// encrypt's key file) must stay.
-var ErrDataPublished = errors.New("the data file is published")
-
-// publishedError is an error that is also ErrDataPublished.
-type publishedError struct{ error }
-
-func (e publishedError) Unwrap() []error { return []error{e.error, ErrDataPublished} }
-
 func (w *writer) abortFiles() {
 	if af, ok := w.sink.(*atomicFile); ok {
 		af.abort()
@@ -534,9 +647,14 @@ func (w *writer) abortFiles() {
 
 func (w *writer) Abort() {
 	if w.closed {
+		if !w.published {
+			// Prepared, never published: its files go.
+			w.published = true
+			w.abortFiles()
+		}
 		return
 	}
-	w.closed = true
+	w.closed, w.published = true, true
 	if a, ok := w.fw.(interface{ abort() }); ok {
 		a.abort()
 	} else {

@@ -171,6 +171,23 @@ func (l *lateWriter) Commit() error {
 	return nil
 }
 
+// Prepare makes the table complete without publishing it (table.Staged):
+// Commit publishes it later.
+func (l *lateWriter) Prepare() error {
+	if err := l.open(); err != nil {
+		return err
+	}
+	return table.Prepare(l.w)
+}
+
+// CheckDestination is table.Staged's, of the table once created.
+func (l *lateWriter) CheckDestination() error {
+	if s, ok := l.w.(table.Staged); ok {
+		return s.CheckDestination()
+	}
+	return nil
+}
+
 func (l *lateWriter) Abort() {
 	if l.w != nil {
 		l.w.Abort()

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/pramkit/pramkit/pkg/cli"
+	"github.com/pramkit/pramkit/pkg/release"
+	"github.com/pramkit/pramkit/pkg/table"
 )
 
 // runSpooled runs anonymize with o.spoolAbove = spoolAbove and returns
@@ -269,4 +271,77 @@ func TestInputChangedBetweenThePassesIsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	runSpooled(t, -1, nil, "--sensitive", "s", "--l", "3", "--codebook", cb, "--seed", "1", "--insecure-seed", in, "-o", out)
+}
+
+// TestFailedAnatomyKeepsThePreviousPair: an Anatomy run that fails once
+// both its tables are written (here: a key file appears where its row
+// table goes, which is never replaced) publishes neither, so the previous
+// run's groups table is still there, byte for byte — it had been
+// published first and removed again on the failure, the previous one gone
+// with it.
+func TestFailedAnatomyKeepsThePreviousPair(t *testing.T) {
+	dir := t.TempDir()
+	var b strings.Builder
+	b.WriteString("id,s\n")
+	for i := range 300 {
+		fmt.Fprintf(&b, "%d,s%d\n", i, i%7)
+	}
+	in, cb := filepath.Join(dir, "in.csv"), filepath.Join(dir, "cb.json")
+	rows, groups := filepath.Join(dir, "rows.csv"), filepath.Join(dir, "groups.csv")
+	if err := os.WriteFile(in, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cb, []byte(`{"columns": [{"name": "s", "categories": ["s0", "s1", "s2", "s3", "s4", "s5", "s6"]}]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"--mechanism", "anatomy", "--sensitive", "s", "--l", "3", "--codebook", cb, "--seed", "1", "--insecure-seed", in, "-o", rows, "--groups", groups}
+	runSpooled(t, math.MaxInt, nil, append([]string{"--seed", "2"}, args...)...)
+	before, err := os.ReadFile(groups)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(rows)
+	os.Remove(rows + ".meta.json")
+	var out, errb bytes.Buffer
+	s := &cli.Streams{Out: &out, Err: &errb}
+	opens := 0
+	cmd := NewCmd(s, func(o *Options) error {
+		o.beforeOpen = func() {
+			if opens++; opens == 3 { // pass 2's
+				writeKeyFile(t, rows)
+			}
+		}
+		return run(o)
+	})
+	if code := cli.Run(cmd, args, s); code == 0 || !strings.Contains(errb.String(), "rows.csv") {
+		t.Fatalf("exit %d, %q; want the key file kept", code, errb.String())
+	}
+	if after, err := os.ReadFile(groups); err != nil || !bytes.Equal(after, before) {
+		t.Errorf("the previous groups table: %v, changed %v", err, !bytes.Equal(after, before))
+	}
+	if m := readMeta(t, rows); m["stage"] != release.StageKey {
+		t.Errorf("the key file at the row table's path was replaced: %v", m)
+	}
+}
+
+// writeKeyFile writes a one-row key file (stage "key") at path.
+func writeKeyFile(t *testing.T, path string) {
+	t.Helper()
+	schema := table.StringSchema([]string{"pad"})
+	w, err := table.Create(path, schema, table.Meta{"stage": release.StageKey}, table.WriteOptions{Key: true, NoClobber: true, Perm: 0o600})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Abort()
+	bb := table.NewBatchBuilder(schema)
+	defer bb.Release()
+	bb.AppendStrings([]string{"1"})
+	rec := bb.NewBatch()
+	defer rec.Release()
+	if err := w.Write(rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Commit(); err != nil {
+		t.Fatal(err)
+	}
 }

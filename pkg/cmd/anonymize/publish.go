@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -160,12 +159,6 @@ func (d *dataset) writeRows(w table.Writer, schema *arrow.Schema, order []uint32
 	return nil
 }
 
-// removeTable removes a committed output table and its CSV sidecar.
-func removeTable(path string) {
-	os.Remove(path)
-	os.Remove(path + ".meta.json")
-}
-
 // runAnatomyInMemory publishes the Anatomy baseline holding the table
 // (--keep-order; see runAnatomy): the rows with a group id instead of the
 // sensitive value, in the input's order, and the sensitive table (group,
@@ -221,14 +214,10 @@ func (o *Options) runAnatomyInMemory(in table.Reader, cb *codebook.Codebook) err
 	if err != nil {
 		return err
 	}
-	if err := gw.Commit(); err != nil {
-		return err
-	}
-	if err := w.Commit(); err != nil {
-		removeTable(o.Groups)
-		return err
-	}
-	return nil
+	// Both complete, then the groups table and the rows: a failure while
+	// writing leaves the previous run's pair as it was.
+	_, err = table.CommitAll(gw, w)
+	return err
 }
 
 // createGroupsTable completes Anatomy's metadata a (group column, a fresh

@@ -738,7 +738,9 @@ func (o *Options) runAnatomy(in table.Reader, cb *codebook.Codebook) error {
 		return err
 	}
 	defer fw.Abort()
-	w := newAsyncWriter(fw)
+	// The chain's commit only makes the row table complete (prepareOnly):
+	// it is published with the sensitive table at the end (CommitAll).
+	w := newAsyncWriter(prepareOnly{fw})
 	defer w.Abort()
 	budget := int64(shuffleBudget)
 	ow, err := o.shuffled(w, schema, shuffleRand, budget, nil)
@@ -802,22 +804,13 @@ func (o *Options) runAnatomy(in table.Reader, cb *codebook.Codebook) error {
 	// Once every row is numbered, the sets go to a temporary file with
 	// their labels (setSpill), the plan goes, the two tables' metadata
 	// are made (sharing the codebook's JSON) and the codebook goes; the
-	// sensitive table is then written from the file and committed before
-	// the row table is created, so that no two of the plan, the codebook
-	// and the metadata being encoded are held together. If the row table
-	// then fails, the sensitive table is removed again (also on a signal).
-	groupsDone, published := false, false
-	defer func() {
-		if groupsDone && !published && !table.IsStdio(o.Groups) {
-			removeTable(o.Groups)
-		}
-	}()
-	var forget []func()
-	defer func() {
-		for _, f := range forget {
-			f()
-		}
-	}()
+	// sensitive table is then written from the file and made complete
+	// (table.Prepare: what its writer held goes) before the row table is
+	// created, so that no two of the plan, the codebook and the metadata
+	// being encoded are held together. Both are published once the row
+	// table is complete too (table.CommitAll): a failure before leaves
+	// the previous run's pair as it was — the sensitive table had been
+	// published first and removed again, the previous one gone with it.
 	nb.done = func() error {
 		sets, err := spillSets(nb.plan, o.L, late.label)
 		if err != nil {
@@ -833,18 +826,8 @@ func (o *Options) runAnatomy(in table.Reader, cb *codebook.Codebook) error {
 		if err := writeGroupsOf(gw, stSchema, sets.each); err != nil {
 			return err
 		}
-		if err := gw.Commit(); err != nil {
+		if err := table.Prepare(gw); err != nil {
 			return err
-		}
-		groupsDone = true
-		if !table.IsStdio(o.Groups) {
-			for _, p := range []string{o.Groups, o.Groups + ".meta.json"} {
-				f, err := table.TrackTemp(p)
-				if err != nil {
-					return err
-				}
-				forget = append(forget, f)
-			}
 		}
 		if lw, ok := fw.(*lateWriter); ok {
 			// The sensitive table's metadata goes first.
@@ -856,9 +839,16 @@ func (o *Options) runAnatomy(in table.Reader, cb *codebook.Codebook) error {
 	if err := sw.Commit(); err != nil {
 		return err
 	}
-	published = true
-	return nil
+	_, err = table.CommitAll(gw, fw)
+	return err
 }
+
+// prepareOnly is a table writer whose Commit makes the table complete
+// without publishing it (table.Prepare): the caller publishes it, with
+// another table, by committing the writer it wraps.
+type prepareOnly struct{ table.Writer }
+
+func (p prepareOnly) Commit() error { return table.Prepare(p.Writer) }
 
 // anatomyLate is what Anatomy's two tables need of the codebook once
 // pass 2 is over: the sets' labels (label, until they are spilled) and

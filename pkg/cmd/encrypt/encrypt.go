@@ -369,12 +369,11 @@ func (o *Options) writeEncrypted(in table.Reader, m int64, names []string, outMe
 		}
 		defer kw.Abort()
 	}
-	// The key first: a ciphertext without its key could never be opened.
-	if err := kw.Commit(); err != nil {
-		return err
-	}
-	if err := w.Commit(); err != nil {
-		if !errors.Is(err, table.ErrDataPublished) {
+	// Both complete before either is published (a full disk leaves a
+	// key that --force would replace as it was), then the key first: a
+	// ciphertext without its key could never be opened.
+	if n, err := table.CommitAll(kw, w); err != nil {
+		if n == 1 && !errors.Is(err, table.ErrDataPublished) {
 			removeKey(o.KeyOut) // (the ciphertext out, its key stays)
 		}
 		return err
