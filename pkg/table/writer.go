@@ -8,6 +8,7 @@ import (
 	"hash"
 	"io"
 	"os"
+	"path/filepath"
 
 	"github.com/apache/arrow-go/v18/arrow"
 )
@@ -292,13 +293,27 @@ func (a *atomicFile) publish() error {
 		if err != nil {
 			return fmt.Errorf("%s: %w", a.dst, unwrapPathError(err))
 		}
+		syncDir(a.dst)
 		return nil
 	}
 	if err := os.Rename(name, a.dst); err != nil {
 		os.Remove(name)
 		return fmt.Errorf("%s: %w", a.dst, unwrapPathError(err))
 	}
+	syncDir(a.dst)
 	return nil
+}
+
+// syncDir makes the folder holding path durable, so that the name just
+// published survives a power cut before what is published after it
+// (encrypt's key before its ciphertext; a CSV before its sidecar). Best
+// effort: the file is published whether or not the folder can be synced
+// (some file systems refuse).
+func syncDir(path string) {
+	if d, err := os.Open(filepath.Dir(path)); err == nil {
+		d.Sync()
+		d.Close()
+	}
 }
 
 // stillOurs checks, just before publish, what is at the destination:
