@@ -115,20 +115,10 @@ func TestLedgerCountsReleasesAcrossRuns(t *testing.T) {
 func TestLedgerFailedRunDoesNotCount(t *testing.T) {
 	dir := t.TempDir()
 	enc := encrypted(t, dir, "a", 3, 10, 50)
-	csv := filepath.Join(dir, "a.enc.csv")
 	if res := runTool(perturbCmd, "--no-ledger", "--gamma", "1e18", enc, "-o", filepath.Join(dir, "ignored.parquet")); res.Code != 0 {
 		t.Fatal(res.Stderr)
 	}
-	// An encrypted CSV with its last row cut off.
-	if res := runTool(encryptCmd, "--codebook", filepath.Join(dir, "a.cb", "codebook.json"), "--key-out", filepath.Join(dir, "b.key"), "-o", csv, filepath.Join(dir, "a.sample.csv")); res.Code != 0 {
-		t.Fatal(res.Stderr)
-	}
-	b, _ := os.ReadFile(csv)
-	lines := strings.SplitAfter(strings.TrimSuffix(string(b), "\n"), "\n")
-	os.WriteFile(csv, []byte(strings.Join(lines[:len(lines)-1], "")), 0o600)
-	// The sidecar is bound to the cut file, so the run fails mid-way, at
-	// the missing row, after the ledger was consulted.
-	cmdtest.BindSidecar(t, csv)
+	csv := truncatedEncryptedCSV(t, dir)
 	led := filepath.Join(dir, "l.jsonl")
 	if res := runTool(perturbCmd, "--gamma", "3", "--ledger", led, csv, "-o", filepath.Join(dir, "r.csv")); res.Code != cli.ExitFailure || !strings.Contains(res.Stderr, "truncated") {
 		t.Fatalf("truncated input: code %d, %q", res.Code, res.Stderr)
@@ -150,14 +140,7 @@ func TestLedgerFailedRunDoesNotCount(t *testing.T) {
 func TestLedgerStreamCountsFromTheFirstRow(t *testing.T) {
 	dir := t.TempDir()
 	enc := encrypted(t, dir, "a", 3, 10, 50)
-	csv := filepath.Join(dir, "a.enc.csv")
-	if res := runTool(encryptCmd, "--codebook", filepath.Join(dir, "a.cb", "codebook.json"), "--key-out", filepath.Join(dir, "b.key"), "-o", csv, filepath.Join(dir, "a.sample.csv")); res.Code != 0 {
-		t.Fatal(res.Stderr)
-	}
-	b, _ := os.ReadFile(csv)
-	lines := strings.SplitAfter(strings.TrimSuffix(string(b), "\n"), "\n")
-	os.WriteFile(csv, []byte(strings.Join(lines[:len(lines)-1], "")), 0o600)
-	cmdtest.BindSidecar(t, csv)
+	csv := truncatedEncryptedCSV(t, dir)
 	led := filepath.Join(dir, "l.jsonl")
 	res := runTool(perturbCmd, "--gamma", "3", "--ledger", led, "--output-format", "csv", csv)
 	if res.Code != cli.ExitFailure || !strings.Contains(res.Stderr, "truncated") || strings.Count(res.Stdout, "\n") < 2 {
@@ -169,6 +152,23 @@ func TestLedgerStreamCountsFromTheFirstRow(t *testing.T) {
 	if res := runTool(perturbCmd, "--gamma", "3", "--ledger", led, enc, "-o", filepath.Join(dir, "r.parquet")); res.Code == 0 || !strings.Contains(res.Stderr, "already released") {
 		t.Errorf("the next release: code %d, %q; want it refused as a second", res.Code, res.Stderr)
 	}
+}
+
+// truncatedEncryptedCSV encrypts dir's sample (made by encrypted) to a
+// CSV, cuts its last row off and binds its sidecar to the cut file, so
+// that a run reading it fails mid-way, at the missing row, after the
+// ledger was consulted.
+func truncatedEncryptedCSV(t *testing.T, dir string) string {
+	t.Helper()
+	csv := filepath.Join(dir, "a.enc.csv")
+	if res := runTool(encryptCmd, "--codebook", filepath.Join(dir, "a.cb", "codebook.json"), "--key-out", filepath.Join(dir, "b.key"), "-o", csv, filepath.Join(dir, "a.sample.csv")); res.Code != 0 {
+		t.Fatal(res.Stderr)
+	}
+	b, _ := os.ReadFile(csv)
+	lines := strings.SplitAfter(strings.TrimSuffix(string(b), "\n"), "\n")
+	os.WriteFile(csv, []byte(strings.Join(lines[:len(lines)-1], "")), 0o600)
+	cmdtest.BindSidecar(t, csv)
+	return csv
 }
 
 // TestLedgerDefaultPathAndOptOut: without --ledger the ledger is
