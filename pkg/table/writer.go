@@ -433,6 +433,9 @@ type writer struct {
 func (w *writer) Format() Format { return w.format }
 
 func (w *writer) Write(rec arrow.RecordBatch) error {
+	if w.closed {
+		return fmt.Errorf("%s: internal error: a write after the table was committed or aborted", w.name)
+	}
 	if !rec.Schema().Equal(w.schema) {
 		return fmt.Errorf("%s: internal error: batch schema %v does not match the output schema %v", w.name, rec.Schema(), w.schema)
 	}
