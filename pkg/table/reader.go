@@ -301,6 +301,10 @@ func Open(path string, opt ReadOptions) (Reader, error) {
 		if err != nil {
 			return nil, err
 		}
+		if err := sameParquetSource(r, opt.SidecarOf, path); err != nil {
+			r.Close()
+			return nil, err
+		}
 		digestItems(r.Meta(), opt.DigestMeta, false)
 		return r, nil
 	case Arrow:
