@@ -114,53 +114,55 @@ func arrowFileOfRepeatedBlocks(size, k int) []byte {
 	return out.Bytes()
 }
 
-// TestParquetReopenRefusesAnotherFile: a Parquet file opened again with
+// TestReopenRefusesAnotherFile: a Parquet or Arrow file opened again with
 // SidecarOf its first reader (a stage's later pass: report's scans,
 // estimate's reopening of a release) is refused when it is no longer the
 // file the first reader read — replaced, or rewritten in place — so that
 // no result mixes two files; the same file, or a first reader of another
 // path, is fine.
-func TestParquetReopenRefusesAnotherFile(t *testing.T) {
-	dir := t.TempDir()
-	p, other := filepath.Join(dir, "r.parquet"), filepath.Join(dir, "o.parquet")
-	write := func(path, v string) {
-		writeRows(t, path, []string{"a"}, [][]string{{v}}, Meta{"stage": "x"}, WriteOptions{})
-	}
-	write(p, "1")
-	write(other, "1")
-	for _, tc := range []struct {
-		name   string
-		change func()
-		ok     bool
-	}{
-		{"unchanged", func() {}, true},
-		{"replaced", func() { write(p, "2") }, false},
-		{"rewritten in place", func() {
-			later := time.Now().Add(time.Hour)
-			if err := os.Chtimes(p, later, later); err != nil {
-				t.Fatal(err)
-			}
-		}, false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			first, err := Open(p, ReadOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer first.Close()
-			tc.change()
-			again, err := Open(p, ReadOptions{SidecarOf: first})
-			if err == nil {
-				again.Close()
-			}
-			if (err == nil) != tc.ok || err != nil && !strings.Contains(err.Error(), "changed since this run first read it") {
-				t.Errorf("reopened: %v", err)
-			}
-			if r, err := Open(other, ReadOptions{SidecarOf: first}); err != nil {
-				t.Errorf("another path with SidecarOf: %v", err)
-			} else {
-				r.Close()
-			}
-		})
+func TestReopenRefusesAnotherFile(t *testing.T) {
+	for _, ext := range []string{".parquet", ".arrow"} {
+		dir := t.TempDir()
+		p, other := filepath.Join(dir, "r"+ext), filepath.Join(dir, "o"+ext)
+		write := func(path, v string) {
+			writeRows(t, path, []string{"a"}, [][]string{{v}}, Meta{"stage": "x"}, WriteOptions{})
+		}
+		write(p, "1")
+		write(other, "1")
+		for _, tc := range []struct {
+			name   string
+			change func()
+			ok     bool
+		}{
+			{"unchanged", func() {}, true},
+			{"replaced", func() { write(p, "2") }, false},
+			{"rewritten in place", func() {
+				later := time.Now().Add(time.Hour)
+				if err := os.Chtimes(p, later, later); err != nil {
+					t.Fatal(err)
+				}
+			}, false},
+		} {
+			t.Run(ext+" "+tc.name, func(t *testing.T) {
+				first, err := Open(p, ReadOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer first.Close()
+				tc.change()
+				again, err := Open(p, ReadOptions{SidecarOf: first})
+				if err == nil {
+					again.Close()
+				}
+				if (err == nil) != tc.ok || err != nil && !strings.Contains(err.Error(), "changed since this run first read it") {
+					t.Errorf("reopened: %v", err)
+				}
+				if r, err := Open(other, ReadOptions{SidecarOf: first}); err != nil {
+					t.Errorf("another path with SidecarOf: %v", err)
+				} else {
+					r.Close()
+				}
+			})
+		}
 	}
 }

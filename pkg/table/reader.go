@@ -301,7 +301,7 @@ func Open(path string, opt ReadOptions) (Reader, error) {
 		if err != nil {
 			return nil, err
 		}
-		if err := sameParquetSource(r, opt.SidecarOf, path); err != nil {
+		if err := sameSource(r, opt.SidecarOf, path, file); err != nil {
 			r.Close()
 			return nil, err
 		}
@@ -314,6 +314,10 @@ func Open(path string, opt ReadOptions) (Reader, error) {
 		}
 		r, err := open(name, file, br, opt)
 		if err != nil {
+			return nil, err
+		}
+		if err := sameSource(r, opt.SidecarOf, path, file); err != nil {
+			r.Close()
 			return nil, err
 		}
 		digestItems(r.Meta(), opt.DigestMeta, false)
@@ -503,3 +507,47 @@ const ManyLabelsBatchRows = 8192
 // maps again entry by entry (Coder) — cheap for a few thousand labels,
 // not for a million.
 const MaxReadLabels = 1 << 12
+
+// fileSource is the path of a Parquet or Arrow reader's file and what the
+// file was when opened (device and inode, size, modification time), for
+// a later open of the same path (sameSource).
+type fileSource struct {
+	path string
+	id   os.FileInfo
+}
+
+func (s *fileSource) source() *fileSource { return s }
+
+// sourceOf is r's fileSource, nil when it has none.
+func sourceOf(r Reader) *fileSource {
+	if s, ok := r.(*slicingReader); ok {
+		r = s.Reader
+	}
+	if s, ok := r.(interface{ source() *fileSource }); ok {
+		return s.source()
+	}
+	return nil
+}
+
+// sameSource records what file (opened at path) is for r, and refuses it
+// when first (ReadOptions.SidecarOf, a reader of the same path — a
+// stage's earlier pass over its input, or its first opening of it) read
+// another file there: replaced or rewritten between the two, a report or
+// an estimate would mix the counts of two files. A CSV's second reader
+// checks the data against the sidecar's digest instead.
+func sameSource(r, first Reader, path string, file *os.File) error {
+	s := sourceOf(r)
+	if s == nil || file == nil {
+		return nil
+	}
+	s.path = path
+	s.id, _ = file.Stat()
+	q := sourceOf(first)
+	if q == nil || q.id == nil || s.id == nil || q.path != path {
+		return nil
+	}
+	if !os.SameFile(q.id, s.id) || q.id.Size() != s.id.Size() || !q.id.ModTime().Equal(s.id.ModTime()) {
+		return errorf(DisplayName(path), "changed since this run first read it (replaced or rewritten meanwhile); run again once nothing writes it")
+	}
+	return nil
+}

@@ -14,7 +14,8 @@ import (
 
 // arrowStreamReader reads the Arrow IPC stream format, batch by batch.
 type arrowStreamReader struct {
-	name   string
+	name string
+	fileSource
 	f      *os.File
 	r      *ipc.Reader
 	schema *arrow.Schema
@@ -100,7 +101,8 @@ func (a *arrowStreamReader) Close() error {
 
 // arrowFileReader reads the Arrow IPC file format (random access).
 type arrowFileReader struct {
-	name   string
+	name string
+	fileSource
 	f      *os.File
 	r      *ipc.FileReader
 	schema *arrow.Schema

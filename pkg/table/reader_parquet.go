@@ -31,11 +31,8 @@ import (
 type parquetReader struct {
 	name string
 	f    *os.File
-	// path and id are the file's path and what it was when opened, for a
-	// later open of the same path (sameParquetSource).
-	path string
-	id   os.FileInfo
-	pf   *file.Reader
+	fileSource
+	pf *file.Reader
 	// borrowed: f and pf are another reader's (ParquetReopen), which
 	// closes f.
 	borrowed bool
@@ -482,30 +479,6 @@ func checkStoredArrowSchema(pf *file.Reader) error {
 	}
 	if _, err := io.Copy(io.Discard, &checkedStream{r: bytes.NewReader(b)}); err != nil {
 		return fmt.Errorf("the stored Arrow schema is corrupt: %v", err)
-	}
-	return nil
-}
-
-// sameParquetSource records what r's file is, and refuses it when first
-// (ReadOptions.SidecarOf, another reader of the same path — a stage's
-// earlier pass over its input, or its first opening of it) read another
-// file there: replaced or rewritten between the two (another device or
-// inode, size or modification time), a report or an estimate would mix
-// the counts of two files. A CSV's second reader checks the data against
-// the sidecar's digest instead.
-func sameParquetSource(r Reader, first Reader, path string) error {
-	p, ok := r.(*parquetReader)
-	if !ok || p.f == nil {
-		return nil
-	}
-	p.path = path
-	p.id, _ = p.f.Stat()
-	q, ok := first.(*parquetReader)
-	if !ok || q.id == nil || p.id == nil || q.path != path {
-		return nil
-	}
-	if !os.SameFile(q.id, p.id) || q.id.Size() != p.id.Size() || !q.id.ModTime().Equal(p.id.ModTime()) {
-		return errorf(p.name, "changed since this run first read it (replaced or rewritten meanwhile); run again once nothing writes it")
 	}
 	return nil
 }
