@@ -312,7 +312,8 @@ func arrowStage(f *os.File) (stage string, ours bool, err error) {
 		}
 		n := int64(int32(binary.LittleEndian.Uint32(tail[:4])))
 		fb.base, fb.end = st.Size()-10-n, st.Size()-10
-		if n <= 0 || fb.base < 8 {
+		if n <= 0 || n > maxIPCMetadata || fb.base < 8 {
+			// (Past maxIPCMetadata the whole open refuses it too.)
 			return "", false, errors.New("bad footer length")
 		}
 		footer, err := fb.root()
