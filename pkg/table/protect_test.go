@@ -203,19 +203,32 @@ func TestOutputDestinationsThatARenameWouldHarm(t *testing.T) {
 	}
 }
 
-// TestSidecarFailureSaysTheDataIsPublished: a CSV whose data is renamed
-// into place but whose sidecar then cannot be (a folder made there after
-// Create) fails with an error that is ErrDataPublished, so that a caller
-// keeps what it recorded of the release (perturb's ledger entry, encrypt's
-// key file); another failure is not.
+// TestSidecarFailureSaysTheDataIsPublished: a folder made where a CSV's
+// sidecar goes while the run writes is found before anything is published
+// (the data stays unpublished); one made between the data's rename and
+// the sidecar's (betweenRenames) fails the commit with an error that is
+// ErrDataPublished, so that a caller keeps what it recorded of the
+// release (perturb's ledger entry, encrypt's key file); another failure
+// is not.
 func TestSidecarFailureSaysTheDataIsPublished(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "out.csv")
-	err := createThen(t, out, WriteOptions{}, func() {
+	mkSidecarDir := func() {
 		if err := os.Mkdir(sidecarPath(out), 0o755); err != nil {
 			t.Fatal(err)
 		}
-	})
+	}
+	err := createThen(t, out, WriteOptions{}, mkSidecarDir)
+	if err == nil || errors.Is(err, ErrDataPublished) {
+		t.Errorf("a folder at the sidecar's place before the commit: %v", err)
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Errorf("the data was published: %v", err)
+	}
+	os.Remove(sidecarPath(out))
+	betweenRenames = mkSidecarDir
+	err = createThen(t, out, WriteOptions{}, func() {})
+	betweenRenames = nil
 	if !errors.Is(err, ErrDataPublished) {
 		t.Errorf("sidecar not renamed: %v, want ErrDataPublished", err)
 	}
@@ -228,5 +241,40 @@ func TestSidecarFailureSaysTheDataIsPublished(t *testing.T) {
 	os.Chmod(dir, 0o755)
 	if errors.Is(err, ErrDataPublished) {
 		t.Errorf("nothing published: %v is ErrDataPublished", err)
+	}
+}
+
+// TestCommitAllPublishesNoneOnAFailure: of two tables committed together,
+// neither is published when the second's destination became a folder
+// while they were written (found before the first rename, which had
+// published the first table alone), and a table committed after Abort is
+// an error.
+func TestCommitAllPublishesNoneOnAFailure(t *testing.T) {
+	dir := t.TempDir()
+	g, r := filepath.Join(dir, "g.csv"), filepath.Join(dir, "r.parquet")
+	create := func(path string) Writer {
+		w, err := Create(path, StringSchema([]string{"a"}), Meta{"stage": "x"}, WriteOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return w
+	}
+	gw, rw := create(g), create(r)
+	if err := os.MkdirAll(filepath.Join(r, "x"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := CommitAll(gw, rw); err == nil || n != 0 {
+		t.Errorf("CommitAll: %d published, %v", n, err)
+	}
+	if _, err := os.Stat(g); !os.IsNotExist(err) {
+		t.Errorf("the first table was published: %v", err)
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, ".*partial*")); len(left) > 0 {
+		t.Errorf("partial files left: %v", left)
+	}
+	w := create(filepath.Join(dir, "a.csv"))
+	w.Abort()
+	if err := w.Commit(); err == nil {
+		t.Error("a commit after Abort: no error")
 	}
 }

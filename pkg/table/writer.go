@@ -326,8 +326,13 @@ func (a *atomicFile) stillOurs() error {
 	if a.noClobber || a.done {
 		return nil // publish links: it never replaces
 	}
-	now, err := os.Stat(a.dst)
-	if err != nil || a.was != nil && os.SameFile(now, a.was) {
+	// Nothing a rename would harm may have appeared (a folder, a FIFO):
+	// the publish would fail after another table of the run was out.
+	now, err := destination(a.dst)
+	if err != nil {
+		return err
+	}
+	if now == nil || a.was != nil && os.SameFile(now, a.was) {
 		return nil
 	}
 	if k := keyKind(a.dst); k != NotKey && !(a.keyOK && (k == KeyFile || k == KeySidecar)) {
@@ -453,9 +458,17 @@ func (w *writer) Commit() error {
 		return err
 	}
 	if w.published {
-		return nil
+		return w.err
 	}
 	w.published = true
+	w.err = w.publish()
+	return w.err
+}
+
+// errAborted is Commit's error after Abort.
+var errAborted = errors.New("internal error: a commit after the table was aborted")
+
+func (w *writer) publish() error {
 	af, isFile := w.sink.(*atomicFile)
 	if !isFile {
 		if f, ok := w.sink.(interface{ Flush() error }); ok {
@@ -527,6 +540,7 @@ func (w *writer) prepareFiles() error {
 	err := w.fw.close()
 	w.fw = nil // (closed: its buffers and metadata go)
 	if err != nil {
+		w.sink.Close() // (a stream's goroutine ends)
 		return fmt.Errorf("%s: %w", w.name, err)
 	}
 	if err := w.sink.Close(); err != nil {
@@ -667,12 +681,12 @@ func (w *writer) Abort() {
 	if w.closed {
 		if !w.published {
 			// Prepared, never published: its files go.
-			w.published = true
+			w.published, w.err = true, errAborted
 			w.abortFiles()
 		}
 		return
 	}
-	w.closed, w.published = true, true
+	w.closed, w.published, w.err = true, true, errAborted
 	if a, ok := w.fw.(interface{ abort() }); ok {
 		a.abort()
 	} else {
