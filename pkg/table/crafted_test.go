@@ -114,17 +114,30 @@ func arrowFileOfRepeatedBlocks(size, k int) []byte {
 	return out.Bytes()
 }
 
-// TestReopenRefusesAnotherFile: a Parquet or Arrow file opened again with
+// TestReopenRefusesAnotherFile: a Parquet, Arrow or sidecar-less CSV file
+// opened again with
 // SidecarOf its first reader (a stage's later pass: report's scans,
 // estimate's reopening of a release) is refused when it is no longer the
 // file the first reader read — replaced, or rewritten in place — so that
 // no result mixes two files; the same file, or a first reader of another
 // path, is fine.
 func TestReopenRefusesAnotherFile(t *testing.T) {
-	for _, ext := range []string{".parquet", ".arrow"} {
+	for _, ext := range []string{".parquet", ".arrow", ".csv"} {
 		dir := t.TempDir()
 		p, other := filepath.Join(dir, "r"+ext), filepath.Join(dir, "o"+ext)
 		write := func(path, v string) {
+			if ext == ".csv" {
+				// A CSV without a sidecar (its metadata in a #pramkit
+				// line): no digest checks it.
+				// (Written anew and renamed, as writers replace files.)
+				if err := os.WriteFile(path+".new", []byte("#pramkit {\"pramkit\":1,\"meta\":{\"stage\":\"x\"}}\na\n"+v+"\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Rename(path+".new", path); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
 			writeRows(t, path, []string{"a"}, [][]string{{v}}, Meta{"stage": "x"}, WriteOptions{})
 		}
 		write(p, "1")

@@ -323,7 +323,19 @@ func Open(path string, opt ReadOptions) (Reader, error) {
 		digestItems(r.Meta(), opt.DigestMeta, false)
 		return &slicingReader{Reader: r, max: int64(opt.BatchSize)}, nil
 	}
-	return openCSV(name, file, br, opt, side)
+	r, err := openCSV(name, file, br, opt, side)
+	if err != nil {
+		return nil, err
+	}
+	if c, ok := r.(*csvReader); ok && c.bind == nil {
+		// No sidecar digest checks the data (a #pramkit line, a plain
+		// table): the file itself must be the one a first reader read.
+		if err := sameSource(r, opt.SidecarOf, path, file); err != nil {
+			r.Close()
+			return nil, err
+		}
+	}
+	return r, nil
 }
 
 // sniffBuffer is the size of Open's buffered reader of file: 1 MiB, but
@@ -534,7 +546,7 @@ func sourceOf(r Reader) *fileSource {
 // stage's earlier pass over its input, or its first opening of it) read
 // another file there: replaced or rewritten between the two, a report or
 // an estimate would mix the counts of two files. A CSV's second reader
-// checks the data against the sidecar's digest instead.
+// bound to a sidecar checks the data against its digest instead.
 func sameSource(r, first Reader, path string, file *os.File) error {
 	s := sourceOf(r)
 	if s == nil || file == nil {

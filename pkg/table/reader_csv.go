@@ -23,26 +23,27 @@ const metaLinePrefix = "#pramkit "
 // goes wrong on values like "007" (see DEPENDENCIES.md). Empty fields are
 // empty strings, not nulls.
 type csvReader struct {
-	name   string
-	file   *os.File
-	schema *arrow.Schema // projected by ReadOptions.Columns
-	ncols  int           // the file's columns, which every record must have
-	sel    []int         // the columns read (ReadOptions.Columns), nil for all
-	meta   Meta
-	batch  int
-	cur    arrow.RecordBatch
-	rows   int64
-	done   bool
-	err    error // the error Next returned, returned again
-	br     *bufio.Reader
-	bind   *binding     // the sidecar's digest, checked at the end of the data
-	side   *binding     // the sidecar's path and digest (not got), for ReadOptions.SidecarOf
-	hr     *hashReader  // the file's hashing reader, when there is a sidecar
-	first  int          // lines before the first record (metadata line, header)
-	pipe   *csvPipeline // started by the first Next
-	labels []*Labels    // per file column: read as codes (ReadOptions.Labels), or nil
-	reuse  bool         // ReadOptions.ReuseBuffers: batches lend pooled buffers
-	text   *textMode    // row-text mode (LendRowText), or nil
+	fileSource // of a file without a sidecar (sameSource)
+	name       string
+	file       *os.File
+	schema     *arrow.Schema // projected by ReadOptions.Columns
+	ncols      int           // the file's columns, which every record must have
+	sel        []int         // the columns read (ReadOptions.Columns), nil for all
+	meta       Meta
+	batch      int
+	cur        arrow.RecordBatch
+	rows       int64
+	done       bool
+	err        error // the error Next returned, returned again
+	br         *bufio.Reader
+	bind       *binding     // the sidecar's digest, checked at the end of the data
+	side       *binding     // the sidecar's path and digest (not got), for ReadOptions.SidecarOf
+	hr         *hashReader  // the file's hashing reader, when there is a sidecar
+	first      int          // lines before the first record (metadata line, header)
+	pipe       *csvPipeline // started by the first Next
+	labels     []*Labels    // per file column: read as codes (ReadOptions.Labels), or nil
+	reuse      bool         // ReadOptions.ReuseBuffers: batches lend pooled buffers
+	text       *textMode    // row-text mode (LendRowText), or nil
 	// digested names the items of meta that are their MetaDigest
 	// (ReadOptions.DigestMeta), for a reader that reuses the sidecar.
 	digested []string
