@@ -295,45 +295,36 @@ func Open(path string, opt ReadOptions) (Reader, error) {
 		}
 		return nil, errorf(name, "is %s, not Parquet: only a Parquet file is read by row group", format)
 	}
+	var r Reader
 	switch format {
 	case Parquet:
-		r, err := openParquet(name, file, br, opt)
-		if err != nil {
-			return nil, err
-		}
-		if err := sameSource(r, opt.SidecarOf, path, file); err != nil {
-			r.Close()
-			return nil, err
-		}
-		digestItems(r.Meta(), opt.DigestMeta, false)
-		return r, nil
+		r, err = openParquet(name, file, br, opt)
 	case Arrow:
 		open := openArrowStream
 		if string(head[:min(len(head), 6)]) == string(arrowFileMagic) {
 			open = openArrowFile
 		}
-		r, err := open(name, file, br, opt)
-		if err != nil {
-			return nil, err
-		}
-		if err := sameSource(r, opt.SidecarOf, path, file); err != nil {
-			r.Close()
-			return nil, err
-		}
-		digestItems(r.Meta(), opt.DigestMeta, false)
-		return &slicingReader{Reader: r, max: int64(opt.BatchSize)}, nil
+		r, err = open(name, file, br, opt)
+	default:
+		r, err = openCSV(name, file, br, opt, side)
 	}
-	r, err := openCSV(name, file, br, opt, side)
 	if err != nil {
 		return nil, err
 	}
-	if c, ok := r.(*csvReader); ok && c.bind == nil {
-		// No sidecar digest checks the data (a #pramkit line, a plain
-		// table): the file itself must be the one a first reader read.
+	// A file no sidecar digest checks (Parquet, Arrow, a CSV with a
+	// #pramkit line or none) must be the one a first reader read.
+	if c, ok := r.(*csvReader); !ok || c.bind == nil {
 		if err := sameSource(r, opt.SidecarOf, path, file); err != nil {
 			r.Close()
 			return nil, err
 		}
+	}
+	if format == CSV {
+		return r, nil
+	}
+	digestItems(r.Meta(), opt.DigestMeta, false)
+	if format == Arrow {
+		return &slicingReader{Reader: r, max: int64(opt.BatchSize)}, nil
 	}
 	return r, nil
 }
